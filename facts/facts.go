@@ -1,0 +1,138 @@
+package facts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+
+	"github.com/shirou/gopsutil/v4/host"
+	"github.com/shirou/gopsutil/v4/mem"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// ErrInvalid is returned for a custom fact file or k=v pair that cannot be used.
+var ErrInvalid = errors.New("invalid facts")
+
+// maxFactsFile bounds the custom facts file.
+const maxFactsFile = 1 << 20
+
+// Options say what to add to the gathered facts.
+type Options struct {
+	// Identity overrides the identity fact, which defaults to the hostname.
+	Identity string
+	// File is a YAML or JSON file with a map of custom facts.
+	File string
+	// Pairs are k=v custom facts, applied last.
+	Pairs []string
+}
+
+// Gather collects the standard facts of this host and merges the custom ones.
+func Gather(ctx context.Context, opts Options) (map[string]any, error) {
+	f := map[string]any{}
+	info, err := host.InfoWithContext(ctx)
+	if err != nil && info == nil {
+		return nil, fmt.Errorf("facts: host info: %w", err)
+	}
+	hostname, _ := os.Hostname()
+	if info.Hostname != "" {
+		hostname = info.Hostname
+	}
+	f["hostname"] = hostname
+	f["identity"] = hostname
+	f["os"] = info.PlatformFamily
+	f["platform"] = info.Platform
+	f["platform_version"] = info.PlatformVersion
+	f["kernel"] = info.KernelVersion
+	f["arch"] = info.KernelArch
+	if f["arch"] == "" {
+		f["arch"] = runtime.GOARCH
+	}
+	f["cpus"] = runtime.NumCPU()
+	f["virtualization"] = info.VirtualizationSystem
+	f["host"] = map[string]any{"info": toMap(info)}
+	if vm, err := mem.VirtualMemoryWithContext(ctx); err == nil {
+		f["memory_mb"] = int(vm.Total / (1 << 20))
+		f["memory"] = map[string]any{"virtual": toMap(vm)}
+	}
+	if err := Merge(f, opts); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Merge applies the custom facts of opts (file, then pairs, then identity) to f.
+func Merge(f map[string]any, opts Options) error {
+	if opts.File != "" {
+		custom, err := ReadFile(opts.File)
+		if err != nil {
+			return err
+		}
+		for k, v := range custom {
+			f[k] = v
+		}
+	}
+	for _, kv := range opts.Pairs {
+		k, v, err := ParsePair(kv)
+		if err != nil {
+			return err
+		}
+		f[k] = v
+	}
+	if opts.Identity != "" {
+		f["identity"] = opts.Identity
+	}
+	return nil
+}
+
+var keyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// ParsePair splits a k=v fact; the key must be a plain identifier.
+func ParsePair(kv string) (string, string, error) {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return "", "", fmt.Errorf("%w: fact %q must look like key=value", ErrInvalid, kv)
+	}
+	if !keyRe.MatchString(k) {
+		return "", "", fmt.Errorf("%w: fact key %q must start with a letter or _ and contain only letters, digits, _ and -", ErrInvalid, k)
+	}
+	return k, v, nil
+}
+
+// ReadFile reads a YAML or JSON file holding a map of facts.
+func ReadFile(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: facts file: %w", ErrInvalid, err)
+	}
+	if len(b) > maxFactsFile {
+		return nil, fmt.Errorf("%w: facts file %s is larger than %d bytes", ErrInvalid, path, maxFactsFile)
+	}
+	var m map[string]any
+	if _, err := protocol.DecodeStrict(b, &m, protocol.Limits{MaxBytes: maxFactsFile, AllowYAMLAliases: true}); err != nil {
+		return nil, fmt.Errorf("%w: facts file %s: %w", ErrInvalid, path, err)
+	}
+	for k := range m {
+		if !keyRe.MatchString(k) {
+			return nil, fmt.Errorf("%w: facts file %s: key %q must start with a letter or _ and contain only letters, digits, _ and -", ErrInvalid, path, k)
+		}
+	}
+	return m, nil
+}
+
+func toMap(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return map[string]any{}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]any{}
+	}
+	return m
+}

@@ -1,0 +1,178 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// CommonState is the part of a resource's state document that every type shares.
+type CommonState struct {
+	Timestamp   time.Time `json:"timestamp"`
+	Protocol    string    `json:"protocol"`
+	Type        string    `json:"type"`
+	Name        string    `json:"name"`
+	Ensure      string    `json:"ensure"`
+	Changed     bool      `json:"changed"`
+	Refreshed   bool      `json:"refreshed"`
+	Stable      bool      `json:"stable"`
+	Noop        bool      `json:"noop"`
+	NoopMessage string    `json:"noop_message,omitempty"`
+}
+
+// NewCommonState returns the common state of a resource of typeName called
+// name whose current ensure value is ensure, stamped now in UTC.
+func NewCommonState(typeName, name, ensure string) CommonState {
+	return CommonState{
+		Timestamp: time.Now().UTC(),
+		Protocol:  StateProtocol(typeName),
+		Type:      typeName,
+		Name:      name,
+		Ensure:    ensure,
+	}
+}
+
+// State is a per-type state document (io.choria.ccm.v1.resource.<type>.state).
+type State interface {
+	Common() *CommonState
+}
+
+// Common returns the shared part of the state.
+func (c *CommonState) Common() *CommonState { return c }
+
+// FileMetadata describes a file or directory as found on disk.
+type FileMetadata struct {
+	Name     string         `json:"name"`
+	Checksum string         `json:"checksum,omitempty"`
+	Owner    string         `json:"owner,omitempty"`
+	Group    string         `json:"group,omitempty"`
+	Mode     string         `json:"mode,omitempty"`
+	Provider string         `json:"provider"`
+	MTime    time.Time      `json:"mtime"`
+	Size     int64          `json:"size"`
+	Extended map[string]any `json:"extended,omitempty"`
+}
+
+// FileState is the state of a file resource.
+type FileState struct {
+	CommonState
+	Metadata *FileMetadata `json:"metadata,omitempty"`
+}
+
+// ExecMetadata describes the outcome of an exec resource.
+type ExecMetadata struct {
+	Name             string `json:"name"`
+	Provider         string `json:"provider"`
+	ExitCode         *int   `json:"exit_code,omitempty"`
+	CreatesSatisfied bool   `json:"creates_satisfied"`
+	// Output is the bounded combined output of the command when logoutput is set.
+	Output string `json:"output,omitempty"`
+}
+
+// ExecState is the state of an exec resource.
+type ExecState struct {
+	CommonState
+	Metadata *ExecMetadata `json:"metadata,omitempty"`
+}
+
+// PackageMetadata describes an installed (or absent) package.
+type PackageMetadata struct {
+	Name        string         `json:"name"`
+	Version     string         `json:"version,omitempty"`
+	Arch        string         `json:"arch,omitempty"`
+	License     string         `json:"license,omitempty"`
+	URL         string         `json:"url,omitempty"`
+	Summary     string         `json:"summary,omitempty"`
+	Description string         `json:"description,omitempty"`
+	Provider    string         `json:"provider"`
+	Extended    map[string]any `json:"extended,omitempty"`
+}
+
+// PackageState is the state of a package resource; Ensure holds the
+// installed version, or "absent".
+type PackageState struct {
+	CommonState
+	Metadata *PackageMetadata `json:"metadata,omitempty"`
+}
+
+// ServiceMetadata describes a system service.
+type ServiceMetadata struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	Enabled  bool   `json:"enabled"`
+	Running  bool   `json:"running"`
+}
+
+// ServiceState is the state of a service resource; Ensure is "running" or "stopped".
+type ServiceState struct {
+	CommonState
+	Metadata *ServiceMetadata `json:"metadata,omitempty"`
+}
+
+// ArchiveMetadata describes a downloaded archive and its extraction marker.
+type ArchiveMetadata struct {
+	Name          string    `json:"name"`
+	Checksum      string    `json:"checksum,omitempty"`
+	ArchiveExists bool      `json:"archive_exists"`
+	CreatesExists bool      `json:"creates_exists"`
+	Owner         string    `json:"owner,omitempty"`
+	Group         string    `json:"group,omitempty"`
+	MTime         time.Time `json:"mtime"`
+	Size          int64     `json:"size"`
+	Provider      string    `json:"provider"`
+}
+
+// ArchiveState is the state of an archive resource.
+type ArchiveState struct {
+	CommonState
+	Metadata *ArchiveMetadata `json:"metadata,omitempty"`
+}
+
+// ScaffoldMetadata lists the files a scaffold render touches.
+type ScaffoldMetadata struct {
+	Name         string   `json:"name"`
+	Provider     string   `json:"provider"`
+	TargetExists bool     `json:"target_exists"`
+	Changed      []string `json:"changed"`
+	Purged       []string `json:"purged"`
+	Stable       []string `json:"stable"`
+	Engine       string   `json:"engine"`
+}
+
+// ScaffoldState is the state of a scaffold resource.
+type ScaffoldState struct {
+	CommonState
+	Metadata *ScaffoldMetadata `json:"metadata,omitempty"`
+}
+
+// NewState returns an empty state document for typeName, for decoding.
+func NewState(typeName string) (State, error) {
+	switch typeName {
+	case TypeFile:
+		return &FileState{}, nil
+	case TypeExec:
+		return &ExecState{}, nil
+	case TypePackage:
+		return &PackageState{}, nil
+	case TypeService:
+		return &ServiceState{}, nil
+	case TypeArchive:
+		return &ArchiveState{}, nil
+	case TypeScaffold:
+		return &ScaffoldState{}, nil
+	default:
+		return nil, badRequest("unknown resource type %q", typeName)
+	}
+}
+
+// DecodeState decodes a state document of typeName.
+func DecodeState(typeName string, data []byte) (State, error) {
+	st, err := NewState(typeName)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("%s state: %w", typeName, err)
+	}
+	return st, nil
+}

@@ -1,0 +1,317 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/templates"
+)
+
+// Engine applies resources using the types and providers of a registry. It
+// holds no per-run state and is safe for concurrent use.
+type Engine struct {
+	reg *resources.Registry
+	log *slog.Logger
+	now func() time.Time
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// New returns an Engine over reg.
+func New(reg *resources.Registry, opts ...Option) *Engine {
+	e := &Engine{reg: reg, log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Registry returns the registry the engine uses.
+func (e *Engine) Registry() *resources.Registry { return e.reg }
+
+// RunOptions describe one run.
+type RunOptions struct {
+	// Noop reports what would change without changing anything.
+	Noop bool
+	// Env is what templates and conditions see; required.
+	Env *templates.Env
+	// WorkingDir resolves relative sources; may be empty.
+	WorkingDir string
+}
+
+// Session is one run. Its methods may be called from one goroutine at a time.
+type Session struct {
+	eng  *Engine
+	opts RunOptions
+	// guards providers
+	mu        sync.Mutex
+	providers map[string]resources.Provider
+}
+
+// NewSession starts a run.
+func (e *Engine) NewSession(opts RunOptions) *Session {
+	if opts.Env == nil {
+		opts.Env = templates.New(nil, nil)
+	}
+	return &Session{eng: e, opts: opts, providers: map[string]resources.Provider{}}
+}
+
+// Spec is a resource as asked for: its type and raw properties.
+type Spec struct {
+	Type       string
+	Properties map[string]any
+}
+
+// Prepared is a resource ready to apply: decoded, validated, its conditions
+// evaluated and its provider chosen.
+type Prepared struct {
+	Type       resources.Type
+	Properties resources.Properties
+	// Managed is false when control.if/unless say the resource is not managed.
+	Managed bool
+	factory resources.Factory
+	// selectErr is a provider selection failure that fails the resource
+	// (rather than the request) when it is applied.
+	selectErr error
+}
+
+// Name returns the resolved resource name.
+func (p *Prepared) Name() string { return p.Properties.Common().Name }
+
+// Ref returns "type#name".
+func (p *Prepared) Ref() string { return p.Type.Name() + "#" + p.Name() }
+
+// controlKey holds conditions; they are expressions themselves, so templates
+// inside them are not expanded first.
+const controlKey = "control"
+
+// Prepare turns a spec into a Prepared resource without touching the host.
+// Every error wraps resources.ErrInvalid and names the resource and problem.
+func (s *Session) Prepare(spec Spec) (*Prepared, error) {
+	t, err := s.eng.reg.Type(spec.Type)
+	if err != nil {
+		return nil, err
+	}
+	label := spec.Type
+	if n, ok := spec.Properties["name"].(string); ok && n != "" {
+		label = spec.Type + "#" + n
+	}
+	expanded, err := s.opts.Env.ExpandValue(spec.Properties, controlKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err)
+	}
+	raw, err := json.Marshal(expanded)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err)
+	}
+	props := t.NewProperties()
+	if err := protocol.DecodeJSONStrict(raw, props); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", label, resources.ErrInvalid, propertyMessage(err))
+	}
+	c := props.Common()
+	if c.Name != "" {
+		label = spec.Type + "#" + c.Name
+	}
+	if c.Ensure == "" {
+		c.Ensure = t.DefaultEnsure()
+	}
+	if err := props.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	managed, err := s.managed(c.Control)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err)
+	}
+	p := &Prepared{Type: t, Properties: props, Managed: managed}
+	if !managed {
+		return p, nil
+	}
+	f, err := s.eng.reg.Select(t.Name(), c.Provider, s.opts.Env.Facts(), props)
+	switch {
+	case errors.Is(err, resources.ErrInvalid):
+		return nil, fmt.Errorf("%s: %w", label, err)
+	case err != nil:
+		p.selectErr = err
+	default:
+		p.factory = f
+	}
+	return p, nil
+}
+
+// propertyMessage rewrites decoder wording ("field") into resource wording.
+func propertyMessage(err error) string {
+	msg := err.Error()
+	const prefix = "bad request: "
+	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+		msg = msg[len(prefix):]
+	}
+	if len(msg) > 14 && msg[:14] == "unknown field " {
+		return "unknown property " + msg[14:]
+	}
+	if len(msg) > 6 && msg[:6] == "field " {
+		return "property " + msg[6:]
+	}
+	return msg
+}
+
+// managed applies the if/unless truth table: managed when If is unset or
+// true and Unless is unset or false.
+func (s *Session) managed(c *resources.Control) (bool, error) {
+	if c == nil {
+		return true, nil
+	}
+	if c.If != "" {
+		ok, err := s.opts.Env.EvalBool(c.If)
+		if err != nil {
+			return false, fmt.Errorf("control.if: %w", err)
+		}
+		if !ok {
+			return false, nil
+		}
+	}
+	if c.Unless != "" {
+		ok, err := s.opts.Env.EvalBool(c.Unless)
+		if err != nil {
+			return false, fmt.Errorf("control.unless: %w", err)
+		}
+		if ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// ApplyOptions adjust one Apply call.
+type ApplyOptions struct {
+	// Refresh is true when a resource this one subscribes to changed.
+	Refresh bool
+}
+
+// Apply applies a prepared resource and returns its event. Resource failures
+// are recorded in the event (Failed, Errors), never returned.
+func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *protocol.TransactionEvent {
+	c := p.Properties.Common()
+	start := s.eng.now()
+	ev := protocol.NewTransactionEvent(NewID(), p.Type.Name(), c.Name, c.Alias)
+	ev.Timestamp = start.UTC()
+	ev.RequestedEnsure = c.Ensure
+	ev.Noop = s.opts.Noop
+	ev.Properties = eventProperties(p.Properties)
+	log := s.eng.log.With("resource", p.Ref())
+	defer func() { ev.Duration = s.eng.now().Sub(start) }()
+
+	if !p.Managed {
+		ev.Skipped = true
+		log.Info("skipped by control conditions")
+		return ev
+	}
+	if p.selectErr != nil {
+		ev.Failed = true
+		ev.Errors = append(ev.Errors, p.selectErr.Error())
+		return ev
+	}
+	ev.Provider = p.factory.Name()
+	prov, err := s.provider(p.factory)
+	if err != nil {
+		ev.Failed = true
+		ev.Errors = append(ev.Errors, err.Error())
+		return ev
+	}
+	ac := &resources.ApplyContext{
+		Noop:       s.opts.Noop,
+		Refresh:    ao.Refresh,
+		WorkingDir: s.opts.WorkingDir,
+		Env:        s.opts.Env,
+		Log:        log,
+	}
+	out, err := p.Type.Apply(ctx, ac, p.Properties, prov)
+	if out == nil {
+		out = &resources.Outcome{}
+	}
+	ev.Changed = out.Changed
+	ev.Refreshed = out.Refreshed
+	if s.opts.Noop {
+		ev.NoopMessage = out.NoopMessage
+	}
+	if err != nil {
+		ev.Failed = true
+		ev.Errors = append(ev.Errors, err.Error())
+		log.Error("failed", "error", err)
+	}
+	if out.State != nil {
+		st := out.State.Common()
+		st.Changed = ev.Changed
+		st.Refreshed = ev.Refreshed
+		st.Noop = ev.Noop
+		st.NoopMessage = ev.NoopMessage
+		st.Stable = !ev.Changed && !ev.Refreshed && !ev.Failed
+		ev.Status = out.State
+		ev.FinalEnsure = st.Ensure
+	}
+	log.Info(ev.Outcome(), "provider", ev.Provider)
+	return ev
+}
+
+// provider returns the session's instance of the factory's provider.
+func (s *Session) provider(f resources.Factory) (resources.Provider, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := f.Type() + "/" + f.Name()
+	if p, ok := s.providers[key]; ok {
+		return p, nil
+	}
+	p, err := f.New()
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", key, err)
+	}
+	s.providers[key] = p
+	return p, nil
+}
+
+// Redactor is implemented by properties that hold secrets; events carry the
+// redacted copy.
+type Redactor interface {
+	Redacted() any
+}
+
+func eventProperties(p resources.Properties) any {
+	if r, ok := p.(Redactor); ok {
+		return r.Redacted()
+	}
+	return p
+}
+
+// Ensure prepares and applies one resource. The error is non-nil only when
+// the request could not be processed (it wraps resources.ErrInvalid); a
+// resource that failed is reported in the event.
+func (e *Engine) Ensure(ctx context.Context, opts RunOptions, spec Spec) (*protocol.TransactionEvent, error) {
+	s := e.NewSession(opts)
+	p, err := s.Prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	return s.Apply(ctx, p, ApplyOptions{}), nil
+}
+
+// NewID returns a random 128-bit identifier in hex.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,32 @@
+package resources
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrInvalid is wrapped by every error that means the request itself is
+	// wrong (a property fails validation, a template or condition cannot be
+	// evaluated, an unknown type or provider is named). Nothing was changed.
+	ErrInvalid = errors.New("invalid resource")
+	// ErrUnknownType is returned, with ErrInvalid, for a type name no type has.
+	ErrUnknownType = errors.New("unknown resource type")
+	// ErrUnknownProvider is returned, with ErrInvalid, when provider: names a
+	// provider the type does not have.
+	ErrUnknownProvider = errors.New("unknown provider")
+	// ErrNoSuitableProvider is returned when no provider can manage the
+	// resource on this host; the resource fails.
+	ErrNoSuitableProvider = errors.New("no suitable provider")
+	// ErrDesiredStateFailed is returned when, after applying, the resource
+	// still is not in its desired state.
+	ErrDesiredStateFailed = errors.New("desired state not achieved")
+	// ErrDuplicate is returned when a type or provider is registered twice.
+	ErrDuplicate = errors.New("already registered")
+)
+
+// Invalidf returns an error wrapping ErrInvalid with a message that names the
+// problem, e.g. Invalidf("mode %q is not octal", m).
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,91 @@
+package resources
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Properties is the typed, decoded property set of one resource.
+type Properties interface {
+	// Common returns the properties every type shares.
+	Common() *CommonProperties
+	// Validate normalises the properties (defaults, alternative spellings
+	// such as contents for content) and checks them. A failure wraps
+	// ErrInvalid and names the property at fault.
+	Validate() error
+}
+
+// CommonProperties are shared by every resource type. Types embed it so the
+// fields appear at the top level of their properties.
+type CommonProperties struct {
+	// Name identifies the resource; its meaning depends on the type (a path,
+	// a command, a package name).
+	Name string `json:"name"`
+	// Alias is a second name that require and subscribe may use.
+	Alias string `json:"alias,omitempty"`
+	// Ensure is the desired state; each type documents its values and default.
+	Ensure string `json:"ensure,omitempty"`
+	// Provider forces a provider instead of selection by facts.
+	Provider string `json:"provider,omitempty"`
+	// Require lists type#name references that must have succeeded first.
+	Require []string `json:"require,omitempty"`
+	// Subscribe lists type#name references whose change refreshes this resource.
+	Subscribe []string `json:"subscribe,omitempty"`
+	// Control decides whether the resource is managed at all.
+	Control *Control `json:"control,omitempty"`
+}
+
+// Common returns the common properties.
+func (c *CommonProperties) Common() *CommonProperties { return c }
+
+// Control holds conditions evaluated against facts and data before a
+// resource is managed. The resource is managed when If is unset or true and
+// Unless is unset or false.
+type Control struct {
+	If     string `json:"if,omitempty"`
+	Unless string `json:"unless,omitempty"`
+}
+
+var (
+	refRe     = regexp.MustCompile(`^[a-z]+#.+$`)
+	ensureRe  = regexp.MustCompile(`^[A-Za-z0-9._+:~-]+$`)
+	maxName   = 4096
+	maxEnsure = 256
+)
+
+// ValidateCommon checks the shared properties; types call it from Validate
+// after setting their defaults.
+func (c *CommonProperties) ValidateCommon() error {
+	switch {
+	case c.Name == "":
+		return Invalidf("property name is required")
+	case len(c.Name) > maxName:
+		return Invalidf("property name is longer than %d bytes", maxName)
+	case strings.ContainsRune(c.Name, 0):
+		return Invalidf("property name contains a NUL byte")
+	case c.Ensure == "":
+		return Invalidf("property ensure is required")
+	case len(c.Ensure) > maxEnsure || !ensureRe.MatchString(c.Ensure):
+		return Invalidf("property ensure %q contains characters that are not allowed", c.Ensure)
+	}
+	for _, list := range []struct {
+		name string
+		refs []string
+	}{{"require", c.Require}, {"subscribe", c.Subscribe}} {
+		for _, r := range list.refs {
+			if !refRe.MatchString(r) {
+				return Invalidf("property %s: %q is not a type#name reference", list.name, r)
+			}
+		}
+	}
+	return nil
+}
+
+// ParseRef splits a type#name reference.
+func ParseRef(ref string) (typeName, name string, ok bool) {
+	if !refRe.MatchString(ref) {
+		return "", "", false
+	}
+	typeName, name, _ = strings.Cut(ref, "#")
+	return typeName, name, true
+}
