@@ -1,0 +1,167 @@
+package fileposix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/filetype"
+)
+
+// maxLinkTarget bounds the symbolic link target reported in Status.
+const maxLinkTarget = 4096
+
+// Status reports what is at name without following a symbolic link there
+// (lstat). A missing path, or one that cannot be looked at for lack of
+// permission (logged as a warning), is absent; any other error is returned.
+// Metadata.Extended carries the numeric "uid" and "gid", and for a link its
+// "target", for a special file its "type".
+func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st := &protocol.FileState{
+		CommonState: protocol.NewCommonState(protocol.TypeFile, name, filetype.EnsureAbsent),
+		Metadata:    &protocol.FileMetadata{Name: name, Provider: ProviderName},
+	}
+	fi, err := os.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return st, nil
+	case errors.Is(err, fs.ErrPermission):
+		p.log.Warn("cannot look at file, reporting it absent", "file", name, "error", err)
+		return st, nil
+	case err != nil:
+		return nil, fmt.Errorf("status: %w", err)
+	}
+
+	md := st.Metadata
+	md.Size = fi.Size()
+	md.MTime = fi.ModTime().UTC()
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		md.Owner = userName(sys.Uid)
+		md.Group = groupName(sys.Gid)
+		md.Mode = filetype.FormatMode(sys.Mode & 0o7777)
+		md.Extended = map[string]any{"uid": sys.Uid, "gid": sys.Gid}
+	} else {
+		md.Mode = filetype.FormatMode(uint32(fi.Mode().Perm()))
+		md.Extended = map[string]any{}
+	}
+
+	switch {
+	case fi.Mode().IsRegular():
+		st.Ensure = filetype.EnsurePresent
+		sum, err := checksumNoFollow(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("status: checksum: %w", err)
+		}
+		md.Checksum = sum
+	case fi.IsDir():
+		st.Ensure = filetype.EnsureDirectory
+	case fi.Mode()&fs.ModeSymlink != 0:
+		st.Ensure = filetype.EnsureSymlink
+		if target, err := os.Readlink(name); err == nil {
+			if len(target) > maxLinkTarget {
+				target = target[:maxLinkTarget]
+			}
+			md.Extended["target"] = target
+		}
+	default:
+		st.Ensure = filetype.EnsureSpecial
+		md.Extended["type"] = fi.Mode().Type().String()
+	}
+	return st, nil
+}
+
+// checksumNoFollow hashes the regular file at name through a descriptor
+// opened with O_NOFOLLOW, so a link swapped in after lstat is not followed.
+func checksumNoFollow(ctx context.Context, name string) (string, error) {
+	f, err := openNoFollow(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s %w", name, filetype.ErrUnsupportedFileType)
+	}
+	return filetype.ChecksumReader(ctx, f)
+}
+
+// openNoFollow opens name read-only without following a symbolic link in
+// its last component and without blocking on a FIFO.
+func openNoFollow(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s %w", name, filetype.ErrSymlink)
+	}
+	return f, err
+}
+
+// userName resolves uid to a user name, or its number when it has none.
+func userName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil {
+		return u.Username
+	}
+	return id
+}
+
+// groupName resolves gid to a group name, or its number when it has none.
+func groupName(gid uint32) string {
+	id := strconv.FormatUint(uint64(gid), 10)
+	if g, err := user.LookupGroupId(id); err == nil {
+		return g.Name
+	}
+	return id
+}
+
+// lookupOwnerGroup resolves owner and group, names or numeric ids, to ids.
+func lookupOwnerGroup(owner, group string) (uid, gid int, err error) {
+	uid, err = lookupID(owner, func(s string) (string, error) {
+		u, err := user.Lookup(s)
+		if err != nil {
+			return "", err
+		}
+		return u.Uid, nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("could not lookup user %q: %w", owner, err)
+	}
+	gid, err = lookupID(group, func(s string) (string, error) {
+		g, err := user.LookupGroup(s)
+		if err != nil {
+			return "", err
+		}
+		return g.Gid, nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("could not lookup group %q: %w", group, err)
+	}
+	return uid, gid, nil
+}
+
+func lookupID(name string, byName func(string) (string, error)) (int, error) {
+	id, err := byName(name)
+	if err != nil {
+		n, nerr := strconv.ParseUint(name, 10, 32)
+		if nerr != nil {
+			return 0, err
+		}
+		return int(n), nil
+	}
+	n, err := strconv.ParseUint(id, 10, 32)
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}

@@ -1,0 +1,310 @@
+package fileposix
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/ccm-fleet/ccm/resources/filetype"
+)
+
+// maxTempBase bounds the part of the target's name used in the temporary
+// file's name, keeping it under the usual 255-byte name limit.
+const maxTempBase = 200
+
+// Store writes name atomically with contents, or with the bytes of the local
+// file source when source is set, owned by owner:group with mode. The
+// temporary file (".<base>.ccm-*" beside the target) is chmodded, written,
+// chowned, synced, closed and renamed over name, then the directory is
+// synced; on any failure it is removed. The parent directory must exist, and
+// name must not be a symbolic link (filetype.ErrSymlink), a directory or a
+// special file.
+func (p *Provider) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := filetype.ValidatePath(name); err != nil {
+		return err
+	}
+	perm, err := filetype.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	uid, gid, err := lookupOwnerGroup(owner, group)
+	if err != nil {
+		return err
+	}
+	dir, base := filepath.Dir(name), filepath.Base(name)
+	if err := checkParent(dir); err != nil {
+		return err
+	}
+	if err := checkReplaceable(name); err != nil {
+		return err
+	}
+
+	var r io.Reader = bytes.NewReader(contents)
+	if source != "" {
+		sf, err := openSource(source)
+		if err != nil {
+			return err
+		}
+		defer sf.Close()
+		r = sf
+	}
+
+	if len(base) > maxTempBase {
+		base = base[:maxTempBase]
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".ccm-*")
+	if err != nil {
+		return fmt.Errorf("could not create temporary file: %w", err)
+	}
+	tmpName, renamed := tmp.Name(), false
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			if !renamed {
+				_ = os.Remove(tmpName)
+			}
+		}
+	}()
+
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("could not chmod temporary file: %w", err)
+	}
+	if _, err := io.Copy(tmp, filetype.ContextReader(ctx, r)); err != nil {
+		return fmt.Errorf("could not write temporary file: %w", err)
+	}
+	if err := tmp.Chown(uid, gid); err != nil {
+		return fmt.Errorf("could not chown temporary file: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("could not sync temporary file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("could not close temporary file: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpName, name); err != nil {
+		return fmt.Errorf("could not rename temporary file: %w", err)
+	}
+	renamed = true
+	p.log.Debug("stored file", "file", name, "owner", owner, "group", group, "mode", mode)
+	return syncDir(dir)
+}
+
+// CreateDirectory creates dir and any missing parents (os.MkdirAll), or
+// takes the existing directory, then sets its owner, group and mode; the
+// explicit chmod undoes the umask MkdirAll applied. A symbolic link or any
+// other non-directory at dir is refused.
+func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := filetype.ValidatePath(dir); err != nil {
+		return err
+	}
+	perm, err := filetype.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	uid, gid, err := lookupOwnerGroup(owner, group)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, perm); err != nil {
+			return fmt.Errorf("could not create directory: %w", err)
+		}
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s %w", dir, filetype.ErrSymlink)
+	case !fi.IsDir():
+		return fmt.Errorf("%s exists and is not a directory: %w", dir, syscall.ENOTDIR)
+	}
+	if err := setAttributes(dir, uid, gid, perm, true); err != nil {
+		return err
+	}
+	p.log.Debug("created directory", "dir", dir, "owner", owner, "group", group, "mode", mode)
+	return nil
+}
+
+// SetAttributes sets the owner, group and mode of the existing regular file
+// or directory name through a descriptor opened with O_NOFOLLOW: a symbolic
+// link is refused, and the content is not touched.
+func (p *Provider) SetAttributes(ctx context.Context, name, owner, group, mode string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := filetype.ValidatePath(name); err != nil {
+		return err
+	}
+	perm, err := filetype.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	uid, gid, err := lookupOwnerGroup(owner, group)
+	if err != nil {
+		return err
+	}
+	if err := setAttributes(name, uid, gid, perm, false); err != nil {
+		return err
+	}
+	p.log.Debug("set attributes", "file", name, "owner", owner, "group", group, "mode", mode)
+	return nil
+}
+
+// Remove removes name: a file, link or empty directory with os.Remove, a
+// non-empty directory with os.RemoveAll only when force is set (otherwise
+// filetype.ErrNotEmpty). A link is removed, never what it points to. A
+// missing name is not an error; / is never removed (filetype.ErrRemoveRoot).
+func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if filepath.Clean(name) == "/" {
+		return filetype.ErrRemoveRoot
+	}
+	if err := filetype.ValidatePath(name); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	if fi.IsDir() && force {
+		if err := os.RemoveAll(name); err != nil {
+			return fmt.Errorf("could not remove directory: %w", err)
+		}
+		p.log.Debug("removed directory tree", "dir", name)
+		return nil
+	}
+	if err := os.Remove(name); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("%s: %w", name, filetype.ErrNotEmpty)
+		}
+		return err
+	}
+	p.log.Debug("removed", "file", name)
+	return nil
+}
+
+// setAttributes chowns then chmods name through an O_NOFOLLOW descriptor;
+// chmod comes last so the mode is exactly perm whatever chown cleared.
+func setAttributes(name string, uid, gid int, perm fs.FileMode, wantDir bool) error {
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if err := checkManageable(name, fi, wantDir); err != nil {
+		return err
+	}
+	f, err := openNoFollow(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return err
+	}
+	if err := checkManageable(name, fi, wantDir); err != nil {
+		return err
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("could not chown: %w", err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("could not chmod: %w", err)
+	}
+	return nil
+}
+
+func checkManageable(name string, fi fs.FileInfo, wantDir bool) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s %w", name, filetype.ErrSymlink)
+	case wantDir && !fi.IsDir():
+		return fmt.Errorf("%s exists and is not a directory: %w", name, syscall.ENOTDIR)
+	case !fi.IsDir() && !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %w", name, filetype.ErrUnsupportedFileType)
+	}
+	return nil
+}
+
+// checkParent requires dir to exist and be a directory (it may be reached
+// through links: only the managed path itself must not be one).
+func checkParent(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("parent directory %s does not exist: %w", dir, err)
+	case err != nil:
+		return fmt.Errorf("parent directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("parent directory %s is not a directory: %w", dir, syscall.ENOTDIR)
+	}
+	return nil
+}
+
+// checkReplaceable allows Store to rename over name only when nothing is
+// there or a regular file is.
+func checkReplaceable(name string) error {
+	fi, err := os.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s %w", name, filetype.ErrSymlink)
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory: %w", name, syscall.EISDIR)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %w", name, filetype.ErrUnsupportedFileType)
+	}
+	return nil
+}
+
+// openSource opens the local source file, which must be a regular file.
+func openSource(source string) (*os.File, error) {
+	f, err := os.Open(source)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s %w", source, filetype.ErrUnsupportedFileType)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	return f, nil
+}
+
+// syncDir fsyncs a directory so a rename in it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("could not sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("could not sync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package filetype
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ChecksumBytes returns the hex SHA-256 of b, as Status reports checksums.
+func ChecksumBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ChecksumReader returns the hex SHA-256 of everything r yields, stopping
+// early when ctx is cancelled.
+func ChecksumReader(ctx context.Context, r io.Reader) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, ContextReader(ctx, r)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ChecksumFile returns the hex SHA-256 of the file at path.
+func ChecksumFile(ctx context.Context, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s %w", path, ErrUnsupportedFileType)
+	}
+	return ChecksumReader(ctx, f)
+}
+
+// ContextReader wraps r so that reads fail with ctx's error once ctx is done;
+// copies of large files stop promptly on cancellation.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader {
+	return &ctxReader{ctx: ctx, r: r}
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,35 @@
+package filetype
+
+import (
+	"context"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+)
+
+// Provider is what a file provider implements. Every method honours ctx
+// cancellation, never follows a symbolic link at the path it manages, and
+// returns an error naming what failed; owner and group are names or numeric
+// ids, mode an octal string as accepted by ParseMode.
+type Provider interface {
+	resources.Provider
+
+	// Status reports what is at name as found without following a symbolic
+	// link there: Ensure is present (regular file), directory, absent,
+	// symlink or special, and Metadata carries owner, group, mode ("0644"),
+	// size, mtime and, for regular files only, the SHA-256 checksum.
+	Status(ctx context.Context, name string) (*protocol.FileState, error)
+	// Store atomically writes name with contents, or with the bytes of the
+	// local file source when source is set, and the given attributes. The
+	// parent directory must exist.
+	Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) error
+	// CreateDirectory creates dir (and missing parents) or fixes the
+	// attributes of an existing directory.
+	CreateDirectory(ctx context.Context, dir, owner, group, mode string) error
+	// SetAttributes changes the owner, group and mode of an existing file or
+	// directory without touching its content.
+	SetAttributes(ctx context.Context, name, owner, group, mode string) error
+	// Remove removes name; a non-empty directory only when force is set
+	// (ErrNotEmpty otherwise). A missing name is not an error.
+	Remove(ctx context.Context, name string, force bool) error
+}

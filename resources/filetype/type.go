@@ -1,0 +1,154 @@
+package filetype
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+)
+
+// Type is the file resource type.
+type Type struct{}
+
+var _ resources.Type = Type{}
+
+// Name returns "file".
+func (Type) Name() string { return protocol.TypeFile }
+
+// DefaultEnsure returns "present".
+func (Type) DefaultEnsure() string { return EnsurePresent }
+
+// NewProperties returns empty file properties.
+func (Type) NewProperties() resources.Properties { return &Properties{} }
+
+// Apply brings the file to its desired state: it asks the provider for the
+// current state, decides (ensure, content, owner, group, mode), acts unless
+// ac.Noop, then checks the state again and fails with an error wrapping
+// resources.ErrDesiredStateFailed when it was not reached. Under noop nothing
+// is changed and the outcome carries the seed's noop message.
+func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resources.Properties, p resources.Provider) (*resources.Outcome, error) {
+	if ac == nil {
+		ac = &resources.ApplyContext{}
+	}
+	fprops, ok := props.(*Properties)
+	if !ok || fprops == nil {
+		return nil, fmt.Errorf("file: properties are %T, not *filetype.Properties", props)
+	}
+	name := fprops.Name
+	fp, ok := p.(Provider)
+	if !ok {
+		return nil, fmt.Errorf("file %s: provider %T does not implement filetype.Provider", name, p)
+	}
+	if err := fprops.Validate(); err != nil {
+		return nil, fmt.Errorf("file %s: %w", name, err)
+	}
+	log := ac.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("file", name, "provider", fp.Name())
+
+	want, content, source, err := resolveDesired(ctx, ac, fprops)
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", name, err)
+	}
+	cur, err := fp.Status(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", name, err)
+	}
+	pl, err := decide(want, cur)
+	if err != nil {
+		return &resources.Outcome{State: cur}, fmt.Errorf("file %s: %w", name, err)
+	}
+	if pl.action == actionNone {
+		return &resources.Outcome{State: cur}, nil
+	}
+	if ac.Noop {
+		msg := pl.noopMessage()
+		log.Info("noop: file would change", "action", pl.action.String(), "message", msg)
+		return &resources.Outcome{State: cur, Changed: true, NoopMessage: msg}, nil
+	}
+
+	log.Info("changing file", "action", pl.action.String(), "differs", strings.Join(pl.diffs, ", "))
+	if err := act(ctx, fp, fprops, pl, content, source); err != nil {
+		return &resources.Outcome{State: cur}, fmt.Errorf("file %s: %w", name, err)
+	}
+	after, err := fp.Status(ctx, name)
+	if err != nil {
+		return &resources.Outcome{State: cur, Changed: true}, fmt.Errorf("file %s: after %s: %w", name, pl.action, err)
+	}
+	if diffs := unmet(want, after); len(diffs) > 0 {
+		return &resources.Outcome{State: after, Changed: true}, fmt.Errorf("file %s: %w: %s", name, resources.ErrDesiredStateFailed, strings.Join(diffs, ", "))
+	}
+	return &resources.Outcome{State: after, Changed: true}, nil
+}
+
+// act performs the plan through the provider.
+func act(ctx context.Context, fp Provider, props *Properties, pl plan, content []byte, source string) error {
+	if pl.replace {
+		if err := fp.Remove(ctx, props.Name, props.Force); err != nil {
+			return err
+		}
+	}
+	mode := string(props.Mode)
+	switch pl.action {
+	case actionRemove:
+		return fp.Remove(ctx, props.Name, props.Force)
+	case actionCreateDirectory:
+		return fp.CreateDirectory(ctx, props.Name, props.Owner, props.Group, mode)
+	case actionStore:
+		return fp.Store(ctx, props.Name, content, source, props.Owner, props.Group, mode)
+	case actionSetAttributes:
+		return fp.SetAttributes(ctx, props.Name, props.Owner, props.Group, mode)
+	}
+	return nil
+}
+
+// resolveDesired works out the desired state, the content to store and the
+// resolved source path, hashing the content or source when it is managed.
+func resolveDesired(ctx context.Context, ac *resources.ApplyContext, props *Properties) (desired, []byte, string, error) {
+	want := desired{
+		ensure: props.Ensure,
+		owner:  props.Owner,
+		group:  props.Group,
+		mode:   string(props.Mode),
+	}
+	if props.Ensure != EnsurePresent {
+		return want, nil, "", nil
+	}
+	switch {
+	case props.Content != nil:
+		content := []byte(*props.Content)
+		want.manageContent, want.checksum = true, ChecksumBytes(content)
+		return want, content, "", nil
+	case props.Source != "":
+		source, err := SourcePath(props.Source, ac.WorkingDir)
+		if err != nil {
+			return want, nil, "", err
+		}
+		sum, err := ChecksumFile(ctx, source)
+		if err != nil {
+			return want, nil, "", fmt.Errorf("property source: %w", err)
+		}
+		want.manageContent, want.checksum = true, sum
+		return want, nil, source, nil
+	}
+	return want, nil, "", nil
+}
+
+// SourcePath resolves the source property: an absolute path is used as is, a
+// relative one is joined to workingDir. A relative source with no working
+// directory wraps resources.ErrInvalid.
+func SourcePath(source, workingDir string) (string, error) {
+	if filepath.IsAbs(source) {
+		return filepath.Clean(source), nil
+	}
+	if workingDir == "" {
+		return "", invalidf("property source: %q is a relative path and there is no working directory to resolve it against", source)
+	}
+	return filepath.Join(workingDir, source), nil
+}
