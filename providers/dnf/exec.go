@@ -1,0 +1,64 @@
+package dnf
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/resources/pkgtype"
+)
+
+// SearchPath is where the provider finds rpm and dnf, and the PATH they run
+// with.
+const SearchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// maxTail bounds how much of a failed command's output goes into an error.
+const maxTail = 1024
+
+// runLocked runs one command; the caller holds p.lock. A non-zero exit is
+// returned as a result, not an error.
+func (p *Provider) runLocked(ctx context.Context, name string, args ...string) (*runner.Result, error) {
+	cmd := runner.Command{Path: name, Args: args, SearchPath: SearchPath}
+	p.log.Debug("running package command", "command", cmd.String())
+	res, err := p.runner.Run(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, fmt.Errorf("%s: %w: no result", name, pkgtype.ErrUnexpectedOutput)
+	}
+	return res, nil
+}
+
+// runChecked runs one command under the lock and turns a non-zero exit
+// into an error.
+func (p *Provider) runChecked(ctx context.Context, name string, args ...string) error {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	res, err := p.runLocked(ctx, name, args...)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%w: %s exited with status %d: %s", pkgtype.ErrCommandFailed,
+			strings.Join(append([]string{name}, args...), " "), res.ExitCode, outputTail(res))
+	}
+	return nil
+}
+
+// outputTail is the end of what a command printed (stderr, or stdout when
+// stderr is empty) on one line.
+func outputTail(res *runner.Result) string {
+	out := strings.TrimSpace(string(res.Stderr))
+	if out == "" {
+		out = strings.TrimSpace(string(res.Stdout))
+	}
+	if out == "" {
+		return "no output"
+	}
+	if len(out) > maxTail {
+		out = "..." + out[len(out)-maxTail:]
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(out, "\n", " | ")), " ")
+}

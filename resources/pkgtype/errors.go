@@ -1,0 +1,15 @@
+package pkgtype
+
+import "errors"
+
+var (
+	// ErrCommandFailed is wrapped by provider errors when a package manager
+	// command ran but exited with a status that means failure.
+	ErrCommandFailed = errors.New("package command failed")
+	// ErrUnexpectedOutput is wrapped by provider errors when the output of
+	// a package query cannot be understood.
+	ErrUnexpectedOutput = errors.New("unexpected package command output")
+	// ErrNotPackageProvider is returned by Type.Apply when the provider it
+	// is given does not implement Provider.
+	ErrNotPackageProvider = errors.New("provider does not implement the package provider interface")
+)
