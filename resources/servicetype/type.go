@@ -1,0 +1,196 @@
+package servicetype
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+)
+
+// Provider is what a service provider implements. Every method honours ctx
+// cancellation and returns an error when the init system could not be asked
+// or refused; service is a name that passed ValidateName.
+type Provider interface {
+	resources.Provider
+
+	// Enable makes the service start at boot.
+	Enable(ctx context.Context, service string) error
+	// Disable makes the service not start at boot.
+	Disable(ctx context.Context, service string) error
+	// Start starts the service.
+	Start(ctx context.Context, service string) error
+	// Stop stops the service.
+	Stop(ctx context.Context, service string) error
+	// Restart stops and starts the service; used for subscribe refreshes.
+	Restart(ctx context.Context, service string) error
+	// Status returns the service's current state: Ensure is running or
+	// stopped, Metadata says whether it is running and enabled.
+	Status(ctx context.Context, service string) (*protocol.ServiceState, error)
+}
+
+// Type is the service resource type.
+type Type struct{}
+
+var _ resources.Type = Type{}
+
+// Name returns "service".
+func (Type) Name() string { return protocol.TypeService }
+
+// DefaultEnsure returns "running".
+func (Type) DefaultEnsure() string { return EnsureRunning }
+
+// NewProperties returns empty service properties to decode into.
+func (Type) NewProperties() resources.Properties { return &Properties{} }
+
+// action is one provider call the apply decided on.
+type action struct {
+	verb    string // for errors: "start", "restart", ...
+	doing   string // for logs: "starting service", ...
+	noop    string // the noop message: "Would have started", ...
+	refresh bool   // true for the restart a subscribe refresh asked for
+	call    func(ctx context.Context, service string) error
+}
+
+// Apply brings the service to its desired state in two phases, running
+// state then enabled state, exactly as the seed describes:
+//
+//   - running state: with ac.Refresh, a service that should run and runs is
+//     restarted (Refreshed); one that should run but is stopped is started,
+//     not restarted; a refresh of a service that should be stopped is
+//     ignored. Otherwise a stopped service that should run is started and a
+//     running one that should be stopped is stopped.
+//   - enabled state: only when Enable is set, the service is enabled or
+//     disabled when it differs.
+//
+// Under ac.Noop only Status is called and NoopMessage lists what would have
+// been done ("Would have started. Would have enabled"). Otherwise Status is
+// asked again after acting and an error wrapping
+// resources.ErrDesiredStateFailed is returned when the service still is not
+// as desired.
+func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resources.Properties, p resources.Provider) (*resources.Outcome, error) {
+	prop, ok := props.(*Properties)
+	if !ok {
+		return nil, fmt.Errorf("service: %w (got %T)", ErrWrongProperties, props)
+	}
+	sp, ok := p.(Provider)
+	if !ok {
+		return nil, fmt.Errorf("service %s: %w (got %T)", prop.Name, ErrNotServiceProvider, p)
+	}
+	log := ac.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	log = log.With("type", protocol.TypeService, "name", prop.Name, "provider", sp.Name())
+
+	initial, err := status(ctx, sp, prop.Name)
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", prop.Name, err)
+	}
+	out := &resources.Outcome{State: initial}
+
+	actions := plan(prop, initial, ac.Refresh, sp)
+	if len(actions) == 0 {
+		if !isDesiredState(prop, initial) {
+			return out, desiredStateError(prop, initial)
+		}
+		return out, nil
+	}
+
+	if ac.Noop {
+		msgs := make([]string, 0, len(actions))
+		for _, a := range actions {
+			log.Info("noop: skipping "+a.verb, "ensure", prop.Ensure)
+			msgs = append(msgs, a.noop)
+			out.Refreshed = out.Refreshed || a.refresh
+		}
+		out.Changed = true
+		out.NoopMessage = strings.Join(msgs, ". ")
+		return out, nil
+	}
+
+	for _, a := range actions {
+		log.Info(a.doing, "ensure", prop.Ensure)
+		if err := a.call(ctx, prop.Name); err != nil {
+			return out, fmt.Errorf("service %s: %s: %w", prop.Name, a.verb, err)
+		}
+		out.Changed = true
+		out.Refreshed = out.Refreshed || a.refresh
+	}
+
+	final, err := status(ctx, sp, prop.Name)
+	if err != nil {
+		return out, fmt.Errorf("service %s: after %s: %w", prop.Name, actions[len(actions)-1].verb, err)
+	}
+	out.State = final
+	if !isDesiredState(prop, final) {
+		return out, desiredStateError(prop, final)
+	}
+	return out, nil
+}
+
+// plan decides the provider calls for props given the current state and
+// whether a subscribed resource changed.
+func plan(prop *Properties, state *protocol.ServiceState, refresh bool, sp Provider) []action {
+	var actions []action
+	running := state.Ensure == EnsureRunning
+
+	// Phase 1: running state.
+	switch {
+	case prop.Ensure == EnsureRunning && running && refresh:
+		actions = append(actions, action{verb: "restart", doing: "restarting service", noop: "Would have restarted", refresh: true, call: sp.Restart})
+	case prop.Ensure == EnsureRunning && !running:
+		// Also on refresh: a stopped service is started, not restarted.
+		actions = append(actions, action{verb: "start", doing: "starting service", noop: "Would have started", call: sp.Start})
+	case prop.Ensure == EnsureStopped && running:
+		// A refresh is ignored when the service should be stopped.
+		actions = append(actions, action{verb: "stop", doing: "stopping service", noop: "Would have stopped", call: sp.Stop})
+	}
+
+	// Phase 2: enabled state, only when enable is set.
+	if prop.Enable != nil {
+		switch enabled := state.Metadata.Enabled; {
+		case *prop.Enable && !enabled:
+			actions = append(actions, action{verb: "enable", doing: "enabling service", noop: "Would have enabled", call: sp.Enable})
+		case !*prop.Enable && enabled:
+			actions = append(actions, action{verb: "disable", doing: "disabling service", noop: "Would have disabled", call: sp.Disable})
+		}
+	}
+	return actions
+}
+
+// isDesiredState is the seed's check: the running state must match ensure,
+// and the enabled state must match enable when enable is set.
+func isDesiredState(prop *Properties, state *protocol.ServiceState) bool {
+	if prop.Ensure != state.Ensure {
+		return false
+	}
+	if prop.Enable != nil && *prop.Enable != state.Metadata.Enabled {
+		return false
+	}
+	return true
+}
+
+func desiredStateError(prop *Properties, state *protocol.ServiceState) error {
+	want := prop.Ensure
+	if prop.Enable != nil {
+		want = fmt.Sprintf("%s and enabled=%t", want, *prop.Enable)
+	}
+	return fmt.Errorf("service %s: %w: wanted %s, found %s and enabled=%t",
+		prop.Name, resources.ErrDesiredStateFailed, want, state.Ensure, state.Metadata.Enabled)
+}
+
+// status asks the provider for the state and rejects an empty answer.
+func status(ctx context.Context, sp Provider, name string) (*protocol.ServiceState, error) {
+	st, err := sp.Status(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	if st == nil || st.Metadata == nil {
+		return nil, ErrNoState
+	}
+	return st, nil
+}
