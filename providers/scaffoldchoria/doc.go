@@ -1,0 +1,51 @@
+// Package scaffoldchoria is the choria provider of the scaffold resource
+// type. It renders template directories with github.com/choria-io/scaffold
+// (Go text/template plus Sprig, or Jet) and removes what a scaffold manages.
+//
+// # Template data
+//
+// Both engines see the facts and data of the request's templates.Env, and a
+// lookup(key, default) function over the same Env ("facts.host.name",
+// "data.port"):
+//
+//   - go: the template's dot is a map with the keys facts and data, so
+//     templates write {{ .facts.hostname }} and {{ .data.port }}; partials
+//     are rendered with {{ render "_partials/x.conf" . }}.
+//   - jet: facts and data are Jet variables, so templates write
+//     [[ facts.hostname ]] and [[ data.port ]]. The dot is the variable map
+//     itself; pass it on as [[ render("_partials/x.conf", .) ]] so the
+//     partial sees the same variables. Jet's dot cannot be indexed as
+//     .facts: use the variables.
+//
+// Jet's default delimiters are [[ and ]] and Go's are {{ and }};
+// left_delimiter and right_delimiter replace them. Files under _partials are
+// never rendered into the target. write("name", "content") adds a file to the
+// target from inside a template.
+//
+// # What runs
+//
+// Every render, the dry run that Status does included, first renders the
+// whole tree into a private temporary directory and runs the post commands
+// there, on those temporary copies: post commands therefore also run under
+// noop, but never on files in the target. A real render then copies only
+// files whose content differs into the target, atomically, with the mode the
+// temporary copy ended with (so "*.sh": "chmod +x {}" gives new and updated
+// scripts mode 0755). With purge, files in the target that the source does
+// not render are deleted afterwards.
+//
+// A post command is split like a shell would split it (no shell runs it),
+// {} is replaced by the file's path or the path is appended, and it runs
+// with the agent's environment and working directory. The library gives no
+// way to pass a context, so each command is started through coreutils
+// timeout(1) when that is installed: it is killed (its process group, TERM
+// then KILL) after the time left on ctx, or DefaultPostTimeout when ctx has
+// no deadline; a killed command fails the render with exit status 124. The
+// library keeps a command's combined output in memory; this provider cuts it
+// to MaxErrorBytes in the error it returns.
+//
+// # Removal
+//
+// Remove deletes only files the scaffold manages (the state's Changed and
+// Stable lists), then directories that became empty, deepest first, and at
+// last the target itself when nothing else is left in it.
+package scaffoldchoria

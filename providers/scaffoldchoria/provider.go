@@ -1,0 +1,239 @@
+package scaffoldchoria
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/choria-io/scaffold"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
+	"github.com/ccm-fleet/ccm/resources/templates"
+)
+
+// Provider renders scaffolds with the choria-io/scaffold library. It holds
+// no per-call state and is safe for concurrent use on different targets.
+type Provider struct {
+	log *slog.Logger
+	// timeoutBin is coreutils timeout(1), used to bound post commands; ""
+	// when it is not installed.
+	timeoutBin string
+}
+
+var _ scaffoldtype.Provider = (*Provider)(nil)
+
+// New returns a provider logging to log (nil discards). It looks up
+// timeout(1) once, to bound post commands.
+func New(log *slog.Logger) *Provider {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bin, err := exec.LookPath("timeout")
+	if err != nil {
+		log.Warn("timeout(1) not found: scaffold post commands will run without a time limit", "error", err)
+		bin = ""
+	}
+	return &Provider{log: log, timeoutBin: bin}
+}
+
+// Name returns "choria".
+func (p *Provider) Name() string { return Name }
+
+// Status renders props in noop mode. With ensure absent it keeps in Changed
+// and Stable only files that exist on disk, and when the target does not
+// exist it renders nothing and returns empty metadata.
+func (p *Provider) Status(ctx context.Context, env *templates.Env, props *scaffoldtype.Properties) (*protocol.ScaffoldState, error) {
+	if props.Ensure == scaffoldtype.EnsureAbsent {
+		exists, err := targetExists(props.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			return newState(props, false), nil
+		}
+	}
+	st, err := p.render(ctx, env, props, true)
+	if err != nil {
+		return nil, err
+	}
+	if props.Ensure == scaffoldtype.EnsureAbsent {
+		st.Metadata.Changed = existing(st.Metadata.Changed)
+		st.Metadata.Stable = existing(st.Metadata.Stable)
+	}
+	return st, nil
+}
+
+// Scaffold renders props into the target (noop: only reports) and, when
+// props.Purge is set and not noop, deletes the purged files.
+func (p *Provider) Scaffold(ctx context.Context, env *templates.Env, props *scaffoldtype.Properties, noop bool) (*protocol.ScaffoldState, error) {
+	return p.render(ctx, env, props, noop)
+}
+
+func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffoldtype.Properties, noop bool) (*protocol.ScaffoldState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
+	}
+	if scaffoldtype.IsURL(props.Source) {
+		return nil, fmt.Errorf("scaffold %s: source %q: %w: %w", props.Name, props.Source, resources.ErrInvalid, ErrUnsupportedSource)
+	}
+	if env == nil {
+		env = templates.New(nil, nil)
+	}
+	if _, err := targetExists(props.Name); err != nil {
+		return nil, err
+	}
+
+	post, limit := p.boundPost(ctx, props.Post)
+	left, right := delimiters(props)
+	cfg := scaffold.Config{
+		TargetDirectory:      props.Name,
+		SourceDirectory:      props.Source,
+		MergeTargetDirectory: true,
+		Post:                 post,
+		SkipEmpty:            props.SkipEmpty,
+		CustomLeftDelimiter:  left,
+		CustomRightDelimiter: right,
+	}
+
+	var (
+		s    *scaffold.Scaffold
+		data any
+		err  error
+	)
+	switch props.Engine {
+	case scaffoldtype.EngineGo:
+		s, err = scaffold.New(cfg, goFuncs(env))
+		data = goData(env)
+	case scaffoldtype.EngineJet:
+		s, err = scaffold.NewJet(cfg, jetFuncs(env))
+		data = jetData(env)
+	default:
+		return nil, fmt.Errorf("scaffold %s: %w %q", props.Name, ErrUnknownEngine, props.Engine)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
+	}
+	s.Logger(&logAdapter{log: p.log.With("scaffold", props.Name)})
+
+	var result []scaffold.ManagedFile
+	if noop {
+		result, err = s.RenderNoop(data)
+	} else {
+		result, err = s.Render(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", props.Name, renderError(err, limit))
+	}
+
+	exists, err := targetExists(props.Name)
+	if err != nil {
+		return nil, err
+	}
+	st := newState(props, exists)
+	md := st.Metadata
+	for _, f := range result {
+		path := filepath.Join(props.Name, filepath.FromSlash(f.Path))
+		switch f.Action {
+		case scaffold.FileActionEqual:
+			md.Stable = append(md.Stable, path)
+		case scaffold.FileActionAdd, scaffold.FileActionUpdate:
+			md.Changed = append(md.Changed, path)
+		case scaffold.FileActionRemove:
+			md.Purged = append(md.Purged, path)
+		}
+	}
+	if props.Purge {
+		if err := p.purge(props.Name, md.Purged, noop); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// purge deletes files the source does not render; under noop it only logs.
+func (p *Provider) purge(target string, files []string, noop bool) error {
+	for _, f := range files {
+		if !inside(target, f) {
+			return fmt.Errorf("scaffold %s: purge %s: %w", target, f, ErrOutsideTarget)
+		}
+		if noop {
+			p.log.Info("would have purged file", "scaffold", target, "file", f)
+			continue
+		}
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("scaffold %s: purge: %w", target, err)
+		}
+		p.log.Info("purged file", "scaffold", target, "file", f)
+	}
+	return nil
+}
+
+// delimiters returns the custom delimiters, or Jet's [[ ]] defaults (the
+// library's own Jet default would be {{ }}).
+func delimiters(props *scaffoldtype.Properties) (string, string) {
+	if props.LeftDelimiter != "" && props.RightDelimiter != "" {
+		return props.LeftDelimiter, props.RightDelimiter
+	}
+	if props.Engine == scaffoldtype.EngineJet {
+		return "[[", "]]"
+	}
+	return "", ""
+}
+
+func newState(props *scaffoldtype.Properties, exists bool) *protocol.ScaffoldState {
+	ensure := scaffoldtype.EnsureAbsent
+	if exists {
+		ensure = scaffoldtype.EnsurePresent
+	}
+	return &protocol.ScaffoldState{
+		CommonState: protocol.NewCommonState(protocol.TypeScaffold, props.Name, ensure),
+		Metadata: &protocol.ScaffoldMetadata{
+			Name:         props.Name,
+			Provider:     Name,
+			TargetExists: exists,
+			Changed:      []string{},
+			Purged:       []string{},
+			Stable:       []string{},
+			Engine:       props.Engine,
+		},
+	}
+}
+
+// targetExists reports whether the target directory exists; a target that
+// exists but is not a directory is ErrTargetNotDirectory.
+func targetExists(target string) (bool, error) {
+	fi, err := os.Stat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("scaffold %s: %w", target, err)
+	case !fi.IsDir():
+		return false, fmt.Errorf("scaffold %s: %w", target, ErrTargetNotDirectory)
+	}
+	return true, nil
+}
+
+// existing keeps the files that are on disk.
+func existing(files []string) []string {
+	out := []string{}
+	for _, f := range files {
+		if _, err := os.Lstat(f); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// inside reports whether path lies strictly below dir.
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsAbs(path) && rel != "." && filepath.IsLocal(rel)
+}
