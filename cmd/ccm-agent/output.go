@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// describeEvent renders one event as one line a person can act on.
+func describeEvent(ev *protocol.TransactionEvent) string {
+	ref := ev.ResourceID()
+	took := ev.Duration.Round(time.Millisecond)
+	if took == 0 {
+		took = ev.Duration.Round(time.Microsecond)
+	}
+	switch ev.Outcome() {
+	case "failed":
+		return fmt.Sprintf("%s failed: %s", ref, strings.Join(ev.Errors, "; "))
+	case "skipped":
+		if len(ev.UnmetRequirements) > 0 {
+			return fmt.Sprintf("%s skipped: unmet requirements %s", ref, strings.Join(ev.UnmetRequirements, ", "))
+		}
+		return fmt.Sprintf("%s skipped: control conditions say it is not managed here", ref)
+	case "would change":
+		msg := ev.NoopMessage
+		if msg == "" {
+			msg = "would change"
+		}
+		return fmt.Sprintf("%s would change: %s", ref, msg)
+	case "changed":
+		if ev.Refreshed {
+			return fmt.Sprintf("%s changed and refreshed (%s) in %s", ref, ev.FinalEnsure, took)
+		}
+		return fmt.Sprintf("%s changed (%s) in %s", ref, ev.FinalEnsure, took)
+	case "refreshed":
+		return fmt.Sprintf("%s refreshed in %s", ref, took)
+	default:
+		return fmt.Sprintf("%s stable (%s)", ref, ev.FinalEnsure)
+	}
+}
+
+// removeSentinel deletes every occurrence of s from msg.
+func removeSentinel(msg, s string) string { return strings.ReplaceAll(msg, s, "") }

@@ -1,0 +1,253 @@
+package resflags
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/choria-io/fisk"
+)
+
+// Kind is how a flag's value maps to a property.
+type Kind int
+
+// Kinds of flag.
+const (
+	String  Kind = iota // --flag VALUE
+	Strings             // repeatable --flag VALUE, a list
+	Bool                // --flag / --no-flag
+	Ints                // repeatable --flag N, a list of numbers
+	Map                 // repeatable --flag K:V or K=V, an object
+	Pairs               // repeatable --flag K=V, a list of single-key objects
+	Switch              // --flag sets the property to Value; switches of one property conflict
+)
+
+// Flag maps one command line flag to one property.
+type Flag struct {
+	Name     string
+	Property string
+	Help     string
+	Kind     Kind
+	// Envar, when set, also reads the value from this environment variable.
+	Envar string
+	// Sep splits Map and Pairs values; default "=".
+	Sep string
+	// Value is what a Switch sets its property to.
+	Value any
+}
+
+// TypeFlags are the flags of one resource type.
+type TypeFlags struct {
+	Type       string
+	Help       string
+	NameHelp   string
+	EnsureHelp string
+	Flags      []Flag
+}
+
+// Table lists every type's flags in the order commands are shown.
+var Table = []TypeFlags{
+	{
+		Type:       "file",
+		Help:       "Manage a file or directory: content, owner, group and mode",
+		NameHelp:   "Absolute path of the file or directory",
+		EnsureHelp: "present (default), absent or directory",
+		Flags: []Flag{
+			{Name: "content", Property: "content", Help: "File content (templates allowed)"},
+			{Name: "source", Property: "source", Help: "Copy content from this local file"},
+			{Name: "owner", Property: "owner", Help: "Owner user name (required for present and directory)"},
+			{Name: "group", Property: "group", Help: "Group name (required for present and directory)"},
+			{Name: "mode", Property: "mode", Help: "Octal permissions such as 0644 (required for present and directory)"},
+			{Name: "force", Property: "force", Kind: Bool, Help: "With absent, also remove a non-empty directory"},
+		},
+	},
+	{
+		Type:       "exec",
+		Help:       "Run a command, idempotently with --creates, guards or --refreshonly",
+		NameHelp:   "The command to run, or a label when --command is given",
+		EnsureHelp: "present (default; exec is always present)",
+		Flags: []Flag{
+			{Name: "command", Property: "command", Help: "Command to run instead of the name"},
+			{Name: "cwd", Property: "cwd", Help: "Working directory"},
+			{Name: "env", Property: "environment", Kind: Strings, Help: "Extra environment KEY=VALUE (repeatable)"},
+			{Name: "path", Property: "path", Help: "Search path for the command, e.g. /usr/bin:/bin"},
+			{Name: "returns", Property: "returns", Kind: Ints, Help: "Exit code that means success (repeatable; default 0)"},
+			{Name: "timeout", Property: "timeout", Help: "Kill the command (and its children) after this long, e.g. 30s"},
+			{Name: "creates", Property: "creates", Help: "Skip the command when this file exists"},
+			{Name: "onlyif", Property: "onlyif", Help: "Run only when this guard command exits 0"},
+			{Name: "unless-command", Property: "unless", Help: "Run only when this guard command exits non-zero"},
+			{Name: "refreshonly", Property: "refreshonly", Kind: Bool, Help: "Run only when a subscribed resource changed"},
+			{Name: "logoutput", Property: "logoutput", Kind: Bool, Help: "Keep the command's output in the result"},
+		},
+	},
+	{
+		Type:       "package",
+		Help:       "Install, upgrade, downgrade or remove a package (apt or dnf)",
+		NameHelp:   "Package name",
+		EnsureHelp: "present (default), absent, latest, or a version such as 1.24.0-1",
+	},
+	{
+		Type:       "service",
+		Help:       "Start or stop a service and enable or disable it at boot (systemd)",
+		NameHelp:   "Service (unit) name",
+		EnsureHelp: "running (default) or stopped",
+		Flags: []Flag{
+			{Name: "enable", Property: "enable", Kind: Switch, Value: true, Help: "Enable the service at boot"},
+			{Name: "disable", Property: "enable", Kind: Switch, Value: false, Help: "Disable the service at boot"},
+		},
+	},
+	{
+		Type:       "archive",
+		Help:       "Download an archive over HTTP(S), verify it and extract it",
+		NameHelp:   "Absolute path to save the archive at; its extension must match the URL's",
+		EnsureHelp: "present (default) or absent",
+		Flags: []Flag{
+			{Name: "url", Property: "url", Help: "http:// or https:// URL of a .tar.gz, .tgz, .tar or .zip"},
+			{Name: "checksum", Property: "checksum", Help: "Expected SHA-256 of the archive"},
+			{Name: "extract-parent", Property: "extract_parent", Help: "Directory to extract into"},
+			{Name: "creates", Property: "creates", Help: "Skip download and extraction when this file exists"},
+			{Name: "cleanup", Property: "cleanup", Kind: Bool, Help: "Remove the archive after extracting (needs --extract-parent and --creates)"},
+			{Name: "owner", Property: "owner", Help: "Owner of the archive file"},
+			{Name: "group", Property: "group", Help: "Group of the archive file"},
+			{Name: "username", Property: "username", Help: "HTTP Basic Authentication user"},
+			{Name: "password", Property: "password", Envar: "CCM_ARCHIVE_PASSWORD", Help: "HTTP Basic Authentication password (or env CCM_ARCHIVE_PASSWORD)"},
+			{Name: "header", Property: "headers", Kind: Map, Sep: ":", Help: "Extra HTTP header Name:Value (repeatable)"},
+		},
+	},
+	{
+		Type:       "scaffold",
+		Help:       "Render a directory of templates into a target directory",
+		NameHelp:   "Absolute path of the target directory",
+		EnsureHelp: "present (default) or absent",
+		Flags: []Flag{
+			{Name: "source", Property: "source", Help: "Template directory (relative to the current directory or absolute)"},
+			{Name: "engine", Property: "engine", Help: "Template engine: jet (default, [[ ]]) or go ({{ }})"},
+			{Name: "skip-empty", Property: "skip_empty", Kind: Bool, Help: "Do not create files that render empty"},
+			{Name: "left-delimiter", Property: "left_delimiter", Help: "Custom left template delimiter"},
+			{Name: "right-delimiter", Property: "right_delimiter", Help: "Custom right template delimiter"},
+			{Name: "purge", Property: "purge", Kind: Bool, Help: "Remove files in the target that the source does not have"},
+			{Name: "post", Property: "post", Kind: Pairs, Help: "Run CMD on rendered files matching GLOB, as 'GLOB=CMD' ({} is the file) (repeatable)"},
+		},
+	},
+}
+
+// Lookup returns the flags of a type.
+func Lookup(typeName string) (TypeFlags, bool) {
+	for _, t := range Table {
+		if t.Type == typeName {
+			return t, true
+		}
+	}
+	return TypeFlags{}, false
+}
+
+// Values holds the parsed flags of one command.
+type Values struct {
+	strs  map[string]*string
+	lists map[string]*[]string
+	bools map[string]*bool
+	set   map[string]*bool
+	flags []Flag
+}
+
+// Register adds the type's flags to cmd and returns where their values land.
+func Register(cmd *fisk.CmdClause, t TypeFlags) *Values {
+	v := &Values{strs: map[string]*string{}, lists: map[string]*[]string{}, bools: map[string]*bool{}, set: map[string]*bool{}, flags: t.Flags}
+	for _, f := range t.Flags {
+		fc := cmd.Flag(f.Name, f.Help)
+		if f.Envar != "" {
+			fc = fc.Envar(f.Envar)
+		}
+		set := new(bool)
+		v.set[f.Name] = set
+		fc = fc.IsSetByUser(set)
+		switch f.Kind {
+		case String:
+			s := new(string)
+			v.strs[f.Name] = s
+			fc.PlaceHolder(strings.ToUpper(f.Property)).StringVar(s)
+		case Bool:
+			b := new(bool)
+			v.bools[f.Name] = b
+			fc.BoolVar(b)
+		case Switch:
+			b := new(bool)
+			v.bools[f.Name] = b
+			fc.UnNegatableBoolVar(b)
+		default:
+			l := new([]string)
+			v.lists[f.Name] = l
+			fc.StringsVar(l)
+		}
+	}
+	return v
+}
+
+// Properties returns the properties of the flags the user set.
+func (v *Values) Properties() (map[string]any, error) {
+	props := map[string]any{}
+	switchedBy := map[string]string{}
+	for _, f := range v.flags {
+		if !*v.set[f.Name] && !(f.Envar != "" && os.Getenv(f.Envar) != "") {
+			continue
+		}
+		switch f.Kind {
+		case String:
+			props[f.Property] = *v.strs[f.Name]
+		case Bool:
+			props[f.Property] = *v.bools[f.Name]
+		case Switch:
+			if other, ok := switchedBy[f.Property]; ok {
+				return nil, fmt.Errorf("--%s and --%s cannot be used together", other, f.Name)
+			}
+			switchedBy[f.Property] = f.Name
+			props[f.Property] = f.Value
+		case Strings:
+			props[f.Property] = toAny(*v.lists[f.Name])
+		case Ints:
+			var codes []any
+			for _, s := range *v.lists[f.Name] {
+				n, err := strconv.Atoi(s)
+				if err != nil {
+					return nil, fmt.Errorf("--%s: %q is not a whole number", f.Name, s)
+				}
+				codes = append(codes, n)
+			}
+			props[f.Property] = codes
+		case Map, Pairs:
+			sep := f.Sep
+			if sep == "" {
+				sep = "="
+			}
+			m := map[string]any{}
+			var pairs []any
+			for _, s := range *v.lists[f.Name] {
+				k, val, ok := strings.Cut(s, sep)
+				k = strings.TrimSpace(k)
+				if !ok || k == "" {
+					return nil, fmt.Errorf("--%s: %q must look like KEY%sVALUE", f.Name, s, sep)
+				}
+				if f.Kind == Map {
+					m[k] = strings.TrimSpace(val)
+				} else {
+					pairs = append(pairs, map[string]any{k: val})
+				}
+			}
+			if f.Kind == Map {
+				props[f.Property] = m
+			} else {
+				props[f.Property] = pairs
+			}
+		}
+	}
+	return props, nil
+}
+
+func toAny(in []string) []any {
+	out := make([]any, len(in))
+	for i, s := range in {
+		out[i] = s
+	}
+	return out
+}

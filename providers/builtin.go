@@ -1,0 +1,78 @@
+package providers
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/ccm-fleet/ccm/providers/apt"
+	"github.com/ccm-fleet/ccm/providers/archivehttp"
+	"github.com/ccm-fleet/ccm/providers/dnf"
+	"github.com/ccm-fleet/ccm/providers/execposix"
+	"github.com/ccm-fleet/ccm/providers/fileposix"
+	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/providers/scaffoldchoria"
+	"github.com/ccm-fleet/ccm/providers/systemd"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/archivetype"
+	"github.com/ccm-fleet/ccm/resources/exectype"
+	"github.com/ccm-fleet/ccm/resources/filetype"
+	"github.com/ccm-fleet/ccm/resources/pkgtype"
+	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
+	"github.com/ccm-fleet/ccm/resources/servicetype"
+)
+
+// Options are what the built-in providers need.
+type Options struct {
+	// Runner starts external commands; runner.Exec{} for real use.
+	Runner runner.Runner
+	// Log receives provider messages; nil discards.
+	Log *slog.Logger
+}
+
+// Builtin returns a registry holding every resource type and provider of
+// CCM Fleet. This is the only place they are wired together.
+func Builtin(opts Options) (*resources.Registry, error) {
+	if opts.Runner == nil {
+		opts.Runner = runner.Exec{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	log := opts.Log
+	reg := resources.NewRegistry()
+
+	// One lock serialises every package manager command of this registry.
+	packageLock := &sync.Mutex{}
+
+	types := []resources.Type{
+		archivetype.Type{},
+		exectype.Type{},
+		filetype.Type{},
+		pkgtype.Type{},
+		scaffoldtype.Type{},
+		servicetype.Type{},
+	}
+	factories := []resources.Factory{
+		archivehttp.NewFactory(log),
+		execposix.NewPosixFactory(opts.Runner, log),
+		execposix.NewShellFactory(opts.Runner, log),
+		fileposix.NewFactory(log),
+		apt.NewFactory(opts.Runner, log, packageLock),
+		dnf.NewFactory(opts.Runner, log, packageLock),
+		scaffoldchoria.NewFactory(log),
+		systemd.NewFactory(opts.Runner, log),
+	}
+
+	for _, t := range types {
+		if err := reg.RegisterType(t); err != nil {
+			return nil, fmt.Errorf("builtin registry: %w", err)
+		}
+	}
+	for _, f := range factories {
+		if err := reg.RegisterProvider(f); err != nil {
+			return nil, fmt.Errorf("builtin registry: %w", err)
+		}
+	}
+	return reg, nil
+}
