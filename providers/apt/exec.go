@@ -45,19 +45,5 @@ func (p *Provider) runLocked(ctx context.Context, extraEnv []string, name string
 // printed (stderr, or stdout when stderr is empty).
 func failed(res *runner.Result, name string, args ...string) error {
 	return fmt.Errorf("%w: %s exited with status %d: %s", pkgtype.ErrCommandFailed,
-		strings.Join(append([]string{name}, args...), " "), res.ExitCode, outputTail(res))
-}
-
-func outputTail(res *runner.Result) string {
-	out := strings.TrimSpace(string(res.Stderr))
-	if out == "" {
-		out = strings.TrimSpace(string(res.Stdout))
-	}
-	if out == "" {
-		return "no output"
-	}
-	if len(out) > maxTail {
-		out = "..." + out[len(out)-maxTail:]
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(out, "\n", " | ")), " ")
+		strings.Join(append([]string{name}, args...), " "), res.ExitCode, res.Tail(maxTail))
 }

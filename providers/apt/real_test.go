@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -123,6 +124,18 @@ func cleanUpHost(ctx context.Context) {
 
 // dpkgState is what dpkg itself says: "<version> <status>", or "unknown"
 // when dpkg has no record of the package.
+// hostLock takes a machine-wide exclusive lock for this test and returns
+// its release.
+func hostLock() func() {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "ccm-fleet-apt-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(syscall.Flock(int(f.Fd()), syscall.LOCK_EX)).To(Succeed())
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}
+}
+
 func dpkgState(ctx context.Context) string {
 	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version} ${db:Status-Status}", "--", testPkg).Output()
 	if err != nil {
@@ -136,6 +149,11 @@ var _ = Describe("Provider on this host", Label("real"), func() {
 		skipUnlessRealApt()
 		ctx, cancel := context.WithTimeout(sctx, 3*time.Minute)
 		defer cancel()
+
+		// The test changes the host's package state: one run at a time per
+		// machine, even across checkouts.
+		unlock := hostLock()
+		DeferCleanup(unlock)
 
 		cleanUpHost(ctx)
 		DeferCleanup(func() {

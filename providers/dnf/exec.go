@@ -42,23 +42,7 @@ func (p *Provider) runChecked(ctx context.Context, name string, args ...string) 
 	}
 	if res.ExitCode != 0 {
 		return fmt.Errorf("%w: %s exited with status %d: %s", pkgtype.ErrCommandFailed,
-			strings.Join(append([]string{name}, args...), " "), res.ExitCode, outputTail(res))
+			strings.Join(append([]string{name}, args...), " "), res.ExitCode, res.Tail(maxTail))
 	}
 	return nil
-}
-
-// outputTail is the end of what a command printed (stderr, or stdout when
-// stderr is empty) on one line.
-func outputTail(res *runner.Result) string {
-	out := strings.TrimSpace(string(res.Stderr))
-	if out == "" {
-		out = strings.TrimSpace(string(res.Stdout))
-	}
-	if out == "" {
-		return "no output"
-	}
-	if len(out) > maxTail {
-		out = "..." + out[len(out)-maxTail:]
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(out, "\n", " | ")), " ")
 }

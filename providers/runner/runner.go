@@ -189,3 +189,19 @@ func (c *capped) Write(p []byte) (int, error) {
 	}
 	return c.buf.Write(p)
 }
+
+// Tail returns the end of what the command printed, stderr or else stdout,
+// on one line and at most max bytes, for error messages.
+func (r *Result) Tail(max int) string {
+	out := strings.TrimSpace(string(r.Stderr))
+	if out == "" {
+		out = strings.TrimSpace(string(r.Stdout))
+	}
+	if out == "" {
+		return "no output"
+	}
+	if len(out) > max {
+		out = "..." + out[len(out)-max:]
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(out, "\n", " | ")), " ")
+}
