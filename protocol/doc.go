@@ -1,7 +1,9 @@
 // Package protocol holds the wire contract of CCM Fleet: the ids and shapes of
 // ensure requests and responses, transaction events and per-type resource
-// states, the stable error codes, and strict decoding of requests that may be
-// JSON or YAML.
+// states, the fleet request and reply envelopes, the NATS subjects and their
+// reversible token encoding, the --where filter language (parse and match),
+// identity validation, the stable error codes and exit codes, and strict
+// decoding of documents that may be JSON or YAML.
 //
 // Both the agent and its clients import this package; it imports nothing else
 // of the project, opens no connections, does not log and never touches the

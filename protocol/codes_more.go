@@ -1,0 +1,42 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes of the fleet layer, next to those in errors.go.
+const (
+	// CodeUnauthenticated: the request carries no acceptable sender or
+	// signature.
+	CodeUnauthenticated Code = "unauthenticated"
+	// CodeClockSkew: the request's created time is too far from the
+	// receiver's clock for its TTL to be trusted.
+	CodeClockSkew Code = "clock_skew"
+	// CodeDuplicate: a request with this id was already received; it is not
+	// run twice.
+	CodeDuplicate Code = "duplicate"
+)
+
+// NewError builds a request-level error with a stable code and a message.
+func NewError(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError turns err into a request-level error: an *Error in its chain is
+// returned as is, an ErrBadRequest becomes CodeBadRequest, anything else
+// CodeInternal. A nil err gives nil.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, ErrBadRequest):
+		return &Error{Code: CodeBadRequest, Message: trimBadRequest(err)}
+	default:
+		return &Error{Code: CodeInternal, Message: err.Error()}
+	}
+}

@@ -1,0 +1,84 @@
+package protocol_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// FuzzTokenRoundTrip checks that every string encodes to one non-empty
+// subject token free of '.', '*', '>' and whitespace that decodes back to
+// it, and that any token DecodeToken accepts is the canonical encoding of
+// what it decodes to.
+func FuzzTokenRoundTrip(f *testing.F) {
+	for _, seed := range []string{"", "debian", "web1.example.com", "a b", "*", ">", "%", "%2E", "%41", "café", "🚀", "\x00", "\xff\xfe", "a\tb\nc", "$SYS.>", "-_+=:@,~"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := protocol.EncodeToken(s)
+		if tok == "" {
+			t.Fatalf("EncodeToken(%q) is empty", s)
+		}
+		for i := 0; i < len(tok); i++ {
+			if b := tok[i]; b <= ' ' || b >= 0x7f || b == '.' || b == '*' || b == '>' {
+				t.Fatalf("EncodeToken(%q) = %q has byte %q at %d", s, tok, b, i)
+			}
+		}
+		back, err := protocol.DecodeToken(tok)
+		if err != nil {
+			t.Fatalf("DecodeToken(EncodeToken(%q) = %q): %v", s, tok, err)
+		}
+		if back != s {
+			t.Fatalf("round trip of %q gave %q via %q", s, back, tok)
+		}
+		if dec, err := protocol.DecodeToken(s); err == nil && protocol.EncodeToken(dec) != s {
+			t.Fatalf("DecodeToken accepted non-canonical %q (decodes to %q)", s, dec)
+		}
+	})
+}
+
+// FuzzParseFilter checks that no input makes the filter parser panic, and
+// that a filter that parses matches without panicking and the same way
+// after a JSON round trip.
+func FuzzParseFilter(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"os=debian", "web1"}, {"cpus>=4", "/^web/"}, {"ruby>1.9", ""}, {"kernel=~^6\\.", "/[/"},
+		{"a..b=x", "-x"}, {"os==x", "//"}, {"disks.0.name!~sd", "db1.example.com"},
+		{"memory_mb<=1e3", "/.*/"}, {"v>v1.2.3-rc1", "h"}, {"x<-0.5", "_x"}, {"=", "/"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	facts := map[string]any{
+		"identity": "web1.example.com", "os": "debian", "cpus": float64(4), "ruby": "1.10.2",
+		"kernel": "6.1.0-18-amd64", "v": "v1.2.3", "x": "-1", "flag": true, "nothing": nil,
+		"disks": []any{map[string]any{"name": "sda"}}, "tags": map[string]string{"a": "b"},
+	}
+	f.Fuzz(func(t *testing.T, terms, host string) {
+		var hosts []string
+		if host != "" {
+			hosts = []string{host}
+		}
+		flt, err := protocol.NewFilter(strings.Split(terms, "\n"), hosts)
+		if err != nil {
+			return
+		}
+		got := flt.Match(facts)
+		b, err := json.Marshal(flt)
+		if err != nil {
+			t.Fatalf("marshal %#v: %v", flt, err)
+		}
+		var back protocol.Filter
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("unmarshal %s: %v", b, err)
+		}
+		if err := back.Compile(); err != nil {
+			t.Fatalf("filter %s parsed but does not compile after a round trip: %v", b, err)
+		}
+		if back.Match(facts) != got {
+			t.Fatalf("filter %s matches differently after a round trip", b)
+		}
+		flt.Equalities()
+	})
+}

@@ -1,0 +1,49 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxIdentityLength is the longest identity accepted, the length of a
+// fully qualified domain name.
+const MaxIdentityLength = 253
+
+// ValidateIdentity checks a host identity: 1 to 253 ASCII letters, digits,
+// '.', '-' and '_', not starting with '-', '.' or '_' ("_" starts protocol
+// markers such as HistoryRequestToken), not ending with '.' and without
+// empty labels (".."). Such an identity is also a valid NATS KV key. Errors
+// wrap ErrBadRequest and quote the identity.
+func ValidateIdentity(id string) error {
+	if problem := identityProblem(id); problem != "" {
+		return badRequest("identity %q: %s", id, problem)
+	}
+	return nil
+}
+
+// identityProblem describes what is wrong with id, or returns "".
+func identityProblem(id string) string {
+	switch {
+	case id == "":
+		return "must not be empty"
+	case len(id) > MaxIdentityLength:
+		return fmt.Sprintf("is %d characters long, the limit is %d", len(id), MaxIdentityLength)
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !isLetter(b) && !isDigit(b) && b != '.' && b != '-' && b != '_' {
+			r, _ := utf8.DecodeRuneInString(id[i:])
+			return fmt.Sprintf("character %q at position %d is not allowed: use letters, digits, '.', '-' and '_'", r, i)
+		}
+	}
+	switch {
+	case id[0] == '-' || id[0] == '.' || id[0] == '_':
+		return fmt.Sprintf("must not start with %q", id[0])
+	case id[len(id)-1] == '.':
+		return "must not end with '.'"
+	case strings.Contains(id, ".."):
+		return "must not contain an empty label (\"..\")"
+	}
+	return ""
+}
