@@ -1,0 +1,15 @@
+// Package broker runs the real nats-server in-process with JetStream enabled.
+//
+// It owns the embedded server's lifecycle for everything in CCM Fleet that
+// needs a NATS deployment of its own: `ccm-orch broker` (through Run), the
+// integration suites and every unit test that talks to NATS (through the
+// brokertest helper). A Broker is configured by a YAML-tagged Config, started
+// with Start (which waits, bounded, until the server accepts clients), stopped
+// with Shutdown, and can be restarted on the same port and JetStream store with
+// Restart so fault tests can show that clients reconnect and that persisted
+// state survives.
+//
+// The server's own logging and signal handling are off by default; set
+// Config.ServerLog to forward its log lines to the logger given with
+// WithLogger.
+package broker

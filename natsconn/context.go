@@ -1,0 +1,91 @@
+package natsconn
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxContextSize bounds how much of a context file is read.
+const maxContextSize = 1 << 20
+
+// Context is the part of a `nats` CLI context file that connections use.
+// File paths have a leading "~/" expanded to the home directory. Other fields
+// of the file are ignored.
+type Context struct {
+	URL      string `json:"url"`
+	Creds    string `json:"creds"`
+	NKey     string `json:"nkey"`
+	Cert     string `json:"cert"`
+	Key      string `json:"key"`
+	CA       string `json:"ca"`
+	User     string `json:"user"`
+	Password string `json:"password"`
+	Token    string `json:"token"`
+}
+
+// ContextPath returns the file of the named context:
+// $XDG_CONFIG_HOME/nats/context/<name>.json, or
+// ~/.config/nats/context/<name>.json when XDG_CONFIG_HOME is unset. Errors
+// wrap ErrContext.
+func ContextPath(name string) (string, error) {
+	if name == "" || name == "." || strings.Contains(name, "..") || strings.ContainsAny(name, `/\`) {
+		return "", fmt.Errorf("%w %q: invalid name", ErrContext, name)
+	}
+	base := os.Getenv("XDG_CONFIG_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("%w %q: %w", ErrContext, name, err)
+		}
+		base = filepath.Join(home, ".config")
+	}
+	return filepath.Join(base, "nats", "context", name+".json"), nil
+}
+
+// ReadContext reads the named context (see ContextPath). Errors wrap
+// ErrContext and name the file.
+func ReadContext(name string) (Context, error) {
+	path, err := ContextPath(name)
+	if err != nil {
+		return Context{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Context{}, fmt.Errorf("%w %q: %w", ErrContext, name, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxContextSize+1))
+	if err != nil {
+		return Context{}, fmt.Errorf("%w %q: %s: %w", ErrContext, name, path, err)
+	}
+	if len(data) > maxContextSize {
+		return Context{}, fmt.Errorf("%w %q: %s: larger than %d bytes", ErrContext, name, path, maxContextSize)
+	}
+	var c Context
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Context{}, fmt.Errorf("%w %q: %s: %w", ErrContext, name, path, err)
+	}
+	for _, p := range []*string{&c.Creds, &c.NKey, &c.Cert, &c.Key, &c.CA} {
+		if *p, err = expandHome(*p); err != nil {
+			return Context{}, fmt.Errorf("%w %q: %s: %w", ErrContext, name, path, err)
+		}
+	}
+	return c, nil
+}
+
+// expandHome replaces a leading "~/" with the home directory.
+func expandHome(p string) (string, error) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("cannot expand ~: " + err.Error())
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+}

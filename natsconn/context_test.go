@@ -1,0 +1,170 @@
+package natsconn_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/natsconn"
+)
+
+var _ = Describe("Context", func() {
+	var home string
+
+	BeforeEach(func() {
+		home = useConfigHome()
+	})
+
+	Describe("ContextPath", func() {
+		It("looks under $XDG_CONFIG_HOME/nats/context", func() {
+			Expect(natsconn.ContextPath("prod")).To(Equal(filepath.Join(home, "nats", "context", "prod.json")))
+		})
+
+		It("falls back to ~/.config/nats/context", func() {
+			userHome := GinkgoT().TempDir()
+			GinkgoT().Setenv("XDG_CONFIG_HOME", "")
+			GinkgoT().Setenv("HOME", userHome)
+			Expect(natsconn.ContextPath("prod")).To(Equal(filepath.Join(userHome, ".config", "nats", "context", "prod.json")))
+		})
+
+		DescribeTable("rejects names that are not plain names",
+			func(name string) {
+				_, err := natsconn.ContextPath(name)
+				Expect(err).To(MatchError(natsconn.ErrContext))
+				Expect(err.Error()).To(ContainSubstring("invalid name"))
+			},
+			Entry("empty", ""),
+			Entry("dot", "."),
+			Entry("a parent directory", "../prod"),
+			Entry("a path", "team/prod"),
+			Entry("a Windows path", `team\prod`),
+		)
+	})
+
+	Describe("ReadContext", func() {
+		It("reads the connection fields, ignores the rest and expands ~/", func() {
+			userHome := GinkgoT().TempDir()
+			GinkgoT().Setenv("HOME", userHome)
+			writeContext(home, "prod", map[string]any{
+				"description": "production", "url": "nats://a:4222,nats://b:4222",
+				"creds": "~/.nats/prod.creds", "nkey": "/etc/ccm/prod.nk",
+				"cert": "~/c.pem", "key": "~/k.pem", "ca": "/etc/ccm/ca.pem",
+				"user": "ops", "password": "pw", "token": "tok", "jetstream_domain": "hub",
+			})
+			Expect(natsconn.ReadContext("prod")).To(Equal(natsconn.Context{
+				URL:   "nats://a:4222,nats://b:4222",
+				Creds: filepath.Join(userHome, ".nats", "prod.creds"), NKey: "/etc/ccm/prod.nk",
+				Cert: filepath.Join(userHome, "c.pem"), Key: filepath.Join(userHome, "k.pem"), CA: "/etc/ccm/ca.pem",
+				User: "ops", Password: "pw", Token: "tok",
+			}))
+		})
+
+		It("names the missing context and its file", func() {
+			_, err := natsconn.ReadContext("nope")
+			Expect(err).To(MatchError(natsconn.ErrContext))
+			Expect(err.Error()).To(And(ContainSubstring(`"nope"`),
+				ContainSubstring(filepath.Join(home, "nats", "context", "nope.json"))))
+		})
+
+		It("names a context file that is not JSON", func() {
+			path := writeContext(home, "broken", nil)
+			Expect(os.WriteFile(path, []byte("url: nats://x"), 0o600)).To(Succeed())
+			_, err := natsconn.ReadContext("broken")
+			Expect(err).To(MatchError(natsconn.ErrContext))
+			Expect(err.Error()).To(ContainSubstring(path))
+		})
+	})
+
+	Describe("Options.Resolve", func() {
+		BeforeEach(func() {
+			writeContext(home, "ctx", map[string]any{
+				"url": "nats://ctx:4222", "creds": "/ctx.creds", "user": "cu", "password": "cp", "token": "ct",
+				"cert": "/ctx-cert.pem", "key": "/ctx-key.pem", "ca": "/ctx-ca.pem",
+			})
+		})
+
+		DescribeTable("merges the context under the explicit options",
+			func(in, want natsconn.Options) {
+				Expect(in.Resolve()).To(Equal(want))
+			},
+			Entry("no context: default servers", natsconn.Options{Name: "n"},
+				natsconn.Options{Servers: natsconn.DefaultServers, Name: "n"}),
+			Entry("the context alone", natsconn.Options{Context: "ctx"},
+				natsconn.Options{Servers: "nats://ctx:4222", Creds: "/ctx.creds", User: "cu", Password: "cp", Token: "ct",
+					TLSCert: "/ctx-cert.pem", TLSKey: "/ctx-key.pem", TLSCA: "/ctx-ca.pem"}),
+			Entry("explicit servers win", natsconn.Options{Context: "ctx", Servers: "nats://mine:4222"},
+				natsconn.Options{Servers: "nats://mine:4222", Creds: "/ctx.creds", User: "cu", Password: "cp", Token: "ct",
+					TLSCert: "/ctx-cert.pem", TLSKey: "/ctx-key.pem", TLSCA: "/ctx-ca.pem"}),
+			Entry("explicit nkey replaces all of the context's authentication", natsconn.Options{Context: "ctx", NKey: "/my.nk"},
+				natsconn.Options{Servers: "nats://ctx:4222", NKey: "/my.nk",
+					TLSCert: "/ctx-cert.pem", TLSKey: "/ctx-key.pem", TLSCA: "/ctx-ca.pem"}),
+			Entry("explicit token replaces all of the context's authentication", natsconn.Options{Context: "ctx", Token: "mine"},
+				natsconn.Options{Servers: "nats://ctx:4222", Token: "mine",
+					TLSCert: "/ctx-cert.pem", TLSKey: "/ctx-key.pem", TLSCA: "/ctx-ca.pem"}),
+			Entry("an explicit certificate replaces the context's pair", natsconn.Options{Context: "ctx", TLSCert: "/c", TLSKey: "/k"},
+				natsconn.Options{Servers: "nats://ctx:4222", Creds: "/ctx.creds", User: "cu", Password: "cp", Token: "ct",
+					TLSCert: "/c", TLSKey: "/k", TLSCA: "/ctx-ca.pem"}),
+			Entry("an explicit CA replaces only the CA", natsconn.Options{Context: "ctx", TLSCA: "/ca"},
+				natsconn.Options{Servers: "nats://ctx:4222", Creds: "/ctx.creds", User: "cu", Password: "cp", Token: "ct",
+					TLSCert: "/ctx-cert.pem", TLSKey: "/ctx-key.pem", TLSCA: "/ca"}),
+		)
+
+		It("fails on a context it cannot read", func() {
+			_, err := natsconn.Options{Context: "missing"}.Resolve()
+			Expect(err).To(MatchError(natsconn.ErrContext))
+		})
+	})
+
+	Describe("Connect with a context", func() {
+		var ctx context.Context
+
+		BeforeEach(func() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+			DeferCleanup(cancel)
+		})
+
+		It("connects to the context's url", func() {
+			b := brokertest.Start(GinkgoT())
+			writeContext(home, "local", map[string]any{"url": b.ClientURL()})
+			nc, err := natsconn.Connect(ctx, natsconn.Options{Context: "local"})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(nc.Close)
+			Expect(nc.ConnectedUrl()).To(Equal(b.ClientURL()))
+		})
+
+		It("lets explicit servers override the context's url", func() {
+			b := brokertest.Start(GinkgoT())
+			dead := "nats://" + freeAddr()
+			writeContext(home, "stale", map[string]any{"url": dead})
+
+			_, err := natsconn.Connect(ctx, natsconn.Options{Context: "stale"})
+			Expect(err).To(MatchError(natsconn.ErrConnect))
+			Expect(err.Error()).To(ContainSubstring(dead))
+
+			nc, err := natsconn.Connect(ctx, natsconn.Options{Context: "stale", Servers: b.ClientURL()})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(nc.Close)
+			Expect(nc.ConnectedUrl()).To(Equal(b.ClientURL()))
+		})
+
+		It("lets explicit creds override the context's, naming the file actually used", func() {
+			dir := GinkgoT().TempDir()
+			writeContext(home, "ctx", map[string]any{"url": "nats://" + freeAddr(), "creds": filepath.Join(dir, "ctx.creds")})
+			_, err := natsconn.Connect(ctx, natsconn.Options{Context: "ctx", Creds: filepath.Join(dir, "mine.creds")})
+			Expect(err).To(MatchError(natsconn.ErrCredentials))
+			Expect(err.Error()).To(ContainSubstring(filepath.Join(dir, "mine.creds")))
+			Expect(err.Error()).NotTo(ContainSubstring("ctx.creds"))
+		})
+
+		It("fails before dialling when the context is missing", func() {
+			_, err := natsconn.Connect(ctx, natsconn.Options{Context: "missing"})
+			Expect(err).To(MatchError(natsconn.ErrContext))
+		})
+	})
+})

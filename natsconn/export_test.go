@@ -1,0 +1,4 @@
+package natsconn
+
+// ReconnectDelay exposes the reconnect backoff to the tests.
+var ReconnectDelay = reconnectDelay
