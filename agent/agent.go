@@ -1,0 +1,325 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/templates"
+)
+
+// Agent serves fleet requests for one host over one NATS connection.
+type Agent struct {
+	cfg     Config
+	nc      *nats.Conn
+	eng     *engine.Engine
+	facts   map[string]any
+	scalar  map[string]any
+	log     *slog.Logger
+	version string
+	now     func() time.Time
+	started time.Time
+	ready   func()
+	stats   Stats
+
+	// guards queue and closed: requests are admitted until Run closes it
+	mu     sync.Mutex
+	queue  chan *job
+	closed bool
+}
+
+type job struct {
+	req   *protocol.FleetRequest
+	reply string
+}
+
+// Option configures an Agent.
+type Option func(*Agent)
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(a *Agent) { a.log = l } }
+
+// WithVersion sets the version the agent announces.
+func WithVersion(v string) Option { return func(a *Agent) { a.version = v } }
+
+// WithReady sets a function called once the agent is subscribed and serving.
+func WithReady(f func()) Option { return func(a *Agent) { a.ready = f } }
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(a *Agent) { a.now = now } }
+
+// New returns an agent for the host described by facts; cfg is completed
+// with defaults and validated, and its identity is written to facts.
+func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, opts ...Option) (*Agent, error) {
+	cfg = cfg.WithDefaults()
+	if cfg.Identity == "" {
+		id, _ := facts["identity"].(string)
+		cfg.Identity = id
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if nc == nil || eng == nil {
+		return nil, fmt.Errorf("%w: a NATS connection and an engine are required", ErrConfig)
+	}
+	f := make(map[string]any, len(facts)+1)
+	for k, v := range facts {
+		f[k] = v
+	}
+	f["identity"] = cfg.Identity
+	a := &Agent{
+		cfg:     cfg,
+		nc:      nc,
+		eng:     eng,
+		facts:   f,
+		scalar:  protocol.ScalarFacts(f),
+		log:     slog.New(slog.DiscardHandler),
+		version: "development",
+		now:     time.Now,
+		queue:   make(chan *job, cfg.QueueLength),
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	a.log = a.log.With("identity", cfg.Identity)
+	return a, nil
+}
+
+// Identity returns the agent's identity.
+func (a *Agent) Identity() string { return a.cfg.Identity }
+
+// Subjects returns the request and discovery subjects the agent listens on.
+func (a *Agent) Subjects() (requests, discovery []string) {
+	requests = []string{protocol.RequestSubjectAll, protocol.RequestNodeSubject(a.cfg.Identity)}
+	discovery = []string{protocol.DiscoverySubjectAll, protocol.DiscoveryNodeSubject(a.cfg.Identity)}
+	for _, k := range a.cfg.SubjectFacts {
+		v, ok := a.scalar[k]
+		if !ok {
+			continue
+		}
+		val := fmt.Sprint(v)
+		requests = append(requests, protocol.RequestFactSubject(k, val))
+		discovery = append(discovery, protocol.DiscoveryFactSubject(k, val))
+	}
+	return requests, discovery
+}
+
+// Run subscribes and serves until ctx is done, then stops taking requests,
+// lets accepted ones finish (up to the shutdown timeout, after which they
+// are cancelled) and returns.
+func (a *Agent) Run(ctx context.Context) error {
+	a.started = a.now().UTC()
+	jobsCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+
+	var workers sync.WaitGroup
+	for range a.cfg.MaxConcurrent {
+		workers.Go(func() {
+			for j := range a.queue {
+				a.execute(jobsCtx, j)
+			}
+		})
+	}
+
+	reqSubjects, discSubjects := a.Subjects()
+	var subs []*nats.Subscription
+	subscribe := func(subject string, h nats.MsgHandler) error {
+		s, err := a.nc.Subscribe(subject, h)
+		if err != nil {
+			return fmt.Errorf("agent %s: subscribe %s: %w", a.cfg.Identity, subject, err)
+		}
+		subs = append(subs, s)
+		return nil
+	}
+	var err error
+	for _, s := range reqSubjects {
+		if err = subscribe(s, a.onRequest); err != nil {
+			break
+		}
+	}
+	for _, s := range discSubjects {
+		if err == nil {
+			err = subscribe(s, a.onDiscovery)
+		}
+	}
+	if err == nil {
+		if ferr := a.nc.FlushTimeout(10 * time.Second); ferr != nil {
+			err = fmt.Errorf("agent %s: subscribe: %w", a.cfg.Identity, ferr)
+		}
+	}
+	if err == nil {
+		a.log.Info("serving", "requests", reqSubjects)
+		if a.ready != nil {
+			a.ready()
+		}
+		<-ctx.Done()
+	}
+
+	// Stop taking requests, handing what the subscriptions already hold to
+	// the queue, then close it.
+	for _, s := range subs {
+		_ = s.Drain()
+	}
+	drainBy := time.Now().Add(a.cfg.ShutdownTimeout)
+	for _, s := range subs {
+		for s.IsValid() && time.Now().Before(drainBy) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	a.mu.Lock()
+	a.closed = true
+	close(a.queue)
+	a.mu.Unlock()
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(a.cfg.ShutdownTimeout):
+		a.log.Warn("shutdown timeout passed, cancelling running requests")
+		cancelJobs()
+		<-done
+	}
+	return err
+}
+
+// onRequest admits a fleet request: decode, expiry, selection, queue.
+func (a *Agent) onRequest(m *nats.Msg) {
+	a.stats.received.Add(1)
+	req, err := protocol.DecodeFleetRequest(m.Data, protocol.Limits{MaxBytes: a.cfg.MaxRequestBytes})
+	if err != nil {
+		a.stats.badRequest.Add(1)
+		a.log.Warn("refused a malformed request", "error", err)
+		a.respondError(m.Reply, looseID(m.Data), protocol.CodeBadRequest, err.Error())
+		return
+	}
+	if !req.Targeted(a.cfg.Identity) || (req.Filter != nil && !req.Filter.Match(a.facts)) {
+		a.stats.ignored.Add(1)
+		return
+	}
+	if req.Expired(a.now()) {
+		a.stats.expired.Add(1)
+		a.respondError(m.Reply, req.ID, protocol.CodeExpired, fmt.Sprintf("request expired at %s", req.Deadline().Format(time.RFC3339)))
+		return
+	}
+	if !a.admit(&job{req: req, reply: m.Reply}) {
+		a.stats.busy.Add(1)
+		a.respondError(m.Reply, req.ID, protocol.CodeBusy, fmt.Sprintf("%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength))
+	}
+}
+
+// admit queues a job unless the queue is full or closed.
+func (a *Agent) admit(j *job) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	select {
+	case a.queue <- j:
+		return true
+	default:
+		return false
+	}
+}
+
+// execute runs one accepted request and replies.
+func (a *Agent) execute(ctx context.Context, j *job) {
+	req := j.req
+	started := a.now()
+	reply := protocol.NewFleetReply(req.ID, a.cfg.Identity, started)
+	defer func() {
+		reply.Duration = a.now().Sub(started)
+		a.respond(j.reply, reply)
+	}()
+	if req.Expired(started) {
+		a.stats.expired.Add(1)
+		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start", req.Deadline().Format(time.RFC3339))
+		return
+	}
+	if req.Ensure == nil {
+		a.stats.badRequest.Add(1)
+		reply.Error = protocol.NewError(protocol.CodeBadRequest, "this agent applies single resources (ensure); manifests are not supported yet")
+		return
+	}
+	props, err := req.Ensure.PropertiesMap()
+	if err != nil {
+		a.stats.badRequest.Add(1)
+		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", err)
+		return
+	}
+	// Remote requests see facts only: no environment, no files.
+	env := templates.New(a.facts, nil)
+	ev, err := a.eng.Ensure(ctx, engine.RunOptions{Noop: req.Noop, Env: env}, engine.Spec{Type: req.Ensure.Type, Properties: props})
+	if err != nil {
+		a.stats.badRequest.Add(1)
+		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", err)
+		return
+	}
+	a.stats.executed.Add(1)
+	reply.Events = append(reply.Events, ev)
+}
+
+// onDiscovery answers a discovery request when the filter selects this host.
+func (a *Agent) onDiscovery(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	req, err := protocol.DecodeDiscoveryRequest(m.Data, protocol.Limits{MaxBytes: a.cfg.MaxRequestBytes})
+	if err != nil {
+		a.log.Warn("ignored a malformed discovery request", "error", err)
+		return
+	}
+	if req.Filter != nil && !req.Filter.Match(a.facts) {
+		return
+	}
+	b, err := json.Marshal(&protocol.DiscoveryReply{
+		Protocol:  protocol.DiscoveryReplyProtocol,
+		RequestID: req.ID,
+		Identity:  a.cfg.Identity,
+		Facts:     a.scalar,
+		Version:   a.version,
+		Started:   a.started,
+	})
+	if err == nil {
+		_ = m.Respond(b)
+	}
+}
+
+func (a *Agent) respondError(subject, id string, code protocol.Code, msg string) {
+	r := protocol.NewFleetReply(id, a.cfg.Identity, a.now())
+	r.Error = &protocol.Error{Code: code, Message: msg}
+	a.respond(subject, r)
+}
+
+func (a *Agent) respond(subject string, r *protocol.FleetReply) {
+	if subject == "" {
+		return
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
+		return
+	}
+	if err := a.nc.Publish(subject, b); err != nil {
+		a.log.Warn("could not send a reply", "request", r.RequestID, "error", err)
+	}
+}
+
+// looseID pulls a usable request id out of a request that failed to decode,
+// so its bad_request reply can still be matched; "unknown" otherwise.
+func looseID(data []byte) string {
+	var probe struct {
+		ID string `json:"id"`
+	}
+	if len(data) <= protocol.DefaultMaxBytes && json.Unmarshal(data, &probe) == nil && protocol.ValidateRequestID(probe.ID) == nil {
+		return probe.ID
+	}
+	return "unknown"
+}

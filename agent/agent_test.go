@@ -1,0 +1,239 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// fixture is one broker, one agent and a client connection.
+type fixture struct {
+	nc     *nats.Conn
+	agent  *agent.Agent
+	cancel context.CancelFunc
+	done   chan error
+	dir    string
+	once   sync.Once
+	err    error
+}
+
+// stop cancels the agent and waits for Run to return, once.
+func (f *fixture) stop() error {
+	f.once.Do(func() {
+		f.cancel()
+		Eventually(f.done).WithTimeout(10 * time.Second).Should(Receive(&f.err))
+	})
+	return f.err
+}
+
+func startAgent(cfg agent.Config, facts map[string]any) *fixture {
+	b := brokertest.Start(GinkgoT())
+	connect := func() *nats.Conn {
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(nc.Close)
+		return nc
+	}
+	reg, err := providers.Builtin(providers.Options{})
+	Expect(err).ToNot(HaveOccurred())
+	ready := make(chan struct{})
+	a, err := agent.New(cfg, connect(), engine.New(reg), facts, agent.WithReady(func() { close(ready) }))
+	Expect(err).ToNot(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fixture{nc: connect(), agent: a, cancel: cancel, done: make(chan error, 1), dir: GinkgoT().TempDir()}
+	go func() { f.done <- a.Run(ctx) }()
+	DeferCleanup(func() { Expect(f.stop()).To(Succeed()) })
+	Eventually(ready).WithTimeout(5 * time.Second).Should(BeClosed())
+	return f
+}
+
+func ensureRequest(id string, ttl time.Duration, typ string, props map[string]any) *protocol.FleetRequest {
+	req := protocol.NewFleetRequest(id, time.Now(), ttl)
+	er, err := protocol.NewEnsureRequest(typ, props)
+	Expect(err).ToNot(HaveOccurred())
+	req.Ensure = er
+	return req
+}
+
+// ask sends raw bytes to subject and waits for one reply.
+func (f *fixture) ask(subject string, data []byte) *protocol.FleetReply {
+	msg, err := f.nc.Request(subject, data, 10*time.Second)
+	Expect(err).ToNot(HaveOccurred())
+	reply, err := protocol.DecodeFleetReply(msg.Data, protocol.Limits{})
+	Expect(err).ToNot(HaveOccurred())
+	return reply
+}
+
+func (f *fixture) send(subject string, req *protocol.FleetRequest) *protocol.FleetReply {
+	b, err := json.Marshal(req)
+	Expect(err).ToNot(HaveOccurred())
+	return f.ask(subject, b)
+}
+
+var _ = Describe("Agent", func() {
+	facts := map[string]any{"os": "debian", "platform": "debian", "role": "web", "cpus": 4}
+
+	It("applies an ensure request on its node subject and replies with the event", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		file := filepath.Join(f.dir, "motd")
+		reply := f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("req1", time.Minute, "file", map[string]any{
+			"name": file, "content": "host {{ lookup('facts.identity') }}\n", "owner": "root", "group": "root", "mode": "0644",
+		}))
+		Expect(reply.Error).To(BeNil())
+		Expect(reply.Identity).To(Equal("web-1"))
+		Expect(reply.RequestID).To(Equal("req1"))
+		Expect(reply.Events).To(HaveLen(1))
+		Expect(reply.Events[0].Changed).To(BeTrue())
+		Expect(os.ReadFile(file)).To(Equal([]byte("host web-1\n")))
+	})
+
+	It("listens on all, its node subject and its subject facts, and announces itself to discovery", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		req, disc := f.agent.Subjects()
+		Expect(req).To(ConsistOf("ccm.v1.req.all", "ccm.v1.req.node.web-1", "ccm.v1.req.fact.os.debian", "ccm.v1.req.fact.platform.debian", "ccm.v1.req.fact.role.web"))
+		Expect(disc).To(ContainElement("ccm.v1.disc.fact.role.web"))
+
+		for _, subject := range req {
+			r := f.send(subject, ensureRequest("r"+fmt.Sprint(len(subject)), time.Minute, "exec", map[string]any{"name": "/bin/true"}))
+			Expect(r.Error).To(BeNil(), subject)
+		}
+
+		b, _ := json.Marshal(protocol.NewDiscoveryRequest("d1", nil))
+		msg, err := f.nc.Request(protocol.DiscoverySubjectAll, b, 5*time.Second)
+		Expect(err).ToNot(HaveOccurred())
+		dr, err := protocol.DecodeDiscoveryReply(msg.Data, protocol.Limits{})
+		Expect(err).ToNot(HaveOccurred())
+		Expect(dr.Identity).To(Equal("web-1"))
+		Expect(dr.Facts).To(HaveKeyWithValue("role", "web"))
+		Expect(dr.Facts).ToNot(HaveKey("host"))
+	})
+
+	It("does not execute a request whose filter or targets leave it out", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		canary := filepath.Join(f.dir, "canary")
+		notMe, err := protocol.ParseFilter([]string{"role=db"})
+		Expect(err).ToNot(HaveOccurred())
+		r := ensureRequest("f1", time.Minute, "exec", map[string]any{"name": "/bin/touch " + canary})
+		r.Filter = notMe
+		b, _ := json.Marshal(r)
+		Expect(f.nc.Publish(protocol.RequestSubjectAll, b)).To(Succeed())
+		r2 := ensureRequest("f2", time.Minute, "exec", map[string]any{"name": "/bin/touch " + canary})
+		r2.Targets = []string{"web-2"}
+		b, _ = json.Marshal(r2)
+		Expect(f.nc.Publish(protocol.RequestSubjectAll, b)).To(Succeed())
+		Eventually(func() int64 { return f.agent.Stats().Ignored }).Should(Equal(int64(2)))
+		Expect(canary).ToNot(BeAnExistingFile())
+	})
+
+	It("refuses an expired request without executing it", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		canary := filepath.Join(f.dir, "canary")
+		r := ensureRequest("old1", time.Second, "exec", map[string]any{"name": "/bin/touch " + canary})
+		r.Created = time.Now().Add(-time.Hour)
+		reply := f.send(protocol.RequestNodeSubject("web-1"), r)
+		Expect(reply.Error).ToNot(BeNil())
+		Expect(reply.Error.Code).To(Equal(protocol.CodeExpired))
+		Expect(canary).ToNot(BeAnExistingFile())
+	})
+
+	It("answers 200 malformed requests with bad_request and keeps serving", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		bad := [][]byte{
+			[]byte(`not json at all`),
+			[]byte(`{"protocol":"io.choria.ccm.v1.fleet.request"}`),
+			[]byte(`{"protocol":"io.choria.ccm.v1.fleet.request","id":"x1","created":"2026-01-01T00:00:00Z","ttl":"1m","bogus":1}`),
+			[]byte(`{"protocol":"io.choria.ccm.v1.fleet.request","id":"x2","created":"2026-01-01T00:00:00Z","ttl":"1m","noop":"yes"}`),
+			{0xff, 0xfe, 0x00},
+		}
+		for i := range 200 {
+			reply := f.ask(protocol.RequestNodeSubject("web-1"), bad[i%len(bad)])
+			Expect(reply.Error).ToNot(BeNil())
+			Expect(reply.Error.Code).To(Equal(protocol.CodeBadRequest))
+		}
+		reply := f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("good", time.Minute, "exec", map[string]any{"name": "/bin/true"}))
+		Expect(reply.Error).To(BeNil())
+		Expect(reply.Events[0].Failed).To(BeFalse())
+		Expect(f.agent.Stats().BadRequest).To(Equal(int64(200)))
+	})
+
+	It("answers a request whose resource is invalid with bad_request naming the problem", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		reply := f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("inv", time.Minute, "file", map[string]any{"name": "relative", "mode": "0644"}))
+		Expect(reply.Error).ToNot(BeNil())
+		Expect(reply.Error.Code).To(Equal(protocol.CodeBadRequest))
+		Expect(reply.Error.Message).To(ContainSubstring("absolute"))
+	})
+
+	It("does not let remote templates read the environment", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		reply := f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("env", time.Minute, "file", map[string]any{
+			"name": filepath.Join(f.dir, "env"), "content": "{{ lookup('environ.HOME') }}", "owner": "root", "group": "root", "mode": "0644"}))
+		Expect(reply.Error).ToNot(BeNil())
+		Expect(reply.Error.Message).To(ContainSubstring("not available here"))
+		Expect(filepath.Join(f.dir, "env")).ToNot(BeAnExistingFile())
+	})
+
+	It("answers busy beyond its queue", func() {
+		f := startAgent(agent.Config{Identity: "web-1", MaxConcurrent: 1, QueueLength: 1}, facts)
+		inbox := nats.NewInbox()
+		replies := make(chan *nats.Msg, 10)
+		sub, err := f.nc.ChanSubscribe(inbox, replies)
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(sub.Unsubscribe)
+		for i := range 4 {
+			b, _ := json.Marshal(ensureRequest(fmt.Sprintf("slow%d", i), time.Minute, "exec", map[string]any{"name": "/bin/sleep 0.5"}))
+			Expect(f.nc.PublishMsg(&nats.Msg{Subject: protocol.RequestNodeSubject("web-1"), Reply: inbox, Data: b})).To(Succeed())
+		}
+		codes := map[protocol.Code]int{}
+		for range 4 {
+			var m *nats.Msg
+			Eventually(replies).WithTimeout(10 * time.Second).Should(Receive(&m))
+			r, err := protocol.DecodeFleetReply(m.Data, protocol.Limits{})
+			Expect(err).ToNot(HaveOccurred())
+			if r.Error != nil {
+				codes[r.Error.Code]++
+			} else {
+				codes["ok"]++
+			}
+		}
+		Expect(codes[protocol.CodeBusy]).To(BeNumerically(">=", 1))
+		Expect(codes["ok"]).To(BeNumerically(">=", 2))
+		Expect(codes[protocol.CodeBusy] + codes["ok"]).To(Equal(4))
+	})
+
+	It("finishes accepted work when stopped", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		marker := filepath.Join(f.dir, "done")
+		inbox := nats.NewInbox()
+		replies := make(chan *nats.Msg, 1)
+		sub, err := f.nc.ChanSubscribe(inbox, replies)
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(sub.Unsubscribe)
+		b, _ := json.Marshal(ensureRequest("drain", time.Minute, "exec", map[string]any{"name": "/bin/sh -c 'sleep 0.5; touch " + marker + "'"}))
+		Expect(f.nc.PublishMsg(&nats.Msg{Subject: protocol.RequestNodeSubject("web-1"), Reply: inbox, Data: b})).To(Succeed())
+		Eventually(func() int64 { return f.agent.Stats().Received }).Should(Equal(int64(1)))
+
+		Expect(f.stop()).To(Succeed())
+		Expect(marker).To(BeAnExistingFile(), "the accepted request ran to the end")
+		var m *nats.Msg
+		Eventually(replies).Should(Receive(&m))
+		r, err := protocol.DecodeFleetReply(m.Data, protocol.Limits{})
+		Expect(err).ToNot(HaveOccurred())
+		Expect(r.Error).To(BeNil())
+		Expect(r.Events[0].Changed).To(BeTrue())
+	})
+})

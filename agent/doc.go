@@ -1,0 +1,13 @@
+// Package agent is the daemon side of CCM Fleet. An Agent connects out to
+// NATS with its identity and facts, subscribes to the request and discovery
+// subjects that concern it (ccm.v1.req.all, ccm.v1.req.node.<identity>,
+// ccm.v1.req.fact.<key>.<value> for each subject fact, and the matching
+// ccm.v1.disc.* subjects), and for each fleet request: decodes it strictly,
+// refuses it when expired, ignores it when its filter or target list does not
+// select this host, queues it (answering busy when the bounded queue is
+// full), runs it through the resources engine with templates over facts only
+// (no environment, no file reads), and replies with the transaction events.
+//
+// Simulation runs many agents in one process, each with its own connection,
+// identity and facts, for demos, tests and benchmarks.
+package agent

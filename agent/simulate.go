@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// Vary gives a fact a different value per simulated agent.
+type Vary struct {
+	Key    string
+	Values []string
+}
+
+// ParseVary parses "key=v1,v2,...".
+func ParseVary(s string) (Vary, error) {
+	k, vals, ok := strings.Cut(s, "=")
+	if !ok || k == "" || vals == "" {
+		return Vary{}, fmt.Errorf("%w: --vary %q must look like key=value1,value2", ErrConfig, s)
+	}
+	v := Vary{Key: k}
+	for _, x := range strings.Split(vals, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			v.Values = append(v.Values, x)
+		}
+	}
+	if len(v.Values) == 0 {
+		return Vary{}, fmt.Errorf("%w: --vary %q has no values", ErrConfig, s)
+	}
+	return v, nil
+}
+
+// SimulatedIdentity is the identity of simulated agent i: prefix-0001 …
+func SimulatedIdentity(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i+1) }
+
+// SimulatedFacts returns the facts of simulated agent i: base, then the
+// varied facts (mixed radix, so every combination appears once the count
+// allows), then identity and hostname.
+func SimulatedFacts(i int, prefix string, base map[string]any, vary []Vary) map[string]any {
+	f := make(map[string]any, len(base)+len(vary)+2)
+	for k, v := range base {
+		f[k] = v
+	}
+	n := i
+	for _, v := range vary {
+		f[v.Key] = v.Values[n%len(v.Values)]
+		n /= len(v.Values)
+	}
+	id := SimulatedIdentity(prefix, i)
+	f["identity"] = id
+	f["hostname"] = id
+	return f
+}
+
+// Simulation runs Count agents in this process, each with its own NATS
+// connection, identity and facts, sharing one engine.
+type Simulation struct {
+	Count  int
+	Prefix string
+	// Facts are every simulated agent's base facts.
+	Facts map[string]any
+	Vary  []Vary
+	// Config is the base agent configuration; Identity is set per agent.
+	Config Config
+	// Connect opens one agent's connection; name is its identity.
+	Connect func(ctx context.Context, name string) (*nats.Conn, error)
+	Engine  *engine.Engine
+	Log     *slog.Logger
+	Version string
+	// Ready, when set, is called once every agent is serving.
+	Ready func()
+}
+
+// MaxSimulated bounds Count.
+const MaxSimulated = 20000
+
+// Run starts every agent, serves until ctx is done, then stops them all and
+// closes their connections.
+func (s Simulation) Run(ctx context.Context) error {
+	if s.Count < 1 || s.Count > MaxSimulated {
+		return fmt.Errorf("%w: count %d must be between 1 and %d", ErrConfig, s.Count, MaxSimulated)
+	}
+	if s.Prefix == "" {
+		s.Prefix = "sim"
+	}
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		agents []*Agent
+		conns  []*nats.Conn
+	)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	var ready sync.WaitGroup
+	readyOnce := make([]sync.Once, s.Count)
+	for i := range s.Count {
+		facts := SimulatedFacts(i, s.Prefix, s.Facts, s.Vary)
+		cfg := s.Config
+		cfg.Identity = facts["identity"].(string)
+		nc, err := s.Connect(ctx, cfg.Identity)
+		if err != nil {
+			return fmt.Errorf("simulated agent %s: %w", cfg.Identity, err)
+		}
+		conns = append(conns, nc)
+		ready.Add(1)
+		a, err := New(cfg, nc, s.Engine, facts, WithLogger(s.Log), WithVersion(s.Version),
+			WithReady(func() { readyOnce[i].Do(ready.Done) }))
+		if err != nil {
+			return err
+		}
+		agents = append(agents, a)
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(agents))
+	for i, a := range agents {
+		wg.Go(func() {
+			errs[i] = a.Run(ctx)
+			readyOnce[i].Do(ready.Done) // an agent that failed to start is done waiting for
+			if errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	allReady := make(chan struct{})
+	go func() { ready.Wait(); close(allReady) }()
+	select {
+	case <-allReady:
+		if s.Ready != nil {
+			s.Ready()
+		}
+	case <-ctx.Done():
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,95 @@
+package protocol
+
+import "time"
+
+// Discovery protocol ids.
+const (
+	// DiscoveryRequestProtocol identifies a broadcast asking matching agents
+	// to announce themselves.
+	DiscoveryRequestProtocol = "io.choria.ccm.v1.fleet.discovery.request"
+	// DiscoveryReplyProtocol identifies one agent's announcement.
+	DiscoveryReplyProtocol = "io.choria.ccm.v1.fleet.discovery.reply"
+)
+
+// MaxDiscoveryFacts bounds how many facts an announcement carries.
+const MaxDiscoveryFacts = 256
+
+// DiscoveryRequest is published on a ccm.v1.disc.* subject with a reply
+// subject; agents whose facts match Filter answer with a DiscoveryReply.
+type DiscoveryRequest struct {
+	Protocol string  `json:"protocol"`
+	ID       string  `json:"id"`
+	Filter   *Filter `json:"filter,omitempty"`
+}
+
+// NewDiscoveryRequest builds a discovery request for filter (nil: everyone).
+func NewDiscoveryRequest(id string, filter *Filter) *DiscoveryRequest {
+	return &DiscoveryRequest{Protocol: DiscoveryRequestProtocol, ID: id, Filter: filter}
+}
+
+// DecodeDiscoveryRequest strictly decodes and validates a discovery request,
+// compiling its filter.
+func DecodeDiscoveryRequest(data []byte, limits Limits) (*DiscoveryRequest, error) {
+	var r DiscoveryRequest
+	if _, err := DecodeStrict(data, &r, limits); err != nil {
+		return nil, err
+	}
+	if r.Protocol != DiscoveryRequestProtocol {
+		return nil, badRequest("field \"protocol\": expected %q, got %q", DiscoveryRequestProtocol, r.Protocol)
+	}
+	if err := ValidateRequestID(r.ID); err != nil {
+		return nil, badRequest("field \"id\": %s", trimBadRequest(err))
+	}
+	if r.Filter != nil {
+		if err := r.Filter.Compile(); err != nil {
+			return nil, err
+		}
+	}
+	return &r, nil
+}
+
+// DiscoveryReply announces one agent: its identity, its flat scalar facts
+// and its version.
+type DiscoveryReply struct {
+	Protocol  string         `json:"protocol"`
+	RequestID string         `json:"request_id"`
+	Identity  string         `json:"identity"`
+	Facts     map[string]any `json:"facts"`
+	Version   string         `json:"version,omitempty"`
+	Started   time.Time      `json:"started"`
+}
+
+// DecodeDiscoveryReply strictly decodes and validates an announcement.
+func DecodeDiscoveryReply(data []byte, limits Limits) (*DiscoveryReply, error) {
+	var r DiscoveryReply
+	if _, err := DecodeStrict(data, &r, limits); err != nil {
+		return nil, err
+	}
+	if r.Protocol != DiscoveryReplyProtocol {
+		return nil, badRequest("field \"protocol\": expected %q, got %q", DiscoveryReplyProtocol, r.Protocol)
+	}
+	if err := ValidateIdentity(r.Identity); err != nil {
+		return nil, badRequest("field \"identity\": %s", trimBadRequest(err))
+	}
+	if len(r.Facts) > MaxDiscoveryFacts {
+		return nil, badRequest("field \"facts\": more than %d facts", MaxDiscoveryFacts)
+	}
+	return &r, nil
+}
+
+// ScalarFacts returns the top-level facts whose values are strings, numbers
+// or booleans (at most MaxDiscoveryFacts), the part of a host's facts worth
+// announcing and filtering on without the nested details.
+func ScalarFacts(facts map[string]any) map[string]any {
+	out := make(map[string]any, len(facts))
+	for k, v := range facts {
+		if len(out) >= MaxDiscoveryFacts {
+			break
+		}
+		switch v.(type) {
+		case string, bool, int, int64, uint64, float64, float32, int32:
+			out[k] = v
+		}
+	}
+	return out
+}
