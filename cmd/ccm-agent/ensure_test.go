@@ -133,3 +133,12 @@ var _ = Describe("ccm-agent facts", func() {
 		Expect(errOut).To(ContainSubstring(`no fact at "nope.nothing"`))
 	})
 })
+
+var _ = Describe("ccm-agent --help", func() {
+	It("prints the usage once and exits 0", func() {
+		code, out, _ := agent("--help")
+		Expect(code).To(Equal(0))
+		Expect(strings.Count(out, "usage: ccm-agent")).To(Equal(1))
+		Expect(out).To(ContainSubstring("simulate"))
+	})
+})

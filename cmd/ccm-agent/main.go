@@ -47,7 +47,20 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// terminated is how the parser's own exits (after --help, --version)
+// unwind to run without ending a test process.
+type terminated struct{ code int }
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, ok := r.(terminated)
+			if !ok {
+				panic(r)
+			}
+			code = t.code
+		}
+	}()
 	a := &app{stdout: stdout, stderr: stderr}
 	cli := fisk.New("ccm-agent", "CCM Fleet agent: applies resources (file, exec, package, service, archive, scaffold) on this host.")
 	cli.Version(version)
@@ -57,10 +70,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cli.HelpFlag.Short('h')
 	cli.Flag("verbose", "Log progress to stderr").Short('v').BoolVar(&a.verbose)
 	cli.Flag("debug", "Log debugging detail to stderr").BoolVar(&a.debug)
-	cli.Terminate(func(int) {}) // never exit from inside the parser
+	cli.Terminate(func(code int) { panic(terminated{code}) })
 
 	a.registerEnsure(cli)
 	a.registerFacts(cli)
+	a.registerRun(cli)
+	a.registerSimulate(cli)
 
 	_, err := cli.Parse(args)
 	if err == nil {
@@ -75,6 +90,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ccm-agent: error: %v (see ccm-agent --help)\n", err)
 	return int(protocol.ExitError)
+}
+
+// daemonLogger logs to stderr at info level (debug with --debug), for the
+// long-running commands.
+func (a *app) daemonLogger() *slog.Logger {
+	level := slog.LevelInfo
+	if a.debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // logger returns a logger writing to stderr at the level the flags ask for.

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go"
+
+	ccmagent "github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/facts"
+	"github.com/ccm-fleet/ccm/natsconn"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+func (a *app) registerRun(cli *fisk.Application) {
+	var (
+		configFile    string
+		stateDir      string
+		maxConcurrent int
+		queueLength   int
+		ff            factFlags
+	)
+	cmd := cli.Command("run", "Serve fleet requests from NATS until interrupted")
+	cmd.Flag("config", "Agent configuration file (YAML)").PlaceHolder("FILE").ExistingFileVar(&configFile)
+	cmd.Flag("state-dir", "Directory for the agent's local state").PlaceHolder("DIR").StringVar(&stateDir)
+	cmd.Flag("max-concurrent", "Requests run at once (default 4)").IntVar(&maxConcurrent)
+	cmd.Flag("queue-length", "Accepted requests that may wait; more are answered busy (default 64)").IntVar(&queueLength)
+	ff.register(cmd)
+	conn := connflags.Register(cmd)
+
+	cmd.Action(func(*fisk.ParseContext) error {
+		cfg := ccmagent.Config{}
+		if configFile != "" {
+			var err error
+			if cfg, err = ccmagent.LoadConfig(configFile); err != nil {
+				return exitWith(protocol.ExitError, err)
+			}
+		}
+		if ff.identity != "" {
+			cfg.Identity = ff.identity
+		}
+		if stateDir != "" {
+			cfg.StateDir = stateDir
+		}
+		if maxConcurrent > 0 {
+			cfg.MaxConcurrent = maxConcurrent
+		}
+		if queueLength > 0 {
+			cfg.QueueLength = queueLength
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+
+		opts := facts.Options{Identity: cfg.Identity, File: cfg.FactsFile, Pairs: ff.pairs}
+		if ff.file != "" {
+			opts.File = ff.file
+		}
+		for k, v := range cfg.Facts {
+			opts.Pairs = append([]string{k + "=" + v}, opts.Pairs...)
+		}
+		fs, err := facts.Gather(ctx, opts)
+		if err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		log := a.daemonLogger()
+		id, _ := fs["identity"].(string)
+		nc, err := natsconn.Connect(ctx, conn.Options("ccm-agent "+id, log))
+		if err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		defer nc.Close()
+		reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
+		if err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log)), fs, ccmagent.WithLogger(log), ccmagent.WithVersion(version))
+		if err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		if err := ag.Run(ctx); err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		return nil
+	})
+}
+
+func (a *app) registerSimulate(cli *fisk.Application) {
+	var (
+		count  int
+		prefix string
+		pairs  []string
+		varies []string
+	)
+	cmd := cli.Command("simulate", "Run many agents in this process, each with its own connection, identity and facts")
+	cmd.Flag("count", "How many agents").Default("10").IntVar(&count)
+	cmd.Flag("identity-prefix", "Identities are PREFIX-0001, PREFIX-0002, …").Default("sim").StringVar(&prefix)
+	cmd.Flag("fact", "Fact every agent has, key=value (repeatable)").PlaceHolder("K=V").StringsVar(&pairs)
+	cmd.Flag("vary", "Fact that takes each value in turn, key=v1,v2 (repeatable; combinations are spread evenly)").PlaceHolder("K=V1,V2").StringsVar(&varies)
+	conn := connflags.Register(cmd)
+
+	cmd.Action(func(*fisk.ParseContext) error {
+		base := map[string]any{"simulated": true}
+		if err := facts.Merge(base, facts.Options{Pairs: pairs}); err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		var vary []ccmagent.Vary
+		for _, s := range varies {
+			v, err := ccmagent.ParseVary(s)
+			if err != nil {
+				return exitWith(protocol.ExitError, err)
+			}
+			vary = append(vary, v)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		log := a.daemonLogger()
+		reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
+		if err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		sim := ccmagent.Simulation{
+			Count: count, Prefix: prefix, Facts: base, Vary: vary,
+			Engine: engine.New(reg), Log: log, Version: version,
+			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
+				return natsconn.Connect(ctx, conn.Options("ccm-agent simulate "+name, log))
+			},
+			Ready: func() { fmt.Fprintf(a.stderr, "%d simulated agents serving (%s-0001 …)\n", count, prefix) },
+		}
+		if err := sim.Run(ctx); err != nil {
+			return exitWith(protocol.ExitError, err)
+		}
+		return nil
+	})
+}
