@@ -28,6 +28,7 @@ type Agent struct {
 	started time.Time
 	ready   func()
 	stats   Stats
+	metrics *Metrics
 
 	// guards queue and closed: requests are admitted until Run closes it
 	mu     sync.Mutex
@@ -195,21 +196,25 @@ func (a *Agent) onRequest(m *nats.Msg) {
 	req, err := protocol.DecodeFleetRequest(m.Data, protocol.Limits{MaxBytes: a.cfg.MaxRequestBytes})
 	if err != nil {
 		a.stats.badRequest.Add(1)
+		a.metrics.request("error", protocol.CodeBadRequest)
 		a.log.Warn("refused a malformed request", "error", err)
 		a.respondError(m.Reply, looseID(m.Data), protocol.CodeBadRequest, err.Error())
 		return
 	}
 	if !req.Targeted(a.cfg.Identity) || (req.Filter != nil && !req.Filter.Match(a.facts)) {
 		a.stats.ignored.Add(1)
+		a.metrics.request("ignored", "")
 		return
 	}
 	if req.Expired(a.now()) {
 		a.stats.expired.Add(1)
+		a.metrics.request("error", protocol.CodeExpired)
 		a.respondError(m.Reply, req.ID, protocol.CodeExpired, fmt.Sprintf("request expired at %s", req.Deadline().Format(time.RFC3339)))
 		return
 	}
 	if !a.admit(&job{req: req, reply: m.Reply}) {
 		a.stats.busy.Add(1)
+		a.metrics.request("error", protocol.CodeBusy)
 		a.respondError(m.Reply, req.ID, protocol.CodeBusy, fmt.Sprintf("%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength))
 	}
 }
@@ -223,6 +228,7 @@ func (a *Agent) admit(j *job) bool {
 	}
 	select {
 	case a.queue <- j:
+		a.metrics.queueDepth(len(a.queue))
 		return true
 	default:
 		return false
@@ -234,8 +240,16 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 	req := j.req
 	started := a.now()
 	reply := protocol.NewFleetReply(req.ID, a.cfg.Identity, started)
+	a.metrics.queueDepth(len(a.queue))
 	defer func() {
 		reply.Duration = a.now().Sub(started)
+		switch {
+		case reply.Error != nil:
+			a.metrics.request("error", reply.Error.Code)
+		default:
+			a.metrics.request("executed", "")
+			a.metrics.finished(reply.Duration, reply.Events)
+		}
 		a.respond(j.reply, reply)
 	}()
 	if req.Expired(started) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -40,7 +42,7 @@ func (f *fixture) stop() error {
 	return f.err
 }
 
-func startAgent(cfg agent.Config, facts map[string]any) *fixture {
+func startAgent(cfg agent.Config, facts map[string]any, opts ...agent.Option) *fixture {
 	b := brokertest.Start(GinkgoT())
 	connect := func() *nats.Conn {
 		nc, err := nats.Connect(b.ClientURL())
@@ -51,7 +53,7 @@ func startAgent(cfg agent.Config, facts map[string]any) *fixture {
 	reg, err := providers.Builtin(providers.Options{})
 	Expect(err).ToNot(HaveOccurred())
 	ready := make(chan struct{})
-	a, err := agent.New(cfg, connect(), engine.New(reg), facts, agent.WithReady(func() { close(ready) }))
+	a, err := agent.New(cfg, connect(), engine.New(reg), facts, append(opts, agent.WithReady(func() { close(ready) }))...)
 	Expect(err).ToNot(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fixture{nc: connect(), agent: a, cancel: cancel, done: make(chan error, 1), dir: GinkgoT().TempDir()}
@@ -235,5 +237,23 @@ var _ = Describe("Agent", func() {
 		Expect(err).ToNot(HaveOccurred())
 		Expect(r.Error).To(BeNil())
 		Expect(r.Events[0].Changed).To(BeTrue())
+	})
+})
+
+var _ = Describe("Agent metrics", func() {
+	It("counts requests by outcome and resources by type and outcome", func() {
+		reg := prometheus.NewRegistry()
+		m, err := agent.NewMetrics(reg)
+		Expect(err).ToNot(HaveOccurred())
+		f := startAgent(agent.Config{Identity: "web-1"}, map[string]any{"os": "debian"}, agent.WithMetrics(m))
+		f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("m1", time.Minute, "exec", map[string]any{"name": "/bin/true"}))
+		f.ask(protocol.RequestNodeSubject("web-1"), []byte("garbage"))
+
+		Expect(testutil.ToFloat64(m.RequestsCounter().WithLabelValues("executed", ""))).To(Equal(1.0))
+		Expect(testutil.ToFloat64(m.RequestsCounter().WithLabelValues("error", "bad_request"))).To(Equal(1.0))
+		Expect(testutil.ToFloat64(m.ResourcesCounter().WithLabelValues("exec", "changed"))).To(Equal(1.0))
+		n, err := testutil.GatherAndCount(reg, "ccm_agent_request_duration_seconds")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(n).To(Equal(1))
 	})
 })

@@ -26,6 +26,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		stateDir      string
 		maxConcurrent int
 		queueLength   int
+		metricsListen string
 		ff            factFlags
 	)
 	cmd := cli.Command("run", "Serve fleet requests from NATS until interrupted")
@@ -33,6 +34,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("state-dir", "Directory for the agent's local state").PlaceHolder("DIR").StringVar(&stateDir)
 	cmd.Flag("max-concurrent", "Requests run at once (default 4)").IntVar(&maxConcurrent)
 	cmd.Flag("queue-length", "Accepted requests that may wait; more are answered busy (default 64)").IntVar(&queueLength)
+	cmd.Flag("metrics-listen", "Serve Prometheus metrics on this address, e.g. 127.0.0.1:9100").PlaceHolder("ADDR").StringVar(&metricsListen)
 	ff.register(cmd)
 	conn := connflags.Register(cmd)
 
@@ -81,7 +83,16 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if err != nil {
 			return exitWith(protocol.ExitError, err)
 		}
-		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log)), fs, ccmagent.WithLogger(log), ccmagent.WithVersion(version))
+		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version)}
+		if metricsListen != "" {
+			m, stopMetrics, err := serveMetrics(ctx, metricsListen, log)
+			if err != nil {
+				return exitWith(protocol.ExitError, err)
+			}
+			defer stopMetrics()
+			agentOpts = append(agentOpts, ccmagent.WithMetrics(m))
+		}
+		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log)), fs, agentOpts...)
 		if err != nil {
 			return exitWith(protocol.ExitError, err)
 		}
