@@ -1,0 +1,41 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/agent"
+)
+
+var _ = Describe("Config", func() {
+	It("loads the example configuration shipped in dist/", func() {
+		c, err := agent.LoadConfig(filepath.Join("..", "dist", "agent.yaml"))
+		Expect(err).ToNot(HaveOccurred())
+		Expect(c.Facts).To(HaveKeyWithValue("role", "web"))
+		c = c.WithDefaults()
+		c.Identity = "web17.example.net"
+		Expect(c.Validate()).To(Succeed())
+		Expect(c.SubjectFacts).To(Equal([]string{"os", "platform", "role"}))
+		Expect(c.MaxConcurrent).To(Equal(agent.DefaultMaxConcurrent))
+	})
+
+	DescribeTable("refuses bad configuration",
+		func(yaml, problem string) {
+			p := filepath.Join(GinkgoT().TempDir(), "agent.yaml")
+			Expect(os.WriteFile(p, []byte(yaml), 0o600)).To(Succeed())
+			c, err := agent.LoadConfig(p)
+			if err == nil {
+				err = c.WithDefaults().Validate()
+			}
+			Expect(err).To(MatchError(agent.ErrConfig))
+			Expect(err.Error()).To(ContainSubstring(problem))
+		},
+		Entry("unknown key", "identiti: x\n", "identiti"),
+		Entry("bad identity", "identity: 'web 1'\n", "identity"),
+		Entry("too much concurrency", "identity: a\nmax_concurrent: 5000\n", "max_concurrent"),
+		Entry("wrong type, named by line", "identity: a\nqueue_length: lots\n", "line 2: cannot unmarshal"),
+	)
+})
