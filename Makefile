@@ -3,10 +3,10 @@ GO        ?= go
 BIN       ?= bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo development)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
-COMMANDS  := ccm-agent
+COMMANDS  := ccm-agent ccm-orch
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test vet lint deps tools clean
+.PHONY: all build test vet lint deps demo clean
 
 all: build
 
@@ -31,6 +31,10 @@ deps:
 			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 		fi; \
 	fi
+
+## demo: a broker, six simulated agents and an orchestrated change, drift and repair
+demo: build
+	@bash scripts/demo.sh
 
 ## vet: go vet over every package
 vet:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,48 +23,17 @@ import (
 
 // commonFlags are the flags every "ensure <type>" takes.
 type commonFlags struct {
-	name     string
-	ensure   string
-	alias    string
-	provider string
-	ifExpr   string
-	unless   string
-	noop     bool
-	json     bool
-	facts    factFlags
+	common resflags.Common
+	noop   bool
+	json   bool
+	facts  factFlags
 }
 
 func (c *commonFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
-	cmd.Arg("name", t.NameHelp).Required().StringVar(&c.name)
-	cmd.Arg("ensure", "Desired state: "+t.EnsureHelp).StringVar(&c.ensure)
-	cmd.Flag("alias", "Second name for require/subscribe references").StringVar(&c.alias)
-	cmd.Flag("provider", "Force a provider instead of choosing one by facts").StringVar(&c.provider)
-	cmd.Flag("if", "Manage only when this expression is true, e.g. \"facts.os == 'debian'\"").PlaceHolder("EXPR").StringVar(&c.ifExpr)
-	cmd.Flag("unless", "Do not manage when this expression is true").PlaceHolder("EXPR").StringVar(&c.unless)
+	c.common.Register(cmd, t)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
 	cmd.Flag("json", "Print the io.choria.ccm.v1.resource.ensure.response document").BoolVar(&c.json)
 	c.facts.register(cmd)
-}
-
-// properties merges the common flags into the type's properties.
-func (c *commonFlags) properties(typeProps map[string]any) map[string]any {
-	typeProps["name"] = c.name
-	for k, v := range map[string]string{"ensure": c.ensure, "alias": c.alias, "provider": c.provider} {
-		if v != "" {
-			typeProps[k] = v
-		}
-	}
-	if c.ifExpr != "" || c.unless != "" {
-		control := map[string]any{}
-		if c.ifExpr != "" {
-			control["if"] = c.ifExpr
-		}
-		if c.unless != "" {
-			control["unless"] = c.unless
-		}
-		typeProps["control"] = control
-	}
-	return typeProps
 }
 
 func (a *app) registerEnsure(cli *fisk.Application) {
@@ -76,9 +47,9 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 		cmd.Action(func(*fisk.ParseContext) error {
 			props, err := vals.Properties()
 			if err != nil {
-				return exitWith(protocol.ExitError, err)
+				return program.Exit(protocol.ExitError, err)
 			}
-			return a.ensure(typeName, c, c.properties(props))
+			return a.ensure(typeName, c, c.common.Properties(props))
 		})
 	}
 }
@@ -94,12 +65,12 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return exitWith(protocol.ExitError, err)
+		return program.Exit(protocol.ExitError, err)
 	}
-	log := a.logger()
+	log := a.Logger()
 	reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
 	if err != nil {
-		return exitWith(protocol.ExitError, err)
+		return program.Exit(protocol.ExitError, err)
 	}
 	eng := engine.New(reg, engine.WithLogger(log))
 	env := templates.New(fs, nil, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
@@ -109,19 +80,19 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	if c.json {
 		b, merr := protocol.NewEnsureResponse(ev, err).Marshal(protocol.EncodingJSON)
 		if merr != nil {
-			return exitWith(protocol.ExitError, merr)
+			return program.Exit(protocol.ExitError, merr)
 		}
-		fmt.Fprintln(a.stdout, string(b))
+		fmt.Fprintln(a.Stdout, string(b))
 		if err != nil {
-			return exitWith(protocol.ExitError, nil)
+			return program.Exit(protocol.ExitError, nil)
 		}
 	} else if err != nil {
-		return exitWith(protocol.ExitError, cleanInvalid(err))
+		return program.Exit(protocol.ExitError, cleanInvalid(err))
 	} else {
-		fmt.Fprintln(a.stdout, describeEvent(ev))
+		fmt.Fprintln(a.Stdout, describeEvent(ev))
 	}
 	if code := protocol.EventsExitCode(c.noop, ev); code != protocol.ExitOK {
-		return exitWith(code, nil)
+		return program.Exit(code, nil)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,7 +32,7 @@ func (f *factFlags) register(cmd *fisk.CmdClause) {
 func (f *factFlags) gather(ctx context.Context) (map[string]any, error) {
 	fs, err := facts.Gather(ctx, facts.Options{Identity: f.identity, File: f.file, Pairs: f.pairs})
 	if err != nil {
-		return nil, exitWith(protocol.ExitError, err)
+		return nil, program.Exit(protocol.ExitError, err)
 	}
 	return fs, nil
 }
@@ -54,13 +56,13 @@ func (a *app) registerFacts(cli *fisk.Application) {
 		if path != "" {
 			v, ok := templates.Walk(all, path)
 			if !ok {
-				return exitWith(protocol.ExitError, fmt.Errorf("no fact at %q", path))
+				return program.Exit(protocol.ExitError, fmt.Errorf("no fact at %q", path))
 			}
 			out = v
 		}
 		if js {
 			b, _ := json.MarshalIndent(out, "", "  ")
-			fmt.Fprintln(a.stdout, string(b))
+			fmt.Fprintln(a.Stdout, string(b))
 			return nil
 		}
 		if m, ok := out.(map[string]any); ok {
@@ -76,10 +78,10 @@ func (a *app) registerFacts(cli *fisk.Application) {
 				sorted.Content = append(sorted.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &vn)
 			}
 			b, _ := yaml.Marshal(sorted)
-			fmt.Fprint(a.stdout, string(b))
+			fmt.Fprint(a.Stdout, string(b))
 			return nil
 		}
-		fmt.Fprintln(a.stdout, out)
+		fmt.Fprintln(a.Stdout, out)
 		return nil
 	})
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+
 	"context"
 	"fmt"
 	"os"
@@ -43,7 +45,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if configFile != "" {
 			var err error
 			if cfg, err = ccmagent.LoadConfig(configFile); err != nil {
-				return exitWith(protocol.ExitError, err)
+				return program.Exit(protocol.ExitError, err)
 			}
 		}
 		if ff.identity != "" {
@@ -70,34 +72,34 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		fs, err := facts.Gather(ctx, opts)
 		if err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
-		log := a.daemonLogger()
+		log := a.DaemonLogger()
 		id, _ := fs["identity"].(string)
 		nc, err := natsconn.Connect(ctx, conn.Options("ccm-agent "+id, log))
 		if err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
 		defer nc.Close()
 		reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
 		if err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
 		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version)}
 		if metricsListen != "" {
 			m, stopMetrics, err := serveMetrics(ctx, metricsListen, log)
 			if err != nil {
-				return exitWith(protocol.ExitError, err)
+				return program.Exit(protocol.ExitError, err)
 			}
 			defer stopMetrics()
 			agentOpts = append(agentOpts, ccmagent.WithMetrics(m))
 		}
 		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log)), fs, agentOpts...)
 		if err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
 		if err := ag.Run(ctx); err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
 		return nil
 	})
@@ -120,22 +122,22 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 	cmd.Action(func(*fisk.ParseContext) error {
 		base := map[string]any{"simulated": true}
 		if err := facts.Merge(base, facts.Options{Pairs: pairs}); err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
 		var vary []ccmagent.Vary
 		for _, s := range varies {
 			v, err := ccmagent.ParseVary(s)
 			if err != nil {
-				return exitWith(protocol.ExitError, err)
+				return program.Exit(protocol.ExitError, err)
 			}
 			vary = append(vary, v)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		log := a.daemonLogger()
+		log := a.DaemonLogger()
 		reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
 		if err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
 		sim := ccmagent.Simulation{
 			Count: count, Prefix: prefix, Facts: base, Vary: vary,
@@ -143,10 +145,10 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 				return natsconn.Connect(ctx, conn.Options("ccm-agent simulate "+name, log))
 			},
-			Ready: func() { fmt.Fprintf(a.stderr, "%d simulated agents serving (%s-0001 …)\n", count, prefix) },
+			Ready: func() { fmt.Fprintf(a.Stderr, "%d simulated agents serving (%s-0001 …)\n", count, prefix) },
 		}
 		if err := sim.Run(ctx); err != nil {
-			return exitWith(protocol.ExitError, err)
+			return program.Exit(protocol.ExitError, err)
 		}
 		return nil
 	})

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// errNoMatch is the line printed when a filter selects nobody.
+var errNoMatch = errors.New("no host matched the filter")
+
+// filterFlags are --where and --host.
+type filterFlags struct {
+	where []string
+	hosts []string
+}
+
+func (f *filterFlags) register(cmd *fisk.CmdClause) {
+	cmd.Flag("where", "Select hosts by fact: k=v, k!=v, k=~re, k!~re, k<n, k<=n, k>n, k>=n (repeatable, ANDed)").
+		Short('W').PlaceHolder("FILTER").StringsVar(&f.where)
+	cmd.Flag("host", "Select a host by identity, or /regex/ (repeatable)").PlaceHolder("ID").StringsVar(&f.hosts)
+}
+
+// filter parses the flags; a filter that cannot parse is a usage error.
+func (f *filterFlags) filter() (*protocol.Filter, error) {
+	flt, err := protocol.NewFilter(f.where, f.hosts)
+	if err != nil {
+		return nil, program.Exit(protocol.ExitError, errors.New(strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": ")))
+	}
+	if flt.Empty() {
+		return nil, nil
+	}
+	return flt, nil
+}
+
+// tableFacts are the facts the discover table shows after the identity.
+var tableFacts = []string{"os", "platform", "platform_version", "role"}
+
+func (a *app) registerDiscover(cli *fisk.Application) {
+	var (
+		flt     filterFlags
+		timeout time.Duration
+		js      bool
+	)
+	cmd := cli.Command("discover", "List the hosts a filter selects, with their key facts")
+	flt.register(cmd)
+	cmd.Flag("timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s").DurationVar(&timeout)
+	cmd.Flag("json", "Print the hosts and their announced facts as JSON").BoolVar(&js)
+	conn := connflags.Register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error {
+		filter, err := flt.filter()
+		if err != nil {
+			return err
+		}
+		ctx, stop := a.signalContext()
+		defer stop()
+		nc, err := a.connect(ctx, conn)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		nodes, err := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).
+			Discover(ctx, orchestrator.DiscoverOptions{Filter: filter, Timeout: timeout})
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		if js {
+			b, err := json.MarshalIndent(nodes, "", "  ")
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			fmt.Fprintln(a.Stdout, string(b))
+		} else if len(nodes) > 0 {
+			a.printNodes(nodes)
+		}
+		if len(nodes) == 0 {
+			return program.Exit(protocol.ExitNoMatch, errNoMatch)
+		}
+		return nil
+	})
+}
+
+// printNodes writes an aligned table of the nodes' key facts.
+func (a *app) printNodes(nodes []orchestrator.Node) {
+	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "IDENTITY\tOS\tPLATFORM\tVERSION\tROLE")
+	for _, n := range nodes {
+		row := []string{n.Identity}
+		for _, k := range tableFacts {
+			v, ok := n.Facts[k]
+			if !ok || v == nil || fmt.Sprint(v) == "" {
+				row = append(row, "-")
+				continue
+			}
+			row = append(row, fmt.Sprint(v))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(a.Stdout, "%s\n", countHosts(len(nodes)))
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// ensureFlags are the flags every "ensure <type>" takes besides the type's own.
+type ensureFlags struct {
+	common    resflags.Common
+	noop      bool
+	timeout   time.Duration
+	discovery time.Duration
+	ttl       time.Duration
+	batch     string
+	sleep     time.Duration
+	maxFail   int
+	json      bool
+	jsonl     bool
+	filter    filterFlags
+	conn      *connflags.Flags
+}
+
+func (c *ensureFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
+	c.common.Register(cmd, t)
+	c.filter.register(cmd)
+	cmd.Flag("noop", "Report what would change without changing anything (exit 5 on drift)").BoolVar(&c.noop)
+	// exec has a --timeout of its own (the command's); there the reply
+	// timeout is only --reply-timeout.
+	if !t.Has("timeout") {
+		cmd.Flag("timeout", "How long each host has to reply once asked (default 10s; same as --reply-timeout)").PlaceHolder("DURATION").DurationVar(&c.timeout)
+	}
+	cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION").DurationVar(&c.timeout)
+	cmd.Flag("discovery-timeout", "Longest discovery round").Default("2s").DurationVar(&c.discovery)
+	cmd.Flag("ttl", "How long after sending hosts may still start the request").Default("1m").DurationVar(&c.ttl)
+	cmd.Flag("batch", "Ask at most N hosts (or N% of them) at a time, the next as soon as one finishes").PlaceHolder("N|N%").StringVar(&c.batch)
+	cmd.Flag("batch-sleep", "With --batch, pause this long before asking the next host").PlaceHolder("DURATION").DurationVar(&c.sleep)
+	cmd.Flag("max-failures", "With --batch, stop asking new hosts once this many failed or did not reply (0: no limit)").PlaceHolder("N").IntVar(&c.maxFail)
+	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
+	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)
+	c.conn = connflags.Register(cmd)
+}
+
+// request builds the orchestrator request; every error is a usage error.
+func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrator.Request, error) {
+	req := orchestrator.Request{
+		Noop: c.noop, TTL: c.ttl, Timeout: c.timeout, DiscoveryTimeout: c.discovery,
+		BatchSleep: c.sleep, MaxFailures: c.maxFail,
+	}
+	if c.json && c.jsonl {
+		return req, errors.New("--json and --jsonl cannot be used together")
+	}
+	var err error
+	if req.Filter, err = c.filter.filter(); err != nil {
+		return req, err
+	}
+	if req.Batch, req.BatchPercent, err = parseBatch(c.batch); err != nil {
+		return req, err
+	}
+	if req.Ensure, err = protocol.NewEnsureRequest(typeName, c.common.Properties(props)); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// parseBatch reads --batch: "" (no batching), "N" or "N%".
+func parseBatch(s string) (size, percent int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	num, pct := strings.CutSuffix(s, "%")
+	n, err := strconv.Atoi(num)
+	switch {
+	case err != nil || n < 1:
+		return 0, 0, fmt.Errorf("--batch %q: use a whole number of hosts such as 10, or a percentage such as 25%%", s)
+	case pct && n > 100:
+		return 0, 0, fmt.Errorf("--batch %q: a percentage is at most 100%%", s)
+	case pct:
+		return 0, n, nil
+	default:
+		return n, 0, nil
+	}
+}
+
+func (a *app) registerEnsure(cli *fisk.Application) {
+	ens := cli.Command("ensure", "Bring one resource to its desired state on every selected host")
+	for _, t := range resflags.Table {
+		cmd := ens.Command(t.Type, t.Help)
+		c := &ensureFlags{}
+		c.register(cmd, t)
+		vals := resflags.Register(cmd, t)
+		typeName := t.Type
+		cmd.Action(func(*fisk.ParseContext) error {
+			props, err := vals.Properties()
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			req, err := c.request(typeName, props)
+			if err != nil {
+				var ee *program.ExitError
+				if errors.As(err, &ee) {
+					return err
+				}
+				return program.Exit(protocol.ExitError, err)
+			}
+			return a.ensure(c, req)
+		})
+	}
+}
+
+// ensure runs the request and renders the result.
+func (a *app) ensure(c *ensureFlags, req orchestrator.Request) error {
+	ctx, stop := a.signalContext()
+	defer stop()
+	nc, err := a.connect(ctx, c.conn)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	progress := newProgress(a.Stderr)
+	if progress != nil && !c.jsonl {
+		req.Progress = progress.update
+	}
+	if c.jsonl {
+		enc := json.NewEncoder(a.Stdout)
+		req.OnReply = func(h orchestrator.HostResult) { _ = enc.Encode(h) }
+	}
+	res, runErr := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).Run(ctx, req)
+	progress.clear()
+	if res != nil {
+		switch {
+		case c.json:
+			b, err := json.MarshalIndent(res, "", "  ")
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			fmt.Fprintln(a.Stdout, string(b))
+		case c.jsonl:
+			_ = json.NewEncoder(a.Stdout).Encode(res)
+		default:
+			renderResult(a.Stdout, res)
+		}
+	}
+	switch {
+	case runErr != nil:
+		return program.Exit(protocol.ExitError, runErr)
+	case res.ExitCode == protocol.ExitNoMatch:
+		return program.Exit(protocol.ExitNoMatch, errNoMatch)
+	case res.ExitCode != protocol.ExitOK:
+		return program.Exit(res.ExitCode, nil)
+	}
+	return nil
+}

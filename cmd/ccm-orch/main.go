@@ -1,0 +1,41 @@
+// Command ccm-orch drives a CCM Fleet: it finds hosts by their facts
+// (discover), applies one resource on all of them at once or in batches
+// (ensure) and prints one aggregated answer with a documented exit code. It
+// can also run an embedded NATS broker (broker) for a small fleet or a test.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "development"
+
+type app struct {
+	program.Globals
+	ctx context.Context
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns its exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run with a parent context, so tests can stop long-running
+// commands (broker) the way a signal would.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}, ctx: ctx}
+	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.", version, &a.Globals)
+	a.registerBroker(cli)
+	a.registerDiscover(cli)
+	a.registerEnsure(cli)
+	return program.Run(cli, args, stderr)
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/orchestrator"
+)
+
+// fleetTimeout bounds waits on a broker starting or stopping.
+const fleetTimeout = 30 * time.Second
+
+var _ = Describe("rendering", func() {
+	It("caps the listed names and says how many more there are", func() {
+		var hosts []string
+		for i := range 23 {
+			hosts = append(hosts, fmt.Sprintf("h%02d", i))
+		}
+		Expect(listHosts(hosts[:2])).To(Equal("h00, h01"))
+		Expect(listHosts(hosts)).To(HavePrefix("h00, h01, "))
+		Expect(listHosts(hosts)).To(HaveSuffix("h19 and 3 more"))
+	})
+
+	DescribeTable("describes a group in one line",
+		func(g orchestrator.Group, want string) { Expect(describeGroup(g)).To(Equal(want)) },
+		Entry("stable", orchestrator.Group{Resource: "file#/etc/motd", Outcome: "stable"}, "file#/etc/motd stable"),
+		Entry("failed", orchestrator.Group{Resource: "file#/etc/motd", Outcome: "failed", Message: "permission denied"}, "file#/etc/motd failed: permission denied"),
+		Entry("would change", orchestrator.Group{Resource: "service#nginx", Outcome: "would change", Message: "Would have started"}, "service#nginx would change: Would have started"),
+		Entry("request error", orchestrator.Group{Outcome: orchestrator.GroupError, Message: "busy: 64 requests are already waiting"}, "request refused: busy: 64 requests are already waiting"),
+	)
+
+	It("counts hosts in words", func() {
+		Expect(countHosts(1)).To(Equal("1 host"))
+		Expect(countHosts(0)).To(Equal("0 hosts"))
+		Expect(countHosts(812)).To(Equal("812 hosts"))
+	})
+
+	It("parses --batch sizes and percentages", func() {
+		for in, want := range map[string][2]int{"": {0, 0}, "5": {5, 0}, "25%": {0, 25}, "100%": {0, 100}} {
+			size, pct, err := parseBatch(in)
+			Expect(err).NotTo(HaveOccurred())
+			Expect([2]int{size, pct}).To(Equal(want), in)
+		}
+		for _, bad := range []string{"0", "-1", "x", "0%", "101%", "%"} {
+			_, _, err := parseBatch(bad)
+			Expect(err).To(HaveOccurred(), bad)
+		}
+	})
+})
+
+var _ = Describe("progress", func() {
+	It("is off when stderr is not a terminal", func() {
+		Expect(newProgress(&bytes.Buffer{})).To(BeNil())
+		var p *progress
+		p.clear() // a nil progress is safe to clear
+	})
+
+	It("draws the first and the last count and erases itself", func() {
+		var buf bytes.Buffer
+		p := &progress{w: &buf}
+		p.update(0, 3)
+		p.update(3, 3)
+		p.clear()
+		Expect(buf.String()).To(HavePrefix("\r0/3 replied"))
+		Expect(buf.String()).To(HaveSuffix("\r3/3 replied\r\033[K"))
+	})
+})

@@ -1,0 +1,108 @@
+// Package program holds what ccm-agent and ccm-orch share as programs: building
+// the fisk application with the global flags, running a command line to an
+// exit status (the documented exit codes), and the loggers on stderr.
+package program
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// ExitError carries an exit status out of a command action.
+type ExitError struct {
+	Code protocol.ExitCode
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Exit ends the command with code; a nil err prints nothing more.
+func Exit(code protocol.ExitCode, err error) error { return &ExitError{Code: code, Err: err} }
+
+// Globals are the flags every command takes.
+type Globals struct {
+	Stdout, Stderr io.Writer
+	Verbose, Debug bool
+}
+
+// New builds the application with version, help and the global flags.
+func New(name, help, version string, g *Globals) *fisk.Application {
+	app := fisk.New(name, help)
+	app.Version(version)
+	app.Writer(g.Stdout)
+	app.ErrorWriter(g.Stderr)
+	app.UsageWriter(g.Stdout)
+	app.HelpFlag.Short('h')
+	app.Flag("verbose", "Log progress to stderr").Short('v').BoolVar(&g.Verbose)
+	app.Flag("debug", "Log debugging detail to stderr").BoolVar(&g.Debug)
+	return app
+}
+
+// terminated is how the parser's own exits (after --help, --version)
+// unwind to Run without ending the process, so tests can run commands
+// in-process.
+type terminated struct{ code int }
+
+// Run parses and runs args and returns the exit status: an ExitError's
+// code (printing its error, if any, as one line), or 1 for any other error.
+func Run(app *fisk.Application, args []string, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, ok := r.(terminated)
+			if !ok {
+				panic(r)
+			}
+			code = t.code
+		}
+	}()
+	app.Terminate(func(code int) { panic(terminated{code}) })
+	_, err := app.Parse(args)
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", app.Name, ee.Err)
+		}
+		return int(ee.Code)
+	}
+	fmt.Fprintf(stderr, "%s: error: %v (see %s --help)\n", app.Name, err, app.Name)
+	return int(protocol.ExitError)
+}
+
+// Logger logs to stderr at the level the global flags ask for; without
+// them it logs nothing, as commands report through their output.
+func (g *Globals) Logger() *slog.Logger {
+	level := slog.LevelError + 4
+	switch {
+	case g.Debug:
+		level = slog.LevelDebug
+	case g.Verbose:
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// DaemonLogger logs to stderr at info level (debug with --debug), for
+// long-running commands.
+func (g *Globals) DaemonLogger() *slog.Logger {
+	level := slog.LevelInfo
+	if g.Debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
+}

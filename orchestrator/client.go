@@ -1,0 +1,151 @@
+package orchestrator
+
+import (
+	"crypto/rand"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// SmallSet is the largest expected set a request is sent to one node
+// subject per host (ccm.v1.req.node.<identity>) rather than on a fact or the
+// all subject.
+const SmallSet = 10
+
+// Client discovers hosts and runs requests over one NATS connection. It is
+// safe for concurrent use; each call uses its own reply subscription.
+type Client struct {
+	nc           *nats.Conn
+	log          *slog.Logger
+	now          func() time.Time
+	subjectFacts []string
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithLogger sets the logger for malformed, late and duplicate replies; the
+// default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithClock replaces time.Now for the times the client writes (a request's
+// created time). Deadlines always run on the real clock.
+func WithClock(now func() time.Time) Option {
+	return func(c *Client) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// WithSubjectFacts names the facts agents subscribe fact subjects for, when
+// the fleet's agents are configured differently from
+// protocol.DefaultSubjectFacts. An empty list disables fact subjects.
+func WithSubjectFacts(keys ...string) Option {
+	return func(c *Client) { c.subjectFacts = slices.Clone(keys) }
+}
+
+// New returns a client using nc, which the caller keeps owning and closes.
+func New(nc *nats.Conn, opts ...Option) *Client {
+	c := &Client{
+		nc:           nc,
+		log:          slog.New(slog.DiscardHandler),
+		now:          time.Now,
+		subjectFacts: protocol.DefaultSubjectFacts(),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// idAlphabet is what request ids are made of.
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// newRequestID returns 20 random characters of [a-z0-9] (about 103 bits).
+func newRequestID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return string(b[:])
+}
+
+// exactHosts returns the filter's --host terms when every one is an exact
+// identity (no /regex/); ok is false otherwise or when there are none.
+func exactHosts(f *protocol.Filter) (hosts []string, ok bool) {
+	if f == nil || len(f.Hosts) == 0 {
+		return nil, false
+	}
+	for _, h := range f.Hosts {
+		if len(h) >= 2 && h[0] == '/' && h[len(h)-1] == '/' {
+			return nil, false
+		}
+	}
+	return uniqueSorted(f.Hosts), true
+}
+
+// subjectEquality returns the first k=v term of the filter whose key is a
+// subject fact, the candidate for a fact subject.
+func (c *Client) subjectEquality(f *protocol.Filter) (protocol.FilterTerm, bool) {
+	for _, t := range f.Equalities() {
+		if slices.Contains(c.subjectFacts, t.Key) {
+			return t, true
+		}
+	}
+	return protocol.FilterTerm{}, false
+}
+
+// discoverySubjects picks the narrowest discovery subjects for f: one node
+// subject per host when the filter names at most SmallSet exact identities,
+// else a fact subject when it has an equality on a subject fact, else
+// ccm.v1.disc.all.
+func (c *Client) discoverySubjects(f *protocol.Filter) []string {
+	if hosts, ok := exactHosts(f); ok && len(hosts) <= SmallSet {
+		out := make([]string, len(hosts))
+		for i, h := range hosts {
+			out[i] = protocol.DiscoveryNodeSubject(h)
+		}
+		return out
+	}
+	if t, ok := c.subjectEquality(f); ok {
+		return []string{protocol.DiscoveryFactSubject(t.Key, t.Value)}
+	}
+	return []string{protocol.DiscoverySubjectAll}
+}
+
+// requestSubjects picks the narrowest request subjects for a whole (not
+// batched) run: one node subject per expected host when there are at most
+// SmallSet (the request then lists them as targets), else a fact subject
+// when the filter has an equality on a subject fact, else ccm.v1.req.all.
+func (c *Client) requestSubjects(f *protocol.Filter, expected []string) (subjects []string, perNode bool) {
+	if len(expected) <= SmallSet {
+		out := make([]string, len(expected))
+		for i, h := range expected {
+			out[i] = protocol.RequestNodeSubject(h)
+		}
+		return out, true
+	}
+	if t, ok := c.subjectEquality(f); ok {
+		return []string{protocol.RequestFactSubject(t.Key, t.Value)}, false
+	}
+	return []string{protocol.RequestSubjectAll}, false
+}
+
+// uniqueSorted returns the distinct strings of in, sorted.
+func uniqueSorted(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

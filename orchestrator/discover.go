@@ -1,0 +1,162 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// Discovery defaults.
+const (
+	// DefaultDiscoveryTimeout is the longest a discovery round lasts.
+	DefaultDiscoveryTimeout = 2 * time.Second
+	// DefaultDiscoveryQuiet ends a discovery round once no announcement
+	// arrived for this long.
+	DefaultDiscoveryQuiet = 300 * time.Millisecond
+)
+
+// MaxDiscovered bounds how many hosts one discovery round keeps.
+const MaxDiscovered = 100000
+
+// DiscoverOptions selects the hosts to find and bounds the search.
+type DiscoverOptions struct {
+	// Filter selects hosts; nil finds every host.
+	Filter *protocol.Filter
+	// Timeout is the upper bound of the round; default
+	// DefaultDiscoveryTimeout. The round usually ends earlier, see Quiet.
+	Timeout time.Duration
+	// Quiet ends the round once no announcement arrived for this long,
+	// counted from the request being sent; default DefaultDiscoveryQuiet.
+	Quiet time.Duration
+}
+
+// Node is one host that answered discovery.
+type Node struct {
+	Identity string         `json:"identity"`
+	Facts    map[string]any `json:"facts"`
+	Version  string         `json:"version,omitempty"`
+}
+
+func (o DiscoverOptions) normalize() (DiscoverOptions, error) {
+	switch {
+	case o.Timeout < 0:
+		return o, fmt.Errorf("%w: discovery timeout %s is negative", ErrInvalid, o.Timeout)
+	case o.Quiet < 0:
+		return o, fmt.Errorf("%w: discovery quiet window %s is negative", ErrInvalid, o.Quiet)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultDiscoveryTimeout
+	}
+	if o.Quiet == 0 {
+		o.Quiet = DefaultDiscoveryQuiet
+	}
+	if err := o.Filter.Compile(); err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return o, nil
+}
+
+// Discover broadcasts a discovery request on the narrowest discovery
+// subject for the filter and collects announcements until none arrived for
+// the quiet window or the timeout passed, whichever is first. Each
+// announcement is decoded strictly and its facts are checked against the
+// filter again (terms on nested facts, which announcements do not carry,
+// are left to the agent); hosts are deduplicated by identity and returned
+// sorted by it. It returns an error only for invalid options, a failure to
+// send, or ctx ending; finding nobody is an empty list.
+func (c *Client) Discover(ctx context.Context, opts DiscoverOptions) ([]Node, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return c.discover(ctx, newRequestID(), opts)
+}
+
+func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) ([]Node, error) {
+	data, err := json.Marshal(protocol.NewDiscoveryRequest(id, opts.Filter))
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	in, err := openInbox(c.nc)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	defer in.close()
+
+	for _, subject := range c.discoverySubjects(opts.Filter) {
+		if err := in.publish(c.nc, subject, data); err != nil {
+			return nil, fmt.Errorf("discovery: %w", err)
+		}
+	}
+	deadline := time.NewTimer(opts.Timeout)
+	defer deadline.Stop()
+	quiet := time.NewTimer(opts.Quiet)
+	defer quiet.Stop()
+
+	local := localFilter(opts.Filter)
+	found := map[string]Node{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("discovery: %w", ctx.Err())
+		case <-deadline.C:
+			return sortedNodes(found), nil
+		case <-quiet.C:
+			return sortedNodes(found), nil
+		case b := <-in.ch:
+			quiet.Reset(opts.Quiet)
+			r, err := protocol.DecodeDiscoveryReply(b, protocol.Limits{})
+			if err != nil {
+				c.log.Warn("ignored a malformed discovery reply", "error", err)
+				continue
+			}
+			if r.RequestID != id {
+				c.log.Warn("ignored a discovery reply to another request", "identity", r.Identity, "request", r.RequestID)
+				continue
+			}
+			facts := r.Facts
+			if facts == nil {
+				facts = map[string]any{}
+			}
+			facts["identity"] = r.Identity
+			if !local.Match(facts) {
+				c.log.Warn("ignored a discovery reply whose facts do not match the filter", "identity", r.Identity)
+				continue
+			}
+			if _, dup := found[r.Identity]; !dup && len(found) < MaxDiscovered {
+				found[r.Identity] = Node{Identity: r.Identity, Facts: facts, Version: r.Version}
+			}
+		}
+	}
+}
+
+// localFilter is the part of f that announced facts can answer: the host
+// terms and the terms on top-level facts. Terms on nested facts (dotted keys)
+// are not announced and stay the agent's to check.
+func localFilter(f *protocol.Filter) *protocol.Filter {
+	if f == nil {
+		return nil
+	}
+	local := &protocol.Filter{Hosts: f.Hosts}
+	for _, t := range f.Where {
+		if !strings.Contains(t.Key, ".") {
+			local.Where = append(local.Where, t)
+		}
+	}
+	_ = local.Compile() // parts of a compiled filter compile
+	return local
+}
+
+func sortedNodes(found map[string]Node) []Node {
+	out := make([]Node, 0, len(found))
+	for _, n := range found {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Identity, b.Identity) })
+	return out
+}

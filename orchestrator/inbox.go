@@ -1,0 +1,86 @@
+package orchestrator
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Reply buffering bounds: the channel between the subscription and the
+// collector, and what the NATS client may hold behind it before it drops
+// messages as a slow consumer.
+const (
+	inboxChannelSize = 1024
+	inboxPendingMsgs = 1 << 16
+	inboxPendingSize = 64 << 20
+)
+
+// The header and code of the server's "no responders" status message.
+const (
+	statusHeader       = "Status"
+	noRespondersStatus = "503"
+)
+
+// inbox is one reply subscription feeding a bounded channel. The
+// subscription's handler blocks while the channel is full (NATS then buffers
+// up to the pending limits) and returns at once after close.
+type inbox struct {
+	subject string
+	ch      chan []byte
+	sub     *nats.Subscription
+	done    chan struct{}
+	once    sync.Once
+}
+
+// openInbox subscribes to a fresh inbox subject of nc.
+func openInbox(nc *nats.Conn) (*inbox, error) {
+	in := &inbox{
+		subject: nc.NewInbox(),
+		ch:      make(chan []byte, inboxChannelSize),
+		done:    make(chan struct{}),
+	}
+	sub, err := nc.Subscribe(in.subject, func(m *nats.Msg) {
+		if isNoResponders(m) {
+			return
+		}
+		select {
+		case in.ch <- m.Data:
+		case <-in.done:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to replies: %w", err)
+	}
+	if err := sub.SetPendingLimits(inboxPendingMsgs, inboxPendingSize); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("subscribe to replies: %w", err)
+	}
+	in.sub = sub
+	return in, nil
+}
+
+// close stops the subscription and releases a handler blocked on the
+// channel. It is safe to call more than once.
+func (in *inbox) close() {
+	in.once.Do(func() {
+		close(in.done)
+		_ = in.sub.Unsubscribe()
+	})
+}
+
+// publish sends data on subject with the inbox as reply subject.
+func (in *inbox) publish(nc *nats.Conn, subject string, data []byte) error {
+	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: in.subject, Data: data}); err != nil {
+		return fmt.Errorf("%w on %s: %w", ErrPublish, subject, err)
+	}
+	return nil
+}
+
+// isNoResponders reports whether m is the server's "no responders" status,
+// sent to the reply subject when a request's subject had no subscriber (a
+// node subject of a host that is not connected). It carries no identity, so
+// it is not a reply; the host ends as no reply at its deadline.
+func isNoResponders(m *nats.Msg) bool {
+	return len(m.Data) == 0 && m.Header.Get(statusHeader) == noRespondersStatus
+}

@@ -1,0 +1,155 @@
+package orchestrator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// Run defaults.
+const (
+	// DefaultTTL is how long after it was created agents may still start a
+	// request.
+	DefaultTTL = time.Minute
+	// DefaultTimeout is how long a host has to reply once it was asked.
+	DefaultTimeout = 10 * time.Second
+)
+
+// Request is one resource to apply on the hosts a filter selects.
+type Request struct {
+	// Filter selects hosts (--where and --host); nil selects every host.
+	// When it holds only exact --host identities and no --where terms, those
+	// identities are the expected set and no discovery round is made.
+	Filter *protocol.Filter
+	// Hosts, when not empty, are the expected set as exact identities: no
+	// discovery round is made. The filter still travels with the request,
+	// so a listed host it does not select ends as no reply.
+	Hosts []string
+	// Noop asks for a dry run.
+	Noop bool
+	// TTL is how long after creation an agent may still start the request;
+	// default DefaultTTL, at most protocol.MaxFleetTTL.
+	TTL time.Duration
+	// Timeout is how long each host has to reply once it was asked (for a
+	// whole run: the collection deadline); default DefaultTimeout.
+	Timeout time.Duration
+	// DiscoveryTimeout bounds the discovery round; default
+	// DefaultDiscoveryTimeout.
+	DiscoveryTimeout time.Duration
+	// Ensure is the resource to apply (required).
+	Ensure *protocol.EnsureRequest
+	// Batch, when positive, asks at most this many hosts at a time: a
+	// sliding window where the next host is asked as soon as one finishes
+	// (replies or passes its deadline). 0 asks every host at once.
+	Batch int
+	// BatchPercent is Batch as a percentage (1-100) of the expected set,
+	// rounded up and at least one host. Set Batch or BatchPercent, not both.
+	BatchPercent int
+	// BatchSleep, when batching, is the pause between a host finishing and
+	// the next host being asked in its place.
+	BatchSleep time.Duration
+	// MaxFailures, when positive and batching, stops asking new hosts once
+	// this many asked hosts failed or did not reply in time; the hosts never
+	// asked are reported in Result.NotAsked. 0 or negative: no limit.
+	MaxFailures int
+	// Progress, when set, is called as replies arrive with the number of
+	// expected hosts that replied so far and the size of the expected set,
+	// on the goroutine that called Run.
+	Progress func(replied, expected int)
+	// OnReply, when set, is called with each expected host's result as its
+	// reply arrives, on the goroutine that called Run.
+	OnReply func(HostResult)
+}
+
+// batching reports whether the run uses a sliding window.
+func (r *Request) batching() bool { return r.Batch > 0 || r.BatchPercent > 0 }
+
+// window is the sliding window size for n expected hosts.
+func (r *Request) window(n int) int {
+	switch {
+	case r.Batch > 0:
+		return min(r.Batch, n)
+	case r.BatchPercent > 0:
+		return max(1, min(n, (n*r.BatchPercent+99)/100))
+	default:
+		return n
+	}
+}
+
+// normalize fills defaults and checks the request; errors wrap ErrInvalid.
+func (r Request) normalize() (Request, error) {
+	invalid := func(format string, args ...any) (Request, error) {
+		return r, fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.Ensure == nil:
+		return invalid("a resource to ensure is required")
+	case r.TTL < 0 || r.TTL > protocol.MaxFleetTTL:
+		return invalid("ttl %s must be between 0 and %s", r.TTL, protocol.MaxFleetTTL)
+	case r.Timeout < 0:
+		return invalid("timeout %s is negative", r.Timeout)
+	case r.DiscoveryTimeout < 0:
+		return invalid("discovery timeout %s is negative", r.DiscoveryTimeout)
+	case r.Batch < 0:
+		return invalid("batch size %d is negative", r.Batch)
+	case r.BatchPercent < 0 || r.BatchPercent > 100:
+		return invalid("batch percentage %d must be between 1 and 100", r.BatchPercent)
+	case r.Batch > 0 && r.BatchPercent > 0:
+		return invalid("give a batch size or a batch percentage, not both")
+	case r.BatchSleep < 0:
+		return invalid("batch sleep %s is negative", r.BatchSleep)
+	case len(r.Hosts) > protocol.MaxTargets:
+		return invalid("%d hosts, the limit is %d", len(r.Hosts), protocol.MaxTargets)
+	}
+	if err := r.Ensure.Validate(); err != nil {
+		return invalid("%s", strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+	}
+	if err := r.Filter.Compile(); err != nil {
+		return r, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	for _, h := range r.Hosts {
+		if err := protocol.ValidateIdentity(h); err != nil {
+			return r, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}
+	if r.TTL == 0 {
+		r.TTL = DefaultTTL
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultTimeout
+	}
+	if r.DiscoveryTimeout == 0 {
+		r.DiscoveryTimeout = DefaultDiscoveryTimeout
+	}
+	return r, nil
+}
+
+// explicitHosts returns the expected set when it is known without
+// discovery: Hosts, or the filter's --host identities when the filter has
+// only exact identities and no --where terms.
+func (r *Request) explicitHosts() ([]string, bool) {
+	if len(r.Hosts) > 0 {
+		return uniqueSorted(r.Hosts), true
+	}
+	if r.Filter != nil && len(r.Filter.Where) == 0 {
+		return exactHosts(r.Filter)
+	}
+	return nil, false
+}
+
+// requestedRef is the resource reference as the request names it (before
+// the agents expand templates), used to group hosts; "" when the properties
+// carry no name.
+func requestedRef(e *protocol.EnsureRequest) string {
+	props, err := e.PropertiesMap()
+	if err != nil {
+		return ""
+	}
+	name, _ := props["name"].(string)
+	if name == "" {
+		return ""
+	}
+	return e.Type + "#" + name
+}

@@ -1,0 +1,264 @@
+package orchestrator
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// Host outcomes, the Outcome of a HostResult and the keys of HostCounts.
+const (
+	// OutcomeOK: the host replied and every resource was already as asked
+	// (or was skipped).
+	OutcomeOK = "ok"
+	// OutcomeChanged: the host changed (or refreshed) at least one resource
+	// and nothing failed.
+	OutcomeChanged = "changed"
+	// OutcomeFailed: a resource failed, or the host answered with a
+	// request-level error (bad_request, expired, busy, ...).
+	OutcomeFailed = "failed"
+	// OutcomeWouldChange: noop only, at least one resource would change and
+	// nothing failed.
+	OutcomeWouldChange = "would_change"
+	// OutcomeNoReply: the host was asked and did not reply before its
+	// deadline.
+	OutcomeNoReply = "no_reply"
+)
+
+// GroupError is the Outcome of a Group of hosts that answered with the same
+// request-level error.
+const GroupError = "error"
+
+// Result is the outcome of a Run.
+type Result struct {
+	// RequestID names the request in replies and history.
+	RequestID string `json:"request_id"`
+	// Noop is whether the request was a dry run.
+	Noop bool `json:"noop"`
+	// Expected is the expected set: the hosts discovery found or the
+	// explicit hosts, sorted.
+	Expected []string `json:"expected"`
+	// Replied counts the expected hosts that replied.
+	Replied int `json:"replied"`
+	// NoReply lists the asked hosts that did not reply in time.
+	NoReply []string `json:"no_reply"`
+	// Unexpected lists hosts that replied without being asked (not in the
+	// expected set, or not asked yet); they count nowhere else.
+	Unexpected []string `json:"unexpected"`
+	// NotAsked lists expected hosts never sent the request because a batch
+	// run stopped (MaxFailures) or was cancelled.
+	NotAsked []string `json:"not_asked"`
+	// Hosts are the per-host results of every asked host, sorted by
+	// identity; hosts that did not reply have Outcome no_reply.
+	Hosts []HostResult `json:"hosts"`
+	// Summary counts hosts and resources by outcome.
+	Summary Summary `json:"summary"`
+	// Groups gathers hosts with identical outcomes.
+	Groups []Group `json:"groups"`
+	// Duplicates counts extra replies from a host that already replied.
+	Duplicates int `json:"duplicates"`
+	// Late counts replies that arrived after their host's deadline; they
+	// are ignored and the host stays in NoReply.
+	Late int `json:"late"`
+	// Malformed counts replies that failed strict decoding or answered
+	// another request; they are not trusted.
+	Malformed int `json:"malformed"`
+	// Elapsed is how long the run took, discovery included.
+	Elapsed time.Duration `json:"elapsed"`
+	// ExitCode classifies the run as documented: 1, 2, 3, 5, 0 in that
+	// precedence, and 4 when no host matched.
+	ExitCode protocol.ExitCode `json:"exit_code"`
+}
+
+// HostResult is what one asked host answered.
+type HostResult struct {
+	Identity string `json:"identity"`
+	// Outcome is one of the Outcome constants.
+	Outcome string `json:"outcome"`
+	// Events are the transaction events of the host's resources.
+	Events []*protocol.TransactionEvent `json:"events"`
+	// Error is the host's request-level error, if any.
+	Error *protocol.Error `json:"error"`
+	// Duration is how long the host took, as the host reports it.
+	Duration time.Duration `json:"duration"`
+}
+
+// Summary counts the run's hosts and resources by outcome.
+type Summary struct {
+	Hosts     HostCounts     `json:"hosts"`
+	Resources ResourceCounts `json:"resources"`
+}
+
+// HostCounts counts asked hosts by outcome.
+type HostCounts struct {
+	OK          int `json:"ok"`
+	Changed     int `json:"changed"`
+	Failed      int `json:"failed"`
+	WouldChange int `json:"would_change"`
+	NoReply     int `json:"no_reply"`
+}
+
+// ResourceCounts counts the resources in the replies by outcome; a
+// refreshed resource counts as changed.
+type ResourceCounts struct {
+	Stable      int `json:"stable"`
+	Changed     int `json:"changed"`
+	Failed      int `json:"failed"`
+	Skipped     int `json:"skipped"`
+	WouldChange int `json:"would_change"`
+}
+
+// Group is a set of hosts whose resource ended the same way.
+type Group struct {
+	// Resource is the resource reference, type#name, as the request named
+	// it (templates unexpanded); empty for a request-level error.
+	Resource string `json:"resource"`
+	// Outcome is the event outcome (stable, skipped, refreshed, changed,
+	// would change, failed; see protocol.TransactionEvent.Outcome) or
+	// GroupError.
+	Outcome string `json:"outcome"`
+	// Message is the failure (errors joined with "; "), the noop message, or
+	// the request-level error as "code: message".
+	Message string `json:"message,omitempty"`
+	// Hosts are the identities in the group, sorted.
+	Hosts []string `json:"hosts"`
+	// Count is len(Hosts).
+	Count int `json:"count"`
+}
+
+// hostOutcome classifies one reply.
+func hostOutcome(noop bool, r *protocol.FleetReply) string {
+	if r.Error != nil {
+		return OutcomeFailed
+	}
+	out := OutcomeOK
+	for _, ev := range r.Events {
+		switch {
+		case ev.Failed:
+			return OutcomeFailed
+		case noop && (ev.Changed || ev.Refreshed):
+			out = OutcomeWouldChange
+		case ev.Changed || ev.Refreshed:
+			out = OutcomeChanged
+		}
+	}
+	return out
+}
+
+// newHostResult turns an accepted reply into a HostResult.
+func newHostResult(noop bool, r *protocol.FleetReply) HostResult {
+	events := r.Events
+	if events == nil {
+		events = []*protocol.TransactionEvent{}
+	}
+	return HostResult{Identity: r.Identity, Outcome: hostOutcome(noop, r), Events: events, Error: r.Error, Duration: r.Duration}
+}
+
+// groupKey identifies a group.
+type groupKey struct{ resource, outcome, message string }
+
+// outcomeRank orders groups: settled outcomes first, problems last, so the
+// problems end up next to the summary.
+var outcomeRank = map[string]int{"stable": 0, "skipped": 1, "refreshed": 2, "changed": 3, "would change": 4, "failed": 5, GroupError: 6}
+
+// summarize fills Summary, Groups and ExitCode from Hosts. ref, when not
+// empty, names the requested resource for grouping.
+func (r *Result) summarize(ref string) {
+	r.Summary = Summary{}
+	groups := map[groupKey][]string{}
+	for _, h := range r.Hosts {
+		switch h.Outcome {
+		case OutcomeOK:
+			r.Summary.Hosts.OK++
+		case OutcomeChanged:
+			r.Summary.Hosts.Changed++
+		case OutcomeFailed:
+			r.Summary.Hosts.Failed++
+		case OutcomeWouldChange:
+			r.Summary.Hosts.WouldChange++
+		case OutcomeNoReply:
+			r.Summary.Hosts.NoReply++
+			continue
+		}
+		if h.Error != nil {
+			k := groupKey{outcome: GroupError, message: string(h.Error.Code) + ": " + h.Error.Message}
+			groups[k] = append(groups[k], h.Identity)
+		}
+		for _, ev := range h.Events {
+			k := eventKey(ev, ref, len(h.Events) == 1)
+			r.Summary.Resources.count(k.outcome)
+			groups[k] = append(groups[k], h.Identity)
+		}
+	}
+	r.Groups = make([]Group, 0, len(groups))
+	for k, hosts := range groups {
+		slices.Sort(hosts)
+		r.Groups = append(r.Groups, Group{Resource: k.resource, Outcome: k.outcome, Message: k.message, Hosts: hosts, Count: len(hosts)})
+	}
+	slices.SortFunc(r.Groups, func(a, b Group) int {
+		return cmp.Or(
+			cmp.Compare(outcomeRank[a.Outcome], outcomeRank[b.Outcome]),
+			strings.Compare(a.Resource, b.Resource),
+			strings.Compare(a.Message, b.Message),
+		)
+	})
+	r.ExitCode = exitCode(len(r.Expected), r.Summary.Hosts, len(r.NotAsked), r.Noop)
+}
+
+// eventKey is the group of one event. The requested ref replaces the
+// event's own when the reply holds this one resource, so hosts whose name
+// differs only by template expansion group together.
+func eventKey(ev *protocol.TransactionEvent, ref string, single bool) groupKey {
+	k := groupKey{resource: ev.ResourceID(), outcome: ev.Outcome()}
+	if single && ref != "" && strings.HasPrefix(ref, ev.Type+"#") {
+		k.resource = ref
+	}
+	switch k.outcome {
+	case "failed":
+		k.message = strings.Join(ev.Errors, "; ")
+	case "would change":
+		k.message = ev.NoopMessage
+	case "skipped":
+		if len(ev.UnmetRequirements) > 0 {
+			k.message = "unmet requirements " + strings.Join(ev.UnmetRequirements, ", ")
+		}
+	}
+	return k
+}
+
+func (c *ResourceCounts) count(outcome string) {
+	switch outcome {
+	case "failed":
+		c.Failed++
+	case "skipped":
+		c.Skipped++
+	case "would change":
+		c.WouldChange++
+	case "changed", "refreshed":
+		c.Changed++
+	default:
+		c.Stable++
+	}
+}
+
+// exitCode applies the documented classification: no expected host is 4;
+// otherwise a failure is 2, then a missing reply (or a host never asked) is
+// 3, then drift under noop is 5, else 0. Exit code 1 belongs to errors,
+// which Run returns instead of a Result.
+func exitCode(expected int, hosts HostCounts, notAsked int, noop bool) protocol.ExitCode {
+	switch {
+	case expected == 0:
+		return protocol.ExitNoMatch
+	case hosts.Failed > 0:
+		return protocol.ExitFailed
+	case hosts.NoReply > 0 || notAsked > 0:
+		return protocol.ExitNoReply
+	case noop && hosts.WouldChange > 0:
+		return protocol.ExitDrift
+	default:
+		return protocol.ExitOK
+	}
+}

@@ -1,0 +1,379 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// Run applies req.Ensure on the hosts the request selects and collects the
+// replies:
+//
+//  1. The expected set is req.Hosts, or the filter's exact --host
+//     identities when it has no --where terms, or else what a discovery
+//     round finds. An empty set gives a Result with exit code 4 and nothing
+//     is sent.
+//  2. Without batching, one fleet request goes out at once: on one node
+//     subject per host when at most SmallSet hosts are expected (the
+//     request then lists them as targets), else on the fact subject of an
+//     equality in the filter on a subject fact, else on ccm.v1.req.all.
+//     With batching, each host is sent the request on its node subject,
+//     targeted to it alone, as a slot of the sliding window frees up.
+//  3. Replies are decoded strictly and matched to the expected set until
+//     every asked host replied or passed its deadline (req.Timeout after it
+//     was asked).
+//
+// The error is non-nil for an invalid request (ErrInvalid), a failure to
+// subscribe or send (ErrPublish), or ctx ending; in the last two cases the
+// Result collected so far is returned with it.
+func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
+	started := time.Now()
+	req, err := req.normalize()
+	if err != nil {
+		return nil, err
+	}
+	id := newRequestID()
+	res := &Result{RequestID: id, Noop: req.Noop}
+
+	expected, explicit := req.explicitHosts()
+	if !explicit {
+		nodes, err := c.discover(ctx, id, DiscoverOptions{Filter: req.Filter, Timeout: req.DiscoveryTimeout, Quiet: DefaultDiscoveryQuiet})
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		for _, n := range nodes {
+			expected = append(expected, n.Identity)
+		}
+	}
+	res.Expected = expected
+	if len(expected) == 0 {
+		res.finish(nil, "", started)
+		return res, nil
+	}
+
+	in, err := openInbox(c.nc)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	defer in.close()
+
+	r := newRunner(c, req, id, expected, in)
+	err = r.loop(ctx)
+	in.close()
+	res.NotAsked = r.queue
+	res.Unexpected = r.unexpected
+	res.Duplicates, res.Late, res.Malformed = r.duplicates, r.late, r.malformed
+	res.finish(r.results(), requestedRef(req.Ensure), started)
+	if err != nil {
+		return res, fmt.Errorf("run %s: %w", id, err)
+	}
+	return res, nil
+}
+
+// finish completes a result: lists never nil, sorted, summarized.
+func (r *Result) finish(hosts []HostResult, ref string, started time.Time) {
+	r.Hosts = hosts
+	r.NoReply = nil
+	r.Replied = 0
+	for _, h := range hosts {
+		if h.Outcome == OutcomeNoReply {
+			r.NoReply = append(r.NoReply, h.Identity)
+		} else {
+			r.Replied++
+		}
+	}
+	for _, l := range []*[]string{&r.Expected, &r.NoReply, &r.Unexpected, &r.NotAsked} {
+		if *l == nil {
+			*l = []string{}
+		}
+		slices.Sort(*l)
+	}
+	if r.Hosts == nil {
+		r.Hosts = []HostResult{}
+	}
+	r.summarize(ref)
+	r.Elapsed = time.Since(started)
+}
+
+// MaxUnexpected bounds Result.Unexpected; further unasked hosts are logged
+// and dropped.
+const MaxUnexpected = 1000
+
+// hostState tracks one expected host through a run.
+type hostState struct {
+	id       string
+	asked    bool
+	deadline time.Time
+	result   *HostResult // set when the host replied
+	timedOut bool
+}
+
+func (h *hostState) finished() bool { return h.result != nil || h.timedOut }
+
+// runner sends one request and collects its replies. It is used by one
+// goroutine, the caller of Run.
+type runner struct {
+	c   *Client
+	req Request
+	id  string
+	in  *inbox
+
+	hosts    map[string]*hostState
+	expected []string
+	queue    []string     // not asked yet, in order
+	inflight []*hostState // asked, by deadline (send order)
+	pending  int          // asked and not finished
+	free     int          // free window slots
+	refills  []time.Time  // when slots freed during BatchSleep come back
+	failures int
+	stopped  bool
+	replied  int
+
+	unexpected                  []string
+	seenUnexpected              map[string]bool
+	duplicates, late, malformed int
+}
+
+func newRunner(c *Client, req Request, id string, expected []string, in *inbox) *runner {
+	r := &runner{
+		c: c, req: req, id: id, in: in,
+		hosts:          make(map[string]*hostState, len(expected)),
+		expected:       expected,
+		queue:          slices.Clone(expected),
+		free:           req.window(len(expected)),
+		seenUnexpected: map[string]bool{},
+	}
+	for _, h := range expected {
+		r.hosts[h] = &hostState{id: h}
+	}
+	return r
+}
+
+// loop sends and collects until every asked host finished and nothing is
+// left to send.
+func (r *runner) loop(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	first := true
+	for {
+		if err := r.dispatch(); err != nil {
+			return err
+		}
+		if first && r.req.Progress != nil {
+			r.req.Progress(0, len(r.expected))
+		}
+		first = false
+		if r.pending == 0 && (len(r.queue) == 0 || r.stopped) {
+			return nil
+		}
+		timer.Reset(r.nextWake())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case b := <-r.in.ch:
+			r.receive(b)
+		case <-timer.C:
+		}
+		r.expire(time.Now())
+	}
+}
+
+// nextWake is how long until the next deadline or slot refill.
+func (r *runner) nextWake() time.Duration {
+	var next time.Time
+	for _, h := range r.inflight {
+		if !h.finished() {
+			next = h.deadline
+			break
+		}
+	}
+	if len(r.refills) > 0 && (next.IsZero() || r.refills[0].Before(next)) {
+		next = r.refills[0]
+	}
+	if next.IsZero() {
+		return time.Hour
+	}
+	return max(time.Until(next), 0)
+}
+
+// dispatch asks as many hosts as the window allows.
+func (r *runner) dispatch() error {
+	if r.stopped || len(r.queue) == 0 || r.free == 0 {
+		return nil
+	}
+	if !r.req.batching() {
+		return r.sendWhole()
+	}
+	for r.free > 0 && len(r.queue) > 0 && !r.stopped {
+		h := r.queue[0]
+		data, err := r.encode([]string{h})
+		if err != nil {
+			return err
+		}
+		if err := r.in.publish(r.c.nc, protocol.RequestNodeSubject(h), data); err != nil {
+			return err
+		}
+		r.queue = r.queue[1:]
+		r.free--
+		r.asked(h, time.Now())
+	}
+	return nil
+}
+
+// sendWhole sends the request to every expected host at once.
+func (r *runner) sendWhole() error {
+	subjects, perNode := r.c.requestSubjects(r.req.Filter, r.expected)
+	var targets []string
+	if perNode {
+		targets = r.expected
+	}
+	data, err := r.encode(targets)
+	if err != nil {
+		return err
+	}
+	for _, s := range subjects {
+		if err := r.in.publish(r.c.nc, s, data); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	for _, h := range r.queue {
+		r.asked(h, now)
+	}
+	r.queue = r.queue[:0]
+	r.free = 0
+	return nil
+}
+
+func (r *runner) encode(targets []string) ([]byte, error) {
+	fr := protocol.NewFleetRequest(r.id, r.c.now(), r.req.TTL)
+	fr.Noop = r.req.Noop
+	fr.Filter = r.req.Filter
+	fr.Targets = targets
+	fr.Ensure = r.req.Ensure
+	if err := fr.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	data, err := json.Marshal(fr)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return data, nil
+}
+
+func (r *runner) asked(id string, now time.Time) {
+	h := r.hosts[id]
+	h.asked = true
+	h.deadline = now.Add(r.req.Timeout)
+	r.inflight = append(r.inflight, h)
+	r.pending++
+}
+
+// receive handles one reply.
+func (r *runner) receive(b []byte) {
+	reply, err := protocol.DecodeFleetReply(b, protocol.Limits{})
+	switch {
+	case err != nil:
+		r.malformed++
+		r.c.log.Warn("ignored a malformed reply", "request", r.id, "error", err)
+		return
+	case reply.RequestID != r.id:
+		r.malformed++
+		r.c.log.Warn("ignored a reply to another request", "request", r.id, "identity", reply.Identity, "reply_to", reply.RequestID)
+		return
+	}
+	h, ok := r.hosts[reply.Identity]
+	switch {
+	case !ok || !h.asked:
+		if r.seenUnexpected[reply.Identity] {
+			r.duplicates++
+			return
+		}
+		if len(r.unexpected) >= MaxUnexpected {
+			r.c.log.Warn("too many unexpected replies, not listing more", "request", r.id, "identity", reply.Identity)
+			return
+		}
+		r.seenUnexpected[reply.Identity] = true
+		r.unexpected = append(r.unexpected, reply.Identity)
+		r.c.log.Warn("reply from a host that was not asked", "request", r.id, "identity", reply.Identity)
+		return
+	case h.result != nil:
+		r.duplicates++
+		return
+	case h.timedOut:
+		r.late++
+		r.c.log.Warn("ignored a reply that came after its deadline", "request", r.id, "identity", reply.Identity)
+		return
+	}
+	hr := newHostResult(r.req.Noop, reply)
+	h.result = &hr
+	r.replied++
+	r.done(hr.Outcome == OutcomeFailed)
+	if r.req.Progress != nil {
+		r.req.Progress(r.replied, len(r.expected))
+	}
+	if r.req.OnReply != nil {
+		r.req.OnReply(hr)
+	}
+}
+
+// expire times out the hosts whose deadline passed and returns the slots
+// whose batch sleep is over.
+func (r *runner) expire(now time.Time) {
+	for len(r.inflight) > 0 {
+		h := r.inflight[0]
+		if !h.finished() {
+			if h.deadline.After(now) {
+				break
+			}
+			h.timedOut = true
+			r.done(true)
+		}
+		r.inflight = r.inflight[1:]
+	}
+	for len(r.refills) > 0 && !r.refills[0].After(now) {
+		r.refills = r.refills[1:]
+		r.free++
+	}
+}
+
+// done records that an asked host finished, counting failures (a failed
+// host or one that did not reply) and freeing its window slot.
+func (r *runner) done(failed bool) {
+	r.pending--
+	if failed {
+		r.failures++
+		if r.req.MaxFailures > 0 && r.failures >= r.req.MaxFailures && r.req.batching() {
+			r.stopped = true
+		}
+	}
+	if !r.req.batching() {
+		return
+	}
+	if r.req.BatchSleep > 0 {
+		r.refills = append(r.refills, time.Now().Add(r.req.BatchSleep))
+		return
+	}
+	r.free++
+}
+
+// results lists every asked host's result, sorted by identity.
+func (r *runner) results() []HostResult {
+	out := make([]HostResult, 0, len(r.expected))
+	for _, id := range r.expected {
+		h := r.hosts[id]
+		switch {
+		case !h.asked:
+			continue
+		case h.result != nil:
+			out = append(out, *h.result)
+		default:
+			out = append(out, HostResult{Identity: id, Outcome: OutcomeNoReply, Events: []*protocol.TransactionEvent{}})
+		}
+	}
+	return out
+}
