@@ -201,6 +201,9 @@ func (a *Agent) onRequest(m *nats.Msg) {
 		a.respondError(m.Reply, looseID(m.Data), protocol.CodeBadRequest, err.Error())
 		return
 	}
+	if req.TTL == 0 {
+		req.TTL = protocol.Duration(a.cfg.DefaultTTL)
+	}
 	if !req.Targeted(a.cfg.Identity) || (req.Filter != nil && !req.Filter.Match(a.facts)) {
 		a.stats.ignored.Add(1)
 		a.metrics.request("ignored", "")

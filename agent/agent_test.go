@@ -152,6 +152,22 @@ var _ = Describe("Agent", func() {
 		Expect(canary).ToNot(BeAnExistingFile())
 	})
 
+	It("applies its default TTL to a request that gives none", func() {
+		f := startAgent(agent.Config{Identity: "web-1", DefaultTTL: time.Second}, facts)
+		canary := filepath.Join(f.dir, "canary")
+		r := ensureRequest("nottl", 0, "exec", map[string]any{"name": "/bin/touch " + canary})
+		r.Created = time.Now().Add(-time.Minute)
+		reply := f.send(protocol.RequestNodeSubject("web-1"), r)
+		Expect(reply.Error).ToNot(BeNil())
+		Expect(reply.Error.Code).To(Equal(protocol.CodeExpired))
+		Expect(canary).ToNot(BeAnExistingFile())
+
+		r = ensureRequest("nottl2", 0, "exec", map[string]any{"name": "/bin/touch " + canary})
+		reply = f.send(protocol.RequestNodeSubject("web-1"), r)
+		Expect(reply.Error).To(BeNil())
+		Expect(canary).To(BeAnExistingFile())
+	})
+
 	It("answers 200 malformed requests with bad_request and keeps serving", func() {
 		f := startAgent(agent.Config{Identity: "web-1"}, facts)
 		bad := [][]byte{

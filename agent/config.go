@@ -21,6 +21,7 @@ const (
 	DefaultQueueLength     = 64
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStateDir        = "/var/lib/ccm-agent"
+	DefaultTTL             = time.Minute
 )
 
 // Config is the agent's configuration file (YAML). Zero fields take the
@@ -44,6 +45,8 @@ type Config struct {
 	QueueLength int `yaml:"queue_length"`
 	// MaxRequestBytes bounds a request; default 1 MiB.
 	MaxRequestBytes int `yaml:"max_request_bytes"`
+	// DefaultTTL is the lifetime of requests that do not give one; default 1m.
+	DefaultTTL time.Duration `yaml:"default_ttl"`
 	// ShutdownTimeout is how long a stopping agent lets accepted requests
 	// finish before cancelling them; default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -80,6 +83,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = protocol.DefaultMaxBytes
 	}
+	if c.DefaultTTL <= 0 {
+		c.DefaultTTL = DefaultTTL
+	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -102,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestBytes > 64<<20 {
 		return fmt.Errorf("%w: max_request_bytes %d is more than 64 MiB", ErrConfig, c.MaxRequestBytes)
+	}
+	if c.DefaultTTL > protocol.MaxFleetTTL {
+		return fmt.Errorf("%w: default_ttl %s is longer than %s", ErrConfig, c.DefaultTTL, protocol.MaxFleetTTL)
 	}
 	for _, k := range c.SubjectFacts {
 		if k == "" {

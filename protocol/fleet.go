@@ -34,8 +34,9 @@ type FleetRequest struct {
 	ID string `json:"id"`
 	// Created is when the orchestrator made the request.
 	Created time.Time `json:"created"`
-	// TTL is how long after Created an agent may still start the request.
-	TTL Duration `json:"ttl"`
+	// TTL is how long after Created an agent may still start the request;
+	// 0 (omitted) means the agent's default_ttl.
+	TTL Duration `json:"ttl,omitempty"`
 	// Noop asks for a dry run: report what would change, change nothing.
 	Noop bool `json:"noop"`
 	// Filter is the parsed --where and --host terms; nil selects every agent.
@@ -75,21 +76,26 @@ func DecodeFleetRequest(data []byte, limits Limits) (*FleetRequest, error) {
 	if req.Created, err = parseTime("created", wire.Created); err != nil {
 		return nil, err
 	}
-	if len(wire.TTL) == 0 || string(wire.TTL) == "null" {
-		return nil, badRequest("field \"ttl\" is required")
+	// An absent ttl (0) asks for the receiver's default; a given one must
+	// be positive.
+	if len(wire.TTL) > 0 && string(wire.TTL) != "null" {
+		ttl, err := parseDuration(wire.TTL)
+		if err != nil {
+			return nil, badRequest("field \"ttl\": %s", err)
+		}
+		if ttl <= 0 {
+			return nil, badRequest("field \"ttl\": must be positive, got %s", ttl)
+		}
+		req.TTL = Duration(ttl)
 	}
-	ttl, err := parseDuration(wire.TTL)
-	if err != nil {
-		return nil, badRequest("field \"ttl\": %s", err)
-	}
-	req.TTL = Duration(ttl)
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	return &req, nil
 }
 
-// Validate checks the request: protocol id, id, created, 0 < ttl <= 24h,
+// Validate checks the request: protocol id, id, created, 0 <= ttl <= 24h
+// (0: the receiver applies its default),
 // exactly one of ensure and manifest, at most MaxTargets valid identities in
 // targets, and a filter that compiles (Validate caches the compiled filter).
 func (r *FleetRequest) Validate() error {
@@ -103,7 +109,7 @@ func (r *FleetRequest) Validate() error {
 		return badRequest("field \"created\" is required")
 	}
 	switch ttl := time.Duration(r.TTL); {
-	case ttl <= 0:
+	case ttl < 0:
 		return badRequest("field \"ttl\": must be positive, got %s", ttl)
 	case ttl > MaxFleetTTL:
 		return badRequest("field \"ttl\": %s is longer than the limit of %s", ttl, MaxFleetTTL)

@@ -120,6 +120,14 @@ manifest:
 		Entry("in another zone", time.Date(2025, 3, 1, 11, 0, 31, 0, time.FixedZone("CET", 3600)), true),
 	)
 
+	It("leaves the ttl to the receiver's default when it is omitted", func() {
+		doc := fleetDoc()
+		delete(doc, "ttl")
+		req, err := protocol.DecodeFleetRequest(encode(doc), protocol.Limits{})
+		Expect(err).ToNot(HaveOccurred())
+		Expect(req.TTL).To(BeZero())
+	})
+
 	It("tells whether an identity is targeted", func() {
 		req := protocol.NewFleetRequest("r", time.Now(), time.Minute)
 		Expect(req.Targeted("any")).To(BeTrue())
@@ -146,7 +154,6 @@ manifest:
 		Entry("missing created", func(d map[string]any) { delete(d, "created") }, `field "created" is required`),
 		Entry("created not a time", func(d map[string]any) { d["created"] = "yesterday" }, `field "created": expected an RFC 3339 time`),
 		Entry("created a number", func(d map[string]any) { d["created"] = 5 }, `field "created": expected an RFC 3339 time`),
-		Entry("missing ttl", func(d map[string]any) { delete(d, "ttl") }, `field "ttl" is required`),
 		Entry("ttl without unit", func(d map[string]any) { d["ttl"] = "30" }, `field "ttl": invalid duration "30"`),
 		Entry("ttl a fraction", func(d map[string]any) { d["ttl"] = 1.5 }, `field "ttl": expected a duration such as "30s" or integer nanoseconds, got 1.5`),
 		Entry("ttl a bool", func(d map[string]any) { d["ttl"] = true }, `field "ttl": expected a duration`),
