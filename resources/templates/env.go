@@ -99,7 +99,7 @@ func (e *Env) Lookup(key string) (any, error) {
 		}
 		cur = e.environ
 	default:
-		return nil, fmt.Errorf("lookup %q: %w: keys start with facts., data. or environ.", key, ErrMissingKey)
+		return nil, fmt.Errorf("lookup %q: %w: keys start with facts, data or environ", key, ErrMissingKey)
 	}
 	if rest == "" {
 		return cur, nil
