@@ -2,10 +2,9 @@ package apt
 
 import (
 	"log/slog"
-	"strings"
 	"sync"
 
-	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/internal/pkgfactory"
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
@@ -17,12 +16,10 @@ const ProviderName = "apt"
 // Priority is the priority IsManageable reports; lower wins.
 const Priority = 1
 
-// Factory makes apt providers. It is read-only once made and safe for
-// concurrent use.
+// Factory makes apt providers; it is manageable on hosts whose os fact is
+// "debian". It is read-only once made and safe for concurrent use.
 type Factory struct {
-	runner runner.Runner
-	log    *slog.Logger
-	lock   *sync.Mutex
+	pkgfactory.Base
 }
 
 var (
@@ -31,43 +28,15 @@ var (
 )
 
 // NewFactory returns a factory of apt providers that run their commands
-// through r (nil: runner.Exec) and log to log (nil discards). lock serialises every package
-// manager command of the process: pass the same mutex to every package
-// provider factory (apt and dnf); nil gives this factory a lock of its own.
+// through r (nil: runner.Exec) and log to log (nil discards). lock
+// serialises every package manager command of the process: pass the same
+// mutex to every package provider factory (apt and dnf); nil gives this
+// factory a lock of its own.
 func NewFactory(r runner.Runner, log *slog.Logger, lock *sync.Mutex) *Factory {
-	if r == nil {
-		r = runner.Exec{}
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if lock == nil {
-		lock = &sync.Mutex{}
-	}
-	return &Factory{runner: r, log: log, lock: lock}
+	return &Factory{Base: pkgfactory.New(ProviderName, Priority, []string{"debian"}, r, log, lock)}
 }
 
-// Type returns "package".
-func (f *Factory) Type() string { return protocol.TypePackage }
-
-// Name returns "apt".
-func (f *Factory) Name() string { return ProviderName }
-
-// IsManageable reports true, with Priority, on hosts whose os fact is
-// "debian", or whenever the resource names this provider with provider:.
-func (f *Factory) IsManageable(facts map[string]any, props resources.Properties) (bool, int, error) {
-	if props != nil {
-		if c := props.Common(); c != nil && c.Provider == ProviderName {
-			return true, Priority, nil
-		}
-	}
-	if os, _ := facts["os"].(string); strings.EqualFold(os, "debian") {
-		return true, Priority, nil
-	}
-	return false, 0, nil
-}
-
-// New returns an apt provider.
+// New returns a apt provider.
 func (f *Factory) New() (resources.Provider, error) {
-	return &Provider{runner: f.runner, log: f.log.With("provider", ProviderName), lock: f.lock}, nil
+	return &Provider{runner: f.Runner, log: f.Log.With("provider", ProviderName), lock: f.Lock}, nil
 }

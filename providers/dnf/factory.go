@@ -2,10 +2,9 @@ package dnf
 
 import (
 	"log/slog"
-	"strings"
 	"sync"
 
-	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/internal/pkgfactory"
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
@@ -17,12 +16,10 @@ const ProviderName = "dnf"
 // Priority is the priority IsManageable reports; lower wins.
 const Priority = 1
 
-// Factory makes dnf providers. It is read-only once made and safe for
-// concurrent use.
+// Factory makes dnf providers; it is manageable on hosts whose os fact is
+// "rhel" or "fedora". It is read-only once made and safe for concurrent use.
 type Factory struct {
-	runner runner.Runner
-	log    *slog.Logger
-	lock   *sync.Mutex
+	pkgfactory.Base
 }
 
 var (
@@ -36,41 +33,10 @@ var (
 // mutex to every package provider factory (apt and dnf); nil gives this
 // factory a lock of its own.
 func NewFactory(r runner.Runner, log *slog.Logger, lock *sync.Mutex) *Factory {
-	if r == nil {
-		r = runner.Exec{}
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if lock == nil {
-		lock = &sync.Mutex{}
-	}
-	return &Factory{runner: r, log: log, lock: lock}
-}
-
-// Type returns "package".
-func (f *Factory) Type() string { return protocol.TypePackage }
-
-// Name returns "dnf".
-func (f *Factory) Name() string { return ProviderName }
-
-// IsManageable reports true, with Priority, on hosts whose os fact is
-// "rhel" or "fedora", or whenever the resource names this provider with
-// provider:.
-func (f *Factory) IsManageable(facts map[string]any, props resources.Properties) (bool, int, error) {
-	if props != nil {
-		if c := props.Common(); c != nil && c.Provider == ProviderName {
-			return true, Priority, nil
-		}
-	}
-	os, _ := facts["os"].(string)
-	if strings.EqualFold(os, "rhel") || strings.EqualFold(os, "fedora") {
-		return true, Priority, nil
-	}
-	return false, 0, nil
+	return &Factory{Base: pkgfactory.New(ProviderName, Priority, []string{"rhel", "fedora"}, r, log, lock)}
 }
 
 // New returns a dnf provider.
 func (f *Factory) New() (resources.Provider, error) {
-	return &Provider{runner: f.runner, log: f.log.With("provider", ProviderName), lock: f.lock}, nil
+	return &Provider{runner: f.Runner, log: f.Log.With("provider", ProviderName), lock: f.Lock}, nil
 }

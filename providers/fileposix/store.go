@@ -26,17 +26,7 @@ const maxTempBase = 200
 // name must not be a symbolic link (filetype.ErrSymlink), a directory or a
 // special file.
 func (p *Provider) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) (err error) {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := filetype.ValidatePath(name); err != nil {
-		return err
-	}
-	perm, err := filetype.ParseMode(mode)
-	if err != nil {
-		return err
-	}
-	uid, gid, err := lookupOwnerGroup(owner, group)
+	perm, uid, gid, err := checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
@@ -106,17 +96,7 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 // explicit chmod undoes the umask MkdirAll applied. A symbolic link or any
 // other non-directory at dir is refused.
 func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := filetype.ValidatePath(dir); err != nil {
-		return err
-	}
-	perm, err := filetype.ParseMode(mode)
-	if err != nil {
-		return err
-	}
-	uid, gid, err := lookupOwnerGroup(owner, group)
+	perm, uid, gid, err := checkTarget(ctx, dir, owner, group, mode)
 	if err != nil {
 		return err
 	}
@@ -144,17 +124,7 @@ func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode 
 // or directory name through a descriptor opened with O_NOFOLLOW: a symbolic
 // link is refused, and the content is not touched.
 func (p *Provider) SetAttributes(ctx context.Context, name, owner, group, mode string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := filetype.ValidatePath(name); err != nil {
-		return err
-	}
-	perm, err := filetype.ParseMode(mode)
-	if err != nil {
-		return err
-	}
-	uid, gid, err := lookupOwnerGroup(owner, group)
+	perm, uid, gid, err := checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
@@ -307,4 +277,24 @@ func syncDir(dir string) error {
 		return fmt.Errorf("could not sync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// checkTarget validates a path and resolves the mode, owner and group the
+// write operations set, before anything is touched.
+func checkTarget(ctx context.Context, name, owner, group, mode string) (fs.FileMode, int, int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := filetype.ValidatePath(name); err != nil {
+		return 0, 0, 0, err
+	}
+	perm, err := filetype.ParseMode(mode)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	uid, gid, err := lookupOwnerGroup(owner, group)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return perm, uid, gid, nil
 }
