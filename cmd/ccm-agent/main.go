@@ -25,6 +25,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}}
 	cli := program.New("ccm-agent", "CCM Fleet agent: applies resources (file, exec, package, service, archive, scaffold) on this host.", version, &a.Globals)
+	a.registerApply(cli)
 	a.registerEnsure(cli)
 	a.registerFacts(cli)
 	a.registerRun(cli)

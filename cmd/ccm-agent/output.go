@@ -22,6 +22,9 @@ func describeEvent(ev *protocol.TransactionEvent) string {
 		if len(ev.UnmetRequirements) > 0 {
 			return fmt.Sprintf("%s skipped: unmet requirements %s", ref, strings.Join(ev.UnmetRequirements, ", "))
 		}
+		if len(ev.Errors) > 0 {
+			return fmt.Sprintf("%s skipped: %s", ref, strings.Join(ev.Errors, "; "))
+		}
 		return fmt.Sprintf("%s skipped: control conditions say it is not managed here", ref)
 	case "would change":
 		msg := ev.NoopMessage

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// applyFlags are the flags of "apply".
+type applyFlags struct {
+	path     string
+	noop     bool
+	json     bool
+	render   bool
+	dataFile string
+	facts    factFlags
+}
+
+func (a *app) registerApply(cli *fisk.Application) {
+	c := &applyFlags{}
+	cmd := cli.Command("apply", "Apply a manifest (many resources, data and hierarchy) on this host")
+	cmd.Arg("manifest", "Manifest file (YAML or JSON); relative sources resolve against its directory").Required().StringVar(&c.path)
+	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
+	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
+	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
+	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
+	c.facts.register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
+}
+
+// apply loads, resolves and runs one manifest and prints the outcome.
+func (a *app) apply(c *applyFlags) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	m, err := manifest.Load(c.path)
+	if err != nil {
+		return a.applyError(c, err)
+	}
+	fs, err := c.facts.gather(ctx)
+	if err != nil {
+		return err
+	}
+	data, err := readDataFile(c.dataFile)
+	if err != nil {
+		return a.applyError(c, err)
+	}
+	log := a.Logger()
+	opts := manifest.RunOptions{Noop: c.noop, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log}
+
+	if c.render {
+		r, err := m.Resolve(opts)
+		if err != nil {
+			return a.applyError(c, err)
+		}
+		out, err := r.YAML()
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		fmt.Fprint(a.Stdout, string(out))
+		return nil
+	}
+
+	reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if !c.json {
+		opts.OnStart = func(pre string) {
+			if pre != "" {
+				fmt.Fprintln(a.Stdout, pre)
+			}
+		}
+		opts.OnEvent = func(ev *protocol.TransactionEvent) { fmt.Fprintln(a.Stdout, describeEvent(ev)) }
+	}
+	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log)), m, opts)
+	if err != nil {
+		return a.applyError(c, err)
+	}
+	if c.json {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		fmt.Fprintln(a.Stdout, string(b))
+	} else {
+		if rep.PostMessage != "" {
+			fmt.Fprintln(a.Stdout, rep.PostMessage)
+		}
+		fmt.Fprintln(a.Stdout, summaryLine(rep.Summary, c.noop))
+	}
+	if code := protocol.EventsExitCode(c.noop, rep.Events...); code != protocol.ExitOK {
+		return program.Exit(code, nil)
+	}
+	return nil
+}
+
+// applyError ends the command with exit 1: one line on stderr, or with
+// --json an {"error": "..."} document on stdout.
+func (a *app) applyError(c *applyFlags, err error) error {
+	err = cleanInvalid(err)
+	if c.json {
+		b, _ := json.Marshal(map[string]string{"error": err.Error()})
+		fmt.Fprintln(a.Stdout, string(b))
+		return program.Exit(protocol.ExitError, nil)
+	}
+	return program.Exit(protocol.ExitError, err)
+}
+
+// readDataFile reads a YAML or JSON map for --data; "" is no data.
+func readDataFile(path string) (map[string]any, error) {
+	if path == "" {
+		return nil, nil
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	var data map[string]any
+	if _, err := protocol.DecodeStrict(body, &data, protocol.Limits{MaxBytes: manifest.DefaultMaxBytes, AllowYAMLAliases: true}); err != nil {
+		return nil, fmt.Errorf("--data %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// summaryLine is the run's last line. Under noop nothing changed, so the
+// counts say what would.
+func summaryLine(s manifest.Summary, noop bool) string {
+	changed, refreshed := "changed", "refreshed"
+	if noop {
+		changed, refreshed = "would change", "would refresh"
+	}
+	return fmt.Sprintf("%d resources: %d stable, %d %s, %d failed, %d skipped, %d %s in %dms",
+		s.Total, s.Stable, s.Changed, changed, s.Failed, s.Skipped, s.Refreshed, refreshed, s.Duration.Milliseconds())
+}

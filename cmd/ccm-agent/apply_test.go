@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("ccm-agent apply", func() {
+	var dir, site string
+
+	// write puts a manifest (DIR replaced by the temp dir) at site.
+	write := func(doc string) {
+		GinkgoHelper()
+		Expect(os.WriteFile(site, []byte(strings.ReplaceAll(doc, "DIR", dir)), 0o644)).To(Succeed())
+	}
+
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		site = filepath.Join(dir, "site.yaml")
+	})
+
+	const subscribed = `
+data: {v: "1"}
+ccm:
+  pre_message: "applying {{ lookup('data.v') }}"
+  post_message: "all good"
+  resources:
+    - file:
+        - defaults: {owner: root, group: root, mode: "0644"}
+        - DIR/conf: {content: "{{ lookup('data.v') }}", alias: conf}
+    - exec:
+        - refresh:
+            command: "/bin/sh -c 'echo ran >> DIR/refreshes'"
+            refreshonly: true
+            subscribe: [file#conf]
+`
+
+	It("prints the pre message, one line per resource, the post message and a summary", func() {
+		write(subscribed)
+		code, out, errOut := agent("apply", site)
+		Expect(code).To(Equal(0), errOut)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(5), out)
+		Expect(lines[0]).To(Equal("applying 1"))
+		Expect(lines[1]).To(HavePrefix("file#" + dir + "/conf changed (present) in "))
+		Expect(lines[2]).To(HavePrefix("exec#refresh changed and refreshed (present) in "))
+		Expect(lines[3]).To(Equal("all good"))
+		Expect(lines[4]).To(MatchRegexp(`^2 resources: 0 stable, 2 changed, 0 failed, 0 skipped, 1 refreshed in \d+ms$`))
+		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")))
+
+		code, out, _ = agent("apply", site)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("exec#refresh stable"))
+		Expect(out).To(MatchRegexp(`2 resources: 2 stable, 0 changed, 0 failed, 0 skipped, 0 refreshed in \d+ms`))
+		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")), "no refresh without a change")
+	})
+
+	It("exits 5 under noop when something would change, saying what would refresh, and changes nothing", func() {
+		write(subscribed)
+		code, _, _ := agent("apply", site)
+		Expect(code).To(Equal(0))
+		data := filepath.Join(dir, "data.yaml")
+		Expect(os.WriteFile(data, []byte("v: \"2\"\n"), 0o644)).To(Succeed())
+
+		code, out, _ := agent("apply", site, "--noop", "--data", data)
+		Expect(code).To(Equal(5))
+		Expect(out).To(ContainSubstring("file#" + dir + "/conf would change: "))
+		Expect(out).To(ContainSubstring("exec#refresh would change: Would have executed via subscribe (would refresh: file#conf would change)"))
+		Expect(out).To(MatchRegexp(`2 resources: 0 stable, 2 would change, 0 failed, 0 skipped, 1 would refresh in \d+ms`))
+		Expect(os.ReadFile(filepath.Join(dir, "conf"))).To(Equal([]byte("1")))
+		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")))
+	})
+
+	It("exits 2 when a resource failed, skips what required it and leaves out the post message", func() {
+		write(`
+ccm:
+  post_message: "all good"
+  resources:
+    - exec:
+        - /bin/false: {}
+        - "/bin/touch DIR/after": {require: [exec#/bin/false]}
+`)
+		code, out, _ := agent("apply", site)
+		Expect(code).To(Equal(2))
+		Expect(out).To(ContainSubstring("exec#/bin/false failed: "))
+		Expect(out).To(ContainSubstring("exec#/bin/touch " + dir + "/after skipped: unmet requirements exec#/bin/false"))
+		Expect(out).ToNot(ContainSubstring("all good"))
+		Expect(out).To(MatchRegexp(`2 resources: 0 stable, 0 changed, 1 failed, 1 skipped, 0 refreshed in \d+ms`))
+		Expect(filepath.Join(dir, "after")).ToNot(BeAnExistingFile())
+	})
+
+	It("says why fail_on_error left resources unapplied", func() {
+		write(`
+ccm:
+  fail_on_error: true
+  resources:
+    - exec: [{/bin/false: {}}, {"/bin/touch DIR/after": {}}]
+`)
+		code, out, _ := agent("apply", site)
+		Expect(code).To(Equal(2))
+		Expect(out).To(ContainSubstring("exec#/bin/touch " + dir + "/after skipped: not applied: fail_on_error is set and exec#/bin/false failed"))
+	})
+
+	It("prints every event and the summary with --json", func() {
+		write(subscribed)
+		code, out, _ := agent("apply", site, "--json")
+		Expect(code).To(Equal(0))
+		var doc struct {
+			Events  []map[string]any `json:"events"`
+			Summary map[string]any   `json:"summary"`
+		}
+		Expect(json.Unmarshal([]byte(out), &doc)).To(Succeed(), out)
+		Expect(doc.Events).To(HaveLen(2))
+		Expect(doc.Events[0]).To(HaveKeyWithValue("protocol", "io.choria.ccm.v1.transaction.event"))
+		Expect(doc.Events[1]).To(HaveKeyWithValue("refreshed", true))
+		Expect(doc.Events[1]).To(HaveKeyWithValue("unmet_requirements", []any{}))
+		Expect(doc.Summary).To(HaveKeyWithValue("total", 2.0))
+		Expect(doc.Summary).To(HaveKeyWithValue("changed", 2.0))
+		Expect(doc.Summary).To(HaveKeyWithValue("refreshed", 1.0))
+		Expect(doc.Summary).To(HaveKey("duration"))
+	})
+
+	It("renders the manifest after data resolution with --render, from facts and --data, applying nothing", func() {
+		write(`
+data: {motd: base, port: 80}
+hierarchy:
+  order: ["role:{{ lookup('facts.role', '') }}"]
+  merge: deep
+overrides:
+  "role:web": {motd: web}
+ccm:
+  resources:
+    - file:
+        - DIR/motd: {content: "{{ lookup('data.motd') }}:{{ lookup('data.port') }}", owner: root, group: root, mode: "0644"}
+`)
+		data := filepath.Join(dir, "data.json")
+		Expect(os.WriteFile(data, []byte(`{"port": 8080}`), 0o644)).To(Succeed())
+		code, out, errOut := agent("apply", site, "--render", "--fact", "role=web", "--data", data)
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring("motd: web\n"))
+		Expect(out).To(ContainSubstring("port: 8080\n"))
+		Expect(out).To(ContainSubstring("- type: file\n"))
+		Expect(out).To(ContainSubstring("content: web:8080\n"))
+		Expect(filepath.Join(dir, "motd")).ToNot(BeAnExistingFile())
+	})
+
+	DescribeTable("refuses invalid manifests with one line, exit 1, changing nothing",
+		func(doc, problem string) {
+			write(doc)
+			code, out, errOut := agent("apply", site)
+			Expect(code).To(Equal(1))
+			Expect(out).To(BeEmpty())
+			Expect(strings.Count(strings.TrimSpace(errOut), "\n")).To(Equal(0), errOut)
+			Expect(errOut).To(ContainSubstring(problem))
+			Expect(filepath.Join(dir, "first")).ToNot(BeAnExistingFile())
+		},
+		Entry("unknown property", `
+ccm:
+  resources:
+    - exec: [{"/bin/touch DIR/first": {}}]
+    - file: [{/etc/motd: {colour: red}}]
+`, `resources[1] file#/etc/motd: unknown property "colour"`),
+		Entry("missing require reference", `
+ccm:
+  resources:
+    - exec: [{"/bin/touch DIR/first": {}}]
+    - service: [{nginx: {require: [package#nginx]}}]
+`, `resources[1] service#nginx: require package#nginx: no resource in the manifest is package#nginx`),
+		Entry("a property the type refuses", `
+ccm:
+  resources:
+    - exec: [{"/bin/touch DIR/first": {}}]
+    - file: [{DIR/x: {content: x, owner: root, group: root, mode: "0888"}}]
+`, `property mode: "0888"`),
+		Entry("duplicate resource", `
+ccm:
+  resources:
+    - exec: [{"/bin/touch DIR/first": {}}, {"/bin/touch DIR/first": {}}]
+`, `is declared twice`),
+	)
+
+	It("fails clearly on a missing manifest, and answers --json with an error document", func() {
+		code, _, errOut := agent("apply", filepath.Join(dir, "none.yaml"))
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("no such file"))
+
+		write("ccm: {resources: [{pakage: []}]}\n")
+		code, out, _ := agent("apply", site, "--json")
+		Expect(code).To(Equal(1))
+		var doc map[string]string
+		Expect(json.Unmarshal([]byte(out), &doc)).To(Succeed())
+		Expect(doc["error"]).To(ContainSubstring(`unknown resource type "pakage"`))
+	})
+
+	It("applies the local example with a relative source, then finds it stable", func() {
+		example, err := filepath.Abs("../../examples/local-demo.yaml")
+		Expect(err).ToNot(HaveOccurred())
+		base := filepath.Join(dir, "demo")
+		data := filepath.Join(dir, "data.yaml")
+		Expect(os.WriteFile(data, []byte("base: "+base+"\n"), 0o644)).To(Succeed())
+
+		code, out, errOut := agent("apply", example, "--data", data, "--fact", "os=debian")
+		Expect(code).To(Equal(0), out+errOut)
+		Expect(out).To(HavePrefix("Applying the demo below " + base + "\n"))
+		Expect(out).To(ContainSubstring("Done: hello from debian\n"))
+		Expect(os.ReadFile(filepath.Join(base, "greeting"))).To(Equal([]byte("hello from debian\n")))
+		Expect(os.ReadFile(filepath.Join(base, "motd"))).To(Equal([]byte("This host is managed by CCM Fleet.\n")))
+		Expect(filepath.Join(base, "changes.log")).To(BeAnExistingFile())
+		Expect(out).To(MatchRegexp(`5 resources: 0 stable, 4 changed, 0 failed, 1 skipped, 1 refreshed in \d+ms`))
+
+		code, out, _ = agent("apply", example, "--data", data, "--fact", "os=debian")
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchRegexp(`5 resources: 4 stable, 0 changed, 0 failed, 1 skipped, 0 refreshed in \d+ms`))
+	})
+})

@@ -1,0 +1,272 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+)
+
+// DefaultMaxBytes bounds a manifest document when ParseOptions.MaxBytes is 0.
+const DefaultMaxBytes = 1 << 20
+
+// Hierarchy merge strategies.
+const (
+	// MergeFirst takes each top-level data key from the highest-priority
+	// override that has it, else from the base data.
+	MergeFirst = "first"
+	// MergeDeep merges every matching override into the base data: maps
+	// merge key by key, lists concatenate, other values are replaced, and
+	// higher-priority overrides are merged last so they win.
+	MergeDeep = "deep"
+)
+
+// Manifest is a parsed manifest document: data, hierarchy, overrides and
+// the ordered resource entries. It is immutable once parsed and safe to run
+// many times, also concurrently.
+type Manifest struct {
+	workingDir  string
+	doc         json.RawMessage
+	data        map[string]any
+	order       []string
+	merge       string
+	overrides   map[string]map[string]any
+	failOnError bool
+	preMessage  string
+	postMessage string
+	entries     []*entry
+}
+
+// ParseOptions bound parsing.
+type ParseOptions struct {
+	// WorkingDir resolves relative source: paths (file, scaffold); "" = none.
+	WorkingDir string
+	// MaxBytes bounds the document (default 1 MiB).
+	MaxBytes int
+	// AllowYAMLAliases permits YAML anchors and aliases. They are refused by
+	// default, as a few aliases can expand into a huge document; Load allows
+	// them for files the operator wrote.
+	AllowYAMLAliases bool
+	// Types are the resource types whose properties are accepted; empty
+	// means BuiltinTypes.
+	Types []resources.Type
+}
+
+// Load reads and parses a manifest file; WorkingDir is the file's directory
+// and YAML aliases are allowed.
+func Load(path string) (*Manifest, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	if fi.Size() > DefaultMaxBytes {
+		return nil, invalidf("manifest %s: %d bytes, the limit is %d", path, fi.Size(), DefaultMaxBytes)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	return Parse(data, ParseOptions{WorkingDir: filepath.Dir(abs), AllowYAMLAliases: true})
+}
+
+// Parse strictly decodes a YAML or JSON manifest. Unknown keys anywhere are
+// errors naming the key and the resource (e.g. `resources[2] file#/etc/motd:
+// unknown property "colour"`); every error wraps resources.ErrInvalid.
+func Parse(data []byte, opts ParseOptions) (*Manifest, error) {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	var top map[string]any
+	limits := protocol.Limits{MaxBytes: opts.MaxBytes, AllowYAMLAliases: opts.AllowYAMLAliases}
+	if _, err := protocol.DecodeStrict(data, &top, limits); err != nil {
+		return nil, invalidWith(err, "manifest: %s", strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+	}
+	if top == nil {
+		return nil, invalidf("manifest: the document must be an object with data, hierarchy, overrides and ccm")
+	}
+	doc, err := json.Marshal(top)
+	if err != nil {
+		return nil, invalidWith(err, "manifest: %v", err)
+	}
+	m := &Manifest{workingDir: opts.WorkingDir, doc: doc, merge: MergeFirst}
+	if err := m.decodeTop(top, newTypeSet(opts.Types)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// WorkingDir returns the directory relative sources resolve against ("" when
+// none).
+func (m *Manifest) WorkingDir() string { return m.workingDir }
+
+// Document returns the manifest as a JSON object (YAML input converted).
+func (m *Manifest) Document() json.RawMessage { return append(json.RawMessage(nil), m.doc...) }
+
+// FailOnError reports whether the run stops after the first failed resource.
+func (m *Manifest) FailOnError() bool { return m.failOnError }
+
+var (
+	topKeys       = []string{"data", "hierarchy", "overrides", "ccm"}
+	hierarchyKeys = []string{"order", "merge"}
+	ccmKeys       = []string{"fail_on_error", "pre_message", "post_message", "resources"}
+)
+
+func (m *Manifest) decodeTop(top map[string]any, ts typeSet) error {
+	if err := onlyKeys(top, topKeys, "manifest"); err != nil {
+		return err
+	}
+	var err error
+	if m.data, err = objectOrNil(top["data"], "data"); err != nil {
+		return err
+	}
+	if err := m.decodeHierarchy(top["hierarchy"]); err != nil {
+		return err
+	}
+	if err := m.decodeOverrides(top["overrides"]); err != nil {
+		return err
+	}
+	return m.decodeCCM(top["ccm"], ts)
+}
+
+func (m *Manifest) decodeHierarchy(v any) error {
+	h, err := objectOrNil(v, "hierarchy")
+	if err != nil || h == nil {
+		return err
+	}
+	if err := onlyKeys(h, hierarchyKeys, "hierarchy"); err != nil {
+		return err
+	}
+	if o, ok := h["order"]; ok && o != nil {
+		list, ok := o.([]any)
+		if !ok {
+			return invalidf("hierarchy.order: expected a list of strings, got %s", kind(o))
+		}
+		for i, e := range list {
+			s, ok := e.(string)
+			if !ok {
+				return invalidf("hierarchy.order[%d]: expected a string, got %s", i, kind(e))
+			}
+			m.order = append(m.order, s)
+		}
+	}
+	if mv, ok := h["merge"]; ok && mv != nil {
+		s, _ := mv.(string)
+		if s != MergeFirst && s != MergeDeep {
+			return invalidf("hierarchy.merge: %v is not %q or %q", mv, MergeFirst, MergeDeep)
+		}
+		m.merge = s
+	}
+	return nil
+}
+
+func (m *Manifest) decodeOverrides(v any) error {
+	o, err := objectOrNil(v, "overrides")
+	if err != nil || o == nil {
+		return err
+	}
+	m.overrides = make(map[string]map[string]any, len(o))
+	for _, k := range sortedKeys(o) {
+		ov, err := objectOrNil(o[k], fmt.Sprintf("overrides[%q]", k))
+		if err != nil {
+			return err
+		}
+		m.overrides[k] = ov
+	}
+	return nil
+}
+
+func (m *Manifest) decodeCCM(v any, ts typeSet) error {
+	c, err := objectOrNil(v, "ccm")
+	if err != nil || c == nil {
+		return err
+	}
+	if err := onlyKeys(c, ccmKeys, "ccm"); err != nil {
+		return err
+	}
+	if f, ok := c["fail_on_error"]; ok && f != nil {
+		b, ok := f.(bool)
+		if !ok {
+			return invalidf("ccm.fail_on_error: expected true or false, got %s", kind(f))
+		}
+		m.failOnError = b
+	}
+	for _, msg := range []struct {
+		key string
+		dst *string
+	}{{"pre_message", &m.preMessage}, {"post_message", &m.postMessage}} {
+		if s, ok := c[msg.key]; ok && s != nil {
+			str, ok := s.(string)
+			if !ok {
+				return invalidf("ccm.%s: expected a string, got %s", msg.key, kind(s))
+			}
+			*msg.dst = str
+		}
+	}
+	r, ok := c["resources"]
+	if !ok || r == nil {
+		return nil
+	}
+	list, ok := r.([]any)
+	if !ok {
+		return invalidf("ccm.resources: expected a list, got %s", kind(r))
+	}
+	for i, item := range list {
+		es, err := parseItem(i, item, ts)
+		if err != nil {
+			return err
+		}
+		m.entries = append(m.entries, es...)
+	}
+	return nil
+}
+
+// onlyKeys fails on the first key of obj not in allowed.
+func onlyKeys(obj map[string]any, allowed []string, where string) error {
+	for _, k := range sortedKeys(obj) {
+		if !slices.Contains(allowed, k) {
+			return invalidf("%s: unknown key %q (allowed: %s)", where, k, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// objectOrNil returns v as an object; nil (absent or null) is nil.
+func objectOrNil(v any, where string) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		return nil, invalidf("%s: expected an object, got %s", where, kind(v))
+	}
+	return o, nil
+}
+
+// kind names a decoded JSON value's type for messages.
+func kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "true or false"
+	case float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
