@@ -261,8 +261,7 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 		return
 	}
 	if req.Ensure == nil {
-		a.stats.badRequest.Add(1)
-		reply.Error = protocol.NewError(protocol.CodeBadRequest, "this agent applies single resources (ensure); manifests are not supported yet")
+		a.runManifest(ctx, req, reply)
 		return
 	}
 	props, err := req.Ensure.PropertiesMap()

@@ -7,6 +7,8 @@
 // select this host, queues it (answering busy when the bounded queue is
 // full), runs it through the resources engine with templates over facts only
 // (no environment, no file reads), and replies with the transaction events.
+// A manifest request's bundle is unpacked into a fresh private directory
+// below os.TempDir(), run as one manifest and removed afterwards.
 //
 // Simulation runs many agents in one process, each with its own connection,
 // identity and facts, for demos, tests and benchmarks.

@@ -270,3 +270,27 @@ func kind(v any) string {
 		return fmt.Sprintf("%T", v)
 	}
 }
+
+// Declared is a resource as the manifest declares it: its type and its
+// name as written (templates unexpanded).
+type Declared struct {
+	Type string
+	Name string
+}
+
+// Declared lists the manifest's resources in declaration order, one per
+// name of a name list, names unexpanded.
+func (m *Manifest) Declared() []Declared {
+	var out []Declared
+	for _, e := range m.entries {
+		switch n := e.name.(type) {
+		case []any:
+			for _, x := range n {
+				out = append(out, Declared{Type: e.typ, Name: fmt.Sprint(x)})
+			}
+		default:
+			out = append(out, Declared{Type: e.typ, Name: nameText(n)})
+		}
+	}
+	return out
+}

@@ -1,8 +1,10 @@
 // Package orchestrator is the client side of the fleet: it finds the hosts a
-// filter selects (Discover), sends them one request, whole or in a sliding
-// window of batches (Run), collects their replies until every expected host
-// answered or its deadline passed, and sums the answers up: per-host
-// outcomes, hosts grouped by identical outcome, and the documented exit code.
+// filter selects (Discover), sends them one request (one resource, or a
+// manifest bundle), whole or in a sliding window of batches (Run), collects
+// their replies until every expected host answered or its deadline passed,
+// and sums the answers up: per-host outcomes, hosts grouped by identical
+// outcome per resource as the request declared it, and the documented exit
+// code.
 //
 // The package never prints; cmd/ccm-orch renders what it returns. Every
 // call owns its one reply subscription and stops it before returning.

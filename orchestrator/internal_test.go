@@ -49,7 +49,7 @@ var _ = Describe("grouping", func() {
 			{Identity: "d", Outcome: OutcomeFailed, Error: &protocol.Error{Code: protocol.CodeExpired, Message: "too late"}, Events: []*protocol.TransactionEvent{}},
 			{Identity: "e", Outcome: OutcomeNoReply, Events: []*protocol.TransactionEvent{}},
 		}}
-		res.summarize("file#/srv/{{ lookup('facts.identity') }}")
+		res.summarize(ensureRefs("file#/srv/{{ lookup('facts.identity') }}"))
 		Expect(res.Groups).To(Equal([]Group{
 			{Resource: "file#/srv/{{ lookup('facts.identity') }}", Outcome: "stable", Hosts: []string{"a", "c"}, Count: 2},
 			{Resource: "file#/srv/{{ lookup('facts.identity') }}", Outcome: "failed", Message: "exit code 1; stderr: nope", Hosts: []string{"b"}, Count: 1},

@@ -1,10 +1,12 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -38,8 +40,15 @@ type Request struct {
 	// DiscoveryTimeout bounds the discovery round; default
 	// DefaultDiscoveryTimeout.
 	DiscoveryTimeout time.Duration
-	// Ensure is the resource to apply (required).
+	// Ensure is the resource to apply. Set Ensure or Manifest.
 	Ensure *protocol.EnsureRequest
+	// Manifest is a manifest to apply (with Noop: to audit) as a bundle:
+	// the document and the files its relative sources reference.
+	Manifest *manifest.Bundle
+	// MaxRequestBytes bounds the encoded request, so a bundle too large
+	// for the agents is refused before anything is sent; default
+	// protocol.DefaultMaxBytes, the agents' default max_request_bytes.
+	MaxRequestBytes int
 	// Batch, when positive, asks at most this many hosts at a time: a
 	// sliding window where the next host is asked as soon as one finishes
 	// (replies or passes its deadline). 0 asks every host at once.
@@ -84,8 +93,12 @@ func (r Request) normalize() (Request, error) {
 		return r, fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case r.Ensure == nil:
-		return invalid("a resource to ensure is required")
+	case r.Ensure == nil && r.Manifest == nil:
+		return invalid("a resource to ensure or a manifest is required")
+	case r.Ensure != nil && r.Manifest != nil:
+		return invalid("give a resource to ensure or a manifest, not both")
+	case r.MaxRequestBytes < 0:
+		return invalid("max request bytes %d is negative", r.MaxRequestBytes)
 	case r.TTL < 0 || r.TTL > protocol.MaxFleetTTL:
 		return invalid("ttl %s must be between 0 and %s", r.TTL, protocol.MaxFleetTTL)
 	case r.Timeout < 0:
@@ -103,8 +116,13 @@ func (r Request) normalize() (Request, error) {
 	case len(r.Hosts) > protocol.MaxTargets:
 		return invalid("%d hosts, the limit is %d", len(r.Hosts), protocol.MaxTargets)
 	}
-	if err := r.Ensure.Validate(); err != nil {
-		return invalid("%s", strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+	if r.Ensure != nil {
+		if err := r.Ensure.Validate(); err != nil {
+			return invalid("%s", strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+		}
+	}
+	if r.Manifest != nil && (len(r.Manifest.Manifest) == 0 || string(r.Manifest.Manifest) == "null") {
+		return invalid("the manifest bundle has no manifest document")
 	}
 	if err := r.Filter.Compile(); err != nil {
 		return r, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -123,6 +141,9 @@ func (r Request) normalize() (Request, error) {
 	if r.DiscoveryTimeout == 0 {
 		r.DiscoveryTimeout = DefaultDiscoveryTimeout
 	}
+	if r.MaxRequestBytes == 0 {
+		r.MaxRequestBytes = protocol.DefaultMaxBytes
+	}
 	return r, nil
 }
 
@@ -137,6 +158,25 @@ func (r *Request) explicitHosts() ([]string, bool) {
 		return exactHosts(r.Filter)
 	}
 	return nil, false
+}
+
+// body encodes a manifest body for request id once (nil for an ensure request), checks
+// that a request carrying it fits MaxRequestBytes, and returns how to name
+// the resources of the replies.
+func (r *Request) body(id string) (json.RawMessage, *refNamer, error) {
+	if r.Ensure != nil {
+		return nil, ensureRefs(requestedRef(r.Ensure)), nil
+	}
+	body, err := json.Marshal(r.Manifest)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: manifest bundle: %w", ErrInvalid, err)
+	}
+	probe := protocol.NewFleetRequest(id, time.Now(), r.TTL)
+	probe.Noop, probe.Filter, probe.Manifest = r.Noop, r.Filter, body
+	if _, err := encodeRequest(probe, r.MaxRequestBytes); err != nil {
+		return nil, nil, err
+	}
+	return body, manifestRefs(declaredResources(r.Manifest)), nil
 }
 
 // requestedRef is the resource reference as the request names it (before

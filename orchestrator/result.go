@@ -58,6 +58,10 @@ type Result struct {
 	Summary Summary `json:"summary"`
 	// Groups gathers hosts with identical outcomes.
 	Groups []Group `json:"groups"`
+	// Resources are the same groups per resource, in the order the request
+	// declared its resources (resources it did not name come last, by
+	// ref), each with its event counts.
+	Resources []ResourceResult `json:"resources"`
 	// Duplicates counts extra replies from a host that already replied.
 	Duplicates int `json:"duplicates"`
 	// Late counts replies that arrived after their host's deadline; they
@@ -129,6 +133,17 @@ type Group struct {
 	Count int `json:"count"`
 }
 
+// ResourceResult is one resource's outcomes across the hosts.
+type ResourceResult struct {
+	// Resource is the resource reference, type#name, as the request named
+	// it (templates unexpanded).
+	Resource string `json:"resource"`
+	// Counts counts the resource's events by outcome.
+	Counts ResourceCounts `json:"counts"`
+	// Groups are the resource's groups of hosts, settled outcomes first.
+	Groups []Group `json:"groups"`
+}
+
 // hostOutcome classifies one reply.
 func hostOutcome(noop bool, r *protocol.FleetReply) string {
 	if r.Error != nil {
@@ -164,11 +179,14 @@ type groupKey struct{ resource, outcome, message string }
 // problems end up next to the summary.
 var outcomeRank = map[string]int{"stable": 0, "skipped": 1, "refreshed": 2, "changed": 3, "would change": 4, "failed": 5, GroupError: 6}
 
-// summarize fills Summary, Groups and ExitCode from Hosts. ref, when not
-// empty, names the requested resource for grouping.
-func (r *Result) summarize(ref string) {
+// summarize fills Summary, Groups, Resources and ExitCode from Hosts. names
+// gives each event's resource as the request declared it; nil uses the
+// events' own refs.
+func (r *Result) summarize(names *refNamer) {
 	r.Summary = Summary{}
 	groups := map[groupKey][]string{}
+	resources := map[string]*ResourceResult{}
+	order := map[string]int{}
 	for _, h := range r.Hosts {
 		switch h.Outcome {
 		case OutcomeOK:
@@ -188,9 +206,21 @@ func (r *Result) summarize(ref string) {
 			groups[k] = append(groups[k], h.Identity)
 		}
 		for _, ev := range h.Events {
-			k := eventKey(ev, ref, len(h.Events) == 1)
+			named := names.name(ev, len(h.Events) == 1)
+			k := eventKey(ev, named.ref)
 			r.Summary.Resources.count(k.outcome)
-			groups[k] = append(groups[k], h.Identity)
+			rr := resources[k.resource]
+			if rr == nil {
+				rr = &ResourceResult{Resource: k.resource}
+				resources[k.resource] = rr
+				order[k.resource] = named.order
+			}
+			rr.Counts.count(k.outcome)
+			// A host whose events share a declared name (a name
+			// template expanded to several resources) is listed once.
+			if g := groups[k]; len(g) == 0 || g[len(g)-1] != h.Identity {
+				groups[k] = append(groups[k], h.Identity)
+			}
 		}
 	}
 	r.Groups = make([]Group, 0, len(groups))
@@ -205,17 +235,28 @@ func (r *Result) summarize(ref string) {
 			strings.Compare(a.Message, b.Message),
 		)
 	})
+	r.Resources = make([]ResourceResult, 0, len(resources))
+	for _, rr := range resources {
+		r.Resources = append(r.Resources, *rr)
+	}
+	slices.SortFunc(r.Resources, func(a, b ResourceResult) int {
+		return cmp.Or(cmp.Compare(order[a.Resource], order[b.Resource]), strings.Compare(a.Resource, b.Resource))
+	})
+	for i := range r.Resources {
+		rr := &r.Resources[i]
+		rr.Groups = []Group{}
+		for _, g := range r.Groups {
+			if g.Outcome != GroupError && g.Resource == rr.Resource {
+				rr.Groups = append(rr.Groups, g)
+			}
+		}
+	}
 	r.ExitCode = exitCode(len(r.Expected), r.Summary.Hosts, len(r.NotAsked), r.Noop)
 }
 
-// eventKey is the group of one event. The requested ref replaces the
-// event's own when the reply holds this one resource, so hosts whose name
-// differs only by template expansion group together.
-func eventKey(ev *protocol.TransactionEvent, ref string, single bool) groupKey {
-	k := groupKey{resource: ev.ResourceID(), outcome: ev.Outcome()}
-	if single && ref != "" && strings.HasPrefix(ref, ev.Type+"#") {
-		k.resource = ref
-	}
+// eventKey is the group of one event whose resource the request named ref.
+func eventKey(ev *protocol.TransactionEvent, ref string) groupKey {
+	k := groupKey{resource: ref, outcome: ev.Outcome()}
 	switch k.outcome {
 	case "failed":
 		k.message = strings.Join(ev.Errors, "; ")

@@ -10,8 +10,8 @@ import (
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
-// Run applies req.Ensure on the hosts the request selects and collects the
-// replies:
+// Run applies req.Ensure or req.Manifest on the hosts the request selects
+// and collects the replies:
 //
 //  1. The expected set is req.Hosts, or the filter's exact --host
 //     identities when it has no --where terms, or else what a discovery
@@ -37,6 +37,10 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	id := newRequestID()
+	body, names, err := req.body(id)
+	if err != nil {
+		return nil, err
+	}
 	res := &Result{RequestID: id, Noop: req.Noop}
 
 	expected, explicit := req.explicitHosts()
@@ -51,7 +55,7 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	res.Expected = expected
 	if len(expected) == 0 {
-		res.finish(nil, "", started)
+		res.finish(nil, names, started)
 		return res, nil
 	}
 
@@ -62,12 +66,13 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	defer in.close()
 
 	r := newRunner(c, req, id, expected, in)
+	r.manifest = body
 	err = r.loop(ctx)
 	in.close()
 	res.NotAsked = r.queue
 	res.Unexpected = r.unexpected
 	res.Duplicates, res.Late, res.Malformed = r.duplicates, r.late, r.malformed
-	res.finish(r.results(), requestedRef(req.Ensure), started)
+	res.finish(r.results(), names, started)
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", id, err)
 	}
@@ -75,7 +80,7 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 }
 
 // finish completes a result: lists never nil, sorted, summarized.
-func (r *Result) finish(hosts []HostResult, ref string, started time.Time) {
+func (r *Result) finish(hosts []HostResult, names *refNamer, started time.Time) {
 	r.Hosts = hosts
 	r.NoReply = nil
 	r.Replied = 0
@@ -95,7 +100,7 @@ func (r *Result) finish(hosts []HostResult, ref string, started time.Time) {
 	if r.Hosts == nil {
 		r.Hosts = []HostResult{}
 	}
-	r.summarize(ref)
+	r.summarize(names)
 	r.Elapsed = time.Since(started)
 }
 
@@ -121,6 +126,8 @@ type runner struct {
 	req Request
 	id  string
 	in  *inbox
+	// manifest is the encoded manifest bundle, when the body is one
+	manifest json.RawMessage
 
 	hosts    map[string]*hostState
 	expected []string
@@ -255,12 +262,22 @@ func (r *runner) encode(targets []string) ([]byte, error) {
 	fr.Filter = r.req.Filter
 	fr.Targets = targets
 	fr.Ensure = r.req.Ensure
+	fr.Manifest = r.manifest
+	return encodeRequest(fr, r.req.MaxRequestBytes)
+}
+
+// encodeRequest validates and encodes a fleet request no larger than max
+// bytes.
+func encodeRequest(fr *protocol.FleetRequest, max int) ([]byte, error) {
 	if err := fr.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	data, err := json.Marshal(fr)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	if len(data) > max {
+		return nil, fmt.Errorf("%w: the request is %d bytes, more than the %d bytes agents accept (their max_request_bytes)", ErrInvalid, len(data), max)
 	}
 	return data, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +19,9 @@ import (
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
-// ensureFlags are the flags every "ensure <type>" takes besides the type's own.
-type ensureFlags struct {
-	common    resflags.Common
+// runFlags are the flags of every command that sends a fleet request:
+// host selection, noop, deadlines, batching, output and connection.
+type runFlags struct {
 	noop      bool
 	timeout   time.Duration
 	discovery time.Duration
@@ -34,13 +35,21 @@ type ensureFlags struct {
 	conn      *connflags.Flags
 }
 
-func (c *ensureFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
-	c.common.Register(cmd, t)
+// runFlagOptions say which of the run flags a command takes.
+type runFlagOptions struct {
+	// noop adds --noop (audit is always a dry run and has none).
+	noop bool
+	// timeout adds --timeout as an alias of --reply-timeout (exec has a
+	// --timeout of its own, the command's).
+	timeout bool
+}
+
+func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	c.filter.register(cmd)
-	cmd.Flag("noop", "Report what would change without changing anything (exit 5 on drift)").BoolVar(&c.noop)
-	// exec has a --timeout of its own (the command's); there the reply
-	// timeout is only --reply-timeout.
-	if !t.Has("timeout") {
+	if o.noop {
+		cmd.Flag("noop", "Report what would change without changing anything (exit 5 on drift)").BoolVar(&c.noop)
+	}
+	if o.timeout {
 		cmd.Flag("timeout", "How long each host has to reply once asked (default 10s; same as --reply-timeout)").PlaceHolder("DURATION").DurationVar(&c.timeout)
 	}
 	cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION").DurationVar(&c.timeout)
@@ -54,8 +63,9 @@ func (c *ensureFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
 	c.conn = connflags.Register(cmd)
 }
 
-// request builds the orchestrator request; every error is a usage error.
-func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrator.Request, error) {
+// request builds the orchestrator request without its body; every error is
+// a usage error.
+func (c *runFlags) request() (orchestrator.Request, error) {
 	req := orchestrator.Request{
 		Noop: c.noop, TTL: c.ttl, Timeout: c.timeout, DiscoveryTimeout: c.discovery,
 		BatchSleep: c.sleep, MaxFailures: c.maxFail,
@@ -68,6 +78,26 @@ func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrat
 		return req, err
 	}
 	if req.Batch, req.BatchPercent, err = parseBatch(c.batch); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// ensureFlags are the flags every "ensure <type>" takes besides the type's own.
+type ensureFlags struct {
+	runFlags
+	common resflags.Common
+}
+
+func (c *ensureFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
+	c.common.Register(cmd, t)
+	c.runFlags.register(cmd, runFlagOptions{noop: true, timeout: !t.Has("timeout")})
+}
+
+// request builds the orchestrator request; every error is a usage error.
+func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrator.Request, error) {
+	req, err := c.runFlags.request()
+	if err != nil {
 		return req, err
 	}
 	if req.Ensure, err = protocol.NewEnsureRequest(typeName, c.common.Properties(props)); err != nil {
@@ -110,19 +140,24 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			}
 			req, err := c.request(typeName, props)
 			if err != nil {
-				var ee *program.ExitError
-				if errors.As(err, &ee) {
-					return err
-				}
-				return program.Exit(protocol.ExitError, err)
+				return usageError(err)
 			}
-			return a.ensure(c, req)
+			return a.send(&c.runFlags, req, renderResult)
 		})
 	}
 }
 
-// ensure runs the request and renders the result.
-func (a *app) ensure(c *ensureFlags, req orchestrator.Request) error {
+// usageError makes err exit 1 unless it already carries an exit code.
+func usageError(err error) error {
+	var ee *program.ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return program.Exit(protocol.ExitError, err)
+}
+
+// send runs the request and renders the result with render (or as JSON).
+func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer, *orchestrator.Result)) error {
 	ctx, stop := a.signalContext()
 	defer stop()
 	nc, err := a.connect(ctx, c.conn)
@@ -152,7 +187,7 @@ func (a *app) ensure(c *ensureFlags, req orchestrator.Request) error {
 		case c.jsonl:
 			_ = json.NewEncoder(a.Stdout).Encode(res)
 		default:
-			renderResult(a.Stdout, res)
+			render(a.Stdout, res)
 		}
 	}
 	switch {

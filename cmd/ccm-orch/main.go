@@ -1,7 +1,8 @@
 // Command ccm-orch drives a CCM Fleet: it finds hosts by their facts
-// (discover), applies one resource on all of them at once or in batches
-// (ensure) and prints one aggregated answer with a documented exit code. It
-// can also run an embedded NATS broker (broker) for a small fleet or a test.
+// (discover), applies one resource (ensure) or a whole manifest (apply,
+// audit) on all of them at once or in batches and prints one aggregated
+// answer with a documented exit code. It can also run an embedded NATS
+// broker (broker) for a small fleet or a test.
 package main
 
 import (
@@ -37,5 +38,6 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	a.registerBroker(cli)
 	a.registerDiscover(cli)
 	a.registerEnsure(cli)
+	a.registerApply(cli)
 	return program.Run(cli, args, stderr)
 }

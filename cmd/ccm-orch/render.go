@@ -24,6 +24,51 @@ func renderResult(w io.Writer, res *orchestrator.Result) {
 		fmt.Fprintf(w, "%s: %s\n", countHosts(g.Count), describeGroup(g))
 		fmt.Fprintf(w, "    %s\n", listHosts(g.Hosts))
 	}
+	renderTrailer(w, res, false)
+}
+
+// renderManifestResult writes the human summary of a manifest run: one line
+// per resource with its hosts grouped by outcome, the hosts named for every
+// outcome but stable ("file#/etc/motd: 412 stable, 3 would change (Would
+// have ...) on web17, web23, web31"), then the hosts that refused the
+// request, did not reply, replied unasked or were never asked, then one
+// summary line.
+func renderManifestResult(w io.Writer, res *orchestrator.Result) {
+	if len(res.Expected) == 0 {
+		return
+	}
+	for _, rr := range res.Resources {
+		parts := make([]string, 0, len(rr.Groups))
+		for _, g := range rr.Groups {
+			parts = append(parts, describeOutcome(g))
+		}
+		fmt.Fprintf(w, "%s: %s\n", rr.Resource, strings.Join(parts, ", "))
+	}
+	for _, g := range res.Groups {
+		if g.Outcome == orchestrator.GroupError {
+			fmt.Fprintf(w, "request refused: %s (%s) on %s\n", countHosts(g.Count), g.Message, listHosts(g.Hosts))
+		}
+	}
+	renderTrailer(w, res, true)
+}
+
+// describeOutcome renders one group of a resource: "3 would change (message)
+// on h1, h2, h3"; stable hosts are only counted.
+func describeOutcome(g orchestrator.Group) string {
+	s := fmt.Sprintf("%d %s", g.Count, g.Outcome)
+	if g.Message != "" {
+		s += " (" + g.Message + ")"
+	}
+	if g.Outcome != "stable" {
+		s += " on " + listHosts(g.Hosts)
+	}
+	return s
+}
+
+// renderTrailer writes the hosts that did not reply, replied unasked or
+// were never asked, then the summary line (with the resource counts when
+// resources is set).
+func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 	for _, l := range []struct {
 		title string
 		hosts []string
@@ -36,7 +81,7 @@ func renderResult(w io.Writer, res *orchestrator.Result) {
 			fmt.Fprintf(w, "%s %s:\n    %s\n", countHosts(len(l.hosts)), l.title, listHosts(l.hosts))
 		}
 	}
-	fmt.Fprintln(w, summaryLine(res))
+	fmt.Fprintln(w, summaryLine(res, resources))
 }
 
 // describeGroup renders "file#/etc/motd failed: reason".
@@ -50,8 +95,9 @@ func describeGroup(g orchestrator.Group) string {
 	return fmt.Sprintf("%s %s", g.Resource, g.Outcome)
 }
 
-// summaryLine renders the counts in one line.
-func summaryLine(res *orchestrator.Result) string {
+// summaryLine renders the host counts (and the resource counts when
+// resources is set) in one line.
+func summaryLine(res *orchestrator.Result, resources bool) string {
 	h := res.Summary.Hosts
 	parts := []string{fmt.Sprintf("%d ok", h.OK), fmt.Sprintf("%d changed", h.Changed)}
 	if res.Noop {
@@ -62,6 +108,9 @@ func summaryLine(res *orchestrator.Result) string {
 		parts = append(parts, fmt.Sprintf("%d not asked", n))
 	}
 	line := fmt.Sprintf("%d expected, %d replied: %s", len(res.Expected), res.Replied, strings.Join(parts, ", "))
+	if resources {
+		line += "; resources: " + resourceCounts(res.Summary.Resources, res.Noop)
+	}
 	var ignored []string
 	for _, c := range []struct {
 		n    int
@@ -75,6 +124,17 @@ func summaryLine(res *orchestrator.Result) string {
 		line += "; ignored " + strings.Join(ignored, ", ") + " replies"
 	}
 	return fmt.Sprintf("%s (request %s, %s)", line, res.RequestID, res.Elapsed.Round(time.Millisecond))
+}
+
+// resourceCounts renders "N stable, N changed, [N would change,] N failed,
+// N skipped".
+func resourceCounts(c orchestrator.ResourceCounts, noop bool) string {
+	parts := []string{fmt.Sprintf("%d stable", c.Stable), fmt.Sprintf("%d changed", c.Changed)}
+	if noop {
+		parts = append(parts, fmt.Sprintf("%d would change", c.WouldChange))
+	}
+	parts = append(parts, fmt.Sprintf("%d failed", c.Failed), fmt.Sprintf("%d skipped", c.Skipped))
+	return strings.Join(parts, ", ")
 }
 
 // countHosts is "1 host" or "N hosts".

@@ -33,6 +33,41 @@ var _ = Describe("rendering", func() {
 		Entry("request error", orchestrator.Group{Outcome: orchestrator.GroupError, Message: "busy: 64 requests are already waiting"}, "request refused: busy: 64 requests are already waiting"),
 	)
 
+	It("renders a manifest run per resource, naming the hosts of every outcome but stable", func() {
+		var many []string
+		for i := range 25 {
+			many = append(many, fmt.Sprintf("w%02d", i))
+		}
+		motdStable := orchestrator.Group{Resource: "file#/etc/motd", Outcome: "stable", Hosts: []string{"a"}, Count: 412}
+		motdDrift := orchestrator.Group{Resource: "file#/etc/motd", Outcome: "would change", Message: "Would have changed the content", Hosts: []string{"web17", "web23", "web31"}, Count: 3}
+		svcStable := orchestrator.Group{Resource: "service#nginx", Outcome: "stable", Hosts: []string{"a"}, Count: 415}
+		svcFailed := orchestrator.Group{Resource: "service#nginx", Outcome: "failed", Message: "exit 1", Hosts: many, Count: len(many)}
+		refused := orchestrator.Group{Outcome: orchestrator.GroupError, Message: "busy: full", Hosts: []string{"x1", "x2"}, Count: 2}
+		res := &orchestrator.Result{
+			RequestID: "r1", Noop: true, Expected: make([]string, 443), Replied: 442, NoReply: []string{"gone"},
+			Groups: []orchestrator.Group{motdStable, svcStable, motdDrift, svcFailed, refused},
+			Resources: []orchestrator.ResourceResult{
+				{Resource: "file#/etc/motd", Groups: []orchestrator.Group{motdStable, motdDrift}},
+				{Resource: "service#nginx", Groups: []orchestrator.Group{svcStable, svcFailed}},
+			},
+			Summary: orchestrator.Summary{
+				Hosts:     orchestrator.HostCounts{OK: 412, WouldChange: 3, Failed: 27, NoReply: 1},
+				Resources: orchestrator.ResourceCounts{Stable: 827, WouldChange: 3, Failed: 25},
+			},
+		}
+		var buf bytes.Buffer
+		renderManifestResult(&buf, res)
+		Expect(lines(buf.String())).To(Equal([]string{
+			"file#/etc/motd: 412 stable, 3 would change (Would have changed the content) on web17, web23, web31",
+			"service#nginx: 415 stable, 25 failed (exit 1) on " + listHosts(many),
+			"request refused: 2 hosts (busy: full) on x1, x2",
+			"1 host did not reply:",
+			"    gone",
+			"443 expected, 442 replied: 412 ok, 0 changed, 3 would change, 27 failed, 1 no reply; resources: 827 stable, 0 changed, 3 would change, 25 failed, 0 skipped (request r1, 0s)",
+		}))
+		Expect(listHosts(many)).To(HaveSuffix("w19 and 5 more"))
+	})
+
 	It("counts hosts in words", func() {
 		Expect(countHosts(1)).To(Equal("1 host"))
 		Expect(countHosts(0)).To(Equal("0 hosts"))
