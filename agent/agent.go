@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -19,9 +21,9 @@ import (
 type Agent struct {
 	cfg     Config
 	nc      *nats.Conn
+	js      jetstream.JetStream
 	eng     *engine.Engine
-	facts   map[string]any
-	scalar  map[string]any
+	facts   atomic.Pointer[factSet]
 	log     *slog.Logger
 	version string
 	now     func() time.Time
@@ -29,16 +31,24 @@ type Agent struct {
 	ready   func()
 	stats   Stats
 	metrics *Metrics
+	spool   *spool
+	// factsChanged wakes the registrar after UpdateFacts
+	factsChanged chan struct{}
 
-	// guards queue and closed: requests are admitted until Run closes it
-	mu     sync.Mutex
-	queue  chan *job
-	closed bool
+	// guards queue, closed, records and recordsClosed: requests are
+	// admitted until Run closes the queue, records handed to the historian
+	// until it closes records
+	mu            sync.Mutex
+	queue         chan *job
+	closed        bool
+	records       chan record
+	recordsClosed bool
 }
 
 type job struct {
-	req   *protocol.FleetRequest
-	reply string
+	req      *protocol.FleetRequest
+	reply    string
+	received time.Time
 }
 
 // Option configures an Agent.
@@ -70,22 +80,24 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 	if nc == nil || eng == nil {
 		return nil, fmt.Errorf("%w: a NATS connection and an engine are required", ErrConfig)
 	}
-	f := make(map[string]any, len(facts)+1)
-	for k, v := range facts {
-		f[k] = v
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", cfg.Identity, err)
 	}
-	f["identity"] = cfg.Identity
 	a := &Agent{
-		cfg:     cfg,
-		nc:      nc,
-		eng:     eng,
-		facts:   f,
-		scalar:  protocol.ScalarFacts(f),
-		log:     slog.New(slog.DiscardHandler),
-		version: "development",
-		now:     time.Now,
-		queue:   make(chan *job, cfg.QueueLength),
+		cfg:          cfg,
+		nc:           nc,
+		js:           js,
+		eng:          eng,
+		log:          slog.New(slog.DiscardHandler),
+		version:      "development",
+		now:          time.Now,
+		queue:        make(chan *job, cfg.QueueLength),
+		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
+		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
+		factsChanged: make(chan struct{}, 1),
 	}
+	a.facts.Store(newFactSet(cfg.Identity, facts))
 	for _, o := range opts {
 		o(a)
 	}
@@ -100,8 +112,9 @@ func (a *Agent) Identity() string { return a.cfg.Identity }
 func (a *Agent) Subjects() (requests, discovery []string) {
 	requests = []string{protocol.RequestSubjectAll, protocol.RequestNodeSubject(a.cfg.Identity)}
 	discovery = []string{protocol.DiscoverySubjectAll, protocol.DiscoveryNodeSubject(a.cfg.Identity)}
+	scalar := a.currentFacts().scalar
 	for _, k := range a.cfg.SubjectFacts {
-		v, ok := a.scalar[k]
+		v, ok := scalar[k]
 		if !ok {
 			continue
 		}
@@ -114,11 +127,24 @@ func (a *Agent) Subjects() (requests, discovery []string) {
 
 // Run subscribes and serves until ctx is done, then stops taking requests,
 // lets accepted ones finish (up to the shutdown timeout, after which they
-// are cancelled) and returns.
+// are cancelled) and returns. Before it reports ready it puts the agent's
+// node registry entry; it refreshes it every heartbeat and deletes it on
+// the way out. Replies are recorded in the history stream, or kept in the
+// spool until JetStream takes them.
 func (a *Agent) Run(ctx context.Context) error {
 	a.started = a.now().UTC()
 	jobsCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
+
+	histCtx, cancelHist := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHist()
+	histDone := make(chan struct{})
+	go func() { defer close(histDone); a.historian(histCtx) }()
+
+	reg := &registrar{a: a}
+	reg.start(ctx)
+	regDone := make(chan struct{})
+	go func() { defer close(regDone); reg.run(ctx) }()
 
 	var workers sync.WaitGroup
 	for range a.cfg.MaxConcurrent {
@@ -187,6 +213,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		cancelJobs()
 		<-done
 	}
+	// Every reply is handed over: let the historian write (or spool) them.
+	a.closeRecords()
+	select {
+	case <-histDone:
+	case <-time.After(a.cfg.ShutdownTimeout):
+		a.log.Warn("shutdown timeout passed, history records left for the spool")
+		cancelHist()
+		<-histDone
+	}
+	<-regDone
 	return err
 }
 
@@ -204,7 +240,8 @@ func (a *Agent) onRequest(m *nats.Msg) {
 	if req.TTL == 0 {
 		req.TTL = protocol.Duration(a.cfg.DefaultTTL)
 	}
-	if !req.Targeted(a.cfg.Identity) || (req.Filter != nil && !req.Filter.Match(a.facts)) {
+	received := a.now()
+	if !req.Targeted(a.cfg.Identity) || (req.Filter != nil && !req.Filter.Match(a.currentFacts().all)) {
 		a.stats.ignored.Add(1)
 		a.metrics.request("ignored", "")
 		return
@@ -212,13 +249,13 @@ func (a *Agent) onRequest(m *nats.Msg) {
 	if req.Expired(a.now()) {
 		a.stats.expired.Add(1)
 		a.metrics.request("error", protocol.CodeExpired)
-		a.respondError(m.Reply, req.ID, protocol.CodeExpired, fmt.Sprintf("request expired at %s", req.Deadline().Format(time.RFC3339)))
+		a.recordError(m.Reply, req.ID, received, protocol.CodeExpired, fmt.Sprintf("request expired at %s", req.Deadline().Format(time.RFC3339)))
 		return
 	}
-	if !a.admit(&job{req: req, reply: m.Reply}) {
+	if !a.admit(&job{req: req, reply: m.Reply, received: received}) {
 		a.stats.busy.Add(1)
 		a.metrics.request("error", protocol.CodeBusy)
-		a.respondError(m.Reply, req.ID, protocol.CodeBusy, fmt.Sprintf("%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength))
+		a.recordError(m.Reply, req.ID, received, protocol.CodeBusy, fmt.Sprintf("%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength))
 	}
 }
 
@@ -253,7 +290,9 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 			a.metrics.request("executed", "")
 			a.metrics.finished(reply.Duration, reply.Events)
 		}
-		a.respond(j.reply, reply)
+		if data := a.respond(j.reply, reply); data != nil {
+			a.queueRecord(a.newRecord(reply, data, j.received))
+		}
 	}()
 	if req.Expired(started) {
 		a.stats.expired.Add(1)
@@ -271,7 +310,7 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 		return
 	}
 	// Remote requests see facts only: no environment, no files.
-	env := templates.New(a.facts, nil)
+	env := templates.New(a.currentFacts().all, nil)
 	ev, err := a.eng.Ensure(ctx, engine.RunOptions{Noop: req.Noop, Env: env}, engine.Spec{Type: req.Ensure.Type, Properties: props})
 	if err != nil {
 		a.stats.badRequest.Add(1)
@@ -292,14 +331,15 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 		a.log.Warn("ignored a malformed discovery request", "error", err)
 		return
 	}
-	if req.Filter != nil && !req.Filter.Match(a.facts) {
+	facts := a.currentFacts()
+	if req.Filter != nil && !req.Filter.Match(facts.all) {
 		return
 	}
 	b, err := json.Marshal(&protocol.DiscoveryReply{
 		Protocol:  protocol.DiscoveryReplyProtocol,
 		RequestID: req.ID,
 		Identity:  a.cfg.Identity,
-		Facts:     a.scalar,
+		Facts:     facts.scalar,
 		Version:   a.version,
 		Started:   a.started,
 	})
@@ -308,24 +348,41 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 	}
 }
 
+// respondError answers a request that could not be decoded with a
+// request-level error; it is not recorded in history (its id is not
+// trustworthy).
 func (a *Agent) respondError(subject, id string, code protocol.Code, msg string) {
 	r := protocol.NewFleetReply(id, a.cfg.Identity, a.now())
 	r.Error = &protocol.Error{Code: code, Message: msg}
 	a.respond(subject, r)
 }
 
-func (a *Agent) respond(subject string, r *protocol.FleetReply) {
-	if subject == "" {
-		return
+// recordError answers a valid request the agent will not run (expired,
+// busy) and records the answer in history.
+func (a *Agent) recordError(subject, id string, received time.Time, code protocol.Code, msg string) {
+	r := protocol.NewFleetReply(id, a.cfg.Identity, received)
+	r.Error = &protocol.Error{Code: code, Message: msg}
+	if data := a.respond(subject, r); data != nil {
+		a.queueRecord(a.newRecord(r, data, received))
 	}
+}
+
+// respond sends r to subject (nothing when the request had no reply
+// subject, an asynchronous request) and returns its encoding, nil when it
+// could not be encoded.
+func (a *Agent) respond(subject string, r *protocol.FleetReply) []byte {
 	b, err := json.Marshal(r)
 	if err != nil {
 		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
-		return
+		return nil
+	}
+	if subject == "" {
+		return b
 	}
 	if err := a.nc.Publish(subject, b); err != nil {
 		a.log.Warn("could not send a reply", "request", r.RequestID, "error", err)
 	}
+	return b
 }
 
 // looseID pulls a usable request id out of a request that failed to decode,

@@ -22,6 +22,20 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStateDir        = "/var/lib/ccm-agent"
 	DefaultTTL             = time.Minute
+	DefaultHeartbeat       = 30 * time.Second
+	DefaultHistoryRetry    = 10 * time.Second
+	DefaultHistoryTimeout  = 5 * time.Second
+	DefaultSpoolMaxRecords = 1000
+	DefaultSpoolMaxBytes   = 16 << 20
+)
+
+// Bounds of the registry and history settings.
+const (
+	MinHeartbeat       = 100 * time.Millisecond
+	MaxHeartbeat       = time.Hour
+	MinRegistryTTL     = time.Second
+	MaxSpoolMaxRecords = 1000000
+	MaxSpoolMaxBytes   = 1 << 30
 )
 
 // Config is the agent's configuration file (YAML). Zero fields take the
@@ -50,8 +64,28 @@ type Config struct {
 	// ShutdownTimeout is how long a stopping agent lets accepted requests
 	// finish before cancelling them; default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
-	// StateDir holds the agent's local state; default /var/lib/ccm-agent.
+	// StateDir holds the agent's local state (the history spool); default
+	// /var/lib/ccm-agent.
 	StateDir string `yaml:"state_dir"`
+	// Heartbeat is how often the agent refreshes its node registry entry;
+	// default 30s, at least 100ms.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// RegistryTTL is how long a registry entry lives after its last
+	// refresh, used when this agent creates the registry bucket (an
+	// existing bucket keeps its own); default three heartbeats, at least 1s
+	// and at least two heartbeats.
+	RegistryTTL time.Duration `yaml:"registry_ttl"`
+	// HistoryTimeout bounds one write to the history stream or the
+	// registry; default 5s.
+	HistoryTimeout time.Duration `yaml:"history_timeout"`
+	// HistoryRetry is how often records kept in the spool while JetStream
+	// was unavailable are retried; default 10s.
+	HistoryRetry time.Duration `yaml:"history_retry"`
+	// SpoolMaxRecords bounds the history spool's records (the oldest are
+	// dropped first); default 1000.
+	SpoolMaxRecords int `yaml:"spool_max_records"`
+	// SpoolMaxBytes bounds the history spool's size in bytes; default 16 MiB.
+	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
 }
 
 // LoadConfig reads a YAML configuration file strictly: unknown keys are errors.
@@ -92,6 +126,24 @@ func (c Config) WithDefaults() Config {
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir
 	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.RegistryTTL <= 0 {
+		c.RegistryTTL = max(3*c.Heartbeat, MinRegistryTTL)
+	}
+	if c.HistoryTimeout <= 0 {
+		c.HistoryTimeout = DefaultHistoryTimeout
+	}
+	if c.HistoryRetry <= 0 {
+		c.HistoryRetry = DefaultHistoryRetry
+	}
+	if c.SpoolMaxRecords <= 0 {
+		c.SpoolMaxRecords = DefaultSpoolMaxRecords
+	}
+	if c.SpoolMaxBytes <= 0 {
+		c.SpoolMaxBytes = DefaultSpoolMaxBytes
+	}
 	return c
 }
 
@@ -111,6 +163,22 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultTTL > protocol.MaxFleetTTL {
 		return fmt.Errorf("%w: default_ttl %s is longer than %s", ErrConfig, c.DefaultTTL, protocol.MaxFleetTTL)
+	}
+	switch {
+	case c.Heartbeat < MinHeartbeat || c.Heartbeat > MaxHeartbeat:
+		return fmt.Errorf("%w: heartbeat %s must be between %s and %s", ErrConfig, c.Heartbeat, MinHeartbeat, MaxHeartbeat)
+	case c.RegistryTTL < MinRegistryTTL || c.RegistryTTL < 2*c.Heartbeat:
+		return fmt.Errorf("%w: registry_ttl %s must be at least %s and at least two heartbeats (%s)", ErrConfig, c.RegistryTTL, MinRegistryTTL, 2*c.Heartbeat)
+	case c.HistoryTimeout > time.Minute:
+		return fmt.Errorf("%w: history_timeout %s is longer than 1m", ErrConfig, c.HistoryTimeout)
+	case c.HistoryRetry > time.Hour:
+		return fmt.Errorf("%w: history_retry %s is longer than 1h", ErrConfig, c.HistoryRetry)
+	case c.SpoolMaxRecords > MaxSpoolMaxRecords:
+		return fmt.Errorf("%w: spool_max_records %d is more than %d", ErrConfig, c.SpoolMaxRecords, MaxSpoolMaxRecords)
+	case c.SpoolMaxBytes > MaxSpoolMaxBytes:
+		return fmt.Errorf("%w: spool_max_bytes %d is more than %d", ErrConfig, c.SpoolMaxBytes, MaxSpoolMaxBytes)
+	case c.StateDir == "":
+		return fmt.Errorf("%w: state_dir must not be empty", ErrConfig)
 	}
 	for _, k := range c.SubjectFacts {
 		if k == "" {

@@ -20,6 +20,9 @@ var _ = Describe("Config", func() {
 		Expect(c.Validate()).To(Succeed())
 		Expect(c.SubjectFacts).To(Equal([]string{"os", "platform", "role"}))
 		Expect(c.MaxConcurrent).To(Equal(agent.DefaultMaxConcurrent))
+		Expect(c.Heartbeat).To(Equal(agent.DefaultHeartbeat))
+		Expect(c.RegistryTTL).To(Equal(3 * agent.DefaultHeartbeat))
+		Expect(c.SpoolMaxRecords).To(Equal(agent.DefaultSpoolMaxRecords))
 	})
 
 	DescribeTable("refuses bad configuration",
@@ -37,5 +40,8 @@ var _ = Describe("Config", func() {
 		Entry("bad identity", "identity: 'web 1'\n", "identity"),
 		Entry("too much concurrency", "identity: a\nmax_concurrent: 5000\n", "max_concurrent"),
 		Entry("wrong type, named by line", "identity: a\nqueue_length: lots\n", "line 2: cannot unmarshal"),
+		Entry("a heartbeat too short", "identity: a\nheartbeat: 10ms\n", "heartbeat 10ms must be between 100ms and 1h0m0s"),
+		Entry("a registry ttl under two heartbeats", "identity: a\nheartbeat: 10s\nregistry_ttl: 15s\n", "registry_ttl 15s must be at least 1s and at least two heartbeats (20s)"),
+		Entry("a spool too large", "identity: a\nspool_max_bytes: 2000000000\n", "spool_max_bytes"),
 	)
 })

@@ -10,6 +10,14 @@
 // A manifest request's bundle is unpacked into a fresh private directory
 // below os.TempDir(), run as one manifest and removed afterwards.
 //
+// Each reply is also recorded in the history stream at
+// ccm.v1.history.<request_id>.<identity>, with a message id so a retry is
+// recognised; while JetStream does not answer, records wait in a bounded
+// spool in the state directory (one 0600 file each) and are sent when it
+// is back. The agent keeps its entry in the node registry (KV CCM_NODES):
+// put before it serves, refreshed every heartbeat and on UpdateFacts,
+// deleted when it stops.
+//
 // Simulation runs many agents in one process, each with its own connection,
 // identity and facts, for demos, tests and benchmarks.
 package agent

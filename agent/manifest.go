@@ -50,7 +50,7 @@ func (a *Agent) runManifest(ctx context.Context, req *protocol.FleetRequest, rep
 	// Remote manifests see facts and data only: no environment, no files.
 	rep, err := manifest.Run(ctx, a.eng, m, manifest.RunOptions{
 		Noop:         req.Noop,
-		Facts:        a.facts,
+		Facts:        a.currentFacts().all,
 		AllowEnviron: false,
 		AllowFiles:   false,
 		Log:          a.log.With("request", req.ID),

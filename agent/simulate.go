@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -59,6 +60,15 @@ func SimulatedFacts(i int, prefix string, base map[string]any, vary []Vary) map[
 	return f
 }
 
+// SimulatedStateDir is the state directory of the simulated agent identity
+// below base (DefaultStateDir when empty).
+func SimulatedStateDir(base, identity string) string {
+	if base == "" {
+		base = DefaultStateDir
+	}
+	return filepath.Join(base, identity)
+}
+
 // Simulation runs Count agents in this process, each with its own NATS
 // connection, identity and facts, sharing one engine.
 type Simulation struct {
@@ -67,7 +77,9 @@ type Simulation struct {
 	// Facts are every simulated agent's base facts.
 	Facts map[string]any
 	Vary  []Vary
-	// Config is the base agent configuration; Identity is set per agent.
+	// Config is the base agent configuration; Identity is set per agent,
+	// and each agent's state directory (its history spool) is
+	// <Config.StateDir>/<identity>.
 	Config Config
 	// Connect opens one agent's connection; name is its identity.
 	Connect func(ctx context.Context, name string) (*nats.Conn, error)
@@ -111,6 +123,7 @@ func (s Simulation) Run(ctx context.Context) error {
 		facts := SimulatedFacts(i, s.Prefix, s.Facts, s.Vary)
 		cfg := s.Config
 		cfg.Identity = facts["identity"].(string)
+		cfg.StateDir = SimulatedStateDir(s.Config.StateDir, cfg.Identity)
 		nc, err := s.Connect(ctx, cfg.Identity)
 		if err != nil {
 			return fmt.Errorf("simulated agent %s: %w", cfg.Identity, err)

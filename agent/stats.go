@@ -4,12 +4,21 @@ import "sync/atomic"
 
 // Stats counts what an agent did with the requests it received.
 type Stats struct {
-	received, executed, ignored, expired, busy, badRequest atomic.Int64
+	received, executed, ignored, expired, busy, badRequest        atomic.Int64
+	recorded, spooled, historyDuplicates, notRecorded, heartbeats atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters.
 type StatsSnapshot struct {
 	Received, Executed, Ignored, Expired, Busy, BadRequest int64
+	// Recorded counts replies written to the history stream (already
+	// recorded ones included), Spooled those kept in the spool for later,
+	// HistoryDuplicates those the stream already held.
+	// NotRecorded counts replies not kept because the history stream does
+	// not exist (or the record was too large for the server).
+	Recorded, Spooled, HistoryDuplicates, NotRecorded int64
+	// Heartbeats counts successful registry updates.
+	Heartbeats int64
 }
 
 // Stats returns the agent's counters.
@@ -22,5 +31,11 @@ func (a *Agent) Stats() StatsSnapshot {
 		Expired:    s.expired.Load(),
 		Busy:       s.busy.Load(),
 		BadRequest: s.badRequest.Load(),
+
+		Recorded:          s.recorded.Load(),
+		Spooled:           s.spooled.Load(),
+		HistoryDuplicates: s.historyDuplicates.Load(),
+		NotRecorded:       s.notRecorded.Load(),
+		Heartbeats:        s.heartbeats.Load(),
 	}
 }

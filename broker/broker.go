@@ -38,6 +38,7 @@ type Broker struct {
 	tempStore   bool          // storeDir was created by Start and is removed by Shutdown
 	clientPort  int           // resolved client port, reused by Restart
 	clusterPort int           // resolved route port, reused by Restart
+	noJetStream bool          // the current run has JetStream off (RestartJetStream)
 }
 
 // WithReadyTimeout replaces DefaultReadyTimeout.
@@ -105,11 +106,20 @@ func (b *Broker) Start(ctx context.Context) error {
 // Connected clients see a disconnect and reconnect. It returns ErrNotRunning
 // when the broker is not running.
 func (b *Broker) Restart(ctx context.Context) error {
+	return b.RestartJetStream(ctx, true)
+}
+
+// RestartJetStream is Restart with JetStream on or off in the new run: off,
+// clients reconnect to a server without JetStream (its store is kept for
+// the next run with it on), so fault tests can show what clients do when
+// JetStream is unavailable.
+func (b *Broker) RestartJetStream(ctx context.Context, enabled bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.srv == nil {
 		return ErrNotRunning
 	}
+	b.noJetStream = !enabled
 	if err := b.stopLocked(ctx, ""); err != nil {
 		return fmt.Errorf("broker restart: %w", err)
 	}
@@ -134,7 +144,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		remove = b.storeDir
 	}
 	err := b.stopLocked(ctx, remove)
-	b.storeDir, b.tempStore = "", false
+	b.storeDir, b.tempStore, b.noJetStream = "", false, false
 	b.clientPort, b.clusterPort = 0, 0
 	if err != nil {
 		return fmt.Errorf("broker shutdown: %w", err)
@@ -211,6 +221,9 @@ func (b *Broker) startLocked(ctx context.Context, dir string, clientPort, cluste
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
+	if b.noJetStream {
+		opts.JetStream = false
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -249,7 +262,7 @@ func (b *Broker) waitReady(ctx context.Context, s *server.Server, sl *serverLog)
 			return fmt.Errorf("%w: %s", ErrNotReady, msg)
 		}
 		if s.ReadyForConnections(min(readyPoll, max(time.Until(deadline), time.Millisecond))) {
-			if !s.JetStreamEnabled() {
+			if !b.noJetStream && !s.JetStreamEnabled() {
 				return fmt.Errorf("%w: JetStream did not start: %s", ErrNotReady, orNone(sl.lastError()))
 			}
 			return nil

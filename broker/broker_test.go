@@ -209,6 +209,43 @@ var _ = Describe("Broker", func() {
 			_, err := sub.NextMsg(100 * time.Millisecond)
 			return err
 		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		Expect(a.ClusterSize()).To(Equal(2), "its own route counts once")
+		Eventually(a.JetStreamPeers).WithTimeout(30 * time.Second).Should(Equal(2))
+	})
+
+	It("counts a cluster's brokers from the routes, listed with or without its own", func() {
+		self := freeAddr()
+		peers := []string{"nats-route://" + freeAddr(), "nats-route://" + freeAddr()}
+		withSelf := brokertest.StartConfig(GinkgoT(), broker.Config{ServerName: "s1",
+			Cluster: broker.ClusterConfig{Name: "ccm", Listen: self, Routes: append([]string{"nats-route://" + self}, peers...)}})
+		Expect(withSelf.ClusterSize()).To(Equal(3))
+		without := brokertest.StartConfig(GinkgoT(), broker.Config{ServerName: "s2",
+			Cluster: broker.ClusterConfig{Name: "ccm2", Listen: "127.0.0.1:-1", Routes: append(peers, peers[0])}})
+		Expect(without.ClusterSize()).To(Equal(3), "duplicates count once")
+		Expect(brokertest.Start(GinkgoT()).ClusterSize()).To(Equal(1))
+	})
+
+	It("restarts without JetStream and back, keeping the store, and opens in-process connections", func() {
+		b := brokertest.Start(GinkgoT())
+		nc, err := b.InProcessConn()
+		Expect(err).NotTo(HaveOccurred())
+		js, err := jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "KEEP", Subjects: []string{"keep.>"}, Storage: jetstream.FileStorage})
+		Expect(err).NotTo(HaveOccurred())
+		nc.Close()
+
+		client := connect(b.ClientURL(), nats.ReconnectWait(50*time.Millisecond))
+		Expect(b.RestartJetStream(ctx, false)).To(Succeed())
+		Eventually(b.NumClients).Should(Equal(1), "the client reconnected")
+		js2, err := jetstream.New(client)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = js2.AccountInfo(ctx)
+		Expect(err).To(MatchError(jetstream.ErrJetStreamNotEnabled))
+
+		Expect(b.Restart(ctx)).To(Succeed())
+		Eventually(func() error { _, err := js2.Stream(ctx, "KEEP"); return err }).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 })
 

@@ -1,12 +1,14 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -160,7 +162,7 @@ var _ = Describe("Hosts that do not answer", func() {
 	It("end as no reply within the deadline, exit 3: a stalled agent and a never-connected host", func() {
 		f := startFleet(3, "live", map[string]any{"os": "debian"})
 		// A stalled agent: announces itself, never answers requests.
-		nc, err := nats.Connect(f.broker.ClientURL())
+		nc, err := nats.Connect(f.url)
 		Expect(err).ToNot(HaveOccurred())
 		DeferCleanup(nc.Close)
 		_, err = nc.Subscribe(protocol.DiscoverySubjectAll, func(m *nats.Msg) {
@@ -175,13 +177,21 @@ var _ = Describe("Hosts that do not answer", func() {
 		_, err = nc.Subscribe(protocol.RequestSubjectAll, func(*nats.Msg) {})
 		Expect(err).ToNot(HaveOccurred())
 		Expect(nc.Flush()).To(Succeed())
+		// It registered, too, as agents do: discovery by registry expects it.
+		js, err := jetstream.New(nc)
+		Expect(err).ToNot(HaveOccurred())
+		kv, err := js.KeyValue(context.Background(), protocol.NodesBucket)
+		Expect(err).ToNot(HaveOccurred())
+		entry, _ := json.Marshal(&protocol.NodeRecord{Protocol: protocol.NodeProtocol, Identity: "stalled-1", Facts: map[string]any{"os": "debian", "identity": "stalled-1"}})
+		_, err = kv.Put(context.Background(), "stalled-1", entry)
+		Expect(err).ToNot(HaveOccurred())
 
-		code, doc := f.orchJSON("ensure", "exec", "/bin/true", "--timeout", "2s")
+		code, doc := f.orchJSON("ensure", "exec", "/bin/true", "--reply-timeout", "2s")
 		Expect(code).To(Equal(3))
 		Expect(identities(doc, "no_reply")).To(Equal([]string{"stalled-1"}))
 		Expect(doc["replied"]).To(BeNumerically("==", 3))
 
-		code, doc = f.orchJSON("ensure", "exec", "/bin/true", "--host", "live-0001", "--host", "ghost-1", "--timeout", "2s")
+		code, doc = f.orchJSON("ensure", "exec", "/bin/true", "--host", "live-0001", "--host", "ghost-1", "--reply-timeout", "2s")
 		Expect(code).To(Equal(3))
 		Expect(identities(doc, "no_reply")).To(Equal([]string{"ghost-1"}))
 	})

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
@@ -15,6 +20,7 @@ import (
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
@@ -34,41 +40,111 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 
 var _ = SynchronizedAfterSuite(func() {}, func() { gexec.CleanupBuildArtifacts() })
 
-// fleet is a broker with simulated agents.
+// fleet is a broker (or a cluster) with simulated agents.
 type fleet struct {
+	// broker is the fleet's broker; nil when it runs on servers given
+	// in fleetOptions.
 	broker *broker.Broker
+	// url is where ccm-orch and test clients connect.
+	url    string
 	count  int
 	prefix string
 	facts  map[string]any
 	vary   []agent.Vary
+	// stateDir holds each agent's state directory, <stateDir>/<identity>.
+	stateDir string
+	// stopAgents stops the agents (once; the spec's cleanup does too).
+	stopAgents func()
+}
+
+// fleetOptions change how startFleetWith starts a fleet.
+type fleetOptions struct {
+	// history creates the history stream and the node registry before
+	// the agents start.
+	history bool
+	// config is the agents' base configuration; its StateDir is set to a
+	// temporary directory.
+	config agent.Config
+	// servers, when set, are the servers of a cluster to run on instead of
+	// a broker of its own: agent i connects to them starting with server
+	// i mod len(servers), and ccm-orch and test clients to the first.
+	servers []string
 }
 
 func startFleet(count int, prefix string, base map[string]any, vary ...string) *fleet {
-	f := &fleet{broker: brokertest.Start(GinkgoT()), count: count, prefix: prefix, facts: base}
+	return startFleetWith(fleetOptions{}, count, prefix, base, vary...)
+}
+
+func startFleetWith(o fleetOptions, count int, prefix string, base map[string]any, vary ...string) *fleet {
+	f := &fleet{count: count, prefix: prefix, facts: base, stateDir: GinkgoT().TempDir()}
+	servers := o.servers
+	if len(servers) == 0 {
+		f.broker = brokertest.Start(GinkgoT())
+		servers = []string{f.broker.ClientURL()}
+	}
+	f.url = servers[0]
 	for _, v := range vary {
 		vv, err := agent.ParseVary(v)
 		Expect(err).ToNot(HaveOccurred())
 		f.vary = append(f.vary, vv)
 	}
+	if o.history {
+		provisionHistory(f.url, len(servers))
+	}
+	// serversOf lists the servers for a simulated identity, its own first.
+	serversOf := func(name string) string {
+		i := 0
+		if _, n, ok := strings.Cut(name, prefix+"-"); ok {
+			i, _ = strconv.Atoi(n)
+		}
+		k := i % len(servers)
+		return strings.Join(append(slices.Clone(servers[k:]), servers[:k]...), ",")
+	}
 	reg, err := providers.Builtin(providers.Options{})
 	Expect(err).ToNot(HaveOccurred())
+	cfg := o.config
+	cfg.StateDir = f.stateDir
 	ready := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	sim := agent.Simulation{
-		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg),
+		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg), Config: cfg,
 		Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
-			return nats.Connect(f.broker.ClientURL(), nats.Name(name))
+			return nats.Connect(serversOf(name), nats.Name(name), nats.DontRandomize(),
+				nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
 		},
 		Ready: func() { close(ready) },
 	}
 	go func() { done <- sim.Run(ctx) }()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
-	})
-	Eventually(ready).WithTimeout(30 * time.Second).Should(BeClosed())
+	var once sync.Once
+	f.stopAgents = func() {
+		once.Do(func() {
+			cancel()
+			Eventually(done).WithTimeout(60 * time.Second).Should(Receive(BeNil()))
+		})
+	}
+	DeferCleanup(f.stopAgents)
+	Eventually(ready).WithTimeout(60 * time.Second).Should(BeClosed())
 	return f
+}
+
+// provisionHistory creates the history stream and the node registry with
+// replicas on the server at url.
+func provisionHistory(url string, replicas int) {
+	nc, err := nats.Connect(url)
+	Expect(err).ToNot(HaveOccurred())
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	Expect(err).ToNot(HaveOccurred())
+	Eventually(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := jsstore.EnsureHistory(ctx, js, jsstore.HistoryConfig{Replicas: replicas}); err != nil {
+			return err
+		}
+		_, err := jsstore.EnsureRegistry(ctx, js, jsstore.RegistryConfig{Replicas: replicas})
+		return err
+	}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 }
 
 // factsOf returns every simulated host's facts, by identity.
@@ -84,12 +160,18 @@ func (f *fleet) factsOf() map[string]map[string]any {
 // orch runs ccm-orch against the fleet's broker and returns its exit code
 // and output.
 func (f *fleet) orch(args ...string) (int, string, string) {
-	cmd := exec.Command(orchBin, args...)
-	cmd.Env = append(cmd.Environ(), "CCM_SERVER="+f.broker.ClientURL())
-	s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
-	Expect(err).ToNot(HaveOccurred())
+	s := f.start(args...)
 	Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit())
 	return s.ExitCode(), string(s.Out.Contents()), string(s.Err.Contents())
+}
+
+// start starts ccm-orch against the fleet's broker and returns at once.
+func (f *fleet) start(args ...string) *gexec.Session {
+	cmd := exec.Command(orchBin, args...)
+	cmd.Env = append(cmd.Environ(), "CCM_SERVER="+f.url)
+	s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).ToNot(HaveOccurred())
+	return s
 }
 
 // orchJSON runs ccm-orch with --json and decodes the result document.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -20,9 +21,11 @@ const SmallSet = 10
 // safe for concurrent use; each call uses its own reply subscription.
 type Client struct {
 	nc           *nats.Conn
+	js           jetstream.JetStream
 	log          *slog.Logger
 	now          func() time.Time
 	subjectFacts []string
+	sender       string
 }
 
 // Option configures a Client.
@@ -57,8 +60,13 @@ func WithSubjectFacts(keys ...string) Option {
 
 // New returns a client using nc, which the caller keeps owning and closes.
 func New(nc *nats.Conn, opts ...Option) *Client {
+	var js jetstream.JetStream
+	if nc != nil {
+		js, _ = jetstream.New(nc) // fails only for invalid options, none given
+	}
 	c := &Client{
 		nc:           nc,
+		js:           js,
 		log:          slog.New(slog.DiscardHandler),
 		now:          time.Now,
 		subjectFacts: protocol.DefaultSubjectFacts(),
@@ -149,3 +157,7 @@ func uniqueSorted(in []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// WithSender names who sends the requests, in history, when a Request does
+// not (user@host, say).
+func WithSender(s string) Option { return func(c *Client) { c.sender = s } }

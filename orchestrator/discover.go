@@ -33,6 +33,9 @@ type DiscoverOptions struct {
 	// Quiet ends the round once no announcement arrived for this long,
 	// counted from the request being sent; default DefaultDiscoveryQuiet.
 	Quiet time.Duration
+	// Mode chooses between the node registry and a broadcast round;
+	// default DiscoveryAuto.
+	Mode DiscoveryMode
 }
 
 // Node is one host that answered discovery.
@@ -58,23 +61,37 @@ func (o DiscoverOptions) normalize() (DiscoverOptions, error) {
 	if err := o.Filter.Compile(); err != nil {
 		return o, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	mode, err := ParseDiscoveryMode(string(o.Mode))
+	if err != nil {
+		return o, err
+	}
+	o.Mode = mode
 	return o, nil
 }
 
-// Discover broadcasts a discovery request on the narrowest discovery
+// Discover finds the hosts the filter selects, sorted by identity, from the
+// node registry or by a broadcast round as opts.Mode says (see
+// DiscoveryMode).
+//
+// From the registry, every entry is read and filtered locally with the
+// filter code the agents use, on the flat facts the entries carry.
+//
+// A broadcast round sends a discovery request on the narrowest discovery
 // subject for the filter and collects announcements until none arrived for
 // the quiet window or the timeout passed, whichever is first. Each
 // announcement is decoded strictly and its facts are checked against the
 // filter again (terms on nested facts, which announcements do not carry,
-// are left to the agent); hosts are deduplicated by identity and returned
-// sorted by it. It returns an error only for invalid options, a failure to
-// send, or ctx ending; finding nobody is an empty list.
+// are left to the agent); hosts are deduplicated by identity.
+//
+// It returns an error only for invalid options, a failure to send or read
+// the registry, or ctx ending; finding nobody is an empty list.
 func (c *Client) Discover(ctx context.Context, opts DiscoverOptions) ([]Node, error) {
 	opts, err := opts.normalize()
 	if err != nil {
 		return nil, err
 	}
-	return c.discover(ctx, newRequestID(), opts)
+	nodes, _, err := c.discoverFrom(ctx, newRequestID(), opts)
+	return nodes, err
 }
 
 func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) ([]Node, error) {

@@ -45,9 +45,11 @@ var _ = Describe("Client.Discover", Ordered, func() {
 			want := identitiesWhere(fl, pred)
 			Expect(want).NotTo(BeEmpty(), "the table entry should select someone")
 			Expect(len(want)).To(BeNumerically("<", fleetSize), "the table entry should leave someone out")
-			nodes, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter(where, hosts)})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(identities(nodes)).To(Equal(want))
+			for _, mode := range []orchestrator.DiscoveryMode{orchestrator.DiscoveryRegistry, orchestrator.DiscoveryBroadcast} {
+				nodes, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter(where, hosts), Mode: mode})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(identities(nodes)).To(Equal(want), "discovery by %s", mode)
+			}
 		},
 		Entry("k=v", []string{"os=debian"}, nil, func(f map[string]any) bool { return f["os"] == "debian" }),
 		Entry("k!=v", []string{"os!=debian"}, nil, func(f map[string]any) bool { return f["os"] != "debian" }),
@@ -78,7 +80,7 @@ var _ = Describe("Client.Discover", Ordered, func() {
 
 	It("ends on the quiet window, not on the timeout", func() {
 		// With an hour of timeout, only the quiet window can end the round.
-		nodes, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Timeout: time.Hour, Quiet: 200 * time.Millisecond})
+		nodes, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Timeout: time.Hour, Quiet: 200 * time.Millisecond, Mode: orchestrator.DiscoveryBroadcast})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(nodes).To(HaveLen(fleetSize))
 	})
@@ -92,10 +94,10 @@ var _ = Describe("Client.Discover", Ordered, func() {
 	It("asks on the narrowest subject", func() {
 		sub := sniff(nc, protocol.DiscoverySubjectPrefix+".>")
 		for _, where := range [][]string{{"os=debian"}, {"platform_version>12"}} {
-			_, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter(where, nil)})
+			_, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter(where, nil), Mode: orchestrator.DiscoveryBroadcast})
 			Expect(err).NotTo(HaveOccurred())
 		}
-		_, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter(nil, []string{"sim-0001", "sim-0002"})})
+		_, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter(nil, []string{"sim-0001", "sim-0002"}), Mode: orchestrator.DiscoveryBroadcast})
 		Expect(err).NotTo(HaveOccurred())
 		var subjects []string
 		for _, m := range sent(nc, sub) {
@@ -129,7 +131,7 @@ var _ = Describe("Client.Discover", Ordered, func() {
 		Expect(nc.Flush()).To(Succeed())
 
 		// os!=rhel is not a subject fact equality, so the request goes to ccm.v1.disc.all.
-		nodes, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter([]string{"os!=rhel", "os=~^deb"}, nil)})
+		nodes, err := client.Discover(context.Background(), orchestrator.DiscoverOptions{Filter: mustFilter([]string{"os!=rhel", "os=~^deb"}, nil), Mode: orchestrator.DiscoveryBroadcast})
 		Expect(err).NotTo(HaveOccurred())
 		want := append(identitiesWhere(fl, func(f map[string]any) bool { return f["os"] == "debian" }), "extra-1")
 		Expect(identities(nodes)).To(ConsistOf(want))

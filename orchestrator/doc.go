@@ -6,6 +6,12 @@
 // outcome per resource as the request declared it, and the documented exit
 // code.
 //
+// Discovery reads the node registry (the KV bucket CCM_NODES) when it
+// exists and filters locally, or broadcasts (DiscoveryMode). Each run is
+// recorded in the history stream CCM_HISTORY before it is sent (Async runs
+// return right after); History, HistoryList and HistoryHost read the
+// records back, rebuilding a run's Result, late replies included.
+//
 // The package never prints; cmd/ccm-orch renders what it returns. Every
 // call owns its one reply subscription and stops it before returning.
 package orchestrator

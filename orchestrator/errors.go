@@ -10,3 +10,7 @@ var ErrInvalid = errors.New("invalid request")
 // ErrPublish is returned by Discover and Run when a request could not be
 // handed to NATS (for example because the connection is closed).
 var ErrPublish = errors.New("could not send the request")
+
+// ErrNotFound is returned by History when history holds no record of the
+// request.
+var ErrNotFound = errors.New("not found in history")

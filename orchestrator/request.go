@@ -40,6 +40,17 @@ type Request struct {
 	// DiscoveryTimeout bounds the discovery round; default
 	// DefaultDiscoveryTimeout.
 	DiscoveryTimeout time.Duration
+	// Discovery chooses how the expected set is found when it is not given
+	// as exact identities; default DiscoveryAuto.
+	Discovery DiscoveryMode
+	// Async sends the request without waiting for replies: Run returns
+	// once it is recorded in history and sent, and the replies land in
+	// history only. It needs the history stream and cannot be batched.
+	Async bool
+	// Sender names who sends the request in history (user@host, say).
+	Sender string
+	// ManifestName names the manifest (its file) in history.
+	ManifestName string
 	// Ensure is the resource to apply. Set Ensure or Manifest.
 	Ensure *protocol.EnsureRequest
 	// Manifest is a manifest to apply (with Noop: to audit) as a bundle:
@@ -115,7 +126,14 @@ func (r Request) normalize() (Request, error) {
 		return invalid("batch sleep %s is negative", r.BatchSleep)
 	case len(r.Hosts) > protocol.MaxTargets:
 		return invalid("%d hosts, the limit is %d", len(r.Hosts), protocol.MaxTargets)
+	case r.Async && r.batching():
+		return invalid("an asynchronous request cannot be batched: batches wait for replies")
 	}
+	mode, err := ParseDiscoveryMode(string(r.Discovery))
+	if err != nil {
+		return r, err
+	}
+	r.Discovery = mode
 	if r.Ensure != nil {
 		if err := r.Ensure.Validate(); err != nil {
 			return invalid("%s", strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))

@@ -64,12 +64,25 @@ type Result struct {
 	Resources []ResourceResult `json:"resources"`
 	// Duplicates counts extra replies from a host that already replied.
 	Duplicates int `json:"duplicates"`
-	// Late counts replies that arrived after their host's deadline; they
-	// are ignored and the host stays in NoReply.
+	// Late counts the hosts whose reply arrived after their deadline (see
+	// LateHosts): in a live run they are ignored and the host stays in
+	// NoReply; rebuilt from history they count.
 	Late int `json:"late"`
 	// Malformed counts replies that failed strict decoding or answered
 	// another request; they are not trusted.
 	Malformed int `json:"malformed"`
+	// LateHosts lists the hosts whose reply came after their deadline. In
+	// a live run they stay in NoReply; rebuilt from history (see
+	// Client.History) they count with the outcome they reported.
+	LateHosts []string `json:"late_hosts"`
+	// Discovery is how the expected set was found: "hosts" (given),
+	// "registry" or "broadcast"; see the protocol.Discovery constants.
+	Discovery string `json:"discovery"`
+	// Async is set when the request was sent without waiting for replies.
+	Async bool `json:"async,omitempty"`
+	// HistoryError says why the request could not be recorded in history,
+	// when it could not.
+	HistoryError string `json:"history_error,omitempty"`
 	// Elapsed is how long the run took, discovery included.
 	Elapsed time.Duration `json:"elapsed"`
 	// ExitCode classifies the run as documented: 1, 2, 3, 5, 0 in that

@@ -14,9 +14,11 @@ import (
 // and collects the replies:
 //
 //  1. The expected set is req.Hosts, or the filter's exact --host
-//     identities when it has no --where terms, or else what a discovery
-//     round finds. An empty set gives a Result with exit code 4 and nothing
-//     is sent.
+//     identities when it has no --where terms, or else what discovery finds
+//     (the node registry or a broadcast round, see DiscoveryMode). An empty
+//     set gives a Result with exit code 4 and nothing is sent. Otherwise the
+//     request is recorded in history (a failure to do so is reported in
+//     Result.HistoryError; with Async it is an error and nothing is sent).
 //  2. Without batching, one fleet request goes out at once: on one node
 //     subject per host when at most SmallSet hosts are expected (the
 //     request then lists them as targets), else on the fact subject of an
@@ -25,7 +27,8 @@ import (
 //     targeted to it alone, as a slot of the sliding window frees up.
 //  3. Replies are decoded strictly and matched to the expected set until
 //     every asked host replied or passed its deadline (req.Timeout after it
-//     was asked).
+//     was asked). With Async, Run returns once the request is sent, and
+//     the replies land in history only.
 //
 // The error is non-nil for an invalid request (ErrInvalid), a failure to
 // subscribe or send (ErrPublish), or ctx ending; in the last two cases the
@@ -41,20 +44,37 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{RequestID: id, Noop: req.Noop}
+	res := &Result{RequestID: id, Noop: req.Noop, Async: req.Async}
 
 	expected, explicit := req.explicitHosts()
+	res.Discovery = protocol.DiscoveryHosts
 	if !explicit {
-		nodes, err := c.discover(ctx, id, DiscoverOptions{Filter: req.Filter, Timeout: req.DiscoveryTimeout, Quiet: DefaultDiscoveryQuiet})
+		nodes, source, err := c.discoverFrom(ctx, id, DiscoverOptions{Filter: req.Filter, Timeout: req.DiscoveryTimeout, Quiet: DefaultDiscoveryQuiet, Mode: req.Discovery})
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", id, err)
 		}
+		res.Discovery = source
 		for _, n := range nodes {
 			expected = append(expected, n.Identity)
 		}
 	}
 	res.Expected = expected
 	if len(expected) == 0 {
+		res.finish(nil, names, started)
+		return res, nil
+	}
+
+	if err := c.recordRequest(ctx, id, &req, res); err != nil {
+		if req.Async {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		res.HistoryError = err.Error()
+		c.log.Warn("the request is not recorded in history", "request", id, "error", err)
+	}
+	if req.Async {
+		if err := c.sendAsync(id, &req, body, expected); err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
 		res.finish(nil, names, started)
 		return res, nil
 	}
@@ -71,7 +91,8 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	in.close()
 	res.NotAsked = r.queue
 	res.Unexpected = r.unexpected
-	res.Duplicates, res.Late, res.Malformed = r.duplicates, r.late, r.malformed
+	res.Duplicates, res.Late, res.Malformed = r.duplicates, len(r.lateHosts), r.malformed
+	res.LateHosts = r.lateHosts
 	res.finish(r.results(), names, started)
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", id, err)
@@ -91,7 +112,7 @@ func (r *Result) finish(hosts []HostResult, names *refNamer, started time.Time) 
 			r.Replied++
 		}
 	}
-	for _, l := range []*[]string{&r.Expected, &r.NoReply, &r.Unexpected, &r.NotAsked} {
+	for _, l := range []*[]string{&r.Expected, &r.NoReply, &r.Unexpected, &r.NotAsked, &r.LateHosts} {
 		if *l == nil {
 			*l = []string{}
 		}
@@ -115,6 +136,7 @@ type hostState struct {
 	deadline time.Time
 	result   *HostResult // set when the host replied
 	timedOut bool
+	late     bool // replied after its deadline
 }
 
 func (h *hostState) finished() bool { return h.result != nil || h.timedOut }
@@ -140,9 +162,10 @@ type runner struct {
 	stopped  bool
 	replied  int
 
-	unexpected                  []string
-	seenUnexpected              map[string]bool
-	duplicates, late, malformed int
+	unexpected            []string
+	seenUnexpected        map[string]bool
+	lateHosts             []string
+	duplicates, malformed int
 }
 
 func newRunner(c *Client, req Request, id string, expected []string, in *inbox) *runner {
@@ -321,8 +344,12 @@ func (r *runner) receive(b []byte) {
 	case h.result != nil:
 		r.duplicates++
 		return
+	case h.timedOut && h.late:
+		r.duplicates++
+		return
 	case h.timedOut:
-		r.late++
+		h.late = true
+		r.lateHosts = append(r.lateHosts, reply.Identity)
 		r.c.log.Warn("ignored a reply that came after its deadline", "request", r.id, "identity", reply.Identity)
 		return
 	}

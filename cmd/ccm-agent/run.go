@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/choria-io/fisk"
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		maxConcurrent int
 		queueLength   int
 		metricsListen string
+		heartbeat     time.Duration
 		ff            factFlags
 	)
 	cmd := cli.Command("run", "Serve fleet requests from NATS until interrupted")
@@ -37,6 +39,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("max-concurrent", "Requests run at once (default 4)").IntVar(&maxConcurrent)
 	cmd.Flag("queue-length", "Accepted requests that may wait; more are answered busy (default 64)").IntVar(&queueLength)
 	cmd.Flag("metrics-listen", "Serve Prometheus metrics on this address, e.g. 127.0.0.1:9100").PlaceHolder("ADDR").StringVar(&metricsListen)
+	cmd.Flag("heartbeat", "How often to refresh this host's node registry entry (default 30s)").PlaceHolder("DURATION").DurationVar(&heartbeat)
 	ff.register(cmd)
 	conn := connflags.Register(cmd)
 
@@ -59,6 +62,9 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		if queueLength > 0 {
 			cfg.QueueLength = queueLength
+		}
+		if heartbeat > 0 {
+			cfg.Heartbeat = heartbeat
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -107,16 +113,20 @@ func (a *app) registerRun(cli *fisk.Application) {
 
 func (a *app) registerSimulate(cli *fisk.Application) {
 	var (
-		count  int
-		prefix string
-		pairs  []string
-		varies []string
+		count     int
+		prefix    string
+		pairs     []string
+		varies    []string
+		stateDir  string
+		heartbeat time.Duration
 	)
 	cmd := cli.Command("simulate", "Run many agents in this process, each with its own connection, identity and facts")
 	cmd.Flag("count", "How many agents").Default("10").IntVar(&count)
 	cmd.Flag("identity-prefix", "Identities are PREFIX-0001, PREFIX-0002, …").Default("sim").StringVar(&prefix)
 	cmd.Flag("fact", "Fact every agent has, key=value (repeatable)").PlaceHolder("K=V").StringsVar(&pairs)
 	cmd.Flag("vary", "Fact that takes each value in turn, key=v1,v2 (repeatable; combinations are spread evenly)").PlaceHolder("K=V1,V2").StringsVar(&varies)
+	cmd.Flag("state-dir", "Directory below which each agent keeps its state in a directory named by its identity (default /var/lib/ccm-agent)").PlaceHolder("DIR").StringVar(&stateDir)
+	cmd.Flag("heartbeat", "How often each agent refreshes its node registry entry (default 30s)").PlaceHolder("DURATION").DurationVar(&heartbeat)
 	conn := connflags.Register(cmd)
 
 	cmd.Action(func(*fisk.ParseContext) error {
@@ -141,6 +151,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		}
 		sim := ccmagent.Simulation{
 			Count: count, Prefix: prefix, Facts: base, Vary: vary,
+			Config: ccmagent.Config{StateDir: stateDir, Heartbeat: heartbeat},
 			Engine: engine.New(reg), Log: log, Version: version,
 			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 				return natsconn.Connect(ctx, conn.Options("ccm-agent simulate "+name, log))

@@ -45,5 +45,6 @@ func (a *app) applyManifest(c *manifestFlags) error {
 	if req.Manifest, err = manifest.NewBundle(m); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
+	req.ManifestName = c.path
 	return a.send(&c.runFlags, req, renderManifestResult)
 }

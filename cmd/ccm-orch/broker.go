@@ -5,35 +5,126 @@ import (
 
 	"context"
 	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
+// provisionRetry is how soon the broker tries again to create the history
+// stream and the registry while its cluster forms, and provisionTimeout
+// bounds one try (a cluster with no leader yet does not answer).
+const (
+	provisionRetry   = 500 * time.Millisecond
+	provisionTimeout = 2 * time.Second
+)
+
+// brokerFlags are the flags of ccm-orch broker.
+type brokerFlags struct {
+	cfg         broker.Config
+	routes      []string
+	replicas    int
+	maxAge      string
+	registryTTL time.Duration
+}
+
 func (a *app) registerBroker(cli *fisk.Application) {
-	var cfg broker.Config
-	cmd := cli.Command("broker", "Run an embedded NATS broker with JetStream until interrupted")
-	cmd.Flag("listen", "Client address host:port").Default(broker.DefaultListen).StringVar(&cfg.Listen)
-	cmd.Flag("store", "JetStream store directory (default: a temporary directory removed at exit)").PlaceHolder("DIR").StringVar(&cfg.StoreDir)
-	cmd.Action(func(*fisk.ParseContext) error {
-		ctx, stop := a.signalContext()
-		defer stop()
-		b, err := broker.New(cfg, broker.WithLogger(a.Logger()))
-		if err != nil {
-			return program.Exit(protocol.ExitError, err)
+	f := &brokerFlags{}
+	cmd := cli.Command("broker", "Run an embedded NATS broker with JetStream until interrupted, alone or as one of a cluster")
+	cmd.Flag("listen", "Client address host:port").Default(broker.DefaultListen).StringVar(&f.cfg.Listen)
+	cmd.Flag("store", "JetStream store directory (default: a temporary directory removed at exit)").PlaceHolder("DIR").StringVar(&f.cfg.StoreDir)
+	cmd.Flag("name", "This server's name, unique in the cluster (required with --cluster-listen)").PlaceHolder("NAME").StringVar(&f.cfg.ServerName)
+	cmd.Flag("cluster-listen", "Route address host:port other brokers connect to; turns clustering on").PlaceHolder("HOST:PORT").StringVar(&f.cfg.Cluster.Listen)
+	cmd.Flag("routes", "Route URLs of the cluster's brokers, this one may be included (comma separated or repeated), e.g. nats-route://10.0.0.1:6222").PlaceHolder("URL").StringsVar(&f.routes)
+	cmd.Flag("cluster-name", "The cluster's name, the same on every broker").Default("ccm").StringVar(&f.cfg.Cluster.Name)
+	cmd.Flag("replicas", "Replicas of the history and the registry (default: 1, or the cluster's size up to 3)").PlaceHolder("N").IntVar(&f.replicas)
+	cmd.Flag("history-max-age", "How long history records are kept (s, m, h or d)").Default("30d").StringVar(&f.maxAge)
+	cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()).DurationVar(&f.registryTTL)
+	cmd.Action(func(*fisk.ParseContext) error { return a.runBroker(f) })
+}
+
+func (a *app) runBroker(f *brokerFlags) error {
+	for _, r := range f.routes {
+		for _, u := range strings.Split(r, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				f.cfg.Cluster.Routes = append(f.cfg.Cluster.Routes, u)
+			}
 		}
-		if err := b.Start(ctx); err != nil {
-			return program.Exit(protocol.ExitError, err)
+	}
+	if f.cfg.Cluster.Listen == "" {
+		f.cfg.Cluster.Name = "" // the default name alone does not make a cluster
+	}
+	age, err := parseAge(f.maxAge)
+	if err != nil {
+		return program.Exit(protocol.ExitError, fmt.Errorf("--history-max-age: %w", err))
+	}
+	ctx, stop := a.signalContext()
+	defer stop()
+	b, err := broker.New(f.cfg, broker.WithLogger(a.Logger()))
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if err := b.Start(ctx); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	fmt.Fprintf(a.Stdout, "broker listening on %s\n", b.ClientURL())
+	if route := b.RouteURL(); route != "" {
+		fmt.Fprintf(a.Stdout, "cluster %s: routes on %s\n", f.cfg.Cluster.Name, route)
+	}
+	replicas := f.replicas
+	if replicas <= 0 {
+		replicas = min(b.ClusterSize(), 3)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL})
+	}()
+	<-ctx.Done()
+	<-done
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), broker.DefaultReadyTimeout)
+	defer cancel()
+	if err := b.Shutdown(sctx); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	return nil
+}
+
+// provisionBroker creates or updates the history stream and the registry,
+// retrying while the cluster forms (a replicated stream needs its peers)
+// until it succeeds or ctx ends.
+func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig) {
+	log := a.Logger()
+	nc, err := b.InProcessConn()
+	if err != nil {
+		log.Error("cannot set up history", "error", err)
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		log.Error("cannot set up history", "error", err)
+		return
+	}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
+		err := provision(pctx, js, hc, rc, io.Discard)
+		cancel()
+		if err == nil {
+			fmt.Fprintf(a.Stderr, "history stream %s and node registry %s ready (%s)\n", protocol.HistoryStream, protocol.NodesBucket, replicasText(hc.Replicas))
+			return
 		}
-		fmt.Fprintf(a.Stdout, "broker listening on %s\n", b.ClientURL())
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), broker.DefaultReadyTimeout)
-		defer cancel()
-		if err := b.Shutdown(sctx); err != nil {
-			return program.Exit(protocol.ExitError, err)
+		log.Info("history not set up yet, retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(provisionRetry):
 		}
-		return nil
-	})
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,11 +54,13 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 		flt     filterFlags
 		timeout time.Duration
 		js      bool
+		mode    string
 	)
 	cmd := cli.Command("discover", "List the hosts a filter selects, with their key facts")
 	flt.register(cmd)
 	cmd.Flag("timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s").DurationVar(&timeout)
 	cmd.Flag("json", "Print the hosts and their announced facts as JSON").BoolVar(&js)
+	registerDiscoveryMode(cmd, &mode)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		filter, err := flt.filter()
@@ -71,7 +75,7 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 		}
 		defer nc.Close()
 		nodes, err := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).
-			Discover(ctx, orchestrator.DiscoverOptions{Filter: filter, Timeout: timeout})
+			Discover(ctx, orchestrator.DiscoverOptions{Filter: filter, Timeout: timeout, Mode: orchestrator.DiscoveryMode(mode)})
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -109,4 +113,23 @@ func (a *app) printNodes(nodes []orchestrator.Node) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(a.Stdout, "%s\n", countHosts(len(nodes)))
+}
+
+// registerDiscoveryMode adds --discovery auto|registry|broadcast.
+func registerDiscoveryMode(cmd *fisk.CmdClause, mode *string) {
+	cmd.Flag("discovery", "How to find hosts: auto (the node registry when it exists, else a broadcast), registry or broadcast").
+		Default(string(orchestrator.DiscoveryAuto)).
+		EnumVar(mode, string(orchestrator.DiscoveryAuto), string(orchestrator.DiscoveryRegistry), string(orchestrator.DiscoveryBroadcast))
+}
+
+// sender names who sends requests, in history: user@host.
+func sender() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		name += "@" + h
+	}
+	return name
 }

@@ -31,6 +31,8 @@ type runFlags struct {
 	maxFail   int
 	json      bool
 	jsonl     bool
+	async     bool
+	mode      string
 	filter    filterFlags
 	conn      *connflags.Flags
 }
@@ -54,12 +56,14 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	}
 	cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION").DurationVar(&c.timeout)
 	cmd.Flag("discovery-timeout", "Longest discovery round").Default("2s").DurationVar(&c.discovery)
+	registerDiscoveryMode(cmd, &c.mode)
 	cmd.Flag("ttl", "How long after sending hosts may still start the request").Default("1m").DurationVar(&c.ttl)
 	cmd.Flag("batch", "Ask at most N hosts (or N% of them) at a time, the next as soon as one finishes").PlaceHolder("N|N%").StringVar(&c.batch)
 	cmd.Flag("batch-sleep", "With --batch, pause this long before asking the next host").PlaceHolder("DURATION").DurationVar(&c.sleep)
 	cmd.Flag("max-failures", "With --batch, stop asking new hosts once this many failed or did not reply (0: no limit)").PlaceHolder("N").IntVar(&c.maxFail)
 	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
 	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)
+	cmd.Flag("async", "Send the request, print its id and exit; the replies land in history (ccm-orch history show ID)").BoolVar(&c.async)
 	c.conn = connflags.Register(cmd)
 }
 
@@ -69,9 +73,15 @@ func (c *runFlags) request() (orchestrator.Request, error) {
 	req := orchestrator.Request{
 		Noop: c.noop, TTL: c.ttl, Timeout: c.timeout, DiscoveryTimeout: c.discovery,
 		BatchSleep: c.sleep, MaxFailures: c.maxFail,
+		Discovery: orchestrator.DiscoveryMode(c.mode), Async: c.async, Sender: sender(),
 	}
-	if c.json && c.jsonl {
+	switch {
+	case c.json && c.jsonl:
 		return req, errors.New("--json and --jsonl cannot be used together")
+	case c.async && c.jsonl:
+		return req, errors.New("--async and --jsonl cannot be used together: nothing is collected")
+	case c.async && c.batch != "":
+		return req, errors.New("--async and --batch cannot be used together: batches wait for replies")
 	}
 	var err error
 	if req.Filter, err = c.filter.filter(); err != nil {
@@ -167,7 +177,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 	defer nc.Close()
 
 	progress := newProgress(a.Stderr)
-	if progress != nil && !c.jsonl {
+	if progress != nil && !c.jsonl && !c.async {
 		req.Progress = progress.update
 	}
 	if c.jsonl {
@@ -186,6 +196,10 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 			fmt.Fprintln(a.Stdout, string(b))
 		case c.jsonl:
 			_ = json.NewEncoder(a.Stdout).Encode(res)
+		case c.async:
+			if len(res.Expected) > 0 {
+				fmt.Fprintln(a.Stdout, res.RequestID)
+			}
 		default:
 			render(a.Stdout, res)
 		}

@@ -1,8 +1,9 @@
 // Command ccm-orch drives a CCM Fleet: it finds hosts by their facts
 // (discover), applies one resource (ensure) or a whole manifest (apply,
 // audit) on all of them at once or in batches and prints one aggregated
-// answer with a documented exit code. It can also run an embedded NATS
-// broker (broker) for a small fleet or a test.
+// answer with a documented exit code. Requests and replies are kept in
+// JetStream and can be read again (history). It can also run an embedded
+// NATS broker, alone or in a cluster (broker).
 package main
 
 import (
@@ -39,5 +40,6 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	a.registerDiscover(cli)
 	a.registerEnsure(cli)
 	a.registerApply(cli)
+	a.registerHistory(cli)
 	return program.Run(cli, args, stderr)
 }

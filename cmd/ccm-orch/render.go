@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,6 +75,7 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		hosts []string
 	}{
 		{"did not reply", res.NoReply},
+		{"replied after the deadline", res.LateHosts},
 		{"replied without being asked", res.Unexpected},
 		{"were not asked", res.NotAsked},
 	} {
@@ -115,7 +117,7 @@ func summaryLine(res *orchestrator.Result, resources bool) string {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{res.Duplicates, "duplicate"}, {res.Late, "late"}, {res.Malformed, "malformed"}} {
+	}{{res.Duplicates, "duplicate"}, {ignoredLate(res), "late"}, {res.Malformed, "malformed"}} {
 		if c.n > 0 {
 			ignored = append(ignored, fmt.Sprintf("%d %s", c.n, c.what))
 		}
@@ -190,4 +192,17 @@ func (p *progress) clear() {
 	if p != nil && p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// ignoredLate counts the late replies a result left out: those of hosts
+// still counted as no reply (a live run). Rebuilt from history, late
+// replies count and are not ignored.
+func ignoredLate(res *orchestrator.Result) int {
+	n := 0
+	for _, h := range res.LateHosts {
+		if slices.Contains(res.NoReply, h) {
+			n++
+		}
+	}
+	return n
 }

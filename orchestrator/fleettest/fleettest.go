@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -34,13 +36,42 @@ type Fleet struct {
 // URL is the broker's client URL.
 func (f *Fleet) URL() string { return f.Broker.ClientURL() }
 
+// Options change how StartWith starts a fleet.
+type Options struct {
+	// History creates the history stream and the node registry before the
+	// agents start.
+	History bool
+	// Config is the agents' base configuration. Its StateDir defaults to a
+	// directory below t.TempDir() and its ShutdownTimeout to 5s.
+	Config agent.Config
+}
+
 // Start starts a broker and count simulated agents whose facts are base
 // plus one value of each vary ("key=v1,v2", see agent.ParseVary), and waits
 // until all of them serve. The agents and the broker stop at t's cleanup.
 func Start(t brokertest.TB, count int, base map[string]any, vary ...string) *Fleet {
 	t.Helper()
+	return StartWith(t, Options{}, count, base, vary...)
+}
+
+// StartWith is Start with options.
+func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary ...string) *Fleet {
+	t.Helper()
 	b := brokertest.Start(t)
 	url := b.ClientURL()
+	if o.History {
+		if err := provision(url); err != nil {
+			t.Fatalf("fleettest: %v", err)
+			return nil
+		}
+	}
+	cfg := o.Config
+	if cfg.StateDir == "" {
+		cfg.StateDir = t.TempDir()
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 5 * time.Second
+	}
 
 	var vs []agent.Vary
 	for _, v := range vary {
@@ -71,7 +102,7 @@ func Start(t brokertest.TB, count int, base map[string]any, vary ...string) *Fle
 		Prefix: Prefix,
 		Facts:  base,
 		Vary:   vs,
-		Config: agent.Config{ShutdownTimeout: 5 * time.Second},
+		Config: cfg,
 		Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 			return natsconn.Connect(ctx, natsconn.Options{Servers: url, Name: name})
 		},
@@ -115,4 +146,24 @@ func (f *Fleet) Connect(t brokertest.TB) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// provision creates the history stream and the node registry.
+func provision(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	nc, err := natsconn.Connect(ctx, natsconn.Options{Servers: url, Name: "fleettest-provision"})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if _, err := jsstore.EnsureHistory(ctx, js, jsstore.HistoryConfig{}); err != nil {
+		return err
+	}
+	_, err = jsstore.EnsureRegistry(ctx, js, jsstore.RegistryConfig{})
+	return err
 }

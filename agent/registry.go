@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// nodeRecord is the agent's registry entry as of now.
+func (a *Agent) nodeRecord() ([]byte, error) {
+	f := a.currentFacts()
+	return json.Marshal(&protocol.NodeRecord{
+		Protocol: protocol.NodeProtocol,
+		Identity: a.cfg.Identity,
+		Facts:    f.scalar,
+		Version:  a.version,
+		Started:  a.started,
+		LastSeen: a.now().UTC(),
+	})
+}
+
+// registrar keeps the agent's registry entry: it is put before the agent
+// reports ready, again every heartbeat and whenever UpdateFacts is called,
+// and deleted when the agent stops. The bucket is created with RegistryTTL
+// when it does not exist. Failures are logged (once at Warn until the next
+// success) and retried at the next heartbeat; they never stop the agent.
+type registrar struct {
+	a      *Agent
+	kv     jetstream.KeyValue
+	failed bool
+}
+
+// registryRetry is how soon a failed registry update is retried (at most
+// a heartbeat), and startAttempts how often the first one is tried before
+// the agent reports ready.
+const (
+	registryRetry = time.Second
+	startAttempts = 3
+)
+
+// start puts the entry before the agent serves, trying a few times within
+// HistoryTimeout (a bucket being created by many agents at once may not
+// answer the first time) unless JetStream is not there at all.
+func (r *registrar) start(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, r.a.cfg.HistoryTimeout)
+	defer cancel()
+	for i := range startAttempts {
+		err := r.put(ctx)
+		if err == nil || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(i+1) * 100 * time.Millisecond):
+		}
+	}
+}
+
+// put opens the bucket when needed and writes the entry.
+func (r *registrar) put(ctx context.Context) error {
+	a := r.a
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.HistoryTimeout)
+	defer cancel()
+	err := func() error {
+		if r.kv == nil {
+			kv, err := jsstore.OpenRegistry(ctx, a.js, jsstore.RegistryConfig{TTL: a.cfg.RegistryTTL})
+			if err != nil {
+				return err
+			}
+			r.kv = kv
+		}
+		data, err := a.nodeRecord()
+		if err != nil {
+			return err
+		}
+		_, err = r.kv.Put(ctx, a.cfg.Identity, data)
+		return err
+	}()
+	switch {
+	case err != nil && !r.failed:
+		r.failed = true
+		a.log.Warn("could not update the node registry", "error", err)
+	case err != nil:
+		a.log.Debug("could not update the node registry", "error", err)
+	case r.failed:
+		r.failed = false
+		a.log.Info("node registry updated again")
+	}
+	if err == nil {
+		a.stats.heartbeats.Add(1)
+	}
+	return err
+}
+
+// run refreshes the entry every heartbeat (a second after a failure) until
+// ctx ends, then deletes it.
+func (r *registrar) run(ctx context.Context) {
+	a := r.a
+	next := func() time.Duration {
+		if r.failed {
+			return min(a.cfg.Heartbeat, registryRetry)
+		}
+		return a.cfg.Heartbeat
+	}
+	timer := time.NewTimer(next())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.remove(context.WithoutCancel(ctx))
+			return
+		case <-timer.C:
+			_ = r.put(ctx)
+		case <-a.factsChanged:
+			_ = r.put(ctx)
+		}
+		timer.Reset(next())
+	}
+}
+
+// remove deletes the entry, so a stopped agent leaves the registry at once.
+func (r *registrar) remove(ctx context.Context) {
+	if r.kv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.a.cfg.HistoryTimeout)
+	defer cancel()
+	if err := r.kv.Delete(ctx, r.a.cfg.Identity); err != nil {
+		r.a.log.Warn("could not remove this node from the registry", "error", err)
+	}
+}
+
+// factSet is the agent's facts and their scalar part, replaced as a whole.
+type factSet struct {
+	all    map[string]any
+	scalar map[string]any
+}
+
+func newFactSet(identity string, facts map[string]any) *factSet {
+	f := make(map[string]any, len(facts)+1)
+	maps.Copy(f, facts)
+	f["identity"] = identity
+	return &factSet{all: f, scalar: protocol.ScalarFacts(f)}
+}
+
+// currentFacts returns the facts in use.
+func (a *Agent) currentFacts() *factSet { return a.facts.Load() }
+
+// UpdateFacts replaces the agent's facts (the identity is kept): filters
+// and templates of later requests see the new facts, and the registry entry
+// is refreshed at once. The subjects the agent listens on follow its facts
+// as they were when it started.
+func (a *Agent) UpdateFacts(facts map[string]any) {
+	a.facts.Store(newFactSet(a.cfg.Identity, facts))
+	select {
+	case a.factsChanged <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// historyTimeFormat is how listings print times (local time).
+const historyTimeFormat = "2006-01-02 15:04:05"
+
+func (a *app) registerHistory(cli *fisk.Application) {
+	h := cli.Command("history", "Set up and read the history of fleet requests kept in JetStream")
+	a.registerHistoryInit(h)
+	a.registerHistoryList(h)
+	a.registerHistoryShow(h)
+	a.registerHistoryHost(h)
+}
+
+func (a *app) registerHistoryInit(h *fisk.CmdClause) {
+	var (
+		replicas      int
+		maxAge, bytes string
+		ttl           time.Duration
+	)
+	cmd := h.Command("init", "Create or update the history stream CCM_HISTORY and the node registry CCM_NODES on an existing NATS")
+	cmd.Flag("replicas", "Servers keeping each record (a cluster of 3: 3)").Default("1").IntVar(&replicas)
+	cmd.Flag("max-age", "How long records are kept (s, m, h or d)").Default("30d").StringVar(&maxAge)
+	cmd.Flag("max-bytes", "Size limit of the history, the oldest records go first (e.g. 10GiB; -1: none)").Default("-1").StringVar(&bytes)
+	cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()).DurationVar(&ttl)
+	conn := connflags.Register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error {
+		age, err := parseAge(maxAge)
+		if err != nil {
+			return program.Exit(protocol.ExitError, fmt.Errorf("--max-age: %w", err))
+		}
+		size, err := parseSize(bytes)
+		if err != nil {
+			return program.Exit(protocol.ExitError, fmt.Errorf("--max-bytes: %w", err))
+		}
+		hc := jsstore.HistoryConfig{Replicas: replicas, MaxAge: age, MaxBytes: size}
+		rc := jsstore.RegistryConfig{Replicas: replicas, TTL: ttl}
+		if err := errors.Join(hc.Validate(), rc.Validate()); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		ctx, stop := a.signalContext()
+		defer stop()
+		nc, err := a.connect(ctx, conn)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := provision(ctx, js, hc, rc, a.Stdout); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		return nil
+	})
+}
+
+// provision creates or updates the history stream and the registry bucket
+// and says so on w.
+func provision(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig, w interface{ Write([]byte) (int, error) }) error {
+	info, err := jsstore.EnsureHistory(ctx, js, hc)
+	if err != nil {
+		return err
+	}
+	limit := "no size limit"
+	if info.Config.MaxBytes > 0 {
+		limit = fmt.Sprintf("at most %d bytes", info.Config.MaxBytes)
+	}
+	fmt.Fprintf(w, "history stream %s: %s, records kept %s, %s\n", protocol.HistoryStream, replicasText(info.Config.Replicas), formatAge(info.Config.MaxAge), limit)
+	kv, err := jsstore.EnsureRegistry(ctx, js, rc)
+	if err != nil {
+		return err
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
+	}
+	fmt.Fprintf(w, "node registry %s: %s, entries expire %s after their last heartbeat\n", protocol.NodesBucket, replicasText(rc.Replicas), st.TTL())
+	return nil
+}
+
+func replicasText(n int) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
+}
+
+func (a *app) registerHistoryList(h *fisk.CmdClause) {
+	var (
+		since, host string
+		limit       int
+		js          bool
+	)
+	cmd := h.Command("list", "List recent requests: when, what was asked, the filter and the host counts")
+	cmd.Flag("since", "Only requests of this recent past (s, m, h or d)").Default("24h").StringVar(&since)
+	cmd.Flag("host", "Only requests that expected or heard from this host").PlaceHolder("ID").StringVar(&host)
+	cmd.Flag("limit", "At most this many requests, the most recent").Default(fmt.Sprint(orchestrator.DefaultHistoryLimit)).IntVar(&limit)
+	cmd.Flag("json", "Print the list as JSON").BoolVar(&js)
+	conn := connflags.Register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error {
+		age, err := parseAge(since)
+		if err != nil {
+			return program.Exit(protocol.ExitError, fmt.Errorf("--since: %w", err))
+		}
+		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
+			list, err := c.HistoryList(ctx, orchestrator.HistoryListOptions{Since: time.Now().Add(-age), Host: host, Limit: limit})
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			if js {
+				return a.printJSON(list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.Stdout, "no requests")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tREQUEST\tASKED\tFILTER\tEXPECTED\tOK\tCHANGED\tFAILED\tNO REPLY")
+			for _, s := range list {
+				asked := s.Asked
+				if s.Noop && s.Asked != "" && !strings.HasPrefix(asked, "audit") {
+					asked += " (noop)"
+				}
+				filter := s.Filter
+				if filter == "" {
+					filter = "-"
+				}
+				changed := s.Hosts.Changed + s.Hosts.WouldChange
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", s.Time.Local().Format(historyTimeFormat), s.RequestID, asked, filter,
+					s.Expected, s.Hosts.OK, changed, s.Hosts.Failed, s.Hosts.NoReply)
+			}
+			return tw.Flush()
+		})
+	})
+}
+
+func (a *app) registerHistoryShow(h *fisk.CmdClause) {
+	var (
+		id string
+		js bool
+	)
+	cmd := h.Command("show", "Print a request's report rebuilt from history, late replies included, with the live command's exit code")
+	cmd.Arg("request", "The request id").Required().StringVar(&id)
+	cmd.Flag("json", "Print the result document, as the live command's --json").BoolVar(&js)
+	conn := connflags.Register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error {
+		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
+			run, err := c.History(ctx, id)
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			if js {
+				if err := a.printJSON(run.Result); err != nil {
+					return err
+				}
+			} else {
+				r := run.Request
+				fmt.Fprintf(a.Stdout, "request %s at %s by %s: %s", r.RequestID, r.Created.Local().Format(historyTimeFormat), orDash(r.Sender), orchestrator.DescribeRequest(r))
+				if f := orchestrator.FilterString(r.Filter); f != "" {
+					fmt.Fprintf(a.Stdout, " where %s", f)
+				}
+				fmt.Fprintln(a.Stdout)
+				if r.Ensure != nil {
+					renderResult(a.Stdout, run.Result)
+				} else {
+					renderManifestResult(a.Stdout, run.Result)
+				}
+			}
+			if run.Result.ExitCode != protocol.ExitOK {
+				return program.Exit(run.Result.ExitCode, nil)
+			}
+			return nil
+		})
+	})
+}
+
+func (a *app) registerHistoryHost(h *fisk.CmdClause) {
+	var (
+		id, since string
+		limit     int
+		js        bool
+	)
+	cmd := h.Command("host", "Print one host's timeline of results")
+	cmd.Arg("identity", "The host's identity").Required().StringVar(&id)
+	cmd.Flag("since", "Only results of this recent past (s, m, h or d)").Default("24h").StringVar(&since)
+	cmd.Flag("limit", "At most this many results, the most recent (0: all)").Default("100").IntVar(&limit)
+	cmd.Flag("json", "Print the timeline as JSON").BoolVar(&js)
+	conn := connflags.Register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error {
+		age, err := parseAge(since)
+		if err != nil {
+			return program.Exit(protocol.ExitError, fmt.Errorf("--since: %w", err))
+		}
+		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
+			entries, err := c.HistoryHost(ctx, id, time.Now().Add(-age), limit)
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			if js {
+				return a.printJSON(entries)
+			}
+			if len(entries) == 0 {
+				fmt.Fprintf(a.Stdout, "no results of %s\n", id)
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tREQUEST\tASKED\tOUTCOME\tDURATION\tPROBLEM")
+			for _, e := range entries {
+				outcome := e.Outcome
+				if e.Late {
+					outcome += " (late)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(historyTimeFormat), e.RequestID, orDash(e.Asked), outcome,
+					e.Duration.Round(time.Millisecond), orDash(entryProblem(e)))
+			}
+			return tw.Flush()
+		})
+	})
+}
+
+// entryProblem is the failure of a timeline entry, "" when none.
+func entryProblem(e orchestrator.HostEntry) string {
+	if e.Error != nil {
+		return string(e.Error.Code) + ": " + e.Error.Message
+	}
+	var msgs []string
+	for _, ev := range e.Events {
+		if ev.Failed {
+			msgs = append(msgs, ev.ResourceID()+": "+strings.Join(ev.Errors, "; "))
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// withClient connects as conn says and runs f with an orchestrator client.
+func (a *app) withClient(conn *connflags.Flags, f func(context.Context, *orchestrator.Client) error) error {
+	ctx, stop := a.signalContext()
+	defer stop()
+	nc, err := a.connect(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return f(ctx, orchestrator.New(nc, orchestrator.WithLogger(a.Logger())))
+}
+
+// printJSON writes v as indented JSON.
+func (a *app) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	fmt.Fprintln(a.Stdout, string(b))
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

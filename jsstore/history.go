@@ -1,0 +1,201 @@
+package jsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// EnsureHistory creates the history stream, or updates it to c when it
+// exists, and returns its information.
+func EnsureHistory(ctx context.Context, js jetstream.JetStream, c HistoryConfig) (*jetstream.StreamInfo, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := js.CreateOrUpdateStream(ctx, c.StreamConfig())
+	if err != nil {
+		return nil, fmt.Errorf("history stream %s: %w", protocol.HistoryStream, err)
+	}
+	return s.CachedInfo(), nil
+}
+
+// Publish writes one history record with its message id (see
+// protocol.HistoryMsgID) to the history stream. duplicate is true when the
+// stream already had a record with that id: it was recorded before, which is
+// success. A failure is not retried: with no JetStream answering it comes
+// back at once.
+func Publish(ctx context.Context, js jetstream.JetStream, subject, msgID string, header nats.Header, data []byte) (duplicate bool, err error) {
+	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: header, Data: data},
+		jetstream.WithMsgID(msgID), jetstream.WithExpectStream(protocol.HistoryStream), jetstream.WithRetryAttempts(0))
+	if err != nil {
+		return false, historyError(err)
+	}
+	return ack.Duplicate, nil
+}
+
+// Recorded reports whether the history stream already holds a record on
+// subject (each subject holds one record: one host's reply to one request).
+func Recorded(ctx context.Context, js jetstream.JetStream, subject string) (bool, error) {
+	s, err := js.Stream(ctx, protocol.HistoryStream)
+	if err != nil {
+		return false, fmt.Errorf("history %s: %w", subject, err)
+	}
+	_, err = s.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	default:
+		return false, fmt.Errorf("history %s: %w", subject, err)
+	}
+}
+
+// Record is one message of the history stream.
+type Record struct {
+	// RequestID and Identity come from the subject; Identity is empty for
+	// the request's own record.
+	RequestID string
+	Identity  string
+	Subject   string
+	Header    nats.Header
+	Data      []byte
+	// Time is when the server stored the record.
+	Time time.Time
+	// Seq is the record's stream sequence.
+	Seq uint64
+}
+
+// readBatch is how many records a reader asks for at once.
+const readBatch = 1000
+
+// ReadOptions select the records Read delivers.
+type ReadOptions struct {
+	// Filter is a subject filter within ccm.v1.history.>.
+	Filter string
+	// Since, when set, skips records stored before it.
+	Since time.Time
+	// HeadersOnly delivers records without their data.
+	HeadersOnly bool
+}
+
+// Read calls fn with every record opts select, in stream order, until it
+// has seen every record stored when it started. Records whose subject does
+// not parse are skipped. An error of fn stops the read and is returned. A
+// missing stream is ErrNoHistory.
+func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func(Record) error) error {
+	since := opts.Since
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     opts.Filter,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: time.Minute,
+		HeadersOnly:       opts.HeadersOnly,
+	}
+	if !since.IsZero() {
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &since
+	}
+	cons, err := js.CreateConsumer(ctx, protocol.HistoryStream, cfg)
+	if err != nil {
+		return historyError(err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, protocol.HistoryStream, cons.CachedInfo().Name)
+	}()
+	pending := cons.CachedInfo().NumPending
+	for pending > 0 {
+		batch, err := cons.FetchNoWait(readBatch)
+		if err != nil {
+			return historyError(err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			pending = meta.NumPending
+			id, host, err := protocol.ParseHistorySubject(m.Subject())
+			if err != nil {
+				continue
+			}
+			rec := Record{RequestID: id, Identity: host, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: meta.Timestamp, Seq: meta.Sequence.Stream}
+			if err := fn(rec); err != nil {
+				return err
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return historyError(err)
+		}
+		if got == 0 {
+			// Nothing ready yet although some is pending: wait briefly
+			// for it rather than spin.
+			if err := waitPending(ctx, cons, &pending); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitPending fetches one record with a short wait, for the rare case a
+// no-wait fetch came back empty while records were pending.
+func waitPending(ctx context.Context, cons jetstream.Consumer, pending *uint64) error {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return historyError(err)
+	}
+	*pending = info.NumPending
+	if *pending > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Get returns the record on subject (a request's or one host's), or
+// jetstream.ErrMsgNotFound.
+func Get(ctx context.Context, js jetstream.JetStream, subject string) (Record, error) {
+	s, err := js.Stream(ctx, protocol.HistoryStream)
+	if err != nil {
+		return Record{}, historyError(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return Record{}, err
+		}
+		return Record{}, historyError(err)
+	}
+	id, host, err := protocol.ParseHistorySubject(m.Subject)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{RequestID: id, Identity: host, Subject: m.Subject, Header: m.Header, Data: m.Data, Time: m.Time, Seq: m.Sequence}, nil
+}
+
+// historyError names a missing stream (or no JetStream answering for it)
+// as ErrNoHistory.
+func historyError(err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return fmt.Errorf("%w %s (create it with `ccm-orch history init`): %w", ErrNoHistory, protocol.HistoryStream, err)
+	}
+	return fmt.Errorf("history %s: %w", protocol.HistoryStream, err)
+}

@@ -1,0 +1,237 @@
+package orchestrator
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// historyTimeout bounds writing the request's record.
+const historyTimeout = 5 * time.Second
+
+// recordRequest writes the request's record (what was asked, of whom, by
+// whom, when, with the expected set) to the history stream.
+func (c *Client) recordRequest(ctx context.Context, id string, req *Request, res *Result) error {
+	rec := protocol.HistoryRequest{
+		Protocol:  protocol.HistoryRequestProtocol,
+		RequestID: id,
+		Created:   c.now().UTC(),
+		Sender:    cmp.Or(req.Sender, c.sender),
+		Noop:      req.Noop,
+		Filter:    req.Filter,
+		Discovery: res.Discovery,
+		Expected:  res.Expected,
+		Timeout:   protocol.Duration(req.Timeout),
+		TTL:       protocol.Duration(req.TTL),
+		Async:     req.Async,
+		Ensure:    req.Ensure,
+		Manifest:  req.ManifestName,
+	}
+	if req.batching() {
+		rec.Batch = req.window(len(res.Expected))
+	}
+	for _, d := range declaredResources(req.Manifest) {
+		rec.Resources = append(rec.Resources, protocol.HistoryResource{Type: d.Type, Name: d.Name})
+	}
+	data, err := json.Marshal(&rec)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	if c.js == nil {
+		return jsstore.ErrNoHistory
+	}
+	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
+	defer cancel()
+	_, err = jsstore.Publish(ctx, c.js, protocol.HistoryRequestSubject(id), protocol.HistoryMsgID(id, ""), nil, data)
+	return err
+}
+
+// sendAsync sends the request with no reply subject: the agents run it and
+// record their replies in history only.
+func (c *Client) sendAsync(id string, req *Request, body json.RawMessage, expected []string) error {
+	subjects, perNode := c.requestSubjects(req.Filter, expected)
+	fr := protocol.NewFleetRequest(id, c.now(), req.TTL)
+	fr.Noop, fr.Filter, fr.Ensure, fr.Manifest = req.Noop, req.Filter, req.Ensure, body
+	if perNode {
+		fr.Targets = expected
+	}
+	data, err := encodeRequest(fr, req.MaxRequestBytes)
+	if err != nil {
+		return err
+	}
+	for _, s := range subjects {
+		if err := c.nc.Publish(s, data); err != nil {
+			return fmt.Errorf("%w on %s: %w", ErrPublish, s, err)
+		}
+	}
+	if err := c.nc.FlushTimeout(historyTimeout); err != nil {
+		return fmt.Errorf("%w: %w", ErrPublish, err)
+	}
+	return nil
+}
+
+// HistoryRun is one request rebuilt from history.
+type HistoryRun struct {
+	// Request is the request's record.
+	Request *protocol.HistoryRequest `json:"request"`
+	// Recorded is when the server stored the request's record.
+	Recorded time.Time `json:"recorded"`
+	// Result is the run's report as the live run built it, except that
+	// replies that came after their deadline count with the outcome they
+	// report (and are listed in LateHosts), hosts never asked by a stopped
+	// batch run show as no reply, and Elapsed runs from the request's
+	// record to the last reply's.
+	Result *Result `json:"result"`
+}
+
+// hostRecord is one host's first record of a run.
+type hostRecord struct {
+	reply *protocol.FleetReply
+	late  bool
+	time  time.Time
+}
+
+// History rebuilds the report of request id from its records: the request
+// and every host's reply, late ones included. A request with no record is
+// ErrNotFound; a missing history stream jsstore.ErrNoHistory.
+func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
+	if err := protocol.ValidateRequestID(id); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if c.js == nil {
+		return nil, jsstore.ErrNoHistory
+	}
+	run := &HistoryRun{}
+	var (
+		recs                  = map[string]*hostRecord{}
+		heads                 = map[string]hostTiming{}
+		duplicates, malformed int
+	)
+	err := jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistoryRunSubjects(id)}, func(r jsstore.Record) error {
+		if r.Identity == "" {
+			if run.Request != nil {
+				duplicates++
+				return nil
+			}
+			hr, err := protocol.DecodeHistoryRequest(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
+			if err != nil {
+				c.log.Warn("malformed request record in history", "request", id, "error", err)
+				malformed++
+				return nil
+			}
+			run.Request, run.Recorded = hr, r.Time
+			return nil
+		}
+		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
+		switch {
+		case err != nil || reply.RequestID != id || reply.Identity != r.Identity:
+			malformed++
+			return nil
+		case recs[r.Identity] != nil:
+			duplicates++
+			return nil
+		}
+		recs[r.Identity] = &hostRecord{reply: reply, time: r.Time}
+		heads[r.Identity] = timingOf(r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", id, err)
+	}
+	if run.Request == nil {
+		return nil, fmt.Errorf("%w: request %s", ErrNotFound, id)
+	}
+	timeout := time.Duration(run.Request.Timeout)
+	for host, h := range heads {
+		recs[host].late = h.late(timeout)
+	}
+	run.Result = rebuild(run.Request, run.Recorded, recs)
+	run.Result.Duplicates, run.Result.Malformed = duplicates, malformed
+	return run, nil
+}
+
+// maxRecordBytes bounds one history record read back.
+const maxRecordBytes = 8 << 20
+
+// hostTiming is when an agent received a request and sent its reply, by
+// its own clock (the record's headers).
+type hostTiming struct{ received, replied time.Time }
+
+func timingOf(r jsstore.Record) hostTiming {
+	return hostTiming{
+		received: protocol.ParseHeaderTime(r.Header.Get(protocol.HeaderReceived)),
+		replied:  protocol.ParseHeaderTime(r.Header.Get(protocol.HeaderReplied)),
+	}
+}
+
+// late reports whether the reply came after the host's deadline: more than
+// timeout after the request reached the agent.
+func (t hostTiming) late(timeout time.Duration) bool {
+	if t.received.IsZero() || t.replied.IsZero() || timeout <= 0 {
+		return false
+	}
+	return t.replied.Sub(t.received) > timeout
+}
+
+// rebuild makes the run's Result from its request record and host records.
+func rebuild(req *protocol.HistoryRequest, recorded time.Time, recs map[string]*hostRecord) *Result {
+	res := &Result{
+		RequestID: req.RequestID,
+		Noop:      req.Noop,
+		Expected:  slices.Clone(req.Expected),
+		Discovery: req.Discovery,
+		Async:     req.Async,
+	}
+	expected := make(map[string]bool, len(req.Expected))
+	hosts := make([]HostResult, 0, len(req.Expected))
+	last := recorded
+	for _, id := range uniqueSorted(req.Expected) {
+		expected[id] = true
+		rec := recs[id]
+		if rec == nil {
+			hosts = append(hosts, HostResult{Identity: id, Outcome: OutcomeNoReply, Events: []*protocol.TransactionEvent{}})
+			continue
+		}
+		hosts = append(hosts, newHostResult(req.Noop, rec.reply))
+		if rec.late {
+			res.LateHosts = append(res.LateHosts, id)
+		}
+		if rec.time.After(last) {
+			last = rec.time
+		}
+	}
+	for id := range recs {
+		if !expected[id] && len(res.Unexpected) < MaxUnexpected {
+			res.Unexpected = append(res.Unexpected, id)
+		}
+	}
+	res.Late = len(res.LateHosts)
+	res.finish(hosts, historyNames(req), time.Now())
+	res.Elapsed = last.Sub(recorded)
+	return res
+}
+
+// historyNames names the resources of a recorded request's replies as the
+// request declared them.
+func historyNames(req *protocol.HistoryRequest) *refNamer {
+	if req.Ensure != nil {
+		return ensureRefs(requestedRef(req.Ensure))
+	}
+	decl := make([]DeclaredResource, len(req.Resources))
+	for i, r := range req.Resources {
+		decl[i] = DeclaredResource{Type: r.Type, Name: r.Name}
+	}
+	return manifestRefs(decl)
+}
+
+// isNotFound reports a record that does not exist.
+func isNotFound(err error) bool { return errors.Is(err, jetstream.ErrMsgNotFound) }
