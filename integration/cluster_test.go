@@ -93,7 +93,7 @@ var _ = Describe("A cluster of three brokers", Ordered, func() {
 
 	It("keeps exact accounting and one record per host when a server stops in the middle of a run", func() {
 		b := newBlocker()
-		s := f.start("ensure", "exec", b.command(), "--json", "--reply-timeout", "90s")
+		s := f.start("ensure", "exec", b.command(), "--json", "--reply-timeout", "10m")
 		Eventually(b.started).WithTimeout(30 * time.Second).Should(Equal(60))
 
 		// ccm-orch is on the first server; stop the third, which a third

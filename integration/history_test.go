@@ -85,6 +85,18 @@ func (f *fleet) resubscribed(prefix, other string) int {
 	return n
 }
 
+// describeClients says which of the broker's clients have which number of
+// subscriptions, for a failure message.
+func (f *fleet) describeClients() string {
+	var b strings.Builder
+	clients := f.broker.Clients()
+	fmt.Fprintf(&b, "%d clients:", len(clients))
+	for _, c := range clients {
+		fmt.Fprintf(&b, " %s(%d)", c.Name, c.Subscriptions)
+	}
+	return b.String()
+}
+
 // identitiesOf lists the fleet's identities, sorted.
 func (f *fleet) identitiesOf() []string {
 	var out []string
@@ -209,7 +221,9 @@ var _ = Describe("History of a fleet of 100 simulated agents", Ordered, func() {
 
 	It("spools replies while JetStream is disabled and records each exactly once when it is back", func() {
 		b := newBlocker()
-		s := f.start("ensure", "exec", b.command(), "--json", "--reply-timeout", "60s")
+		// The deadline is far: the run ends when the 100 hosts have replied,
+		// and a slow machine must not turn the wait below into no replies.
+		s := f.start("ensure", "exec", b.command(), "--json", "--reply-timeout", "10m")
 		Eventually(b.started).WithTimeout(30 * time.Second).Should(Equal(100))
 		restart := func(js bool) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -226,10 +240,11 @@ var _ = Describe("History of a fleet of 100 simulated agents", Ordered, func() {
 		// Every agent and the waiting ccm-orch are back, subscribed, before
 		// the hosts finish (a reply sent before the inbox is subscribed
 		// again would be lost, as core NATS does).
-		Eventually(func() int { return f.resubscribed("hist-", "ccm-orch") }).WithTimeout(30 * time.Second).Should(Equal(101))
+		Eventually(func() int { return f.resubscribed("hist-", "ccm-orch") }).WithTimeout(60*time.Second).
+			Should(Equal(101), f.describeClients)
 		b.release()
 
-		Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit(0))
+		Eventually(s).WithTimeout(120 * time.Second).Should(gexec.Exit(0))
 		var live map[string]any
 		Expect(json.Unmarshal(s.Out.Contents(), &live)).To(Succeed())
 		Expect(live["replied"]).To(BeNumerically("==", 100), "agents reply without JetStream")

@@ -171,6 +171,7 @@ func (f *fleet) start(args ...string) *gexec.Session {
 	cmd.Env = append(cmd.Environ(), "CCM_SERVER="+f.url)
 	s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
 	Expect(err).ToNot(HaveOccurred())
+	DeferCleanup(func() { s.Kill().Wait(10 * time.Second) }) // a failed spec leaves no ccm-orch behind
 	return s
 }
 
