@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/engine"
-	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
 // Agent serves fleet requests for one host over one NATS connection.
@@ -35,14 +35,22 @@ type Agent struct {
 	// factsChanged wakes the registrar after UpdateFacts
 	factsChanged chan struct{}
 
-	// guards queue, closed, records and recordsClosed: requests are
-	// admitted until Run closes the queue, records handed to the historian
-	// until it closes records
+	// guards queue, closed, running, records and recordsClosed: requests
+	// are admitted until Run closes the agent, records handed to the
+	// historian until it closes records
 	mu            sync.Mutex
 	queue         chan *job
 	closed        bool
+	running       int // workers running, at most MaxConcurrent
+	busy          int // workers running a job
 	records       chan record
 	recordsClosed bool
+	// workers are the goroutines running requests: started as requests
+	// are admitted, ended when the queue is empty, so an idle agent has
+	// none
+	workers sync.WaitGroup
+	// jobsCtx is what running requests see; Run sets it before serving
+	jobsCtx context.Context
 }
 
 type job struct {
@@ -92,7 +100,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		log:          slog.New(slog.DiscardHandler),
 		version:      "development",
 		now:          time.Now,
-		queue:        make(chan *job, cfg.QueueLength),
+		queue:        make(chan *job, cfg.QueueLength+cfg.MaxConcurrent),
 		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
 		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		factsChanged: make(chan struct{}, 1),
@@ -146,35 +154,32 @@ func (a *Agent) Run(ctx context.Context) error {
 	regDone := make(chan struct{})
 	go func() { defer close(regDone); reg.run(ctx) }()
 
-	var workers sync.WaitGroup
-	for range a.cfg.MaxConcurrent {
-		workers.Go(func() {
-			for j := range a.queue {
-				a.execute(jobsCtx, j)
-			}
-		})
-	}
+	a.jobsCtx = jobsCtx
 
+	// Every subscription feeds one channel read by one goroutine: an
+	// agent then costs two goroutines of its connection and this one while
+	// idle, however many subjects it listens on.
 	reqSubjects, discSubjects := a.Subjects()
-	var subs []*nats.Subscription
-	subscribe := func(subject string, h nats.MsgHandler) error {
-		s, err := a.nc.Subscribe(subject, h)
-		if err != nil {
-			return fmt.Errorf("agent %s: subscribe %s: %w", a.cfg.Identity, subject, err)
-		}
-		subs = append(subs, s)
-		return nil
+	msgs := make(chan *nats.Msg, subscriptionBuffer)
+	discovery := make(map[string]bool, len(discSubjects))
+	for _, s := range discSubjects {
+		discovery[s] = true
 	}
+	stopDispatch := make(chan struct{})
+	dispatchDone := make(chan struct{})
+	go func() {
+		defer close(dispatchDone)
+		a.dispatch(msgs, discovery, stopDispatch)
+	}()
+	var subs []*nats.Subscription
 	var err error
-	for _, s := range reqSubjects {
-		if err = subscribe(s, a.onRequest); err != nil {
+	for _, subject := range append(slices.Clone(reqSubjects), discSubjects...) {
+		s, serr := a.nc.ChanSubscribe(subject, msgs)
+		if serr != nil {
+			err = fmt.Errorf("agent %s: subscribe %s: %w", a.cfg.Identity, subject, serr)
 			break
 		}
-	}
-	for _, s := range discSubjects {
-		if err == nil {
-			err = subscribe(s, a.onDiscovery)
-		}
+		subs = append(subs, s)
 	}
 	if err == nil {
 		if ferr := a.nc.FlushTimeout(10 * time.Second); ferr != nil {
@@ -200,12 +205,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	close(stopDispatch)
+	<-dispatchDone
 	a.mu.Lock()
 	a.closed = true
-	close(a.queue)
 	a.mu.Unlock()
 	done := make(chan struct{})
-	go func() { workers.Wait(); close(done) }()
+	go func() { a.workers.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(a.cfg.ShutdownTimeout):
@@ -259,19 +265,77 @@ func (a *Agent) onRequest(m *nats.Msg) {
 	}
 }
 
-// admit queues a job unless the queue is full or closed.
+// subscriptionBuffer is how many received messages an agent holds for its
+// dispatcher; beyond it NATS drops them (a slow consumer). The dispatcher
+// only decodes and queues, and answers busy once QueueLength requests
+// wait, so it is never far behind.
+const subscriptionBuffer = 256
+
+// dispatch hands each message on msgs to onRequest or, for the discovery
+// subjects, onDiscovery, until stop is closed; then it handles what msgs
+// still holds and returns.
+func (a *Agent) dispatch(msgs chan *nats.Msg, discovery map[string]bool, stop chan struct{}) {
+	handle := func(m *nats.Msg) {
+		if m.Sub != nil && discovery[m.Sub.Subject] {
+			a.onDiscovery(m)
+			return
+		}
+		a.onRequest(m)
+	}
+	for {
+		select {
+		case m := <-msgs:
+			handle(m)
+		case <-stop:
+			for {
+				select {
+				case m := <-msgs:
+					handle(m)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// admit queues a job unless the agent is stopping or QueueLength jobs
+// already wait (jobs a free worker is about to take do not count), and
+// starts a worker for it when fewer than MaxConcurrent run.
 func (a *Agent) admit(j *job) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
+	if a.closed || len(a.queue) >= a.cfg.QueueLength+a.cfg.MaxConcurrent-a.busy {
 		return false
 	}
-	select {
-	case a.queue <- j:
-		a.metrics.queueDepth(len(a.queue))
-		return true
-	default:
-		return false
+	a.queue <- j // never blocks: the queue holds QueueLength+MaxConcurrent
+	a.metrics.queueDepth(len(a.queue))
+	if a.running < a.cfg.MaxConcurrent {
+		a.running++
+		a.workers.Add(1)
+		go a.work()
+	}
+	return true
+}
+
+// work runs queued jobs until the queue is empty.
+func (a *Agent) work() {
+	defer a.workers.Done()
+	for {
+		a.mu.Lock()
+		select {
+		case j := <-a.queue:
+			a.busy++
+			a.mu.Unlock()
+			a.execute(a.jobsCtx, j)
+			a.mu.Lock()
+			a.busy--
+			a.mu.Unlock()
+		default:
+			a.running--
+			a.mu.Unlock()
+			return
+		}
 	}
 }
 
@@ -310,8 +374,7 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 		return
 	}
 	// Remote requests see facts only: no environment, no files.
-	env := templates.New(a.currentFacts().all, nil)
-	ev, err := a.eng.Ensure(ctx, engine.RunOptions{Noop: req.Noop, Env: env}, engine.Spec{Type: req.Ensure.Type, Properties: props})
+	ev, err := a.eng.Ensure(ctx, engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env}, engine.Spec{Type: req.Ensure.Type, Properties: props})
 	if err != nil {
 		a.stats.badRequest.Add(1)
 		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", err)
@@ -371,7 +434,7 @@ func (a *Agent) recordError(subject, id string, received time.Time, code protoco
 // subject, an asynchronous request) and returns its encoding, nil when it
 // could not be encoded.
 func (a *Agent) respond(subject string, r *protocol.FleetReply) []byte {
-	b, err := json.Marshal(r)
+	b, err := r.Encode()
 	if err != nil {
 		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
 		return nil

@@ -193,8 +193,13 @@ var _ = Describe("Agent history", func() {
 		raw, err := os.ReadFile(filepath.Join(cfg.StateDir, agent.SpoolDirName, name[0].Name()))
 		Expect(err).ToNot(HaveOccurred())
 		Expect(json.Unmarshal(raw, &spooled)).To(Succeed())
-		_, err = jsstore.Publish(context.Background(), f.js, protocol.HistorySubject("p1", "web-1"), "another-id", nil, spooled.Data)
-		Expect(err).ToNot(HaveOccurred())
+		// The client reconnects to the restarted broker in its own time.
+		Eventually(func() error {
+			pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := jsstore.Publish(pctx, f.js, protocol.HistorySubject("p1", "web-1"), "another-id", nil, spooled.Data)
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		g := startOn(b, false, cfg, nil)
 		Eventually(func() int { return g.agent.SpoolStats().Records }).WithTimeout(10 * time.Second).Should(BeZero())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
 // nodeRecord is the agent's registry entry as of now.
@@ -138,17 +139,20 @@ func (r *registrar) remove(ctx context.Context) {
 	}
 }
 
-// factSet is the agent's facts and their scalar part, replaced as a whole.
+// factSet is the agent's facts, their scalar part and what templates of
+// remote requests see (the facts only: no environment, no files), replaced
+// as a whole.
 type factSet struct {
 	all    map[string]any
 	scalar map[string]any
+	env    *templates.Env
 }
 
 func newFactSet(identity string, facts map[string]any) *factSet {
 	f := make(map[string]any, len(facts)+1)
 	maps.Copy(f, facts)
 	f["identity"] = identity
-	return &factSet{all: f, scalar: protocol.ScalarFacts(f)}
+	return &factSet{all: f, scalar: protocol.ScalarFacts(f), env: templates.New(f, nil)}
 }
 
 // currentFacts returns the facts in use.

@@ -69,37 +69,73 @@ func (e *TransactionEvent) Outcome() string {
 	}
 }
 
-// MarshalJSON keeps the always-present lists as [] rather than null.
-func (e *TransactionEvent) MarshalJSON() ([]byte, error) {
-	type plain TransactionEvent
-	c := plain(*e)
+// eventJSON is TransactionEvent without its JSON methods. Encoding a type
+// with a MarshalJSON method makes encoding/json validate and compact the
+// method's output again at every level, which costs more than encoding the
+// event itself; encoders of events go through eventJSON instead.
+type eventJSON TransactionEvent
+
+// wire returns the event as encoded: the always-present lists as [] rather
+// than null.
+func (e *TransactionEvent) wire() *eventJSON {
+	if e.Errors != nil && e.UnmetRequirements != nil {
+		return (*eventJSON)(e)
+	}
+	c := *e
 	if c.Errors == nil {
 		c.Errors = []string{}
 	}
 	if c.UnmetRequirements == nil {
 		c.UnmetRequirements = []string{}
 	}
-	return json.Marshal(c)
+	return (*eventJSON)(&c)
 }
 
-// UnmarshalJSON decodes the status into the state type named by the event's type.
-func (e *TransactionEvent) UnmarshalJSON(data []byte) error {
-	type plain TransactionEvent
-	var raw struct {
-		plain
-		Status json.RawMessage `json:"status"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return err
-	}
-	*e = TransactionEvent(raw.plain)
+// MarshalJSON keeps the always-present lists as [] rather than null.
+func (e *TransactionEvent) MarshalJSON() ([]byte, error) {
+	return json.Marshal(e.wire())
+}
+
+// eventDecode is an event as decoded: the status kept raw until the
+// event's type says which state it is.
+type eventDecode struct {
+	eventJSON
+	Status json.RawMessage `json:"status"`
+	// Properties stay raw JSON: decoding them into maps would cost more
+	// than the rest of the event, and they are only passed on.
+	Properties json.RawMessage `json:"properties"`
+}
+
+// event turns a decoded event into a TransactionEvent, decoding its status.
+func (d *eventDecode) event() (*TransactionEvent, error) {
+	e := (*TransactionEvent)(&d.eventJSON)
 	e.Status = nil
-	if len(raw.Status) > 0 && string(raw.Status) != "null" {
-		st, err := DecodeState(e.Type, raw.Status)
+	e.Properties = nil
+	if len(d.Properties) > 0 && string(d.Properties) != "null" {
+		e.Properties = d.Properties
+	}
+	if len(d.Status) > 0 && string(d.Status) != "null" {
+		st, err := DecodeState(e.Type, d.Status)
 		if err != nil {
-			return fmt.Errorf("transaction event %s: %w", e.EventID, err)
+			return nil, fmt.Errorf("transaction event %s: %w", e.EventID, err)
 		}
 		e.Status = st
 	}
+	return e, nil
+}
+
+// UnmarshalJSON decodes the status into the state type named by the event's
+// type. The properties are kept as raw JSON (a json.RawMessage), which
+// encodes back to the same document.
+func (e *TransactionEvent) UnmarshalJSON(data []byte) error {
+	var d eventDecode
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err
+	}
+	ev, err := d.event()
+	if err != nil {
+		return err
+	}
+	*e = *ev
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -211,19 +212,39 @@ func NewFleetReply(requestID, identity string, started time.Time) *FleetReply {
 }
 
 // MarshalJSON keeps events as [] rather than null.
-func (r FleetReply) MarshalJSON() ([]byte, error) {
-	type plain FleetReply
-	if r.Events == nil {
-		r.Events = []*TransactionEvent{}
+func (r FleetReply) MarshalJSON() ([]byte, error) { return r.Encode() }
+
+// fleetReplyJSON is FleetReply as encoded, with events that have no JSON
+// methods (see eventJSON). It must list every field of FleetReply.
+type fleetReplyJSON struct {
+	Protocol  string        `json:"protocol"`
+	RequestID string        `json:"request_id"`
+	Identity  string        `json:"identity"`
+	Started   time.Time     `json:"started"`
+	Duration  time.Duration `json:"duration"`
+	Events    []*eventJSON  `json:"events"`
+	Error     *Error        `json:"error,omitempty"`
+}
+
+// Encode returns the reply's JSON document, what json.Marshal gives for it,
+// without encoding/json's second pass over the output of MarshalJSON
+// methods: agents encode every reply with it.
+func (r *FleetReply) Encode() ([]byte, error) {
+	w := fleetReplyJSON{
+		Protocol: r.Protocol, RequestID: r.RequestID, Identity: r.Identity, Started: r.Started,
+		Duration: r.Duration, Events: make([]*eventJSON, len(r.Events)), Error: r.Error,
 	}
-	return json.Marshal(plain(r))
+	for i, ev := range r.Events {
+		w.Events[i] = ev.wire()
+	}
+	return json.Marshal(&w)
 }
 
 // DecodeFleetReply strictly decodes a fleet reply and checks its protocol
 // id, request id, identity, duration and error code.
 func DecodeFleetReply(data []byte, limits Limits) (*FleetReply, error) {
 	var wire fleetReplyWire
-	if _, err := DecodeStrict(data, &wire, limits); err != nil {
+	if err := decodeTopStrict(data, &wire, limits, fleetReplyFields); err != nil {
 		return nil, err
 	}
 	r := FleetReply{
@@ -231,17 +252,39 @@ func DecodeFleetReply(data []byte, limits Limits) (*FleetReply, error) {
 		RequestID: wire.RequestID,
 		Identity:  wire.Identity,
 		Duration:  wire.Duration,
-		Events:    wire.Events,
 		Error:     wire.Error,
 	}
 	var err error
 	if r.Started, err = parseTime("started", wire.Started); err != nil {
 		return nil, err
 	}
+	if r.Events, err = decodeEvents(wire.Events); err != nil {
+		return nil, err
+	}
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	return &r, nil
+}
+
+// decodeEvents turns a reply's decoded events into TransactionEvents,
+// decoding each status (a null event stays nil, for Validate to refuse).
+func decodeEvents(decoded []*eventDecode) ([]*TransactionEvent, error) {
+	if decoded == nil {
+		return nil, nil
+	}
+	events := make([]*TransactionEvent, len(decoded))
+	for i, d := range decoded {
+		if d == nil {
+			continue
+		}
+		ev, err := d.event()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
+		events[i] = ev
+	}
+	return events, nil
 }
 
 // Validate checks the reply's envelope.
@@ -330,14 +373,17 @@ type fleetRequestWire struct {
 // fleetReplyWire is FleetReply as decoded, started kept raw; it must list
 // every field of FleetReply.
 type fleetReplyWire struct {
-	Protocol  string              `json:"protocol"`
-	RequestID string              `json:"request_id"`
-	Identity  string              `json:"identity"`
-	Started   json.RawMessage     `json:"started"`
-	Duration  time.Duration       `json:"duration"`
-	Events    []*TransactionEvent `json:"events"`
-	Error     *Error              `json:"error"`
+	Protocol  string          `json:"protocol"`
+	RequestID string          `json:"request_id"`
+	Identity  string          `json:"identity"`
+	Started   json.RawMessage `json:"started"`
+	Duration  time.Duration   `json:"duration"`
+	Events    []*eventDecode  `json:"events"`
+	Error     *Error          `json:"error"`
 }
+
+// fleetReplyFields are the fields a reply may have.
+var fleetReplyFields = jsonFields(reflect.TypeFor[fleetReplyWire]())
 
 // parseTime decodes an optional RFC 3339 time of the named field; absent or
 // null gives the zero time.

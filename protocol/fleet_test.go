@@ -263,7 +263,26 @@ var _ = Describe("FleetReply", func() {
 		Entry("negative duration", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","duration":-1}`, `field "duration": must not be negative`),
 		Entry("error without code", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","error":{"code":"","message":"x"}}`, `field "error": code is required`),
 		Entry("null event", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[null]}`, `field "events" item 0: null`),
+		Entry("unknown field spelled with an escape", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","\u0065xtra":1}`, `unknown field "extra"`),
+		Entry("unknown field after a tricky string", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[],"error":{"code":"x","message":"a \\\"b\":{"},"extra":1}`, `unknown field "extra"`),
+		Entry("trailing data", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h"} {}`, `unexpected data after the document`),
+		Entry("invalid JSON", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r",}`, `invalid JSON`),
+		Entry("nesting too deep", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"properties":`+strings.Repeat("[", 40)+strings.Repeat("]", 40)+`}]}`, `nests deeper than`),
+		Entry("too large", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"name":"`+strings.Repeat("x", 2<<20)+`"}]}`, `limit`),
 	)
+
+	It("reads keys whatever their case and strings whatever they hold, and events leniently", func() {
+		doc := `{"Protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"type":"file","name":"a \"}\": [","future_field":1,"properties":{"x":1},"status":{"type":"file","name":"a","ensure":"present","metadata":{"name":"a","provider":"posix"}}}],"error":{"code":"busy","message":"m"}}`
+		r, err := protocol.DecodeFleetReply([]byte(doc), protocol.Limits{})
+		Expect(err).ToNot(HaveOccurred())
+		Expect(r.Protocol).To(Equal(protocol.FleetReplyProtocol))
+		Expect(r.Events).To(HaveLen(1))
+		Expect(r.Events[0].Name).To(Equal(`a "}": [`))
+		Expect(r.Events[0].Properties).To(BeEquivalentTo(`{"x":1}`))
+		Expect(r.Events[0].Status).To(BeAssignableToTypeOf(&protocol.FileState{}))
+		Expect(r.Events[0].Status.Common().Ensure).To(Equal("present"))
+		Expect(r.Error.Code).To(Equal(protocol.CodeBusy))
+	})
 })
 
 var _ = Describe("AsError", func() {
