@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/shirou/gopsutil/v4/host"
 	"github.com/shirou/gopsutil/v4/mem"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -35,7 +34,7 @@ type Options struct {
 // Gather collects the standard facts of this host and merges the custom ones.
 func Gather(ctx context.Context, opts Options) (map[string]any, error) {
 	f := map[string]any{}
-	info, err := host.InfoWithContext(ctx)
+	info, err := hostInfo(ctx)
 	if err != nil && info == nil {
 		return nil, fmt.Errorf("facts: host info: %w", err)
 	}

@@ -17,6 +17,8 @@ const Priority = 1
 // Factory makes posix file providers.
 type Factory struct {
 	log *slog.Logger
+	// names is shared by the factory's providers
+	names *idNames
 }
 
 var _ resources.Factory = (*Factory)(nil)
@@ -27,7 +29,8 @@ func NewFactory(log *slog.Logger) *Factory {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Factory{log: log}
+	log = log.With("provider", ProviderName)
+	return &Factory{log: log, names: newIDNames()}
 }
 
 // Type returns "file".
@@ -42,15 +45,18 @@ func (f *Factory) IsManageable(map[string]any, resources.Properties) (bool, int,
 	return true, Priority, nil
 }
 
-// New returns a posix provider.
+// New returns a posix provider. The factory's providers share a cache of
+// user and group names.
 func (f *Factory) New() (resources.Provider, error) {
-	return New(f.log), nil
+	return &Provider{log: f.log, names: f.names}, nil
 }
 
 // Provider manages files and directories with POSIX system calls. It holds
-// no state between calls and is safe for concurrent use on different paths.
+// no state between calls but a cache of user and group names, and is safe
+// for concurrent use on different paths.
 type Provider struct {
-	log *slog.Logger
+	log   *slog.Logger
+	names *idNames
 }
 
 var _ filetype.Provider = (*Provider)(nil)
@@ -60,7 +66,7 @@ func New(log *slog.Logger) *Provider {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{log: log.With("provider", ProviderName)}
+	return &Provider{log: log.With("provider", ProviderName), names: newIDNames()}
 }
 
 // Name returns "posix".

@@ -45,8 +45,8 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 	md.Size = fi.Size()
 	md.MTime = fi.ModTime().UTC()
 	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		md.Owner = userName(sys.Uid)
-		md.Group = groupName(sys.Gid)
+		md.Owner = p.names.user(sys.Uid)
+		md.Group = p.names.group(sys.Gid)
 		md.Mode = filetype.FormatMode(sys.Mode & 0o7777)
 		md.Extended = map[string]any{"uid": sys.Uid, "gid": sys.Gid}
 	} else {
@@ -105,24 +105,6 @@ func openNoFollow(name string) (*os.File, error) {
 		return nil, fmt.Errorf("%s %w", name, filetype.ErrSymlink)
 	}
 	return f, err
-}
-
-// userName resolves uid to a user name, or its number when it has none.
-func userName(uid uint32) string {
-	id := strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(id); err == nil {
-		return u.Username
-	}
-	return id
-}
-
-// groupName resolves gid to a group name, or its number when it has none.
-func groupName(gid uint32) string {
-	id := strconv.FormatUint(uint64(gid), 10)
-	if g, err := user.LookupGroupId(id); err == nil {
-		return g.Name
-	}
-	return id
 }
 
 // lookupOwnerGroup resolves owner and group, names or numeric ids, to ids.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // ChecksumBytes returns the hex SHA-256 of b, as Status reports checksums.
@@ -15,14 +16,22 @@ func ChecksumBytes(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// checksumBuffers are the read buffers of ChecksumReader: a status check
+// hashes the file on every request, and a fresh 32 KiB buffer each time
+// was most of what it allocated.
+var checksumBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // ChecksumReader returns the hex SHA-256 of everything r yields, stopping
 // early when ctx is cancelled.
 func ChecksumReader(ctx context.Context, r io.Reader) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, ContextReader(ctx, r)); err != nil {
+	buf := checksumBuffers.Get().(*[]byte)
+	defer checksumBuffers.Put(buf)
+	if _, err := io.CopyBuffer(h, ContextReader(ctx, r), *buf); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])), nil
 }
 
 // ChecksumFile returns the hex SHA-256 of the file at path.

@@ -2,7 +2,6 @@ package templates
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -10,7 +9,51 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-var templateRe = regexp.MustCompile(`(?s)\{\{\s*(.*?)\s*\}\}`)
+// templateSpace is what the template delimiters may be padded with (the
+// \s of regular expressions).
+const templateSpace = "\t\n\f\r "
+
+// template is one {{ expression }} in a string: s[start:end] is the whole
+// template and s[exprStart:exprEnd] the expression, without the padding.
+type template struct{ start, end, exprStart, exprEnd int }
+
+// nextTemplate finds the first template in s at or after from: "{{", the
+// first "}}" after it, and between them the expression with the spaces
+// around it trimmed (the regular expression \{\{\s*(.*?)\s*\}\} with
+// (?s), written out because templates are expanded on every request).
+func nextTemplate(s string, from int) (template, bool) {
+	i := strings.Index(s[from:], "{{")
+	if i < 0 {
+		return template{}, false
+	}
+	start := from + i
+	j := strings.Index(s[start+2:], "}}")
+	if j < 0 {
+		return template{}, false
+	}
+	t := template{start: start, end: start + 2 + j + 2, exprStart: start + 2, exprEnd: start + 2 + j}
+	for t.exprStart < t.exprEnd && strings.IndexByte(templateSpace, s[t.exprStart]) >= 0 {
+		t.exprStart++
+	}
+	for t.exprEnd > t.exprStart && strings.IndexByte(templateSpace, s[t.exprEnd-1]) >= 0 {
+		t.exprEnd--
+	}
+	return t, true
+}
+
+// findTemplates returns every template in s, in order.
+func findTemplates(s string) []template {
+	var out []template
+	for from := 0; from < len(s); {
+		t, ok := nextTemplate(s, from)
+		if !ok {
+			break
+		}
+		out = append(out, t)
+		from = t.end
+	}
+	return out
+}
 
 // programs caches compiled expressions; it is bounded and reset when full.
 var programs = struct {
@@ -75,8 +118,8 @@ func (e *exprError) Unwrap() []error { return []error{ErrExpression, e.cause} }
 // template; a result that is not true or false is an error.
 func (e *Env) EvalBool(src string) (bool, error) {
 	src = strings.TrimSpace(src)
-	if m := templateRe.FindStringSubmatch(src); m != nil && m[0] == src {
-		src = m[1]
+	if t, ok := nextTemplate(src, 0); ok && t.start == 0 && t.end == len(src) {
+		src = src[t.exprStart:t.exprEnd]
 	}
 	v, err := e.Eval(src)
 	if err != nil {
@@ -90,7 +133,10 @@ func (e *Env) EvalBool(src string) (bool, error) {
 }
 
 // HasTemplate reports whether s contains a {{ ... }} template.
-func HasTemplate(s string) bool { return strings.Contains(s, "{{") && templateRe.MatchString(s) }
+func HasTemplate(s string) bool {
+	_, ok := nextTemplate(s, 0)
+	return ok
+}
 
 // Expand resolves the {{ ... }} templates in s. When s is exactly one
 // template whose value is a list or a map, that value is returned as is;
@@ -99,9 +145,9 @@ func (e *Env) Expand(s string) (any, error) {
 	if !HasTemplate(s) {
 		return s, nil
 	}
-	matches := templateRe.FindAllStringSubmatchIndex(s, -1)
-	if len(matches) == 1 && matches[0][0] == 0 && matches[0][1] == len(s) {
-		v, err := e.Eval(s[matches[0][2]:matches[0][3]])
+	matches := findTemplates(s)
+	if len(matches) == 1 && matches[0].start == 0 && matches[0].end == len(s) {
+		v, err := e.Eval(s[matches[0].exprStart:matches[0].exprEnd])
 		if err != nil {
 			return nil, err
 		}
@@ -114,13 +160,13 @@ func (e *Env) Expand(s string) (any, error) {
 	var b strings.Builder
 	last := 0
 	for _, m := range matches {
-		v, err := e.Eval(s[m[2]:m[3]])
+		v, err := e.Eval(s[m.exprStart:m.exprEnd])
 		if err != nil {
 			return nil, err
 		}
-		b.WriteString(s[last:m[0]])
+		b.WriteString(s[last:m.start])
 		b.WriteString(stringify(v))
-		last = m[1]
+		last = m.end
 	}
 	b.WriteString(s[last:])
 	return b.String(), nil
