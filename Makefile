@@ -6,7 +6,14 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 COMMANDS  := ccm-agent ccm-orch
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test vet lint deps demo clean
+# make bench: BENCH_AGENTS=1000 limits the run to one fleet size (or a list,
+# 100,1000); BENCH_ROUNDS sets the timed rounds per row; BENCH_FLAGS passes
+# more ccm-orch bench flags (e.g. --rows noop,floor --profile-dir prof).
+BENCH_AGENTS ?=
+BENCH_ROUNDS ?=
+BENCH_FLAGS  ?=
+
+.PHONY: all build test vet lint deps demo bench clean
 
 all: build
 
@@ -35,6 +42,11 @@ deps:
 ## demo: a broker, six simulated agents and an orchestrated change, drift and repair
 demo: build
 	@bash scripts/demo.sh
+
+## bench: build, then measure fleet runs against the raw NATS floor; prints a
+## table and writes bench/results.json (never part of make test)
+bench: build
+	$(BIN)/ccm-orch bench --out bench/results.json $(if $(BENCH_AGENTS),--agents $(BENCH_AGENTS)) $(if $(BENCH_ROUNDS),--rounds $(BENCH_ROUNDS)) $(BENCH_FLAGS)
 
 ## vet: go vet over every package
 vet:

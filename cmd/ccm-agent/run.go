@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -119,6 +120,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		varies    []string
 		stateDir  string
 		heartbeat time.Duration
+		profile   string
 	)
 	cmd := cli.Command("simulate", "Run many agents in this process, each with its own connection, identity and facts")
 	cmd.Flag("count", "How many agents").Default("10").IntVar(&count)
@@ -127,9 +129,17 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 	cmd.Flag("vary", "Fact that takes each value in turn, key=v1,v2 (repeatable; combinations are spread evenly)").PlaceHolder("K=V1,V2").StringsVar(&varies)
 	cmd.Flag("state-dir", "Directory below which each agent keeps its state in a directory named by its identity (default /var/lib/ccm-agent)").PlaceHolder("DIR").StringVar(&stateDir)
 	cmd.Flag("heartbeat", "How often each agent refreshes its node registry entry (default 30s)").PlaceHolder("DURATION").DurationVar(&heartbeat)
+	cmd.Flag("cpuprofile", "Write a CPU profile of the simulation to this file (benchmarks)").Hidden().PlaceHolder("FILE").StringVar(&profile)
 	conn := connflags.Register(cmd)
 
 	cmd.Action(func(*fisk.ParseContext) error {
+		if profile != "" {
+			stopProfile, err := startCPUProfile(profile)
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			defer stopProfile()
+		}
 		base := map[string]any{"simulated": true}
 		if err := facts.Merge(base, facts.Options{Pairs: pairs}); err != nil {
 			return program.Exit(protocol.ExitError, err)
@@ -163,4 +173,18 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		}
 		return nil
 	})
+}
+
+// startCPUProfile writes a CPU profile to path until the returned function
+// is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }

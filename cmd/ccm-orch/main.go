@@ -41,5 +41,6 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	a.registerEnsure(cli)
 	a.registerApply(cli)
 	a.registerHistory(cli)
+	a.registerBench(cli)
 	return program.Run(cli, args, stderr)
 }

@@ -59,6 +59,7 @@ type terminated struct{ code int }
 // Run parses and runs args and returns the exit status: an ExitError's
 // code (printing its error, if any, as one line), or 1 for any other error.
 func Run(app *fisk.Application, args []string, stderr io.Writer) (code int) {
+	defer reportPeakRSS()
 	defer func() {
 		if r := recover(); r != nil {
 			t, ok := r.(terminated)

@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults of Config fields left zero.
+var (
+	DefaultSizes         = []int{100, 1000, 5000}
+	DefaultRegistrySizes = []int{1000, 10000}
+)
+
+// More defaults.
+const (
+	DefaultRounds          = 10
+	DefaultLatencyRequests = 1000
+	DefaultOneHostRounds   = 30
+	// MaxSize bounds a fleet size (the simulator's limit).
+	MaxSize = 20000
+	// MaxRegistrySize bounds a registry size.
+	MaxRegistrySize = 100000
+)
+
+// Config says what to measure.
+type Config struct {
+	// Sizes are the fleet sizes; default DefaultSizes.
+	Sizes []int
+	// Rounds is how many timed rounds each fleet row runs; default 10.
+	Rounds int
+	// RegistrySizes are the node registry sizes discovery is timed over;
+	// default DefaultRegistrySizes. A negative first size skips them.
+	RegistrySizes []int
+	// LatencyRequests is how many single requests the latency rows time;
+	// default 1000.
+	LatencyRequests int
+	// OneHostRounds is how often the cold ccm-agent ensure runs; default 30.
+	OneHostRounds int
+	// AgentBin and OrchBin are the ccm-agent and ccm-orch binaries.
+	AgentBin, OrchBin string
+	// WorkDir holds the brokers' stores, the agents' state and the files
+	// they manage; default a temporary directory, removed at the end.
+	WorkDir string
+	// ProfileDir, when set, receives a CPU profile of each simulated
+	// agents process (agents-<size>.pprof).
+	ProfileDir string
+	// Rows, when not empty, limits the run to the rows of these names
+	// (see RowNames); a step none of whose rows is asked for is skipped.
+	// The floor of a fleet size is measured whenever one of its rows is.
+	Rows []string
+	// Log receives progress lines; default discard.
+	Log io.Writer
+}
+
+// RowNames are the names of the rows Run can measure.
+var RowNames = []string{
+	"floor", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents",
+	"latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery",
+}
+
+// wants reports whether any of the named rows is asked for.
+func (c Config) wants(names ...string) bool {
+	if len(c.Rows) == 0 {
+		return true
+	}
+	for _, n := range names {
+		if slices.Contains(c.Rows, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Config) withDefaults() Config {
+	if len(c.Sizes) == 0 {
+		c.Sizes = DefaultSizes
+	}
+	if c.Rounds == 0 {
+		c.Rounds = DefaultRounds
+	}
+	if len(c.RegistrySizes) == 0 {
+		c.RegistrySizes = DefaultRegistrySizes
+	}
+	if c.LatencyRequests == 0 {
+		c.LatencyRequests = DefaultLatencyRequests
+	}
+	if c.OneHostRounds == 0 {
+		c.OneHostRounds = DefaultOneHostRounds
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+// validate checks a configuration after defaults.
+func (c Config) validate() error {
+	for _, n := range c.Sizes {
+		if n < 1 || n > MaxSize {
+			return fmt.Errorf("bench: fleet size %d must be between 1 and %d", n, MaxSize)
+		}
+	}
+	for _, n := range c.RegistrySizes {
+		if n > MaxRegistrySize {
+			return fmt.Errorf("bench: registry size %d is more than %d", n, MaxRegistrySize)
+		}
+	}
+	for _, r := range c.Rows {
+		if !slices.Contains(RowNames, r) {
+			return fmt.Errorf("bench: no row is called %q (rows: %s)", r, strings.Join(RowNames, ", "))
+		}
+	}
+	switch {
+	case c.Rounds < 1:
+		return fmt.Errorf("bench: rounds %d must be positive", c.Rounds)
+	case c.LatencyRequests < 1 || c.OneHostRounds < 1:
+		return errors.New("bench: latency requests and one-host rounds must be positive")
+	case c.AgentBin == "" || c.OrchBin == "":
+		return errors.New("bench: the ccm-agent and ccm-orch binaries are required")
+	}
+	for _, b := range []string{c.AgentBin, c.OrchBin} {
+		if _, err := os.Stat(b); err != nil {
+			return fmt.Errorf("bench: %w (make build first)", err)
+		}
+	}
+	return nil
+}
+
+// Run measures what cfg asks for and returns the rows, in the order:
+// per fleet size the floor and the fleet rows, then single request
+// latency, the cold ccm-agent ensure, and registry discovery. When a part
+// fails, the rows measured so far are returned with the error.
+func Run(ctx context.Context, cfg Config) ([]Row, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	// Each agent and responder has its own connection, and the broker
+	// (this process) holds the other end of each.
+	if err := raiseFileLimit(uint64(2*slices.Max(cfg.Sizes) + 1024)); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	work := cfg.WorkDir
+	if work == "" {
+		d, err := os.MkdirTemp("", "ccm-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer func() { _ = os.RemoveAll(d) }()
+		work = d
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	u, err := user.Current()
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	g, err := user.LookupGroupId(u.Gid)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	b := &bencher{cfg: cfg, work: work, owner: u.Username, group: g.Name}
+	if err := b.sampleSizes(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Log, "request %d bytes, reply %d bytes\n", b.requestBytes, b.replyBytes)
+
+	var rows []Row
+	steps := []func(context.Context) ([]Row, error){}
+	if cfg.wants("floor", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents") {
+		for _, n := range cfg.Sizes {
+			steps = append(steps, func(ctx context.Context) ([]Row, error) { return b.fleet(ctx, n) })
+		}
+	}
+	if cfg.wants("latency-nats", "latency-ensure", "latency-run") {
+		steps = append(steps, b.latency)
+	}
+	if cfg.wants("agent-ensure-cli") {
+		steps = append(steps, b.oneHost)
+	}
+	if cfg.RegistrySizes[0] > 0 && cfg.wants("registry-discovery") {
+		steps = append(steps, b.registry)
+	}
+	for _, step := range steps {
+		got, err := step(ctx)
+		for _, r := range got {
+			if cfg.wants(r.Name) {
+				rows = append(rows, r)
+			}
+		}
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+// bencher holds what the steps share.
+type bencher struct {
+	cfg          Config
+	work         string
+	owner, group string
+	// requestBytes and replyBytes are the sizes of a fleet request and
+	// of one host's reply to it, for the floor.
+	requestBytes, replyBytes int
+}
+
+// logf prints a progress line.
+func (b *bencher) logf(format string, args ...any) {
+	fmt.Fprintf(b.cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// dir returns a fresh directory below the work directory.
+func (b *bencher) dir(name string) (string, error) {
+	d := filepath.Join(b.work, name)
+	if err := os.RemoveAll(d); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	return d, nil
+}

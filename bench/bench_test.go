@@ -1,0 +1,89 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/ccm-fleet/ccm/bench"
+)
+
+var agentBin, orchBin string
+
+var _ = BeforeSuite(func() {
+	var err error
+	agentBin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-agent")
+	Expect(err).ToNot(HaveOccurred())
+	orchBin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-orch")
+	Expect(err).ToNot(HaveOccurred())
+	DeferCleanup(gexec.CleanupBuildArtifacts)
+})
+
+var _ = Describe("Run", func() {
+
+	It("measures every row on a tiny fleet and writes them as JSON", func() {
+		var log bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		rows, err := bench.Run(ctx, bench.Config{
+			Sizes: []int{5}, Rounds: 2, RegistrySizes: []int{20}, LatencyRequests: 5, OneHostRounds: 2,
+			AgentBin: agentBin, OrchBin: orchBin, WorkDir: GinkgoT().TempDir(), Log: &log,
+		})
+		Expect(err).ToNot(HaveOccurred(), log.String())
+
+		byName := map[string][]bench.Row{}
+		for _, r := range rows {
+			byName[r.Name] = append(byName[r.Name], r)
+		}
+		for _, name := range []string{"floor", "noop", "noop-cli", "change", "change-cli", "history-write",
+			"history-show", "history-show-cli", "agents", "latency-nats", "latency-ensure", "latency-run",
+			"agent-ensure-cli", "registry-discovery"} {
+			Expect(byName).To(HaveKey(name))
+			for _, r := range byName[name] {
+				Expect(r.Rounds).To(BeNumerically(">", 0), name)
+				Expect(r.MedianMS).To(BeNumerically(">", 0), name)
+				Expect(r.P90MS).To(BeNumerically(">=", r.MedianMS), name)
+			}
+		}
+		Expect(byName["noop"]).To(HaveLen(2)) // registry and broadcast discovery
+		Expect(byName["noop"][0].Agents).To(Equal(5))
+		Expect(byName["noop"][0].FloorRatio).To(BeNumerically(">", 0))
+		Expect(byName["noop"][0].Errors).To(BeZero(), byName["noop"][0].Note)
+		Expect(byName["change"][0].Errors).To(BeZero(), byName["change"][0].Note)
+		Expect(byName["noop-cli"][0].PeakRSSMiB).To(BeNumerically(">", 0))
+		Expect(byName["agent-ensure-cli"][0].PeakRSSMiB).To(BeNumerically(">", 0))
+		Expect(byName["agents"][0].AgentRSSKiB).To(BeNumerically(">", 0))
+		Expect(byName["registry-discovery"][0].Agents).To(Equal(20))
+
+		out := filepath.Join(GinkgoT().TempDir(), "bench", "results.json")
+		Expect(bench.WriteJSON(out, rows)).To(Succeed())
+		b, err := os.ReadFile(out)
+		Expect(err).ToNot(HaveOccurred())
+		var back []map[string]any
+		Expect(json.Unmarshal(b, &back)).To(Succeed())
+		Expect(back).To(HaveLen(len(rows)))
+		Expect(back[0]).To(HaveKey("name"))
+		Expect(back[0]).To(HaveKey("agents"))
+		Expect(back[0]).To(HaveKey("median_ms"))
+		Expect(back[0]).To(HaveKey("p90_ms"))
+
+		var table bytes.Buffer
+		bench.PrintTable(&table, rows)
+		Expect(table.String()).To(ContainSubstring("noop-cli"))
+		Expect(table.String()).To(ContainSubstring("median ms"))
+	})
+
+	It("refuses a configuration without binaries or with a bad size", func() {
+		_, err := bench.Run(context.Background(), bench.Config{Sizes: []int{5}})
+		Expect(err).To(MatchError(ContainSubstring("binaries are required")))
+		_, err = bench.Run(context.Background(), bench.Config{Sizes: []int{0}, AgentBin: agentBin, OrchBin: orchBin})
+		Expect(err).To(MatchError(ContainSubstring("fleet size 0")))
+	})
+})

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/bench"
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// benchFlags are the flags of ccm-orch bench.
+type benchFlags struct {
+	agents, registry []string
+	rows             []string
+	cfg              bench.Config
+	out, profileDir  string
+}
+
+func (a *app) registerBench(cli *fisk.Application) {
+	f := &benchFlags{}
+	cmd := cli.Command("bench", "Measure fleet runs against the raw NATS floor on an embedded broker with simulated agents, and print a table")
+	cmd.Flag("agents", "Fleet sizes to measure (comma separated or repeated)").Default("100,1000,5000").StringsVar(&f.agents)
+	cmd.Flag("rounds", "Timed rounds per fleet row").Default(strconv.Itoa(bench.DefaultRounds)).IntVar(&f.cfg.Rounds)
+	cmd.Flag("registry-entries", "Node registry sizes to time discovery over (comma separated or repeated; 0 skips)").Default("1000,10000").StringsVar(&f.registry)
+	cmd.Flag("latency-requests", "Single requests timed for the latency rows").Default(strconv.Itoa(bench.DefaultLatencyRequests)).IntVar(&f.cfg.LatencyRequests)
+	cmd.Flag("one-host-rounds", "Runs of the cold ccm-agent ensure").Default(strconv.Itoa(bench.DefaultOneHostRounds)).IntVar(&f.cfg.OneHostRounds)
+	cmd.Flag("rows", "Measure only these rows (comma separated or repeated): "+strings.Join(bench.RowNames, ", ")).PlaceHolder("NAME").StringsVar(&f.rows)
+	cmd.Flag("agent-bin", "The ccm-agent binary (default: next to this ccm-orch, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.AgentBin)
+	cmd.Flag("out", "Also write the rows as JSON to this file").PlaceHolder("FILE").StringVar(&f.out)
+	cmd.Flag("work-dir", "Directory for brokers, agent state and managed files (default: a temporary directory)").PlaceHolder("DIR").StringVar(&f.cfg.WorkDir)
+	cmd.Flag("profile-dir", "Write CPU profiles here: bench.pprof (broker and library orchestrator) and agents-N.pprof").PlaceHolder("DIR").StringVar(&f.profileDir)
+	cmd.Action(func(*fisk.ParseContext) error { return a.runBench(f) })
+
+	var ro bench.ResponderOptions
+	resp := cli.Command("bench-responders", "Plain NATS responders for the benchmark's floor").Hidden()
+	resp.Flag("server", "NATS server URL").Required().StringVar(&ro.Server)
+	resp.Flag("count", "Responders, each with its own connection").Required().IntVar(&ro.Count)
+	resp.Flag("subject", "Subject to answer on").Required().StringVar(&ro.Subject)
+	resp.Flag("reply-bytes", "Size of each reply").Required().IntVar(&ro.ReplyBytes)
+	resp.Action(func(*fisk.ParseContext) error {
+		ctx, stop := a.signalContext()
+		defer stop()
+		if err := bench.Responders(ctx, ro, a.Stdout); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		return nil
+	})
+}
+
+func (a *app) runBench(f *benchFlags) error {
+	var err error
+	if f.cfg.Sizes, err = intList("--agents", f.agents); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if f.cfg.RegistrySizes, err = intList("--registry-entries", f.registry); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if len(f.cfg.RegistrySizes) == 0 || f.cfg.RegistrySizes[0] == 0 {
+		f.cfg.RegistrySizes = []int{-1}
+	}
+	for _, r := range f.rows {
+		for n := range strings.SplitSeq(r, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				f.cfg.Rows = append(f.cfg.Rows, n)
+			}
+		}
+	}
+	if f.cfg.OrchBin, err = os.Executable(); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if f.cfg.AgentBin == "" {
+		f.cfg.AgentBin = siblingBinary(f.cfg.OrchBin, "ccm-agent")
+	}
+	f.cfg.Log = a.Stderr
+	if f.profileDir != "" {
+		f.cfg.ProfileDir = f.profileDir
+		if err := os.MkdirAll(f.profileDir, 0o755); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		pf, err := os.Create(filepath.Join(f.profileDir, "bench.pprof"))
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := a.signalContext()
+	defer stop()
+	rows, runErr := bench.Run(ctx, f.cfg)
+	bench.PrintTable(a.Stdout, rows)
+	if f.out != "" && len(rows) > 0 {
+		if err := bench.WriteJSON(f.out, rows); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		fmt.Fprintf(a.Stderr, "wrote %s\n", f.out)
+	}
+	if runErr != nil {
+		return program.Exit(protocol.ExitError, runErr)
+	}
+	return nil
+}
+
+// intList parses repeated or comma separated whole numbers.
+func intList(flag string, vals []string) ([]int, error) {
+	var out []int
+	for _, v := range vals {
+		for s := range strings.SplitSeq(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("%s %q: use whole numbers, comma separated", flag, s)
+			}
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// siblingBinary is name in the directory of self when it exists there,
+// else name as found on PATH (or just name).
+func siblingBinary(self, name string) string {
+	p := filepath.Join(filepath.Dir(self), name)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return name
+}
