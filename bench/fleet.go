@@ -105,12 +105,7 @@ type fleetRun struct {
 // fleet measures one fleet size: the floor, then every fleet row, then
 // the history rows and the agents' footprint.
 func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
-	dir, err := b.dir(fmt.Sprintf("fleet-%d", n))
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	s, err := b.startSite(ctx, dir, 0)
+	s, dir, err := b.openSite(ctx, fmt.Sprintf("fleet-%d", n), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -221,13 +216,11 @@ func (f *fleetRun) measure(ctx context.Context, spec fleetRow) (Row, error) {
 		return row, fmt.Errorf("%s %d warm-up: %w", spec.name, f.n, err)
 	}
 	var (
-		got      samples
-		procCPUs samples
-		maxRSS   int64
+		got samples
+		cli processRuns
 	)
 	cpu0 := selfCPU()
 	agentsCPU0, _ := procCPU(f.agents.pid())
-	var measured time.Duration
 	for range f.b.cfg.Rounds {
 		r, err := round(ctx, spec)
 		if err != nil {
@@ -237,10 +230,8 @@ func (f *fleetRun) measure(ctx context.Context, spec fleetRow) (Row, error) {
 		}
 		got = append(got, r.wall)
 		if spec.cli {
-			procCPUs = append(procCPUs, r.cpu)
-			maxRSS = max(maxRSS, r.maxRSS)
+			cli.add(r)
 		}
-		measured += r.wall
 	}
 	got.stats(&row)
 	rounds := float64(f.b.cfg.Rounds)
@@ -249,8 +240,7 @@ func (f *fleetRun) measure(ctx context.Context, spec fleetRow) (Row, error) {
 		row.AgentsCPUSeconds = round3((c - agentsCPU0).Seconds() / rounds)
 	}
 	if spec.cli {
-		row.PeakRSSMiB = mib(maxRSS)
-		row.CPUSeconds = round3(procCPUs.quantile(0.5).Seconds())
+		cli.fill(&row)
 	}
 	return row, nil
 }

@@ -48,9 +48,7 @@ func (f *fleetRun) historyRows(ctx context.Context) ([]Row, error) {
 	rows = append(rows, show)
 
 	cli := Row{Name: "history-show-cli", Agents: f.n}
-	got = nil
-	var cpus samples
-	var peak int64
+	var runs processRuns
 	for i := range f.b.cfg.Rounds + 1 {
 		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
 		r, err := runProcess(rctx, os.Environ(), f.b.cfg.OrchBin, "history", "show", f.lastNoop, "--server", f.s.url)
@@ -64,13 +62,9 @@ func (f *fleetRun) historyRows(ctx context.Context) ([]Row, error) {
 			continue
 		}
 		if i > 0 {
-			got = append(got, r.wall)
-			cpus = append(cpus, r.cpu)
-			peak = max(peak, r.maxRSS)
+			runs.add(r)
 		}
 	}
-	got.stats(&cli)
-	cli.PeakRSSMiB = mib(peak)
-	cli.CPUSeconds = round3(cpus.quantile(0.5).Seconds())
+	runs.fill(&cli)
 	return append(rows, cli), nil
 }

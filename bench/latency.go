@@ -26,12 +26,7 @@ const latencyWarmup = 50
 // one orchestrator run on one named host (which also records the request
 // in history).
 func (b *bencher) latency(ctx context.Context) ([]Row, error) {
-	dir, err := b.dir("latency")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	s, err := b.startSite(ctx, dir, 0)
+	s, dir, err := b.openSite(ctx, "latency", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +147,7 @@ func (b *bencher) oneHost(ctx context.Context) ([]Row, error) {
 	args := []string{"ensure", "file", filepath.Join(dir, "motd"), "--content", "managed by the bench\n",
 		"--owner", b.owner, "--group", b.group, "--mode", "0644"}
 	row := Row{Name: "agent-ensure-cli", Agents: 1, Note: "ccm-agent ensure file as a whole process, the file already as asked"}
-	var got, cpus samples
-	var peak int64
+	var runs processRuns
 	for i := range b.cfg.OneHostRounds + 1 {
 		r, err := runProcess(ctx, os.Environ(), b.cfg.AgentBin, args...)
 		if err != nil {
@@ -163,13 +157,9 @@ func (b *bencher) oneHost(ctx context.Context) ([]Row, error) {
 			return nil, fmt.Errorf("ccm-agent ensure exited %d: %s", r.code, r.errText)
 		}
 		if i > 0 { // the first run creates the file
-			got = append(got, r.wall)
-			cpus = append(cpus, r.cpu)
-			peak = max(peak, r.maxRSS)
+			runs.add(r)
 		}
 	}
-	got.stats(&row)
-	row.PeakRSSMiB = mib(peak)
-	row.CPUSeconds = round3(cpus.quantile(0.5).Seconds())
+	runs.fill(&row)
 	return []Row{row}, nil
 }

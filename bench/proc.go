@@ -191,6 +191,25 @@ type run struct {
 	errText string
 }
 
+// processRuns gathers the measures of timed whole-process runs.
+type processRuns struct {
+	wall, cpu samples
+	peak      int64 // bytes
+}
+
+func (p *processRuns) add(r run) {
+	p.wall = append(p.wall, r.wall)
+	p.cpu = append(p.cpu, r.cpu)
+	p.peak = max(p.peak, r.maxRSS)
+}
+
+// fill sets the row's timing, the process's peak RSS and its median CPU.
+func (p *processRuns) fill(row *Row) {
+	p.wall.stats(row)
+	row.PeakRSSMiB = mib(p.peak)
+	row.CPUSeconds = round3(p.cpu.quantile(0.5).Seconds())
+}
+
 // maxOutput bounds what is kept of a process's output.
 const maxOutput = 1 << 20
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -26,12 +25,7 @@ var registryFacts = map[string]any{
 // registry times discovery from node registries of RegistrySizes entries
 // (no agents: the entries are written directly).
 func (b *bencher) registry(ctx context.Context) ([]Row, error) {
-	dir, err := b.dir("registry")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	s, err := b.startSite(ctx, dir, registryTTL)
+	s, _, err := b.openSite(ctx, "registry", registryTTL)
 	if err != nil {
 		return nil, err
 	}

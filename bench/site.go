@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -35,6 +36,24 @@ type site struct {
 	// history counts the records the stream should hold once every
 	// reply of the runs so far was written.
 	history uint64
+	// dir, when set, is removed by stop
+	dir string
+}
+
+// openSite makes a fresh directory called name below the work directory
+// and starts a broker with its store there; stop removes both.
+func (b *bencher) openSite(ctx context.Context, name string, registryTTL time.Duration) (*site, string, error) {
+	dir, err := b.dir(name)
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := b.startSite(ctx, dir, registryTTL)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", err
+	}
+	s.dir = dir
+	return s, dir, nil
 }
 
 // startSite starts a broker with its store below dir.
@@ -78,6 +97,9 @@ func (s *site) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	_ = s.b.Shutdown(ctx)
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
 }
 
 // historyMsgs is how many records the history stream holds.
