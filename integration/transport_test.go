@@ -96,7 +96,11 @@ var _ = Describe("A locked-down broker", func() {
 		GinkgoHelper()
 		errs := make(chan error, 16)
 		nc, err := nats.Connect(b.ClientURL(), nats.CustomInboxPrefix(inbox), nats.PermissionErrOnSubscribe(true),
-			func() nats.Option { o, err := nats.NkeyOptionFromSeed(u.SeedFile); Expect(err).ToNot(HaveOccurred()); return o }(),
+			func() nats.Option {
+				o, err := nats.NkeyOptionFromSeed(u.SeedFile)
+				Expect(err).ToNot(HaveOccurred())
+				return o
+			}(),
 			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 				select {
 				case errs <- err:
@@ -221,7 +225,7 @@ var _ = Describe("A locked-down broker", func() {
 			_, err = sub.NextMsg(30 * time.Second)
 			Expect(err).To(MatchError(nats.ErrPermissionViolation), subject)
 		}
-		Expect(violations()).To(ContainElement(ContainSubstring(`Publish Violation - Subject \"ccm.v1.req.node.` + web2.token + `\"`)), "the server logged what it refused")
+		Expect(violations()).To(ContainElement(ContainSubstring(`Publish Violation - Subject \"ccm.v1.req.node.`+web2.token+`\"`)), "the server logged what it refused")
 	})
 
 	It("does not let the orchestrator subscribe to request subjects", func() {
