@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
@@ -173,9 +175,21 @@ var _ = Describe("A locked-down broker", func() {
 		code, out, errOut = runOrch(append([]string{"ensure", "file", target + ".db", "--content", "db\n", "--owner", "root", "--group", "root", "--mode", "0644", "--where", "role=db"}, orchFlags()...)...)
 		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
 		Expect(out).To(ContainSubstring("1 host"))
+		id := regexp.MustCompile(`\(request (\w+),`).FindStringSubmatch(out)
+		Expect(id).To(HaveLen(2), out)
 		code, out, errOut = runOrch(append([]string{"history", "list", "--since", "1h"}, orchFlags()...)...)
 		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
 		Expect(out).To(ContainSubstring("motd"))
+		Eventually(func() string {
+			_, out, _ := runOrch(append([]string{"history", "show", id[1]}, orchFlags()...)...)
+			return out
+		}).WithTimeout(30 * time.Second).Should(ContainSubstring(web2.identity))
+		code, out, errOut = runOrch(append([]string{"history", "host", web1.identity, "--since", "1h"}, orchFlags()...)...)
+		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
+		Expect(out).To(ContainSubstring("motd"))
+		code, out, errOut = runOrch(append([]string{"discover", "--discovery", "broadcast", "--where", "role=web"}, orchFlags()...)...)
+		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
+		Expect(out).To(And(ContainSubstring(web1.identity), Not(ContainSubstring(web2.identity))))
 		// Both agents wrote their history records under their own users.
 		js, err := jetstream.New(admin)
 		Expect(err).ToNot(HaveOccurred())
@@ -335,3 +349,40 @@ func freeAddr() string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+var _ = Describe("dist/nats-server-auth.conf", func() {
+	It("grants the same permissions as dist/broker-auth.yaml, and nats-server accepts it", func() {
+		dir := GinkgoT().TempDir()
+		keys := map[string]string{}
+		var pairs []string
+		for _, p := range []string{"ORCHESTRATOR_NKEY", "WEB1_NKEY", "WEB2_NKEY"} {
+			keys[p] = brokertest.NewUser(GinkgoT(), dir).Public
+			pairs = append(pairs, p, keys[p])
+		}
+		fill := strings.NewReplacer(pairs...)
+		read := func(name string) string {
+			b, err := os.ReadFile(filepath.Join("..", "dist", name))
+			Expect(err).ToNot(HaveOccurred())
+			return fill.Replace(string(b))
+		}
+		fromYAML, err := broker.ParseAuthFile([]byte(read("broker-auth.yaml")))
+		Expect(err).ToNot(HaveOccurred())
+		conf := filepath.Join(dir, "auth.conf")
+		Expect(os.WriteFile(conf, []byte(read("nats-server-auth.conf")), 0o600)).To(Succeed())
+		opts, err := server.ProcessConfigFile(conf)
+		Expect(err).ToNot(HaveOccurred())
+
+		Expect(opts.Nkeys).To(HaveLen(len(fromYAML.Users)))
+		byKey := map[string]*server.NkeyUser{}
+		for _, u := range opts.Nkeys {
+			byKey[u.Nkey] = u
+		}
+		for _, u := range fromYAML.Users {
+			c := byKey[u.NKey]
+			Expect(c).ToNot(BeNil(), u.NKey)
+			Expect(c.Permissions.Publish.Allow).To(Equal(u.Permissions.Publish.Allow), u.NKey)
+			Expect(c.Permissions.Subscribe.Allow).To(Equal(u.Permissions.Subscribe.Allow), u.NKey)
+			Expect(c.Permissions.Response != nil).To(Equal(u.Permissions.AllowResponses != nil && u.Permissions.AllowResponses.Enabled), u.NKey)
+		}
+	})
+})
