@@ -184,3 +184,19 @@ var _ = Describe("Broker authentication", func() {
 		Expect(nb.Reload(ctx)).To(MatchError(broker.ErrNotRunning))
 	})
 })
+
+var _ = Describe("Broker Reload", func() {
+	It("reloads a clustered broker without an auth file, keeping its routes", func() {
+		self := freeAddr()
+		a := brokertest.StartConfig(GinkgoT(), broker.Config{ServerName: "a",
+			Cluster: broker.ClusterConfig{Name: "ccm", Listen: self, Routes: []string{"nats-route://" + self}}})
+		route := a.RouteURL()
+		nc := connect(a.ClientURL())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		DeferCleanup(cancel)
+		Expect(a.Reload(ctx)).To(Succeed())
+		Expect(a.RouteURL()).To(Equal(route))
+		Expect(nc.Flush()).To(Succeed())
+		Expect(nc.Stats().Reconnects).To(BeZero())
+	})
+})
