@@ -5,6 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 COMMANDS  := ccm-agent ccm-orch
 STATICCHECK_VERSION := v0.8.2
+SHELL     := /bin/bash
 
 # make bench: BENCH_AGENTS=1000 limits the run to one fleet size (or a list,
 # 100,1000); BENCH_ROUNDS sets the timed rounds per row; BENCH_FLAGS passes
@@ -13,7 +14,15 @@ BENCH_AGENTS ?=
 BENCH_ROUNDS ?=
 BENCH_FLAGS  ?=
 
-.PHONY: all build test vet lint deps demo bench clean
+.PHONY: all build test vet lint deps demo bench clean fuzz fuzz-smoke
+
+# Fuzz targets, run one at a time: briefly in make test (fuzz-smoke), for
+# FUZZTIME each in make fuzz. A crasher is saved under the package's
+# testdata/fuzz and replayed by every later go test.
+FUZZ_TARGETS := FuzzDecodeFleetRequest FuzzDecodeFleetReply FuzzParseFilter FuzzTokenRoundTrip
+FUZZ_PKG     := ./protocol
+FUZZTIME     ?= 2m
+SMOKE_FUZZTIME ?= 5s
 
 all: build
 
@@ -52,9 +61,26 @@ bench: build
 vet:
 	$(GO) vet ./...
 
-## test: vet, then every suite with the race detector (what CI runs)
+## test: vet, then every suite with the race detector, then each fuzz
+## target briefly (what CI runs)
 test: deps vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+## fuzz-smoke: each fuzz target for SMOKE_FUZZTIME (part of make test)
+fuzz-smoke:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "go test -fuzz $$t -fuzztime $(SMOKE_FUZZTIME) $(FUZZ_PKG)"; \
+		$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(SMOKE_FUZZTIME) $(FUZZ_PKG) 2>&1 | tail -2; \
+		test $${PIPESTATUS[0]} -eq 0 || exit 1; \
+	done
+
+## fuzz: each fuzz target for FUZZTIME (default 2m), one at a time
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "go test -fuzz $$t -fuzztime $(FUZZTIME) $(FUZZ_PKG)"; \
+		$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $(FUZZ_PKG) || exit 1; \
+	done
 
 ## lint: formatting, vet and staticcheck
 lint: vet

@@ -39,6 +39,8 @@ type Broker struct {
 	clientPort  int           // resolved client port, reused by Restart
 	clusterPort int           // resolved route port, reused by Restart
 	noJetStream bool          // the current run has JetStream off (RestartJetStream)
+	auth        *AuthFile     // users in force, nil without Config.AuthFile
+	internalPW  string        // password of internalUser while auth is on
 }
 
 // WithReadyTimeout replaces DefaultReadyTimeout.
@@ -77,6 +79,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		return ErrAlreadyRunning
 	}
 	if err := b.waitStoppingLocked(ctx); err != nil {
+		return err
+	}
+	if err := b.loadAuthLocked(); err != nil {
 		return err
 	}
 
@@ -217,9 +222,9 @@ func (b *Broker) StoreDir() string {
 
 // startLocked starts a server on dir and waits until it is ready.
 func (b *Broker) startLocked(ctx context.Context, dir string, clientPort, clusterPort int) error {
-	opts, err := serverOptions(b.cfg, dir, clientPort, clusterPort)
+	opts, err := b.optionsLocked(dir, clientPort, clusterPort)
 	if err != nil {
-		return fmt.Errorf("broker: %w", err)
+		return err
 	}
 	if b.noJetStream {
 		opts.JetStream = false

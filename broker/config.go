@@ -36,6 +36,11 @@ type Config struct {
 	// is empty; when on, plaintext clients are refused.
 	TLS TLSConfig `yaml:"tls"`
 
+	// AuthFile is a YAML file of users (see AuthFile) every client must
+	// authenticate as, with their permissions. Empty: no authentication.
+	// Broker.Reload reads it again.
+	AuthFile string `yaml:"auth_file"`
+
 	// ServerLog forwards nats-server's own log lines (notice, warning,
 	// error) to the broker's logger. Off by default.
 	ServerLog bool `yaml:"server_log"`

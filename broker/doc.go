@@ -9,6 +9,15 @@
 // Restart so fault tests can show that clients reconnect and that persisted
 // state survives.
 //
+// Security: Config.TLS turns TLS on (refusing plaintext clients) and, with
+// Verify, requires client certificates from its CA; every TLS file is
+// checked at start and an error names the file at fault. Config.AuthFile
+// names a YAML file of users (AuthFile: nkey or user/password, with
+// nats-server permissions) that clients must authenticate as. Reload reads
+// the auth and TLS files again and applies them to the running server with
+// nats-server's ReloadOptions, which disconnects removed users; an invalid
+// file keeps the settings in force.
+//
 // The server's own logging and signal handling are off by default; set
 // Config.ServerLog to forward its log lines to the logger given with
 // WithLogger.

@@ -12,15 +12,21 @@ import (
 
 // InProcessConn opens a client connection to the running server that does
 // not go through the network (nor TLS), for provisioning streams from the
-// process that runs the broker. It does not survive Restart.
+// process that runs the broker. It does not survive Restart. With an auth
+// file it authenticates as the broker's own user, which has every right
+// and accepts in-process connections only.
 func (b *Broker) InProcessConn(opts ...nats.Option) (*nats.Conn, error) {
 	b.mu.Lock()
-	s := b.srv
+	s, pw := b.srv, b.internalPW
 	b.mu.Unlock()
 	if s == nil {
 		return nil, ErrNotRunning
 	}
-	nc, err := nats.Connect("", append([]nats.Option{nats.InProcessServer(s)}, opts...)...)
+	base := []nats.Option{nats.InProcessServer(s)}
+	if pw != "" {
+		base = append(base, nats.UserInfo(internalUser, pw))
+	}
+	nc, err := nats.Connect("", append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: in-process connection: %w", err)
 	}

@@ -35,6 +35,9 @@ func serverOptions(c Config, storeDir string, clientPort, clusterPort int) (*ser
 	}
 
 	if c.TLS.Enabled() {
+		if err := checkTLSFiles(c.TLS); err != nil {
+			return nil, err
+		}
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{
 			CertFile: c.TLS.Cert,
 			KeyFile:  c.TLS.Key,

@@ -119,6 +119,9 @@ func natsOptions(r Options, log *slog.Logger, timeout time.Duration) ([]nats.Opt
 	if r.Name != "" {
 		no = append(no, nats.Name(r.Name))
 	}
+	if r.InboxPrefix != "" {
+		no = append(no, nats.CustomInboxPrefix(r.InboxPrefix))
+	}
 
 	switch {
 	case r.Creds != "":

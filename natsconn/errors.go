@@ -14,4 +14,8 @@ var (
 	// ErrCredentials is returned when a creds, nkey seed or TLS file cannot be
 	// read or parsed, or the options combine them wrongly.
 	ErrCredentials = errors.New("nats credentials")
+
+	// ErrOptions is returned by Resolve and Connect when an option other
+	// than a credential is malformed (an inbox prefix with a wildcard).
+	ErrOptions = errors.New("nats connection options")
 )

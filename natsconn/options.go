@@ -50,6 +50,12 @@ type Options struct {
 	// Name is the connection name the server shows in monitoring.
 	Name string
 
+	// InboxPrefix replaces "_INBOX" as the prefix of the connection's
+	// reply subjects (its requests' and JetStream's answers), e.g.
+	// "_INBOX.agent-web1", so NATS permissions can let each client
+	// subscribe to its own inboxes only. Empty keeps "_INBOX".
+	InboxPrefix string
+
 	// Logger receives connection events (disconnects at Warn, reconnects
 	// and closes at Info, asynchronous errors at Warn). Default: discard.
 	Logger *slog.Logger
@@ -90,6 +96,8 @@ func (o Options) Resolve() (Options, error) {
 		return Options{}, fmt.Errorf("%w: tls cert %s given without a key", ErrCredentials, r.TLSCert)
 	case r.TLSKey != "" && r.TLSCert == "":
 		return Options{}, fmt.Errorf("%w: tls key %s given without a cert", ErrCredentials, r.TLSKey)
+	case r.InboxPrefix != "" && !validInboxPrefix(r.InboxPrefix):
+		return Options{}, fmt.Errorf("%w: inbox prefix %q: want subject tokens without wildcards, e.g. _INBOX.agent-web1", ErrOptions, r.InboxPrefix)
 	}
 	return r, nil
 }
@@ -127,4 +135,15 @@ func (o Options) redactedServers() string {
 		list[i] = u.String()
 	}
 	return strings.Join(list, ",")
+}
+
+// validInboxPrefix reports whether p is a literal subject: non-empty dot
+// separated tokens without wildcards or whitespace.
+func validInboxPrefix(p string) bool {
+	for t := range strings.SplitSeq(p, ".") {
+		if t == "" || strings.ContainsAny(t, "*> \t\r\n\x00") {
+			return false
+		}
+	}
+	return true
 }

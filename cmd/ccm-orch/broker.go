@@ -1,18 +1,20 @@
 package main
 
 import (
-	"github.com/ccm-fleet/ccm/cmd/internal/program"
-
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/choria-io/fisk"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -46,6 +48,11 @@ func (a *app) registerBroker(cli *fisk.Application) {
 	cmd.Flag("replicas", "Replicas of the history and the registry (default: 1, or the cluster's size up to 3)").PlaceHolder("N").IntVar(&f.replicas)
 	cmd.Flag("history-max-age", "How long history records are kept (s, m, h or d)").Default("30d").StringVar(&f.maxAge)
 	cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()).DurationVar(&f.registryTTL)
+	cmd.Flag("tlscert", "TLS server certificate (PEM); turns TLS on and refuses plaintext clients").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Cert)
+	cmd.Flag("tlskey", "Private key of --tlscert (PEM)").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Key)
+	cmd.Flag("tlsca", "Certificate authorities (PEM) client and route certificates are verified against").PlaceHolder("FILE").StringVar(&f.cfg.TLS.CA)
+	cmd.Flag("tls-verify", "Require every client to present a certificate signed by --tlsca (mutual TLS)").UnNegatableBoolVar(&f.cfg.TLS.Verify)
+	cmd.Flag("auth-file", "YAML file of the users clients must authenticate as, with their permissions; read again on SIGHUP").PlaceHolder("FILE").StringVar(&f.cfg.AuthFile)
 	cmd.Action(func(*fisk.ParseContext) error { return a.runBroker(f) })
 }
 
@@ -70,6 +77,11 @@ func (a *app) runBroker(f *brokerFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
+	// Catch SIGHUP before the broker starts, so an early one reloads
+	// instead of ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	if err := b.Start(ctx); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
@@ -86,8 +98,14 @@ func (a *app) runBroker(f *brokerFlags) error {
 		defer close(done)
 		a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL})
 	}()
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		a.reloadOnHangup(ctx, b, hup)
+	}()
 	<-ctx.Done()
 	<-done
+	<-reloaded
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), broker.DefaultReadyTimeout)
 	defer cancel()
 	if err := b.Shutdown(sctx); err != nil {
@@ -125,6 +143,26 @@ func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.
 		case <-ctx.Done():
 			return
 		case <-time.After(provisionRetry):
+		}
+	}
+}
+
+// reloadOnHangup reloads the broker's auth file and TLS files on every
+// signal from hup until ctx ends, reporting each outcome on stderr.
+func (a *app) reloadOnHangup(ctx context.Context, b *broker.Broker, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			rctx, cancel := context.WithTimeout(ctx, broker.DefaultReadyTimeout)
+			err := b.Reload(rctx)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(a.Stderr, "broker reload failed, the previous settings stay in force: %v\n", err)
+				continue
+			}
+			fmt.Fprintln(a.Stderr, "broker reloaded")
 		}
 	}
 }

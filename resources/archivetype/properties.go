@@ -184,6 +184,8 @@ func checkAccount(prop, v string) error {
 		return resources.Invalidf("property %s: longer than %d bytes", prop, maxAccount)
 	case hasControl(v) || strings.ContainsAny(v, ": /"):
 		return resources.Invalidf("property %s: %q is not a valid name", prop, v)
+	case !portableAccount(v):
+		return resources.Invalidf("property %s: %q is not a valid name (letters, digits, '.', '_' and '-', not starting with '-', optionally ending in '$')", prop, v)
 	}
 	return nil
 }
@@ -215,4 +217,24 @@ func isTokenChar(r rune) bool {
 		return true
 	}
 	return strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
+
+// portableAccount reports whether v is a portable user or group name (or
+// a numeric id): ASCII letters, digits, '.', '_' and '-', not starting
+// with '-', with an optional trailing '$'. Look-alike letters from other
+// scripts and shell metacharacters are not.
+func portableAccount(v string) bool {
+	v = strings.TrimSuffix(v, "$")
+	if v == "" || v[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package exectype
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"time"
@@ -133,6 +134,9 @@ func (p *Properties) Validate() error {
 		}
 	}
 	for _, d := range []struct{ name, path string }{{"cwd", p.Cwd}, {"creates", p.Creates}} {
+		if strings.ContainsRune(d.path, 0) {
+			return resources.Invalidf("property %s: %s", d.name, errNUL)
+		}
 		if d.path != "" && !filepath.IsAbs(d.path) {
 			return resources.Invalidf("property %s: %q is not an absolute path", d.name, d.path)
 		}
@@ -143,6 +147,9 @@ func (p *Properties) Validate() error {
 // checkCommandLine reports why line cannot be split into words, or that it
 // holds none.
 func checkCommandLine(line string) error {
+	if strings.ContainsRune(line, 0) {
+		return errNUL
+	}
 	words, err := shellquote.Split(line)
 	if err != nil {
 		return err
@@ -171,6 +178,9 @@ func (p *Properties) validatePath() error {
 	if p.Path == "" {
 		return nil
 	}
+	if strings.ContainsRune(p.Path, 0) {
+		return resources.Invalidf("property path: %s", errNUL)
+	}
 	for _, dir := range strings.Split(p.Path, ":") {
 		if dir == "" {
 			return resources.Invalidf("property path: %q has an empty directory", p.Path)
@@ -194,7 +204,28 @@ func (p *Properties) validateEnvironment() error {
 			return resources.Invalidf("property environment: %q has an empty value", kv)
 		case strings.ContainsRune(kv, 0):
 			return resources.Invalidf("property environment: %q contains a NUL byte", kv)
+		case !validEnvKey(key):
+			return resources.Invalidf("property environment: key %q is not a variable name (letters, digits and _, not starting with a digit)", key)
 		}
 	}
 	return nil
+}
+
+// errNUL is why a value with a NUL byte cannot reach a process or a file
+// system call.
+var errNUL = errors.New("contains a NUL byte")
+
+// validEnvKey reports whether k is a portable environment variable name:
+// ASCII letters, digits and '_', not starting with a digit.
+func validEnvKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return k != ""
 }

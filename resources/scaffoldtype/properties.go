@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/kballard/go-shellquote"
 
@@ -89,6 +90,8 @@ func (p *Properties) Validate() error {
 
 func validateTarget(name string) error {
 	switch {
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return resources.Invalidf("property name: %q contains a control character", name)
 	case !filepath.IsAbs(name):
 		return resources.Invalidf("property name: %q is not an absolute path", name)
 	case filepath.Clean(name) != name:
@@ -110,6 +113,8 @@ func validatePost(post []map[string]string) error {
 				return resources.Invalidf("property post: entry %d has an empty glob", i+1)
 			case strings.TrimSpace(command) == "":
 				return resources.Invalidf("property post: entry %d (%q) has an empty command", i+1, glob)
+			case strings.ContainsRune(glob, 0) || strings.ContainsRune(command, 0):
+				return resources.Invalidf("property post: entry %d (%q) contains a NUL byte", i+1, glob)
 			case strings.ContainsRune(glob, '/'):
 				return resources.Invalidf("property post: glob %q contains /, but globs match file base names", glob)
 			}
