@@ -34,6 +34,9 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 	if err := checkParent(dir); err != nil {
 		return err
 	}
+	if err := checkLinks(dir); err != nil {
+		return err
+	}
 	if err := checkReplaceable(name); err != nil {
 		return err
 	}
@@ -100,6 +103,9 @@ func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode 
 	if err != nil {
 		return err
 	}
+	if err := checkLinks(filepath.Dir(dir)); err != nil {
+		return err
+	}
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -128,6 +134,9 @@ func (p *Provider) SetAttributes(ctx context.Context, name, owner, group, mode s
 	if err != nil {
 		return err
 	}
+	if err := checkLinks(filepath.Dir(name)); err != nil {
+		return err
+	}
 	if err := setAttributes(name, uid, gid, perm, false); err != nil {
 		return err
 	}
@@ -147,6 +156,9 @@ func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 		return filetype.ErrRemoveRoot
 	}
 	if err := filetype.ValidatePath(name); err != nil {
+		return err
+	}
+	if err := checkLinks(filepath.Dir(name)); err != nil {
 		return err
 	}
 	fi, err := os.Lstat(name)
@@ -216,7 +228,8 @@ func checkManageable(name string, fi fs.FileInfo, wantDir bool) error {
 }
 
 // checkParent requires dir to exist and be a directory (it may be reached
-// through links: only the managed path itself must not be one).
+// through links root owns, see checkLinks; the managed path itself must
+// not be one).
 func checkParent(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
