@@ -43,6 +43,12 @@ func (f *fixture) stop() error {
 }
 
 func startAgent(cfg agent.Config, facts map[string]any, opts ...agent.Option) *fixture {
+	if cfg.StateDir == "" {
+		cfg.StateDir = GinkgoT().TempDir()
+	}
+	if cfg.Policy == "" {
+		cfg.Insecure = true
+	}
 	b := brokertest.Start(GinkgoT())
 	connect := func() *nats.Conn {
 		nc, err := nats.Connect(b.ClientURL())

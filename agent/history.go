@@ -26,6 +26,10 @@ func (a *Agent) newRecord(reply *protocol.FleetReply, data []byte, received time
 	h := nats.Header{}
 	h.Set(protocol.HeaderReceived, protocol.FormatHeaderTime(received))
 	h.Set(protocol.HeaderReplied, protocol.FormatHeaderTime(a.now()))
+	if signer, sig, err := protocol.Sign(data, a.key); err == nil {
+		h.Set(protocol.HeaderSigner, signer)
+		h.Set(protocol.HeaderSignature, sig)
+	}
 	return record{
 		subject: protocol.HistorySubject(reply.RequestID, a.cfg.Identity),
 		msgID:   protocol.HistoryMsgID(reply.RequestID, a.cfg.Identity),

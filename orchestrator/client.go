@@ -2,12 +2,14 @@ package orchestrator
 
 import (
 	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -26,6 +28,9 @@ type Client struct {
 	now          func() time.Time
 	subjectFacts []string
 	sender       string
+	// key signs every fleet request; nil sends them unsigned
+	key       nkeys.KeyPair
+	publicKey string
 }
 
 // Option configures a Client.
@@ -161,3 +166,28 @@ func uniqueSorted(in []string) []string {
 // WithSender names who sends the requests, in history, when a Request does
 // not (user@host, say).
 func WithSender(s string) Option { return func(c *Client) { c.sender = s } }
+
+// WithKey signs every fleet request (and the request's history record)
+// with kp, an nkeys user key pair; agents run only requests signed by a
+// key their policy trusts. Without it requests go unsigned.
+func WithKey(kp nkeys.KeyPair) Option {
+	return func(c *Client) {
+		c.key = kp
+		if kp != nil {
+			c.publicKey, _ = kp.PublicKey()
+		}
+	}
+}
+
+// signed returns the signature headers of body, nil when the client has
+// no key.
+func (c *Client) signed(body []byte) (nats.Header, error) {
+	if c.key == nil {
+		return nil, nil
+	}
+	h, err := protocol.SignatureHeaders(body, c.key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nats.Header(h), nil
+}

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // Reply buffering bounds: the channel between the subscription and the
@@ -27,7 +29,7 @@ const (
 // up to the pending limits) and returns at once after close.
 type inbox struct {
 	subject string
-	ch      chan []byte
+	ch      chan inboxMsg
 	sub     *nats.Subscription
 	done    chan struct{}
 	once    sync.Once
@@ -37,15 +39,22 @@ type inbox struct {
 func openInbox(nc *nats.Conn) (*inbox, error) {
 	in := &inbox{
 		subject: nc.NewInbox(),
-		ch:      make(chan []byte, inboxChannelSize),
+		ch:      make(chan inboxMsg, inboxChannelSize),
 		done:    make(chan struct{}),
 	}
 	sub, err := nc.Subscribe(in.subject, func(m *nats.Msg) {
 		if isNoResponders(m) {
 			return
 		}
+		msg := inboxMsg{data: m.Data}
+		// Verified here, on the subscription's goroutine, so the
+		// collector does not spend its time on signatures.
+		if signer := m.Header.Get(protocol.HeaderSigner); signer != "" {
+			msg.signer = signer
+			msg.signed = protocol.Verify(m.Data, signer, m.Header.Get(protocol.HeaderSignature)) == nil
+		}
 		select {
-		case in.ch <- m.Data:
+		case in.ch <- msg:
 		case <-in.done:
 		}
 	})
@@ -69,9 +78,19 @@ func (in *inbox) close() {
 	})
 }
 
-// publish sends data on subject with the inbox as reply subject.
-func (in *inbox) publish(nc *nats.Conn, subject string, data []byte) error {
-	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: in.subject, Data: data}); err != nil {
+// inboxMsg is one message received on the inbox: its body and, when it
+// carries a signature, the signer it names and whether the signature is
+// that signer's over the body.
+type inboxMsg struct {
+	data   []byte
+	signer string
+	signed bool
+}
+
+// publish sends data on subject with the inbox as reply subject and the
+// given headers (nil: none).
+func (in *inbox) publish(nc *nats.Conn, subject string, data []byte, header nats.Header) error {
+	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: in.subject, Data: data, Header: header}); err != nil {
 		return fmt.Errorf("%w on %s: %w", ErrPublish, subject, err)
 	}
 	return nil

@@ -42,5 +42,6 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	a.registerApply(cli)
 	a.registerHistory(cli)
 	a.registerBench(cli)
+	a.registerKeys(cli)
 	return program.Run(cli, args, stderr)
 }
