@@ -191,7 +191,7 @@ func (a *Agent) refuse(ad *admission, code protocol.Code, msg string) {
 	id := ad.audit.RequestID
 	r := protocol.NewFleetReply(id, a.cfg.Identity, ad.received)
 	r.Error = protocol.NewError(code, "%s", msg)
-	data := a.respond(ad.msg.Reply, r)
+	data, _ := a.respond(ad.msg.Reply, r)
 	a.keepFirst(ad, data)
 }
 
@@ -207,8 +207,8 @@ func (a *Agent) refuseRecorded(ad *admission, code protocol.Code, msg string) {
 	a.writeAudit(&ad.audit)
 	r := protocol.NewFleetReply(ad.req.ID, a.cfg.Identity, ad.received)
 	r.Error = protocol.NewError(code, "%s", msg)
-	if data := a.respond(ad.msg.Reply, r); data != nil {
-		a.queueRecord(a.newRecord(r, data, ad.received))
+	if data, sig := a.respond(ad.msg.Reply, r); data != nil {
+		a.queueRecord(a.newRecord(r, data, sig, ad.received))
 		a.keepFirst(ad, data)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -58,8 +57,9 @@ type Agent struct {
 	// unsigned requests are accepted
 	policy   *Policy
 	insecure bool
-	// key signs replies; publicKey is its public part
-	key       nkeys.KeyPair
+	// signer signs replies with the agent's key; publicKey is its public
+	// part
+	signer    *protocol.KeySigner
 	publicKey string
 	replay    *replayCache
 	audit     *auditLog
@@ -155,8 +155,10 @@ func (a *Agent) openSecurity() error {
 	if err != nil {
 		return err
 	}
-	a.key = kp
-	a.publicKey, _ = kp.PublicKey()
+	if a.signer, err = protocol.NewKeySigner(kp); err != nil {
+		return fmt.Errorf("%w: %w", ErrKey, err)
+	}
+	a.publicKey = a.signer.PublicKey()
 	if a.replay, err = openReplayCache(filepath.Join(cfg.StateDir, ReplayFileName), DefaultReplayMaxEntries, DefaultReplayMaxBytes, a.now()); err != nil {
 		return err
 	}
@@ -395,9 +397,9 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 			a.metrics.request("executed", "")
 			a.metrics.finished(reply.Duration, reply.Events)
 		}
-		data := a.respond(j.reply, reply)
+		data, sig := a.respond(j.reply, reply)
 		if data != nil {
-			a.queueRecord(a.newRecord(reply, data, j.received))
+			a.queueRecord(a.newRecord(reply, data, sig, j.received))
 		}
 		if err := a.replay.finish(req.ID, data, false); err != nil {
 			a.log.Error("replay cache", "error", err)
@@ -456,35 +458,35 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 		Started:   a.started,
 	})
 	if err == nil {
-		a.publishSigned(m.Reply, b)
+		_ = a.publishSigned(m.Reply, b, a.signer.Sign(b))
 	}
 }
 
-// respond sends r to subject (nothing when the request had no reply
-// subject, an asynchronous request) and returns its encoding, nil when it
-// could not be encoded.
-func (a *Agent) respond(subject string, r *protocol.FleetReply) []byte {
+// respond sends r to subject signed with the agent's key (nothing when
+// the request had no reply subject, an asynchronous request) and returns
+// its encoding and signature, nil when it could not be encoded.
+func (a *Agent) respond(subject string, r *protocol.FleetReply) (data []byte, sig string) {
 	b, err := r.Encode()
 	if err != nil {
 		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
-		return nil
+		return nil, ""
 	}
+	sig = a.signer.Sign(b)
 	if subject == "" {
-		return b
+		return b, sig
 	}
-	if err := a.publishSigned(subject, b); err != nil {
+	if err := a.publishSigned(subject, b, sig); err != nil {
 		a.log.Warn("could not send a reply", "request", r.RequestID, "error", err)
 	}
-	return b
+	return b, sig
 }
 
-// publishSigned publishes body on subject signed with the agent's key.
-func (a *Agent) publishSigned(subject string, body []byte) error {
-	h, err := protocol.SignatureHeaders(body, a.key)
-	if err != nil {
-		return err
-	}
-	return a.nc.PublishMsg(&nats.Msg{Subject: subject, Header: nats.Header(h), Data: body})
+// publishSigned publishes body on subject with its signature headers.
+func (a *Agent) publishSigned(subject string, body []byte, sig string) error {
+	h := nats.Header{}
+	h.Set(protocol.HeaderSigner, a.publicKey)
+	h.Set(protocol.HeaderSignature, sig)
+	return a.nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: body})
 }
 
 // looseID pulls a usable request id out of a request that failed to decode,

@@ -70,23 +70,31 @@ func openReplayCache(path string, maxEntries int, maxBytes int64, now time.Time)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("replay cache %s: %w", path, err)
 	}
-	if err := c.load(now); err != nil {
+	existed, err := c.load(now)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.rewriteLocked(); err != nil {
-		return nil, err
+	if existed {
+		// Keep only the live entries.
+		err = c.rewriteLocked()
+	} else {
+		c.file, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replay cache %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// load reads the file, keeping the last line of every unexpired id.
-func (c *replayCache) load(now time.Time) error {
+// load reads the file, keeping the last line of every unexpired id, and
+// reports whether there was one.
+func (c *replayCache) load(now time.Time) (bool, error) {
 	f, err := os.Open(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("replay cache %s: %w", c.path, err)
+		return false, fmt.Errorf("replay cache %s: %w", c.path, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -103,10 +111,10 @@ func (c *replayCache) load(now time.Time) error {
 		c.bytes += e.size()
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
-		return fmt.Errorf("replay cache %s: %w", c.path, err)
+		return true, fmt.Errorf("replay cache %s: %w", c.path, err)
 	}
 	c.purgeLocked(now)
-	return nil
+	return true, nil
 }
 
 // add records id as seen now until expires. When it was seen before it

@@ -29,7 +29,8 @@ type Client struct {
 	subjectFacts []string
 	sender       string
 	// key signs every fleet request; nil sends them unsigned
-	key       nkeys.KeyPair
+	key       *protocol.KeySigner
+	keyErr    error
 	publicKey string
 }
 
@@ -172,9 +173,13 @@ func WithSender(s string) Option { return func(c *Client) { c.sender = s } }
 // key their policy trusts. Without it requests go unsigned.
 func WithKey(kp nkeys.KeyPair) Option {
 	return func(c *Client) {
-		c.key = kp
-		if kp != nil {
-			c.publicKey, _ = kp.PublicKey()
+		c.key, c.keyErr, c.publicKey = nil, nil, ""
+		if kp == nil {
+			return
+		}
+		c.key, c.keyErr = protocol.NewKeySigner(kp)
+		if c.key != nil {
+			c.publicKey = c.key.PublicKey()
 		}
 	}
 }
@@ -182,12 +187,11 @@ func WithKey(kp nkeys.KeyPair) Option {
 // signed returns the signature headers of body, nil when the client has
 // no key.
 func (c *Client) signed(body []byte) (nats.Header, error) {
-	if c.key == nil {
+	switch {
+	case c.keyErr != nil:
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, c.keyErr)
+	case c.key == nil:
 		return nil, nil
 	}
-	h, err := protocol.SignatureHeaders(body, c.key)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return nats.Header(h), nil
+	return nats.Header(c.key.Header(body)), nil
 }

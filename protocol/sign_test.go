@@ -116,6 +116,18 @@ var _ = Describe("Sign and Verify", func() {
 		}, protocol.ErrSignature),
 	)
 
+	It("signs the same with a prepared KeySigner", func() {
+		s, err := protocol.NewKeySigner(kp)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(s.PublicKey()).To(Equal(signer))
+		Expect(s.Sign(body)).To(Equal(sig))
+		Expect(s.Header(body)[protocol.HeaderSignature]).To(Equal([]string{sig}))
+		pubOnly, err := nkeys.FromPublicKey(signer)
+		Expect(err).ToNot(HaveOccurred())
+		_, err = protocol.NewKeySigner(pubOnly)
+		Expect(err).To(MatchError(protocol.ErrSigner))
+	})
+
 	It("builds the two headers", func() {
 		h, err := protocol.SignatureHeaders(body, kp)
 		Expect(err).ToNot(HaveOccurred())
