@@ -42,7 +42,8 @@ func newSigningKey(dir, name string) signingKey {
 }
 
 // securedAgent is one agent with a policy, run in this process, that can
-// be stopped and started again on the same state directory.
+// be stopped and started again on the same state directory. Whoever starts
+// it first registers the cleanup that stops it (see stopLast).
 type securedAgent struct {
 	b        *broker.Broker
 	identity string
@@ -50,6 +51,14 @@ type securedAgent struct {
 	policy   string
 	agent    *agent.Agent
 	stop     func()
+}
+
+// stopLast stops the agent as it is when called (it may have been
+// restarted since it was first started).
+func (s *securedAgent) stopLast() {
+	if s.stop != nil {
+		s.stop()
+	}
 }
 
 func (s *securedAgent) start() {
@@ -75,7 +84,6 @@ func (s *securedAgent) start() {
 		Eventually(done).WithTimeout(20 * time.Second).Should(Receive(BeNil()))
 		nc.Close()
 	}
-	DeferCleanup(func() { s.stop() })
 	Eventually(ready).WithTimeout(10 * time.Second).Should(BeClosed())
 }
 
@@ -153,6 +161,7 @@ func exchange(nc *nats.Conn, subject string, w wire, wait time.Duration) *protoc
 	Expect(nc.PublishMsg(&nats.Msg{Subject: subject, Reply: w.reply, Header: w.header, Data: w.body})).To(Succeed())
 	m, err := sub.NextMsg(wait)
 	if err != nil {
+		GinkgoWriter.Printf("no reply on %s: %v\n", w.reply, err)
 		return nil
 	}
 	r, err := protocol.DecodeFleetReply(m.Data, protocol.Limits{})

@@ -1,8 +1,14 @@
 package integration_test
 
 import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,6 +43,7 @@ var _ = Describe("A signed-request agent", Ordered, func() {
 		b := brokertest.Start(GinkgoT())
 		sa = &securedAgent{b: b, identity: identity, stateDir: filepath.Join(dir, "state"), policy: policy}
 		sa.start()
+		DeferCleanup(sa.stopLast)
 		var err error
 		nc, err = nats.Connect(b.ClientURL())
 		Expect(err).ToNot(HaveOccurred())
@@ -201,5 +208,79 @@ var _ = Describe("A signed-request agent", Ordered, func() {
 		Expect(decisions).To(Equal([]string{"accepted", "accepted", "duplicate", "duplicate"}))
 		Expect(sa.auditOf("once")[1].Result.Changed).To(Equal(1))
 		Expect(sa.auditOf("once")[0].Signer.Name).To(Equal("ops"))
+	})
+
+	It("survives 1,000 random byte strings and 1,000 signed malformed requests: nothing runs, a valid request then works", func() {
+		canary := canaryFor("flood")
+		before := len(sa.auditLines())
+		Eventually(runtime.NumGoroutine).WithTimeout(10 * time.Second).Should(BeNumerically("<", 100000))
+		baseline := runtime.NumGoroutine()
+		rnd := rand.New(rand.NewPCG(6, 6))
+		for i := range 1000 {
+			b := make([]byte, rnd.IntN(2048))
+			for j := range b {
+				b[j] = byte(rnd.UintN(256))
+			}
+			h := nats.Header{}
+			if i%2 == 0 {
+				h.Set(protocol.HeaderSigner, ops.pub)
+				h.Set(protocol.HeaderSignature, base64.RawURLEncoding.EncodeToString(b[:min(len(b), 64)]))
+			}
+			Expect(nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: b})).To(Succeed())
+			if i%100 == 99 {
+				Expect(nc.Flush()).To(Succeed())
+			}
+		}
+		base := signedWire(canaryRequest("floodbase", canary, time.Now(), time.Minute, nil), "", &ops).body
+		mutations := []func(i int, b []byte) []byte{
+			func(i int, b []byte) []byte { return b[:rnd.IntN(len(b))] },
+			func(i int, b []byte) []byte { return bytes.Replace(b, []byte(`"protocol":"`), []byte(`"protocol":"x`), 1) },
+			func(i int, b []byte) []byte {
+				return bytes.Replace(b, []byte(`{"protocol"`), []byte(fmt.Sprintf(`{"x%d":1,"protocol"`, i)), 1)
+			},
+			func(i int, b []byte) []byte { return bytes.Replace(b, []byte(`"ttl":"1m0s"`), []byte(`"ttl":"-1s"`), 1) },
+			func(i int, b []byte) []byte {
+				return bytes.Replace(b, []byte(`"id":"`), []byte(fmt.Sprintf(`"id":"../%d`, i)), 1)
+			},
+			func(i int, b []byte) []byte { return bytes.Replace(b, []byte(`"type":"exec"`), []byte(`"type":"cron"`), 1) },
+			func(i int, b []byte) []byte {
+				return []byte(strings.Repeat("[", 1000+i) + strings.Repeat("]", 1000+i))
+			},
+			func(i int, b []byte) []byte { return append(bytes.Clone(b), []byte(`{"trailing":true}`)...) },
+		}
+		for i := range 1000 {
+			body := mutations[i%len(mutations)](i, bytes.Clone(base))
+			signer, sig, err := protocol.Sign(body, ops.kp)
+			Expect(err).ToNot(HaveOccurred())
+			h := nats.Header{}
+			h.Set(protocol.HeaderSigner, signer)
+			h.Set(protocol.HeaderSignature, sig)
+			Expect(nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: body})).To(Succeed())
+			if i%100 == 99 {
+				Expect(nc.Flush()).To(Succeed())
+			}
+		}
+		Expect(nc.Flush()).To(Succeed())
+
+		// The agent is still there and runs a valid request.
+		req, c := valid("afterflood", nil, nil)
+		r := exchange(nc, subject, signedWire(req, nc.NewInbox(), &ops), 30*time.Second)
+		Expect(r).ToNot(BeNil())
+		Expect(r.Error).To(BeNil())
+		Expect(r.Events).To(HaveLen(1))
+		Expect(r.Events[0].Changed).To(BeTrue())
+		Expect(c).To(BeAnExistingFile())
+		Expect(canary).ToNot(BeAnExistingFile())
+
+		var accepted []string
+		lines := sa.auditLines()[before:]
+		for _, rec := range lines {
+			if rec.Decision == "accepted" {
+				accepted = append(accepted, rec.RequestID)
+			}
+		}
+		Expect(accepted).To(Equal([]string{"afterflood", "afterflood"}), "only the valid request was accepted")
+		Expect(len(lines)).To(BeNumerically(">", 1000), "the refusals are audited")
+		Eventually(runtime.NumGoroutine).WithTimeout(20 * time.Second).Should(BeNumerically("<=", baseline+5))
 	})
 })
