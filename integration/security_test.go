@@ -234,15 +234,21 @@ var _ = Describe("A signed-request agent", Ordered, func() {
 		base := signedWire(canaryRequest("floodbase", canary, time.Now(), time.Minute, nil), "", &ops).body
 		mutations := []func(i int, b []byte) []byte{
 			func(i int, b []byte) []byte { return b[:rnd.IntN(len(b))] },
-			func(i int, b []byte) []byte { return bytes.Replace(b, []byte(`"protocol":"`), []byte(`"protocol":"x`), 1) },
+			func(i int, b []byte) []byte {
+				return bytes.Replace(b, []byte(`"protocol":"`), []byte(`"protocol":"x`), 1)
+			},
 			func(i int, b []byte) []byte {
 				return bytes.Replace(b, []byte(`{"protocol"`), []byte(fmt.Sprintf(`{"x%d":1,"protocol"`, i)), 1)
 			},
-			func(i int, b []byte) []byte { return bytes.Replace(b, []byte(`"ttl":"1m0s"`), []byte(`"ttl":"-1s"`), 1) },
+			func(i int, b []byte) []byte {
+				return bytes.Replace(b, []byte(`"ttl":"1m0s"`), []byte(`"ttl":"-1s"`), 1)
+			},
 			func(i int, b []byte) []byte {
 				return bytes.Replace(b, []byte(`"id":"`), []byte(fmt.Sprintf(`"id":"../%d`, i)), 1)
 			},
-			func(i int, b []byte) []byte { return bytes.Replace(b, []byte(`"type":"exec"`), []byte(`"type":"cron"`), 1) },
+			func(i int, b []byte) []byte {
+				return bytes.Replace(b, []byte(`"type":"exec"`), []byte(`"type":"cron"`), 1)
+			},
 			func(i int, b []byte) []byte {
 				return []byte(strings.Repeat("[", 1000+i) + strings.Repeat("]", 1000+i))
 			},
