@@ -207,9 +207,11 @@ func (a *Agent) refuseRecorded(ad *admission, code protocol.Code, msg string) {
 	a.writeAudit(&ad.audit)
 	r := protocol.NewFleetReply(ad.req.ID, a.cfg.Identity, ad.received)
 	r.Error = protocol.NewError(code, "%s", msg)
-	if data, sig := a.respond(ad.msg.Reply, r); data != nil {
+	data, sig := a.encodeReply(r)
+	a.keepFirst(ad, data)
+	a.sendReply(ad.msg.Reply, ad.req.ID, data, sig)
+	if data != nil {
 		a.queueRecord(a.newRecord(r, data, sig, ad.received))
-		a.keepFirst(ad, data)
 	}
 }
 

@@ -397,16 +397,19 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 			a.metrics.request("executed", "")
 			a.metrics.finished(reply.Duration, reply.Events)
 		}
-		data, sig := a.respond(j.reply, reply)
-		if data != nil {
-			a.queueRecord(a.newRecord(reply, data, sig, j.received))
-		}
+		// The replay cache and the audit log learn the result before the
+		// requester does, so a replay sent on seeing the reply finds it.
+		data, sig := a.encodeReply(reply)
 		if err := a.replay.finish(req.ID, data, false); err != nil {
 			a.log.Error("replay cache", "error", err)
 		}
 		j.audit.Time = a.now().UTC()
 		j.audit.Result = newAuditResult(reply)
 		a.writeAudit(&j.audit)
+		a.sendReply(j.reply, req.ID, data, sig)
+		if data != nil {
+			a.queueRecord(a.newRecord(reply, data, sig, j.received))
+		}
 	}()
 	if skew := a.policy.skew(); started.After(req.Deadline().Add(skew)) {
 		a.stats.expired.Add(1)
@@ -466,19 +469,29 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 // the request had no reply subject, an asynchronous request) and returns
 // its encoding and signature, nil when it could not be encoded.
 func (a *Agent) respond(subject string, r *protocol.FleetReply) (data []byte, sig string) {
+	data, sig = a.encodeReply(r)
+	a.sendReply(subject, r.RequestID, data, sig)
+	return data, sig
+}
+
+// encodeReply encodes and signs r; nil when it cannot be encoded.
+func (a *Agent) encodeReply(r *protocol.FleetReply) (data []byte, sig string) {
 	b, err := r.Encode()
 	if err != nil {
 		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
 		return nil, ""
 	}
-	sig = a.signer.Sign(b)
-	if subject == "" {
-		return b, sig
+	return b, a.signer.Sign(b)
+}
+
+// sendReply publishes an encoded reply to subject, unless either is empty.
+func (a *Agent) sendReply(subject, id string, data []byte, sig string) {
+	if subject == "" || data == nil {
+		return
 	}
-	if err := a.publishSigned(subject, b, sig); err != nil {
-		a.log.Warn("could not send a reply", "request", r.RequestID, "error", err)
+	if err := a.publishSigned(subject, data, sig); err != nil {
+		a.log.Warn("could not send a reply", "request", id, "error", err)
 	}
-	return b, sig
 }
 
 // publishSigned publishes body on subject with its signature headers.
