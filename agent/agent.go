@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,12 +52,26 @@ type Agent struct {
 	workers sync.WaitGroup
 	// jobsCtx is what running requests see; Run sets it before serving
 	jobsCtx context.Context
+
+	// policy is the signers the agent trusts (nil: none), insecure whether
+	// unsigned requests are accepted
+	policy   *Policy
+	insecure bool
+	// signer signs replies with the agent's key; publicKey is its public
+	// part
+	signer    *protocol.KeySigner
+	publicKey string
+	replay    *replayCache
+	audit     *auditLog
 }
 
 type job struct {
 	req      *protocol.FleetRequest
 	reply    string
 	received time.Time
+	// audit is the request's accepted audit line, written again with the
+	// result when it finishes
+	audit AuditRecord
 }
 
 // Option configures an Agent.
@@ -70,6 +85,9 @@ func WithVersion(v string) Option { return func(a *Agent) { a.version = v } }
 
 // WithReady sets a function called once the agent is subscribed and serving.
 func WithReady(f func()) Option { return func(a *Agent) { a.ready = f } }
+
+// WithPolicy sets the policy, taking precedence over Config.Policy.
+func WithPolicy(p *Policy) Option { return func(a *Agent) { a.policy = p } }
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(a *Agent) { a.now = now } }
@@ -110,8 +128,56 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		o(a)
 	}
 	a.log = a.log.With("identity", cfg.Identity)
+	if err := a.openSecurity(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
+
+// openSecurity loads the policy (unless one was given), the agent's key,
+// the replay cache and the audit log.
+func (a *Agent) openSecurity() error {
+	cfg := a.cfg
+	if a.policy == nil && cfg.Policy != "" {
+		p, err := LoadPolicy(cfg.Policy)
+		if err != nil {
+			return err
+		}
+		a.policy = p
+	}
+	if a.policy != nil {
+		if err := a.policy.Validate(); err != nil {
+			return err
+		}
+	}
+	a.insecure = cfg.Insecure || (a.policy != nil && a.policy.Insecure)
+	kp, err := loadOrCreateKey(filepath.Join(cfg.StateDir, KeyFileName))
+	if err != nil {
+		return err
+	}
+	if a.signer, err = protocol.NewKeySigner(kp); err != nil {
+		return fmt.Errorf("%w: %w", ErrKey, err)
+	}
+	a.publicKey = a.signer.PublicKey()
+	if a.replay, err = openReplayCache(filepath.Join(cfg.StateDir, ReplayFileName), DefaultReplayMaxEntries, DefaultReplayMaxBytes, a.now()); err != nil {
+		return err
+	}
+	auditPath := cfg.AuditLog
+	if auditPath == "" {
+		auditPath = filepath.Join(cfg.StateDir, AuditFileName)
+	}
+	if a.audit, err = openAuditLog(auditPath); err != nil {
+		_ = a.replay.close()
+		return err
+	}
+	return nil
+}
+
+// PublicKey returns the agent's public key, with which it signs replies.
+func (a *Agent) PublicKey() string { return a.publicKey }
+
+// Insecure reports whether the agent accepts unsigned requests.
+func (a *Agent) Insecure() bool { return a.insecure }
 
 // Identity returns the agent's identity.
 func (a *Agent) Identity() string { return a.cfg.Identity }
@@ -141,6 +207,16 @@ func (a *Agent) Subjects() (requests, discovery []string) {
 // spool until JetStream takes them.
 func (a *Agent) Run(ctx context.Context) error {
 	a.started = a.now().UTC()
+	defer func() {
+		_ = a.replay.close()
+		_ = a.audit.close()
+	}()
+	switch {
+	case a.insecure:
+		a.log.Warn("INSECURE: this agent accepts unsigned requests from anyone who can publish to its subjects; configure a policy with trusted signers")
+	case a.policy == nil || len(a.policy.Signers) == 0:
+		a.log.Warn("no trusted signers: every request will be refused (configure a policy)")
+	}
 	jobsCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 
@@ -232,39 +308,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-// onRequest admits a fleet request: decode, expiry, selection, queue.
-func (a *Agent) onRequest(m *nats.Msg) {
-	a.stats.received.Add(1)
-	req, err := protocol.DecodeFleetRequest(m.Data, protocol.Limits{MaxBytes: a.cfg.MaxRequestBytes})
-	if err != nil {
-		a.stats.badRequest.Add(1)
-		a.metrics.request("error", protocol.CodeBadRequest)
-		a.log.Warn("refused a malformed request", "error", err)
-		a.respondError(m.Reply, looseID(m.Data), protocol.CodeBadRequest, err.Error())
-		return
-	}
-	if req.TTL == 0 {
-		req.TTL = protocol.Duration(a.cfg.DefaultTTL)
-	}
-	received := a.now()
-	if !req.Targeted(a.cfg.Identity) || (req.Filter != nil && !req.Filter.Match(a.currentFacts().all)) {
-		a.stats.ignored.Add(1)
-		a.metrics.request("ignored", "")
-		return
-	}
-	if req.Expired(a.now()) {
-		a.stats.expired.Add(1)
-		a.metrics.request("error", protocol.CodeExpired)
-		a.recordError(m.Reply, req.ID, received, protocol.CodeExpired, fmt.Sprintf("request expired at %s", req.Deadline().Format(time.RFC3339)))
-		return
-	}
-	if !a.admit(&job{req: req, reply: m.Reply, received: received}) {
-		a.stats.busy.Add(1)
-		a.metrics.request("error", protocol.CodeBusy)
-		a.recordError(m.Reply, req.ID, received, protocol.CodeBusy, fmt.Sprintf("%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength))
-	}
-}
-
 // subscriptionBuffer is how many received messages an agent holds for its
 // dispatcher; beyond it NATS drops them (a slow consumer). The dispatcher
 // only decodes and queues, and answers busy once QueueLength requests
@@ -354,13 +397,23 @@ func (a *Agent) execute(ctx context.Context, j *job) {
 			a.metrics.request("executed", "")
 			a.metrics.finished(reply.Duration, reply.Events)
 		}
-		if data := a.respond(j.reply, reply); data != nil {
-			a.queueRecord(a.newRecord(reply, data, j.received))
+		// The replay cache and the audit log learn the result before the
+		// requester does, so a replay sent on seeing the reply finds it.
+		data, sig := a.encodeReply(reply)
+		if err := a.replay.finish(req.ID, data, false); err != nil {
+			a.log.Error("replay cache", "error", err)
+		}
+		j.audit.Time = a.now().UTC()
+		j.audit.Result = newAuditResult(reply)
+		a.writeAudit(&j.audit)
+		a.sendReply(j.reply, req.ID, data, sig)
+		if data != nil {
+			a.queueRecord(a.newRecord(reply, data, sig, j.received))
 		}
 	}()
-	if req.Expired(started) {
+	if skew := a.policy.skew(); started.After(req.Deadline().Add(skew)) {
 		a.stats.expired.Add(1)
-		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start", req.Deadline().Format(time.RFC3339))
+		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", req.Deadline().Format(time.RFC3339), skew)
 		return
 	}
 	if req.Ensure == nil {
@@ -404,48 +457,49 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 		Identity:  a.cfg.Identity,
 		Facts:     facts.scalar,
 		Version:   a.version,
+		PublicKey: a.publicKey,
 		Started:   a.started,
 	})
 	if err == nil {
-		_ = m.Respond(b)
+		_ = a.publishSigned(m.Reply, b, a.signer.Sign(b))
 	}
 }
 
-// respondError answers a request that could not be decoded with a
-// request-level error; it is not recorded in history (its id is not
-// trustworthy).
-func (a *Agent) respondError(subject, id string, code protocol.Code, msg string) {
-	r := protocol.NewFleetReply(id, a.cfg.Identity, a.now())
-	r.Error = &protocol.Error{Code: code, Message: msg}
-	a.respond(subject, r)
+// respond sends r to subject signed with the agent's key (nothing when
+// the request had no reply subject, an asynchronous request) and returns
+// its encoding and signature, nil when it could not be encoded.
+func (a *Agent) respond(subject string, r *protocol.FleetReply) (data []byte, sig string) {
+	data, sig = a.encodeReply(r)
+	a.sendReply(subject, r.RequestID, data, sig)
+	return data, sig
 }
 
-// recordError answers a valid request the agent will not run (expired,
-// busy) and records the answer in history.
-func (a *Agent) recordError(subject, id string, received time.Time, code protocol.Code, msg string) {
-	r := protocol.NewFleetReply(id, a.cfg.Identity, received)
-	r.Error = &protocol.Error{Code: code, Message: msg}
-	if data := a.respond(subject, r); data != nil {
-		a.queueRecord(a.newRecord(r, data, received))
-	}
-}
-
-// respond sends r to subject (nothing when the request had no reply
-// subject, an asynchronous request) and returns its encoding, nil when it
-// could not be encoded.
-func (a *Agent) respond(subject string, r *protocol.FleetReply) []byte {
+// encodeReply encodes and signs r; nil when it cannot be encoded.
+func (a *Agent) encodeReply(r *protocol.FleetReply) (data []byte, sig string) {
 	b, err := r.Encode()
 	if err != nil {
 		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
-		return nil
+		return nil, ""
 	}
-	if subject == "" {
-		return b
+	return b, a.signer.Sign(b)
+}
+
+// sendReply publishes an encoded reply to subject, unless either is empty.
+func (a *Agent) sendReply(subject, id string, data []byte, sig string) {
+	if subject == "" || data == nil {
+		return
 	}
-	if err := a.nc.Publish(subject, b); err != nil {
-		a.log.Warn("could not send a reply", "request", r.RequestID, "error", err)
+	if err := a.publishSigned(subject, data, sig); err != nil {
+		a.log.Warn("could not send a reply", "request", id, "error", err)
 	}
-	return b
+}
+
+// publishSigned publishes body on subject with its signature headers.
+func (a *Agent) publishSigned(subject string, body []byte, sig string) error {
+	h := nats.Header{}
+	h.Set(protocol.HeaderSigner, a.publicKey)
+	h.Set(protocol.HeaderSignature, sig)
+	return a.nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: body})
 }
 
 // looseID pulls a usable request id out of a request that failed to decode,

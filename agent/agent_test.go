@@ -42,7 +42,21 @@ func (f *fixture) stop() error {
 	return f.err
 }
 
+// startAgent starts an agent that takes unsigned requests unless cfg names
+// a policy file.
 func startAgent(cfg agent.Config, facts map[string]any, opts ...agent.Option) *fixture {
+	if cfg.Policy == "" {
+		cfg.Insecure = true
+	}
+	return startAgentAs(cfg, facts, opts...)
+}
+
+// startAgentAs starts an agent with cfg as given (a state directory of its
+// own when cfg has none).
+func startAgentAs(cfg agent.Config, facts map[string]any, opts ...agent.Option) *fixture {
+	if cfg.StateDir == "" {
+		cfg.StateDir = GinkgoT().TempDir()
+	}
 	b := brokertest.Start(GinkgoT())
 	connect := func() *nats.Conn {
 		nc, err := nats.Connect(b.ClientURL())

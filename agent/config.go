@@ -86,6 +86,14 @@ type Config struct {
 	SpoolMaxRecords int `yaml:"spool_max_records"`
 	// SpoolMaxBytes bounds the history spool's size in bytes; default 16 MiB.
 	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
+	// Policy is the policy file (see Policy): who may sign requests and
+	// for what. Without one every request is refused unless Insecure.
+	Policy string `yaml:"policy"`
+	// Insecure accepts unsigned requests from anyone (demos and tests
+	// only), like insecure: true in the policy.
+	Insecure bool `yaml:"insecure"`
+	// AuditLog is the audit log file; default <state_dir>/audit.log.
+	AuditLog string `yaml:"audit_log"`
 }
 
 // LoadConfig reads a YAML configuration file strictly: unknown keys are errors.

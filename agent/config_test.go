@@ -15,6 +15,7 @@ var _ = Describe("Config", func() {
 		c, err := agent.LoadConfig(filepath.Join("..", "dist", "agent.yaml"))
 		Expect(err).ToNot(HaveOccurred())
 		Expect(c.Facts).To(HaveKeyWithValue("role", "web"))
+		Expect(c.Policy).To(Equal("/etc/ccm/policy.yaml"))
 		c = c.WithDefaults()
 		c.Identity = "web17.example.net"
 		Expect(c.Validate()).To(Succeed())

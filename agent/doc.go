@@ -2,9 +2,13 @@
 // NATS with its identity and facts, subscribes to the request and discovery
 // subjects that concern it (ccm.v1.req.all, ccm.v1.req.node.<identity>,
 // ccm.v1.req.fact.<key>.<value> for each subject fact, and the matching
-// ccm.v1.disc.* subjects), and for each fleet request: decodes it strictly,
-// refuses it when expired, ignores it when its filter or target list does not
-// select this host, queues it (answering busy when the bounded queue is
+// ccm.v1.disc.* subjects), and for each fleet request: checks its signature
+// against the signers of its Policy (or takes it unsigned when insecure),
+// decodes it strictly, refuses it when its lifetime is off or over, answers
+// a request id it has seen before from its persisted replay cache without
+// running it again, checks the signed reply subject, ignores it when its
+// filter or target list does not select this host, refuses resources the
+// signer is not allowed, writes an audit line (no audit line, no run), queues it (answering busy when the bounded queue is
 // full), runs it through the resources engine with templates over facts only
 // (no environment, no file reads), and replies with the transaction events.
 // A manifest request's bundle is unpacked into a fresh private directory
@@ -17,6 +21,9 @@
 // is back. The agent keeps its entry in the node registry (KV CCM_NODES):
 // put before it serves, refreshed every heartbeat and on UpdateFacts,
 // deleted when it stops.
+//
+// Every reply is signed with the agent's own key (agent.nk in the state
+// directory), whose public key it announces in discovery and the registry.
 //
 // Simulation runs many agents in one process, each with its own connection,
 // identity and facts, for demos, tests and benchmarks.

@@ -20,12 +20,15 @@ type record struct {
 	data           []byte
 }
 
-// newRecord builds the history record of reply (encoded as data), received
+// newRecord builds the history record of reply (encoded as data, signed
+// with sig: the record keeps the signature headers), received
 // at received and sent now.
-func (a *Agent) newRecord(reply *protocol.FleetReply, data []byte, received time.Time) record {
+func (a *Agent) newRecord(reply *protocol.FleetReply, data []byte, sig string, received time.Time) record {
 	h := nats.Header{}
 	h.Set(protocol.HeaderReceived, protocol.FormatHeaderTime(received))
 	h.Set(protocol.HeaderReplied, protocol.FormatHeaderTime(a.now()))
+	h.Set(protocol.HeaderSigner, a.publicKey)
+	h.Set(protocol.HeaderSignature, sig)
 	return record{
 		subject: protocol.HistorySubject(reply.RequestID, a.cfg.Identity),
 		msgID:   protocol.HistoryMsgID(reply.RequestID, a.cfg.Identity),

@@ -51,6 +51,7 @@ func startOn(b *broker.Broker, history bool, cfg agent.Config, facts map[string]
 	if cfg.StateDir == "" {
 		cfg.StateDir = GinkgoT().TempDir()
 	}
+	cfg.Insecure = true
 	reg, err := providers.Builtin(providers.Options{})
 	Expect(err).ToNot(HaveOccurred())
 	ready := make(chan struct{})

@@ -18,12 +18,13 @@ import (
 func (a *Agent) nodeRecord() ([]byte, error) {
 	f := a.currentFacts()
 	return json.Marshal(&protocol.NodeRecord{
-		Protocol: protocol.NodeProtocol,
-		Identity: a.cfg.Identity,
-		Facts:    f.scalar,
-		Version:  a.version,
-		Started:  a.started,
-		LastSeen: a.now().UTC(),
+		Protocol:  protocol.NodeProtocol,
+		Identity:  a.cfg.Identity,
+		Facts:     f.scalar,
+		Version:   a.version,
+		PublicKey: a.publicKey,
+		Started:   a.started,
+		LastSeen:  a.now().UTC(),
 	})
 }
 

@@ -104,6 +104,9 @@ func startFleetWith(o fleetOptions, count int, prefix string, base map[string]an
 	Expect(err).ToNot(HaveOccurred())
 	cfg := o.config
 	cfg.StateDir = f.stateDir
+	if cfg.Policy == "" {
+		cfg.Insecure = true
+	}
 	ready := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -27,11 +27,6 @@ import (
 	"github.com/ccm-fleet/ccm/natsconn"
 )
 
-// agentSecurityFlags are the flags every ccm-agent of these specs gets
-// besides its connection: the one place to add a policy flag (e.g.
-// --insecure) once agents refuse unsigned requests by default.
-var agentSecurityFlags []string
-
 var (
 	agentBinOnce sync.Once
 	agentBin     string
@@ -80,6 +75,9 @@ var _ = Describe("A locked-down broker", func() {
 		orch       brokertest.User
 		admin      *nats.Conn
 		web1, web2 lockedHost
+		// ops signs the requests; the agents' policy trusts it for files
+		ops    signingKey
+		policy string
 	)
 
 	// violations are the permission violations nats-server logged.
@@ -118,15 +116,17 @@ var _ = Describe("A locked-down broker", func() {
 	}
 	startAgent := func(h lockedHost) *gexec.Session {
 		GinkgoHelper()
-		args := append([]string{"run", "--identity", h.identity, "--fact", "role=" + h.role, "--fact", "os=debian", "--fact", "platform=debian",
+		args := []string{"run", "--identity", h.identity, "--fact", "role=" + h.role, "--fact", "os=debian", "--fact", "platform=debian",
 			"--state-dir", filepath.Join(dir, h.identity), "--heartbeat", "1s",
-			"--server", b.ClientURL(), "--nkey", h.user.SeedFile, "--inbox-prefix", h.inbox}, agentSecurityFlags...)
+			"--server", b.ClientURL(), "--nkey", h.user.SeedFile, "--inbox-prefix", h.inbox, "--policy", policy}
 		return startProcess(ccmAgentBin(), args...)
 	}
 
 	BeforeEach(func() {
 		dir = GinkgoT().TempDir()
 		orch = brokertest.NewUser(GinkgoT(), dir)
+		ops = newSigningKey(dir, "ops")
+		policy = policyFile(dir, signerEntry("ops", ops.pub, "file"))
 		web1 = lockedHost{identity: "web1.example.com", token: "web1%2Eexample%2Ecom", inbox: "_INBOX.agent-web1", role: "web", user: brokertest.NewUser(GinkgoT(), dir)}
 		web2 = lockedHost{identity: "web2.example.com", token: "web2%2Eexample%2Ecom", inbox: "_INBOX.agent-web2", role: "db", user: brokertest.NewUser(GinkgoT(), dir)}
 
@@ -169,10 +169,10 @@ var _ = Describe("A locked-down broker", func() {
 		}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(And(ContainSubstring(web1.identity), ContainSubstring(web2.identity)))
 
 		target := filepath.Join(dir, "motd")
-		code, out, errOut := runOrch(append([]string{"ensure", "file", target, "--content", "locked down\n", "--owner", "root", "--group", "root", "--mode", "0644", "--host", web1.identity}, orchFlags()...)...)
+		code, out, errOut := runOrch(append([]string{"ensure", "file", target, "--content", "locked down\n", "--owner", "root", "--group", "root", "--mode", "0644", "--host", web1.identity, "--key", ops.seedFile}, orchFlags()...)...)
 		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
 		Expect(os.ReadFile(target)).To(Equal([]byte("locked down\n")))
-		code, out, errOut = runOrch(append([]string{"ensure", "file", target + ".db", "--content", "db\n", "--owner", "root", "--group", "root", "--mode", "0644", "--where", "role=db"}, orchFlags()...)...)
+		code, out, errOut = runOrch(append([]string{"ensure", "file", target + ".db", "--content", "db\n", "--owner", "root", "--group", "root", "--mode", "0644", "--where", "role=db", "--key", ops.seedFile}, orchFlags()...)...)
 		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
 		Expect(out).To(ContainSubstring("1 host"))
 		id := regexp.MustCompile(`\(request (\w+),`).FindStringSubmatch(out)

@@ -294,3 +294,41 @@ func (m *Manifest) Declared() []Declared {
 	}
 	return out
 }
+
+// Providers lists, parallel to Declared, the provider each resource asks
+// for as written: "" when none, the literal name when it is a plain string,
+// and "*" when it cannot be known before templates are expanded (a
+// templated provider, or a "*" map that may set one).
+func (m *Manifest) Providers() []string {
+	var out []string
+	for _, e := range m.entries {
+		p := entryProvider(e)
+		n := 1
+		if list, ok := e.name.([]any); ok {
+			n = len(list)
+		}
+		for range n {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// entryProvider is the provider an entry asks for (see Providers).
+func entryProvider(e *entry) string {
+	if e.splat != nil || (e.defaults != nil && e.defaults.splat != nil) {
+		return "*"
+	}
+	v, ok := e.props["provider"]
+	if !ok && e.defaults != nil {
+		v, ok = e.defaults.props["provider"]
+	}
+	if !ok || v == nil {
+		return ""
+	}
+	s, isString := v.(string)
+	if !isString || strings.Contains(s, "{{") {
+		return "*"
+	}
+	return s
+}

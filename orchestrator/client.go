@@ -2,12 +2,14 @@ package orchestrator
 
 import (
 	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -26,6 +28,10 @@ type Client struct {
 	now          func() time.Time
 	subjectFacts []string
 	sender       string
+	// key signs every fleet request; nil sends them unsigned
+	key       *protocol.KeySigner
+	keyErr    error
+	publicKey string
 }
 
 // Option configures a Client.
@@ -161,3 +167,31 @@ func uniqueSorted(in []string) []string {
 // WithSender names who sends the requests, in history, when a Request does
 // not (user@host, say).
 func WithSender(s string) Option { return func(c *Client) { c.sender = s } }
+
+// WithKey signs every fleet request (and the request's history record)
+// with kp, an nkeys user key pair; agents run only requests signed by a
+// key their policy trusts. Without it requests go unsigned.
+func WithKey(kp nkeys.KeyPair) Option {
+	return func(c *Client) {
+		c.key, c.keyErr, c.publicKey = nil, nil, ""
+		if kp == nil {
+			return
+		}
+		c.key, c.keyErr = protocol.NewKeySigner(kp)
+		if c.key != nil {
+			c.publicKey = c.key.PublicKey()
+		}
+	}
+}
+
+// signed returns the signature headers of body, nil when the client has
+// no key.
+func (c *Client) signed(body []byte) (nats.Header, error) {
+	switch {
+	case c.keyErr != nil:
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, c.keyErr)
+	case c.key == nil:
+		return nil, nil
+	}
+	return nats.Header(c.key.Header(body)), nil
+}

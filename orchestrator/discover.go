@@ -43,6 +43,9 @@ type Node struct {
 	Identity string         `json:"identity"`
 	Facts    map[string]any `json:"facts"`
 	Version  string         `json:"version,omitempty"`
+	// PublicKey is the key the host signs its replies with, when it
+	// announced one (in the registry, or in a signed discovery reply).
+	PublicKey string `json:"public_key,omitempty"`
 }
 
 func (o DiscoverOptions) normalize() (DiscoverOptions, error) {
@@ -106,7 +109,7 @@ func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) 
 	defer in.close()
 
 	for _, subject := range c.discoverySubjects(opts.Filter) {
-		if err := in.publish(c.nc, subject, data); err != nil {
+		if err := in.publish(c.nc, subject, data, nil); err != nil {
 			return nil, fmt.Errorf("discovery: %w", err)
 		}
 	}
@@ -125,9 +128,9 @@ func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) 
 			return sortedNodes(found), nil
 		case <-quiet.C:
 			return sortedNodes(found), nil
-		case b := <-in.ch:
+		case m := <-in.ch:
 			quiet.Reset(opts.Quiet)
-			r, err := protocol.DecodeDiscoveryReply(b, protocol.Limits{})
+			r, err := protocol.DecodeDiscoveryReply(m.data, protocol.Limits{})
 			if err != nil {
 				c.log.Warn("ignored a malformed discovery reply", "error", err)
 				continue
@@ -146,7 +149,12 @@ func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) 
 				continue
 			}
 			if _, dup := found[r.Identity]; !dup && len(found) < MaxDiscovered {
-				found[r.Identity] = Node{Identity: r.Identity, Facts: facts, Version: r.Version}
+				n := Node{Identity: r.Identity, Facts: facts, Version: r.Version}
+				// A key counts only when the announcement is signed with it.
+				if r.PublicKey != "" && m.signed && m.signer == r.PublicKey {
+					n.PublicKey = r.PublicKey
+				}
+				found[r.Identity] = n
 			}
 		}
 	}

@@ -12,6 +12,11 @@
 // return right after); History, HistoryList and HistoryHost read the
 // records back, rebuilding a run's Result, late replies included.
 //
+// With WithKey every request is signed, bound to its reply subject; each
+// reply is checked against the public key the registry or a signed
+// discovery announcement gives for its identity (Result.Spoofed,
+// Result.Unverified).
+//
 // The package never prints; cmd/ccm-orch renders what it returns. Every
 // call owns its one reply subscription and stops it before returning.
 package orchestrator

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/nats-io/nats.go"
 
@@ -32,8 +33,14 @@ func exampleFleet() (string, func()) {
 	role, _ := agent.ParseVary("role=web,db")
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
+	state, err := os.MkdirTemp("", "ccm-example-")
+	if err != nil {
+		panic(err)
+	}
 	sim := agent.Simulation{
 		Count: 4, Prefix: "web", Vary: []agent.Vary{osv, role}, Engine: engine.New(reg),
+		// Unsigned requests, for the example; see the README's Security section.
+		Config:  agent.Config{StateDir: state, Insecure: true},
 		Connect: func(_ context.Context, name string) (*nats.Conn, error) { return nats.Connect(url, nats.Name(name)) },
 		Ready:   func() { close(ready) },
 	}
@@ -47,5 +54,6 @@ func exampleFleet() (string, func()) {
 		cancel()
 		<-done
 		_ = b.Shutdown(context.Background())
+		_ = os.RemoveAll(state)
 	}
 }

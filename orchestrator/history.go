@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/jsstore"
@@ -49,9 +50,13 @@ func (c *Client) recordRequest(ctx context.Context, id string, req *Request, res
 	if c.js == nil {
 		return jsstore.ErrNoHistory
 	}
+	header, err := c.signed(data)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
 	defer cancel()
-	_, err = jsstore.Publish(ctx, c.js, protocol.HistoryRequestSubject(id), protocol.HistoryMsgID(id, ""), nil, data)
+	_, err = jsstore.Publish(ctx, c.js, protocol.HistoryRequestSubject(id), protocol.HistoryMsgID(id, ""), header, data)
 	return err
 }
 
@@ -61,6 +66,7 @@ func (c *Client) sendAsync(id string, req *Request, body json.RawMessage, expect
 	subjects, perNode := c.requestSubjects(req.Filter, expected)
 	fr := protocol.NewFleetRequest(id, c.now(), req.TTL)
 	fr.Noop, fr.Filter, fr.Ensure, fr.Manifest = req.Noop, req.Filter, req.Ensure, body
+	fr.Sender = c.publicKey
 	if perNode {
 		fr.Targets = expected
 	}
@@ -68,8 +74,12 @@ func (c *Client) sendAsync(id string, req *Request, body json.RawMessage, expect
 	if err != nil {
 		return err
 	}
+	header, err := c.signed(data)
+	if err != nil {
+		return err
+	}
 	for _, s := range subjects {
-		if err := c.nc.Publish(s, data); err != nil {
+		if err := c.nc.PublishMsg(&nats.Msg{Subject: s, Data: data, Header: header}); err != nil {
 			return fmt.Errorf("%w on %s: %w", ErrPublish, s, err)
 		}
 	}

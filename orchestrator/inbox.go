@@ -2,9 +2,12 @@ package orchestrator
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // Reply buffering bounds: the channel between the subscription and the
@@ -27,17 +30,25 @@ const (
 // up to the pending limits) and returns at once after close.
 type inbox struct {
 	subject string
-	ch      chan []byte
-	sub     *nats.Subscription
-	done    chan struct{}
-	once    sync.Once
+	ch      chan inboxMsg
+	// raw feeds the verifiers, which check signatures in parallel and
+	// pass the messages on to ch
+	raw       chan *nats.Msg
+	sub       *nats.Subscription
+	done      chan struct{}
+	once      sync.Once
+	verifiers sync.WaitGroup
 }
+
+// inboxVerifiers is how many goroutines check reply signatures at most.
+const inboxVerifiers = 4
 
 // openInbox subscribes to a fresh inbox subject of nc.
 func openInbox(nc *nats.Conn) (*inbox, error) {
 	in := &inbox{
 		subject: nc.NewInbox(),
-		ch:      make(chan []byte, inboxChannelSize),
+		ch:      make(chan inboxMsg, inboxChannelSize),
+		raw:     make(chan *nats.Msg, inboxChannelSize),
 		done:    make(chan struct{}),
 	}
 	sub, err := nc.Subscribe(in.subject, func(m *nats.Msg) {
@@ -45,12 +56,19 @@ func openInbox(nc *nats.Conn) (*inbox, error) {
 			return
 		}
 		select {
-		case in.ch <- m.Data:
+		case in.raw <- m:
 		case <-in.done:
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to replies: %w", err)
+	}
+	// Signatures are checked off the subscription's goroutine and the
+	// collector's, on every core: a large fleet's replies arrive faster
+	// than one core verifies them.
+	for range min(inboxVerifiers, max(1, runtime.GOMAXPROCS(0))) {
+		in.verifiers.Add(1)
+		go in.verify()
 	}
 	if err := sub.SetPendingLimits(inboxPendingMsgs, inboxPendingSize); err != nil {
 		_ = sub.Unsubscribe()
@@ -60,18 +78,52 @@ func openInbox(nc *nats.Conn) (*inbox, error) {
 	return in, nil
 }
 
-// close stops the subscription and releases a handler blocked on the
-// channel. It is safe to call more than once.
+// verify checks the signature of each raw message and passes it on, until
+// the inbox is closed.
+func (in *inbox) verify() {
+	defer in.verifiers.Done()
+	for {
+		select {
+		case m := <-in.raw:
+			msg := inboxMsg{data: m.Data}
+			if signer := m.Header.Get(protocol.HeaderSigner); signer != "" {
+				msg.signer = signer
+				msg.signed = protocol.Verify(m.Data, signer, m.Header.Get(protocol.HeaderSignature)) == nil
+			}
+			select {
+			case in.ch <- msg:
+			case <-in.done:
+				return
+			}
+		case <-in.done:
+			return
+		}
+	}
+}
+
+// close stops the subscription and the verifiers and releases a handler
+// blocked on a channel. It is safe to call more than once.
 func (in *inbox) close() {
 	in.once.Do(func() {
 		close(in.done)
 		_ = in.sub.Unsubscribe()
+		in.verifiers.Wait()
 	})
 }
 
-// publish sends data on subject with the inbox as reply subject.
-func (in *inbox) publish(nc *nats.Conn, subject string, data []byte) error {
-	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: in.subject, Data: data}); err != nil {
+// inboxMsg is one message received on the inbox: its body and, when it
+// carries a signature, the signer it names and whether the signature is
+// that signer's over the body.
+type inboxMsg struct {
+	data   []byte
+	signer string
+	signed bool
+}
+
+// publish sends data on subject with the inbox as reply subject and the
+// given headers (nil: none).
+func (in *inbox) publish(nc *nats.Conn, subject string, data []byte, header nats.Header) error {
+	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: in.subject, Data: data, Header: header}); err != nil {
 		return fmt.Errorf("%w on %s: %w", ErrPublish, subject, err)
 	}
 	return nil

@@ -105,7 +105,7 @@ func (c *Client) registryNodes(ctx context.Context, opts DiscoverOptions) ([]Nod
 			continue
 		}
 		if len(found) < MaxDiscovered {
-			found[r.Identity] = Node{Identity: r.Identity, Facts: facts, Version: r.Version}
+			found[r.Identity] = Node{Identity: r.Identity, Facts: facts, Version: r.Version, PublicKey: r.PublicKey}
 		}
 	}
 	return sortedNodes(found), nil
@@ -127,4 +127,53 @@ func nestedTerms(f *protocol.Filter) []string {
 		}
 	}
 	return out
+}
+
+// maxKeyLookups is the most explicit hosts whose registry entries are read
+// one by one for their keys; above it the whole registry is listed.
+const maxKeyLookups = 100
+
+// registryKeys returns the public keys the node registry holds for hosts
+// (an explicit expected set), within timeout. No registry, or an error,
+// gives no keys: the replies are then counted unverified.
+func (c *Client) registryKeys(ctx context.Context, hosts []string, timeout time.Duration) map[string]string {
+	keys := map[string]string{}
+	if c.js == nil || len(hosts) == 0 {
+		return keys
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	kv, err := jsstore.LookupRegistry(ctx, c.js)
+	if err != nil {
+		c.log.Debug("no node registry to read keys from", "error", err)
+		return keys
+	}
+	if len(hosts) > maxKeyLookups {
+		recs, _, err := jsstore.ListNodes(ctx, kv)
+		if err != nil {
+			c.log.Debug("could not read keys from the node registry", "error", err)
+			return keys
+		}
+		want := make(map[string]bool, len(hosts))
+		for _, h := range hosts {
+			want[h] = true
+		}
+		for _, r := range recs {
+			if want[r.Identity] && r.PublicKey != "" {
+				keys[r.Identity] = r.PublicKey
+			}
+		}
+		return keys
+	}
+	for _, h := range hosts {
+		e, err := kv.Get(ctx, h)
+		if err != nil {
+			continue
+		}
+		r, err := protocol.DecodeNodeRecord(e.Value(), protocol.Limits{})
+		if err == nil && r.Identity == h && r.PublicKey != "" {
+			keys[h] = r.PublicKey
+		}
+	}
+	return keys
 }

@@ -71,6 +71,13 @@ type Result struct {
 	// Malformed counts replies that failed strict decoding or answered
 	// another request; they are not trusted.
 	Malformed int `json:"malformed"`
+	// Spoofed counts replies claiming an identity whose public key is known
+	// (registry or discovery) without a valid signature by that key; they
+	// are not trusted.
+	Spoofed int `json:"spoofed"`
+	// Unverified counts the hosts whose reply was taken without a known
+	// key to check its signature against.
+	Unverified int `json:"unverified"`
 	// LateHosts lists the hosts whose reply came after their deadline. In
 	// a live run they stay in NoReply; rebuilt from history (see
 	// Client.History) they count with the outcome they reported.

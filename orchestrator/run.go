@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -47,6 +49,7 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	res := &Result{RequestID: id, Noop: req.Noop, Async: req.Async}
 
 	expected, explicit := req.explicitHosts()
+	keys := map[string]string{}
 	res.Discovery = protocol.DiscoveryHosts
 	if !explicit {
 		nodes, source, err := c.discoverFrom(ctx, id, DiscoverOptions{Filter: req.Filter, Timeout: req.DiscoveryTimeout, Quiet: DefaultDiscoveryQuiet, Mode: req.Discovery})
@@ -56,7 +59,12 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 		res.Discovery = source
 		for _, n := range nodes {
 			expected = append(expected, n.Identity)
+			if n.PublicKey != "" {
+				keys[n.Identity] = n.PublicKey
+			}
 		}
+	} else {
+		keys = c.registryKeys(ctx, expected, req.DiscoveryTimeout)
 	}
 	res.Expected = expected
 	if len(expected) == 0 {
@@ -87,12 +95,14 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 
 	r := newRunner(c, req, id, expected, in)
 	r.manifest = body
+	r.keys = keys
 	err = r.loop(ctx)
 	in.close()
 	res.NotAsked = r.queue
 	res.Unexpected = r.unexpected
 	res.Duplicates, res.Late, res.Malformed = r.duplicates, len(r.lateHosts), r.malformed
 	res.LateHosts = r.lateHosts
+	res.Spoofed, res.Unverified = r.spoofed, r.unverified
 	res.finish(r.results(), names, started)
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", id, err)
@@ -166,6 +176,9 @@ type runner struct {
 	seenUnexpected        map[string]bool
 	lateHosts             []string
 	duplicates, malformed int
+	// keys are the public keys of the expected hosts that have one
+	keys                map[string]string
+	spoofed, unverified int
 }
 
 func newRunner(c *Client, req Request, id string, expected []string, in *inbox) *runner {
@@ -240,11 +253,11 @@ func (r *runner) dispatch() error {
 	}
 	for r.free > 0 && len(r.queue) > 0 && !r.stopped {
 		h := r.queue[0]
-		data, err := r.encode([]string{h})
+		data, header, err := r.encode([]string{h})
 		if err != nil {
 			return err
 		}
-		if err := r.in.publish(r.c.nc, protocol.RequestNodeSubject(h), data); err != nil {
+		if err := r.in.publish(r.c.nc, protocol.RequestNodeSubject(h), data, header); err != nil {
 			return err
 		}
 		r.queue = r.queue[1:]
@@ -261,12 +274,12 @@ func (r *runner) sendWhole() error {
 	if perNode {
 		targets = r.expected
 	}
-	data, err := r.encode(targets)
+	data, header, err := r.encode(targets)
 	if err != nil {
 		return err
 	}
 	for _, s := range subjects {
-		if err := r.in.publish(r.c.nc, s, data); err != nil {
+		if err := r.in.publish(r.c.nc, s, data, header); err != nil {
 			return err
 		}
 	}
@@ -279,14 +292,23 @@ func (r *runner) sendWhole() error {
 	return nil
 }
 
-func (r *runner) encode(targets []string) ([]byte, error) {
+// encode builds the request for targets, bound to the inbox, and its
+// signature headers when the client has a key.
+func (r *runner) encode(targets []string) ([]byte, nats.Header, error) {
 	fr := protocol.NewFleetRequest(r.id, r.c.now(), r.req.TTL)
 	fr.Noop = r.req.Noop
 	fr.Filter = r.req.Filter
 	fr.Targets = targets
 	fr.Ensure = r.req.Ensure
 	fr.Manifest = r.manifest
-	return encodeRequest(fr, r.req.MaxRequestBytes)
+	fr.Sender = r.c.publicKey
+	fr.Reply = r.in.subject
+	data, err := encodeRequest(fr, r.req.MaxRequestBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	header, err := r.c.signed(data)
+	return data, header, err
 }
 
 // encodeRequest validates and encodes a fleet request no larger than max
@@ -313,9 +335,11 @@ func (r *runner) asked(id string, now time.Time) {
 	r.pending++
 }
 
-// receive handles one reply.
-func (r *runner) receive(b []byte) {
-	reply, err := protocol.DecodeFleetReply(b, protocol.Limits{})
+// receive handles one reply. A reply from an identity whose public key is
+// known must be signed by that key, else it is counted spoofed and not
+// trusted; with no key known it is taken and counted unverified.
+func (r *runner) receive(m inboxMsg) {
+	reply, err := protocol.DecodeFleetReply(m.data, protocol.Limits{})
 	switch {
 	case err != nil:
 		r.malformed++
@@ -324,6 +348,12 @@ func (r *runner) receive(b []byte) {
 	case reply.RequestID != r.id:
 		r.malformed++
 		r.c.log.Warn("ignored a reply to another request", "request", r.id, "identity", reply.Identity, "reply_to", reply.RequestID)
+		return
+	}
+	key, known := r.keys[reply.Identity]
+	if known && (!m.signed || m.signer != key) {
+		r.spoofed++
+		r.c.log.Warn("ignored a reply not signed by the key of the identity it claims", "request", r.id, "identity", reply.Identity, "signer", m.signer)
 		return
 	}
 	h, ok := r.hosts[reply.Identity]
@@ -356,6 +386,9 @@ func (r *runner) receive(b []byte) {
 	hr := newHostResult(r.req.Noop, reply)
 	h.result = &hr
 	r.replied++
+	if !known {
+		r.unverified++
+	}
 	r.done(hr.Outcome == OutcomeFailed)
 	if r.req.Progress != nil {
 		r.req.Progress(r.replied, len(r.expected))

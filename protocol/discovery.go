@@ -1,6 +1,10 @@
 package protocol
 
-import "time"
+import (
+	"time"
+
+	"github.com/nats-io/nkeys"
+)
 
 // Discovery protocol ids.
 const (
@@ -56,7 +60,10 @@ type DiscoveryReply struct {
 	Identity  string         `json:"identity"`
 	Facts     map[string]any `json:"facts"`
 	Version   string         `json:"version,omitempty"`
-	Started   time.Time      `json:"started"`
+	// PublicKey is the agent's nkeys user public key, with which it signs
+	// its replies; empty for agents that do not sign.
+	PublicKey string    `json:"public_key,omitempty"`
+	Started   time.Time `json:"started"`
 }
 
 // DecodeDiscoveryReply strictly decodes and validates an announcement.
@@ -73,6 +80,9 @@ func DecodeDiscoveryReply(data []byte, limits Limits) (*DiscoveryReply, error) {
 	}
 	if len(r.Facts) > MaxDiscoveryFacts {
 		return nil, badRequest("field \"facts\": more than %d facts", MaxDiscoveryFacts)
+	}
+	if r.PublicKey != "" && !nkeys.IsValidPublicUserKey(r.PublicKey) {
+		return nil, badRequest("field \"public_key\": not an nkeys user public key")
 	}
 	return &r, nil
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"time"
+
+	"github.com/nats-io/nkeys"
 )
 
 // Fleet protocol ids.
@@ -48,6 +50,12 @@ type FleetRequest struct {
 	Ensure *EnsureRequest `json:"ensure,omitempty"`
 	// Manifest is a whole-manifest body, a JSON object.
 	Manifest json.RawMessage `json:"manifest,omitempty"`
+	// Sender is the public key (nkeys user key) of who signed the request;
+	// it must equal the HeaderSigner of the message. Empty when unsigned.
+	Sender string `json:"sender,omitempty"`
+	// Reply is the subject the agent must answer to, bound into the
+	// signature; empty for requests sent without waiting for replies.
+	Reply string `json:"reply,omitempty"`
 }
 
 // NewFleetRequest starts a request with the protocol id, id, creation time
@@ -72,6 +80,8 @@ func DecodeFleetRequest(data []byte, limits Limits) (*FleetRequest, error) {
 		Targets:  wire.Targets,
 		Ensure:   wire.Ensure,
 		Manifest: wire.Manifest,
+		Sender:   wire.Sender,
+		Reply:    wire.Reply,
 	}
 	var err error
 	if req.Created, err = parseTime("created", wire.Created); err != nil {
@@ -141,8 +151,17 @@ func (r *FleetRequest) Validate() error {
 	if err := r.Filter.Compile(); err != nil {
 		return badRequest("field \"filter\": %s", trimBadRequest(err))
 	}
+	if r.Sender != "" && !nkeys.IsValidPublicUserKey(r.Sender) {
+		return badRequest("field \"sender\": %.60q is not an nkeys user public key", r.Sender)
+	}
+	if len(r.Reply) > MaxReplySubjectLength {
+		return badRequest("field \"reply\": %d characters, the limit is %d", len(r.Reply), MaxReplySubjectLength)
+	}
 	return nil
 }
+
+// MaxReplySubjectLength bounds a request's reply subject.
+const MaxReplySubjectLength = 256
 
 // Deadline is the last moment an agent may start the request, Created+TTL.
 func (r *FleetRequest) Deadline() time.Time {
@@ -368,6 +387,8 @@ type fleetRequestWire struct {
 	Targets  []string        `json:"targets"`
 	Ensure   *EnsureRequest  `json:"ensure"`
 	Manifest json.RawMessage `json:"manifest"`
+	Sender   string          `json:"sender"`
+	Reply    string          `json:"reply"`
 }
 
 // fleetReplyWire is FleetReply as decoded, started kept raw; it must list

@@ -144,7 +144,7 @@ manifest:
 			Expect(err).To(MatchError(protocol.ErrBadRequest))
 			Expect(err.Error()).To(ContainSubstring(want))
 		},
-		Entry("unknown field", func(d map[string]any) { d["sender"] = "x" }, `unknown field "sender"`),
+		Entry("unknown field", func(d map[string]any) { d["sendr"] = "x" }, `unknown field "sendr"`),
 		Entry("unknown filter field", func(d map[string]any) { d["filter"] = map[string]any{"wher": []any{}} }, `unknown field "wher"`),
 		Entry("wrong protocol", func(d map[string]any) { d["protocol"] = "io.choria.ccm.v1.resource.ensure.request" }, `field "protocol": expected "io.choria.ccm.v1.fleet.request"`),
 		Entry("missing id", func(d map[string]any) { delete(d, "id") }, `field "id": request id must not be empty`),

@@ -1,6 +1,10 @@
 package protocol
 
-import "time"
+import (
+	"time"
+
+	"github.com/nats-io/nkeys"
+)
 
 // NodeProtocol identifies a node registry entry, the value of key
 // <identity> in the KV bucket NodesBucket.
@@ -14,8 +18,11 @@ type NodeRecord struct {
 	Identity string         `json:"identity"`
 	Facts    map[string]any `json:"facts"`
 	Version  string         `json:"version,omitempty"`
-	Started  time.Time      `json:"started"`
-	LastSeen time.Time      `json:"last_seen"`
+	// PublicKey is the agent's nkeys user public key, with which it signs
+	// its replies; empty for agents that do not sign.
+	PublicKey string    `json:"public_key,omitempty"`
+	Started   time.Time `json:"started"`
+	LastSeen  time.Time `json:"last_seen"`
 }
 
 // DecodeNodeRecord strictly decodes and validates a registry entry.
@@ -29,6 +36,9 @@ func DecodeNodeRecord(data []byte, limits Limits) (*NodeRecord, error) {
 	}
 	if err := ValidateIdentity(r.Identity); err != nil {
 		return nil, badRequest("field \"identity\": %s", trimBadRequest(err))
+	}
+	if r.PublicKey != "" && !nkeys.IsValidPublicUserKey(r.PublicKey) {
+		return nil, badRequest("field \"public_key\": not an nkeys user public key")
 	}
 	if len(r.Facts) > MaxDiscoveryFacts+1 {
 		return nil, badRequest("field \"facts\": more than %d facts", MaxDiscoveryFacts)

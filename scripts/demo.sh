@@ -37,8 +37,21 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 
+say "Making a signing key; the agents' policy trusts it for file resources only"
+run "$BIN/ccm-orch" keys new demo --dir "$WORK" || fail "keys new"
+cat >"$WORK/policy.yaml" <<POLICY
+max_clock_skew: 30s
+signers:
+  - name: demo
+    public_key: $(cat "$WORK/demo.pub")
+    allow: [file]
+POLICY
+run cat "$WORK/policy.yaml"
+export CCM_KEY="$WORK/demo.seed"   # every ccm-orch command below signs with it
+
 say "Starting 6 simulated agents, each with its own connection: os=debian,rhel x role=web,db"
-"$BIN/ccm-agent" simulate --count 6 --vary os=debian,rhel --vary role=web,db >"$WORK/agents.log" 2>&1 &
+"$BIN/ccm-agent" simulate --count 6 --vary os=debian,rhel --vary role=web,db \
+	--policy "$WORK/policy.yaml" --state-dir "$WORK/agents" >"$WORK/agents.log" 2>&1 &
 pids+=($!)
 
 for _ in $(seq 1 100); do
@@ -81,5 +94,14 @@ run "$BIN/ccm-orch" ensure file "$MOTD" --content "$CONTENT" --owner "$OWNER" --
 run "$BIN/ccm-orch" ensure file "$MOTD" --content "$CONTENT" --owner "$OWNER" --group "$GROUP" --mode 0644 --where os=debian --noop
 rc=$?
 [ $rc -eq 0 ] || fail "the audit after repair exited $rc"
+
+say "The policy does not allow exec: the agents refuse it (forbidden) and run nothing"
+run "$BIN/ccm-orch" ensure exec "/bin/touch $DEMO_DIR/not-allowed" --where os=debian
+rc=$?
+[ $rc -eq 2 ] || fail "the forbidden exec exited $rc, expected 2"
+[ ! -e "$DEMO_DIR/not-allowed" ] || fail "the forbidden exec ran"
+
+say "Each agent's audit log has a line per request with the signer and the decision"
+run tail -n 2 "$WORK/agents/sim-0001/audit.log"
 
 say "Done: stopping agents and broker, removing $DEMO_DIR"

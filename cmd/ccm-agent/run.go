@@ -33,8 +33,9 @@ func (a *app) registerRun(cli *fisk.Application) {
 		metricsListen string
 		heartbeat     time.Duration
 		ff            factFlags
+		sec           securityFlags
 	)
-	cmd := cli.Command("run", "Serve fleet requests from NATS until interrupted")
+	cmd := cli.Command("run", "Serve fleet requests from NATS until interrupted; only requests signed by a key the policy trusts run (see --policy)")
 	cmd.Flag("config", "Agent configuration file (YAML)").PlaceHolder("FILE").ExistingFileVar(&configFile)
 	cmd.Flag("state-dir", "Directory for the agent's local state").PlaceHolder("DIR").StringVar(&stateDir)
 	cmd.Flag("max-concurrent", "Requests run at once (default 4)").IntVar(&maxConcurrent)
@@ -42,6 +43,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("metrics-listen", "Serve Prometheus metrics on this address, e.g. 127.0.0.1:9100").PlaceHolder("ADDR").StringVar(&metricsListen)
 	cmd.Flag("heartbeat", "How often to refresh this host's node registry entry (default 30s)").PlaceHolder("DURATION").DurationVar(&heartbeat)
 	ff.register(cmd)
+	sec.register(cmd, true)
 	conn := connflags.Register(cmd)
 
 	cmd.Action(func(*fisk.ParseContext) error {
@@ -66,6 +68,9 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		if heartbeat > 0 {
 			cfg.Heartbeat = heartbeat
+		}
+		if err := sec.apply(&cfg); err != nil {
+			return program.Exit(protocol.ExitError, err)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -121,6 +126,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		stateDir  string
 		heartbeat time.Duration
 		profile   string
+		sec       securityFlags
 	)
 	cmd := cli.Command("simulate", "Run many agents in this process, each with its own connection, identity and facts")
 	cmd.Flag("count", "How many agents").Default("10").IntVar(&count)
@@ -130,6 +136,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 	cmd.Flag("state-dir", "Directory below which each agent keeps its state in a directory named by its identity (default /var/lib/ccm-agent)").PlaceHolder("DIR").StringVar(&stateDir)
 	cmd.Flag("heartbeat", "How often each agent refreshes its node registry entry (default 30s)").PlaceHolder("DURATION").DurationVar(&heartbeat)
 	cmd.Flag("cpuprofile", "Write a CPU profile of the simulation to this file (benchmarks)").Hidden().PlaceHolder("FILE").StringVar(&profile)
+	sec.register(cmd, false)
 	conn := connflags.Register(cmd)
 
 	cmd.Action(func(*fisk.ParseContext) error {
@@ -159,9 +166,13 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
+		simCfg := ccmagent.Config{StateDir: stateDir, Heartbeat: heartbeat}
+		if err := sec.apply(&simCfg); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
 		sim := ccmagent.Simulation{
 			Count: count, Prefix: prefix, Facts: base, Vary: vary,
-			Config: ccmagent.Config{StateDir: stateDir, Heartbeat: heartbeat},
+			Config: simCfg,
 			Engine: engine.New(reg), Log: log, Version: version,
 			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 				return natsconn.Connect(ctx, conn.Options("ccm-agent simulate "+name, log))
@@ -187,4 +198,39 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// securityFlags are the policy flags of run and simulate.
+type securityFlags struct {
+	policy   string
+	insecure bool
+	auditLog string
+}
+
+func (s *securityFlags) register(cmd *fisk.CmdClause, audit bool) {
+	cmd.Flag("policy", "Policy file (YAML): the keys whose signed requests run, and for which resource types; without one every request is refused").PlaceHolder("FILE").StringVar(&s.policy)
+	cmd.Flag("insecure", "Accept unsigned requests from anyone who can publish to the agent's subjects (demos and tests only)").BoolVar(&s.insecure)
+	if audit {
+		cmd.Flag("audit-log", "Audit log file, one JSON line per request (default <state-dir>/audit.log)").PlaceHolder("FILE").StringVar(&s.auditLog)
+	}
+}
+
+// apply sets the flags on cfg and checks that a policy file loads, so a
+// broken policy stops the command before it connects.
+func (s *securityFlags) apply(cfg *ccmagent.Config) error {
+	if s.policy != "" {
+		cfg.Policy = s.policy
+	}
+	if s.insecure {
+		cfg.Insecure = true
+	}
+	if s.auditLog != "" {
+		cfg.AuditLog = s.auditLog
+	}
+	if cfg.Policy != "" {
+		if _, err := ccmagent.LoadPolicy(cfg.Policy); err != nil {
+			return err
+		}
+	}
+	return nil
 }

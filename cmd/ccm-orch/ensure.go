@@ -33,6 +33,7 @@ type runFlags struct {
 	jsonl     bool
 	async     bool
 	mode      string
+	key       string
 	filter    filterFlags
 	conn      *connflags.Flags
 }
@@ -64,6 +65,7 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
 	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)
 	cmd.Flag("async", "Send the request, print its id and exit; the replies land in history (ccm-orch history show ID)").BoolVar(&c.async)
+	cmd.Flag("key", "Sign every request with this nkeys seed file (ccm-orch keys new); without one requests go unsigned and only insecure agents run them").Envar("CCM_KEY").PlaceHolder("FILE").StringVar(&c.key)
 	c.conn = connflags.Register(cmd)
 }
 
@@ -168,6 +170,16 @@ func usageError(err error) error {
 
 // send runs the request and renders the result with render (or as JSON).
 func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer, *orchestrator.Result)) error {
+	clientOpts := []orchestrator.Option{orchestrator.WithLogger(a.Logger())}
+	if c.key == "" {
+		fmt.Fprintln(a.Stderr, "ccm-orch: no --key: the request goes unsigned and only agents with insecure: true run it")
+	} else {
+		kp, err := loadSeed(c.key)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		clientOpts = append(clientOpts, orchestrator.WithKey(kp))
+	}
 	ctx, stop := a.signalContext()
 	defer stop()
 	nc, err := a.connect(ctx, c.conn)
@@ -184,7 +196,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 		enc := json.NewEncoder(a.Stdout)
 		req.OnReply = func(h orchestrator.HostResult) { _ = enc.Encode(h) }
 	}
-	res, runErr := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).Run(ctx, req)
+	res, runErr := orchestrator.New(nc, clientOpts...).Run(ctx, req)
 	progress.clear()
 	if res != nil {
 		switch {

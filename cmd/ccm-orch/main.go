@@ -2,8 +2,9 @@
 // (discover), applies one resource (ensure) or a whole manifest (apply,
 // audit) on all of them at once or in batches and prints one aggregated
 // answer with a documented exit code. Requests and replies are kept in
-// JetStream and can be read again (history). It can also run an embedded
-// NATS broker, alone or in a cluster (broker).
+// JetStream and can be read again (history). Requests are signed with a key
+// made by "keys new" (--key). It can also run an embedded NATS broker, alone
+// or in a cluster (broker).
 package main
 
 import (
@@ -42,5 +43,6 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	a.registerApply(cli)
 	a.registerHistory(cli)
 	a.registerBench(cli)
+	a.registerKeys(cli)
 	return program.Run(cli, args, stderr)
 }

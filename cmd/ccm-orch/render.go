@@ -117,13 +117,16 @@ func summaryLine(res *orchestrator.Result, resources bool) string {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{res.Duplicates, "duplicate"}, {ignoredLate(res), "late"}, {res.Malformed, "malformed"}} {
+	}{{res.Duplicates, "duplicate"}, {ignoredLate(res), "late"}, {res.Malformed, "malformed"}, {res.Spoofed, "spoofed"}} {
 		if c.n > 0 {
 			ignored = append(ignored, fmt.Sprintf("%d %s", c.n, c.what))
 		}
 	}
 	if len(ignored) > 0 {
 		line += "; ignored " + strings.Join(ignored, ", ") + " replies"
+	}
+	if res.Unverified > 0 {
+		line += fmt.Sprintf("; %d unverified (no known key)", res.Unverified)
 	}
 	return fmt.Sprintf("%s (request %s, %s)", line, res.RequestID, res.Elapsed.Round(time.Millisecond))
 }

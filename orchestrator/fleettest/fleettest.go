@@ -69,6 +69,10 @@ func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary 
 	if cfg.StateDir == "" {
 		cfg.StateDir = t.TempDir()
 	}
+	if cfg.Policy == "" {
+		// Without a policy the fleet takes unsigned requests.
+		cfg.Insecure = true
+	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 5 * time.Second
 	}

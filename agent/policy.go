@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// ErrPolicy is wrapped by every error loading or validating a policy.
+var ErrPolicy = errors.New("invalid agent policy")
+
+// Policy bounds.
+const (
+	// DefaultMaxClockSkew is how far a request's created time may be ahead
+	// of the agent's clock, and how long past its deadline it is still
+	// taken, when the policy does not say.
+	DefaultMaxClockSkew = 30 * time.Second
+	// MaxMaxClockSkew is the largest max_clock_skew accepted.
+	MaxMaxClockSkew = time.Hour
+	// MaxSigners bounds the signers of one policy.
+	MaxSigners = 1000
+	// MaxPolicyBytes bounds a policy file.
+	MaxPolicyBytes = 1 << 20
+)
+
+// Policy says which signed requests an agent executes: those signed by one
+// of Signers, for the resource types that signer is allowed. Insecure
+// accepts unsigned requests from anyone (demos and tests only).
+type Policy struct {
+	// Insecure accepts unsigned requests and lets them use every type.
+	Insecure bool `yaml:"insecure"`
+	// MaxClockSkew is how far the agent's clock and the orchestrator's may
+	// differ; default 30s, at most 1h.
+	MaxClockSkew time.Duration `yaml:"max_clock_skew"`
+	// Signers are the trusted keys.
+	Signers []Signer `yaml:"signers"`
+}
+
+// Signer is one trusted key and what it may do.
+type Signer struct {
+	// Name names the signer in the audit log and in messages.
+	Name string `yaml:"name"`
+	// PublicKey is the signer's nkeys user public key ("U...").
+	PublicKey string `yaml:"public_key"`
+	// Allow lists the resource types the signer may use; exec must be
+	// listed to run commands.
+	Allow []string `yaml:"allow"`
+	// Shell allows exec resources with the shell provider.
+	Shell bool `yaml:"shell"`
+	// NoopOnly allows only noop requests.
+	NoopOnly bool `yaml:"noop_only"`
+}
+
+// LoadPolicy reads and validates a policy file (YAML, unknown keys are
+// errors). Every error wraps ErrPolicy and names the file.
+func LoadPolicy(path string) (*Policy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrPolicy, path, err)
+	}
+	if len(data) > MaxPolicyBytes {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrPolicy, path, MaxPolicyBytes)
+	}
+	p, err := ParsePolicy(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParsePolicy strictly decodes and validates a YAML policy, filling in
+// defaults. Errors wrap ErrPolicy and name the field.
+func ParsePolicy(data []byte) (*Policy, error) {
+	var p Policy
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the policy is empty", ErrPolicy)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	if p.MaxClockSkew == 0 {
+		p.MaxClockSkew = DefaultMaxClockSkew
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Validate checks the policy: unique names and keys, keys that are user
+// public keys, known types, a bounded clock skew.
+func (p *Policy) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrPolicy, fmt.Sprintf(format, args...))
+	}
+	if p.MaxClockSkew < 0 || p.MaxClockSkew > MaxMaxClockSkew {
+		return bad("max_clock_skew %s must be between 0 and %s", p.MaxClockSkew, MaxMaxClockSkew)
+	}
+	if len(p.Signers) > MaxSigners {
+		return bad("signers: %d, the limit is %d", len(p.Signers), MaxSigners)
+	}
+	names := map[string]int{}
+	keys := map[string]int{}
+	for i, s := range p.Signers {
+		where := fmt.Sprintf("signers[%d]", i)
+		if s.Name == "" {
+			return bad("%s: name is required", where)
+		}
+		if err := protocol.ValidateIdentity(s.Name); err != nil {
+			return bad("%s: name %.60q: use letters, digits, '.', '-' and '_'", where, s.Name)
+		}
+		where = fmt.Sprintf("signers[%d] %s", i, s.Name)
+		if j, dup := names[s.Name]; dup {
+			return bad("%s: name is also the name of signers[%d]", where, j)
+		}
+		names[s.Name] = i
+		if _, err := protocol.ParseUserKey(s.PublicKey); err != nil {
+			return bad("%s: public_key: %s", where, strings.TrimPrefix(err.Error(), protocol.ErrSigner.Error()+": "))
+		}
+		if j, dup := keys[s.PublicKey]; dup {
+			return bad("%s: public_key is also the key of signers[%d]", where, j)
+		}
+		keys[s.PublicKey] = i
+		if len(s.Allow) == 0 {
+			return bad("%s: allow must list at least one resource type (%s)", where, strings.Join(protocol.Types, ", "))
+		}
+		for _, t := range s.Allow {
+			if !slices.Contains(protocol.Types, t) {
+				return bad("%s: allow: unknown resource type %.40q (known: %s)", where, t, strings.Join(protocol.Types, ", "))
+			}
+		}
+		if s.Shell && !slices.Contains(s.Allow, protocol.TypeExec) {
+			return bad("%s: shell: true needs exec in allow", where)
+		}
+	}
+	return nil
+}
+
+// signer returns the trusted signer with public key pub.
+func (p *Policy) signer(pub string) (*Signer, bool) {
+	if p == nil {
+		return nil, false
+	}
+	for i := range p.Signers {
+		if p.Signers[i].PublicKey == pub {
+			return &p.Signers[i], true
+		}
+	}
+	return nil, false
+}
+
+// skew is the policy's clock skew (the default without a policy).
+func (p *Policy) skew() time.Duration {
+	if p == nil || p.MaxClockSkew == 0 {
+		return DefaultMaxClockSkew
+	}
+	return p.MaxClockSkew
+}
+
+// policyResource is one resource of a request as the policy sees it.
+type policyResource struct {
+	Type string
+	Name string
+	// Provider is the literal provider asked for, "" when none, "*" when
+	// it cannot be known before templates are expanded.
+	Provider string
+}
+
+// ref is the resource's type#name.
+func (r policyResource) ref() string { return r.Type + "#" + r.Name }
+
+// allows checks that signer s may apply every resource of a request
+// (noop says whether it is a dry run) and returns a message naming the
+// first resource and rule that refuse it.
+func (s *Signer) allows(resources []policyResource, noop bool) (string, bool) {
+	if s.NoopOnly && !noop {
+		return fmt.Sprintf("signer %s may only send noop requests (noop_only)", s.Name), false
+	}
+	for _, r := range resources {
+		if !slices.Contains(s.Allow, r.Type) {
+			return fmt.Sprintf("%s: signer %s is not allowed resource type %s (allow: %s)", r.ref(), s.Name, r.Type, strings.Join(s.Allow, ", ")), false
+		}
+		if r.Type == protocol.TypeExec && r.Provider != "" && r.Provider != "posix" && !s.Shell {
+			return fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.ref(), s.Name), false
+		}
+	}
+	return "", true
+}

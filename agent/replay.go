@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// ReplayFileName is the replay cache's file below the state directory.
+const ReplayFileName = "replay.log"
+
+// Replay cache bounds.
+const (
+	// DefaultReplayMaxEntries bounds the request ids remembered at once.
+	DefaultReplayMaxEntries = 100000
+	// DefaultReplayMaxBytes bounds the ids and first replies kept.
+	DefaultReplayMaxBytes = 32 << 20
+	// MaxReplayReplyBytes bounds one kept first reply; a larger one is not
+	// kept (the duplicate is still refused, without the first events).
+	MaxReplayReplyBytes = 64 << 10
+	// maxReplayLine bounds one line read back from the file.
+	maxReplayLine = MaxReplayReplyBytes + 1024
+)
+
+// ErrReplayFull is returned when the replay cache holds its maximum of
+// unexpired entries: the request is refused rather than risk a replay.
+var ErrReplayFull = errors.New("replay cache full")
+
+// replayEntry is one request id seen, kept until Expires (created + ttl +
+// max clock skew): the first reply once there is one, and whether this
+// host was left out of the request (its duplicates get no answer).
+type replayEntry struct {
+	ID      string          `json:"id"`
+	Expires time.Time       `json:"expires"`
+	Seen    time.Time       `json:"seen"`
+	Ignored bool            `json:"ignored,omitempty"`
+	Reply   json.RawMessage `json:"reply,omitempty"`
+}
+
+func (e *replayEntry) size() int64 { return int64(len(e.ID) + len(e.Reply) + 64) }
+
+// replayCache remembers the ids of received requests, in memory and in an
+// append-only file of JSON lines (last line per id wins) that is read back
+// at start, so a request is run at most once across restarts. The file is
+// rewritten with the live entries when it grows past twice their size.
+type replayCache struct {
+	path       string
+	maxEntries int
+	maxBytes   int64
+
+	// guards everything below
+	mu        sync.Mutex
+	entries   map[string]*replayEntry
+	bytes     int64
+	file      *os.File
+	fileBytes int64
+	adds      int
+}
+
+// openReplayCache loads the cache kept at path (expired entries dropped;
+// unreadable lines skipped) and opens it for appending, mode 0600.
+func openReplayCache(path string, maxEntries int, maxBytes int64, now time.Time) (*replayCache, error) {
+	c := &replayCache{path: path, maxEntries: maxEntries, maxBytes: maxBytes, entries: map[string]*replayEntry{}}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("replay cache %s: %w", path, err)
+	}
+	existed, err := c.load(now)
+	if err != nil {
+		return nil, err
+	}
+	if existed {
+		// Keep only the live entries.
+		err = c.rewriteLocked()
+	} else {
+		c.file, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replay cache %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// load reads the file, keeping the last line of every unexpired id, and
+// reports whether there was one.
+func (c *replayCache) load(now time.Time) (bool, error) {
+	f, err := os.Open(c.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("replay cache %s: %w", c.path, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxReplayLine)
+	for sc.Scan() {
+		var e replayEntry
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ID == "" {
+			continue
+		}
+		if old, ok := c.entries[e.ID]; ok {
+			c.bytes -= old.size()
+		}
+		c.entries[e.ID] = &e
+		c.bytes += e.size()
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
+		return true, fmt.Errorf("replay cache %s: %w", c.path, err)
+	}
+	c.purgeLocked(now)
+	return true, nil
+}
+
+// add records id as seen now until expires. When it was seen before it
+// returns the first entry and dup true. A full cache (after dropping
+// expired entries) is ErrReplayFull; a failure to persist is an error and
+// the id is not remembered.
+func (c *replayCache) add(id string, expires, now time.Time) (first replayEntry, dup bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[id]; ok && e.Expires.After(now) {
+		return *e, true, nil
+	}
+	c.adds++
+	if len(c.entries) >= c.maxEntries || c.bytes >= c.maxBytes || c.adds%1024 == 0 {
+		c.purgeLocked(now)
+	}
+	e := &replayEntry{ID: id, Expires: expires.UTC(), Seen: now.UTC()}
+	if len(c.entries) >= c.maxEntries || c.bytes+e.size() > c.maxBytes {
+		return replayEntry{}, false, fmt.Errorf("%w: %d requests remembered (%d bytes) until they expire", ErrReplayFull, len(c.entries), c.bytes)
+	}
+	if err := c.appendLocked(e); err != nil {
+		return replayEntry{}, false, err
+	}
+	c.entries[id] = e
+	c.bytes += e.size()
+	return replayEntry{}, false, nil
+}
+
+// finish keeps the first reply of id (when it fits) and, with ignored,
+// that this host was not asked.
+func (c *replayCache) finish(id string, reply []byte, ignored bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok {
+		return nil
+	}
+	n := *e
+	n.Ignored = ignored
+	if len(reply) <= MaxReplayReplyBytes && c.bytes+int64(len(reply)) <= c.maxBytes {
+		n.Reply = append(json.RawMessage(nil), reply...)
+	}
+	if err := c.appendLocked(&n); err != nil {
+		return err
+	}
+	c.bytes += n.size() - e.size()
+	c.entries[id] = &n
+	return nil
+}
+
+// purgeLocked drops expired entries.
+func (c *replayCache) purgeLocked(now time.Time) {
+	for id, e := range c.entries {
+		if !e.Expires.After(now) {
+			c.bytes -= e.size()
+			delete(c.entries, id)
+		}
+	}
+}
+
+// appendLocked writes e as one line, rewriting the file first when it
+// holds more than twice the live entries.
+func (c *replayCache) appendLocked(e *replayEntry) error {
+	if c.fileBytes > 1<<20 && c.fileBytes > 2*c.bytes {
+		if err := c.rewriteLocked(); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("replay cache: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := c.file.Write(b); err != nil {
+		return fmt.Errorf("replay cache %s: %w", c.path, err)
+	}
+	c.fileBytes += int64(len(b))
+	return nil
+}
+
+// rewriteLocked replaces the file with the live entries (a temporary file
+// renamed into place) and opens it for appending.
+func (c *replayCache) rewriteLocked() error {
+	tmp := c.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("replay cache %s: %w", c.path, err)
+	}
+	w := bufio.NewWriter(f)
+	var n int64
+	for _, e := range c.entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		b = append(b, '\n')
+		n += int64(len(b))
+		_, _ = w.Write(b)
+	}
+	err = errors.Join(w.Flush(), f.Close())
+	if err == nil {
+		err = os.Rename(tmp, c.path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("replay cache %s: %w", c.path, err)
+	}
+	if c.file != nil {
+		_ = c.file.Close()
+	}
+	c.file, err = os.OpenFile(c.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		c.file = nil
+		return fmt.Errorf("replay cache %s: %w", c.path, err)
+	}
+	c.fileBytes = n
+	return nil
+}
+
+// len is how many ids the cache remembers.
+func (c *replayCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+// close closes the file.
+func (c *replayCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file == nil {
+		return nil
+	}
+	err := c.file.Close()
+	c.file = nil
+	return err
+}
