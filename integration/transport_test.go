@@ -171,6 +171,7 @@ var _ = Describe("A locked-down broker", func() {
 		target := filepath.Join(dir, "motd")
 		code, out, errOut := runOrch(append([]string{"ensure", "file", target, "--content", "locked down\n", "--owner", "root", "--group", "root", "--mode", "0644", "--host", web1.identity, "--key", ops.seedFile}, orchFlags()...)...)
 		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
+		Expect(out).ToNot(ContainSubstring("unverified"), "the orchestrator reads the host's key from the registry")
 		Expect(os.ReadFile(target)).To(Equal([]byte("locked down\n")))
 		code, out, errOut = runOrch(append([]string{"ensure", "file", target + ".db", "--content", "db\n", "--owner", "root", "--group", "root", "--mode", "0644", "--where", "role=db", "--key", ops.seedFile}, orchFlags()...)...)
 		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
