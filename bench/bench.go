@@ -173,6 +173,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	b := &bencher{cfg: cfg, work: work, owner: u.Username, group: g.Name}
+	if b.sign, err = newSigning(work); err != nil {
+		return nil, err
+	}
 	if err := b.sampleSizes(); err != nil {
 		return nil, err
 	}
@@ -214,8 +217,10 @@ type bencher struct {
 	work         string
 	owner, group string
 	// requestBytes and replyBytes are the sizes of a fleet request and
-	// of one host's reply to it, for the floor.
+	// of one host's reply to it, signature headers included, for the floor.
 	requestBytes, replyBytes int
+	// sign signs every request; the agents' policy trusts it
+	sign *signing
 }
 
 // logf prints a progress line.

@@ -26,12 +26,14 @@ const hostDir = "{{ lookup('facts.identity') }}"
 // the host's own directory (templated from its identity).
 type fileSpec struct {
 	path, content, owner, group string
+	// key is the seed file ccm-orch signs with
+	key string
 	// directory ensures the host's directory instead of the file
 	directory bool
 }
 
 func (b *bencher) fileSpec(dir, content string) fileSpec {
-	return fileSpec{path: filepath.Join(dir, hostDir, "motd"), content: content, owner: b.owner, group: b.group}
+	return fileSpec{path: filepath.Join(dir, hostDir, "motd"), content: content, owner: b.owner, group: b.group, key: b.sign.seedFile}
 }
 
 // properties are the ensure request's properties, as ccm-orch sends them.
@@ -55,7 +57,7 @@ func (f fileSpec) request(noop bool, mode orchestrator.DiscoveryMode) (orchestra
 func (f fileSpec) args(url string, noop bool, mode orchestrator.DiscoveryMode) []string {
 	a := []string{"ensure", "file", f.path, "--content", f.content, "--owner", f.owner, "--group", f.group,
 		"--mode", "0644", "--discovery", string(mode), "--timeout", benchTimeout.String(),
-		"--discovery-timeout", benchTimeout.String(), "--server", url}
+		"--discovery-timeout", benchTimeout.String(), "--server", url, "--key", f.key}
 	if noop {
 		a = append(a, "--noop")
 	}
@@ -124,7 +126,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 		return rows, err
 	}
 	defer agents.stop(stopTimeout)
-	f := &fleetRun{b: b, s: s, n: n, agents: agents, client: orchestrator.New(s.nc), files: filepath.Join(dir, "files")}
+	f := &fleetRun{b: b, s: s, n: n, agents: agents, client: b.sign.client(s.nc), files: filepath.Join(dir, "files")}
 	if err := os.MkdirAll(f.files, 0o755); err != nil {
 		return rows, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -62,7 +64,7 @@ func (b *bencher) latency(ctx context.Context) ([]Row, error) {
 		return rows, err
 	}
 	spec := b.fileSpec(files, "managed by the bench\n")
-	client := orchestrator.New(s.nc)
+	client := b.sign.client(s.nc)
 	req, err := spec.request(false, orchestrator.DiscoveryRegistry)
 	if err != nil {
 		return rows, err
@@ -76,15 +78,28 @@ func (b *bencher) latency(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return rows, err
 	}
-	one := Row{Name: "latency-ensure", Agents: 1, Note: "one noop ensure on a warm agent: request, the agent's work, reply"}
+	one := Row{Name: "latency-ensure", Agents: 1, Note: "one signed noop ensure on a warm agent: request, the agent's checks and work, reply"}
+	// The reply subject is part of what is signed, so the requests use
+	// an inbox of their own rather than nc.Request's.
+	inbox := s.nc.NewRespInbox()
+	replies, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return rows, fmt.Errorf("latency-ensure: %w", err)
+	}
+	defer func() { _ = replies.Unsubscribe() }()
 	got, err = b.timeRequests(func(i int) error {
 		fr := protocol.NewFleetRequest("benchlatency"+strconv.Itoa(i), time.Now(), time.Minute)
 		fr.Noop, fr.Targets, fr.Ensure = true, []string{id}, ens
+		fr.Sender, fr.Reply = b.sign.signer.PublicKey(), inbox
 		data, err := json.Marshal(fr)
 		if err != nil {
 			return err
 		}
-		m, err := s.nc.Request(protocol.RequestNodeSubject(id), data, requestTimeout)
+		msg := &nats.Msg{Subject: protocol.RequestNodeSubject(id), Reply: inbox, Data: data, Header: b.sign.signer.Header(data)}
+		if err := s.nc.PublishMsg(msg); err != nil {
+			return err
+		}
+		m, err := replies.NextMsg(requestTimeout)
 		if err != nil {
 			return err
 		}

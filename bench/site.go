@@ -200,7 +200,7 @@ const agentsReady = "simulated agents serving"
 // serve.
 func (b *bencher) startAgents(ctx context.Context, url, dir string, n int) (*child, time.Duration, error) {
 	args := []string{"simulate", "--server", url, "--count", strconv.Itoa(n),
-		"--state-dir", filepath.Join(dir, "state"), "--vary", "os=debian,rhel", "--vary", "role=web,db,cache", "--insecure"}
+		"--state-dir", filepath.Join(dir, "state"), "--vary", "os=debian,rhel", "--vary", "role=web,db,cache", "--policy", b.sign.policyFile}
 	if b.cfg.ProfileDir != "" {
 		args = append(args, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("agents-%d.pprof", n)))
 	}

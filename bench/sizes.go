@@ -32,11 +32,12 @@ func (b *bencher) sampleSizes() error {
 	id := "abcdefghij0123456789"
 	fr := protocol.NewFleetRequest(id, time.Now(), time.Minute)
 	fr.Noop, fr.Ensure = true, ens
+	fr.Sender, fr.Reply = b.sign.signer.PublicKey(), "_INBOX.abcdefghijklmnopqrstuv.abcdefgh"
 	data, err := json.Marshal(fr)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	b.requestBytes = len(data)
+	b.requestBytes = len(data) + b.sign.headerBytes(data)
 
 	reg, err := providers.Builtin(providers.Options{})
 	if err != nil {
@@ -65,6 +66,6 @@ func (b *bencher) sampleSizes() error {
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	b.replyBytes = len(data)
+	b.replyBytes = len(data) + b.sign.headerBytes(data) // agents sign their replies too
 	return nil
 }
