@@ -1,14 +1,7 @@
 package natsconn_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,68 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// pki is a throw-away CA with a server certificate for 127.0.0.1 and a
-// client certificate, as PEM files.
-type pki struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey string
-}
-
-// makePKI writes a fresh CA, server and client certificate into dir.
-func makePKI(dir string) pki {
-	GinkgoHelper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	Expect(err).NotTo(HaveOccurred())
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "ccm test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	Expect(err).NotTo(HaveOccurred())
-	caCert, err := x509.ParseCertificate(caDER)
-	Expect(err).NotTo(HaveOccurred())
-
-	p := pki{CA: filepath.Join(dir, "ca.pem")}
-	writePEM(p.CA, "CERTIFICATE", caDER)
-
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		Expect(err).NotTo(HaveOccurred())
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: name},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-			DNSNames:     []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		Expect(err).NotTo(HaveOccurred())
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		Expect(err).NotTo(HaveOccurred())
-		cert, keyFile := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-		writePEM(cert, "CERTIFICATE", der)
-		writePEM(keyFile, "PRIVATE KEY", keyDER)
-		return cert, keyFile
-	}
-	p.ServerCert, p.ServerKey = leaf("server", 2, x509.ExtKeyUsageServerAuth)
-	p.ClientCert, p.ClientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth)
-	return p
-}
-
-func writePEM(path, typ string, der []byte) {
-	GinkgoHelper()
-	Expect(os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)).To(Succeed())
-}
-
-// writeCreds writes a user credentials file (a JWT signed by account, and
-// the user's seed) and returns its path.
 func writeCreds(dir string, account nkeys.KeyPair) string {
 	GinkgoHelper()
 	ukp, err := nkeys.CreateUser()

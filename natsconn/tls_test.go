@@ -20,7 +20,7 @@ import (
 var _ = Describe("Connect over TLS", func() {
 	var (
 		ctx   context.Context
-		certs pki
+		certs brokertest.PKI
 	)
 
 	BeforeEach(func() {
@@ -28,7 +28,7 @@ var _ = Describe("Connect over TLS", func() {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 		DeferCleanup(cancel)
 		useConfigHome()
-		certs = makePKI(GinkgoT().TempDir())
+		certs = brokertest.WritePKI(GinkgoT(), GinkgoT().TempDir())
 	})
 
 	Context("with a TLS-only broker", func() {
