@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -40,7 +42,7 @@ type Agent struct {
 	// are admitted until Run closes the agent, records handed to the
 	// historian until it closes records
 	mu            sync.Mutex
-	queue         chan *job
+	queue         chan *request
 	closed        bool
 	running       int // workers running, at most MaxConcurrent
 	busy          int // workers running a job
@@ -63,15 +65,9 @@ type Agent struct {
 	publicKey string
 	replay    *replayCache
 	audit     *auditLog
-}
-
-type job struct {
-	req      *protocol.FleetRequest
-	reply    string
-	received time.Time
-	// audit is the request's accepted audit line, written again with the
-	// result when it finishes
-	audit AuditRecord
+	// observePolicy, when set (tests only), sees every resource the policy
+	// is asked about, at admission and as the engine will run it
+	observePolicy func(requestID string, r policyResource)
 }
 
 // Option configures an Agent.
@@ -118,7 +114,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		log:          slog.New(slog.DiscardHandler),
 		version:      "development",
 		now:          time.Now,
-		queue:        make(chan *job, cfg.QueueLength+cfg.MaxConcurrent),
+		queue:        make(chan *request, cfg.QueueLength+cfg.MaxConcurrent),
 		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
 		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		factsChanged: make(chan struct{}, 1),
@@ -224,6 +220,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer cancelHist()
 	histDone := make(chan struct{})
 	go func() { defer close(histDone); a.historian(histCtx) }()
+
+	// Requests the previous run stopped on are answered before new ones.
+	a.recordInterrupted()
 
 	reg := &registrar{a: a}
 	reg.start(ctx)
@@ -342,16 +341,16 @@ func (a *Agent) dispatch(msgs chan *nats.Msg, discovery map[string]bool, stop ch
 	}
 }
 
-// admit queues a job unless the agent is stopping or QueueLength jobs
-// already wait (jobs a free worker is about to take do not count), and
-// starts a worker for it when fewer than MaxConcurrent run.
-func (a *Agent) admit(j *job) bool {
+// enqueue queues an admitted request unless the agent is stopping or
+// QueueLength requests already wait (ones a free worker is about to take do
+// not count), and starts a worker for it when fewer than MaxConcurrent run.
+func (a *Agent) enqueue(r *request) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed || len(a.queue) >= a.cfg.QueueLength+a.cfg.MaxConcurrent-a.busy {
 		return false
 	}
-	a.queue <- j // never blocks: the queue holds QueueLength+MaxConcurrent
+	a.queue <- r // never blocks: the queue holds QueueLength+MaxConcurrent
 	a.metrics.queueDepth(len(a.queue))
 	if a.running < a.cfg.MaxConcurrent {
 		a.running++
@@ -361,16 +360,16 @@ func (a *Agent) admit(j *job) bool {
 	return true
 }
 
-// work runs queued jobs until the queue is empty.
+// work runs queued requests until the queue is empty.
 func (a *Agent) work() {
 	defer a.workers.Done()
 	for {
 		a.mu.Lock()
 		select {
-		case j := <-a.queue:
+		case r := <-a.queue:
 			a.busy++
 			a.mu.Unlock()
-			a.execute(a.jobsCtx, j)
+			a.finish(r, a.execute(a.jobsCtx, r))
 			a.mu.Lock()
 			a.busy--
 			a.mu.Unlock()
@@ -382,59 +381,44 @@ func (a *Agent) work() {
 	}
 }
 
-// execute runs one accepted request and replies.
-func (a *Agent) execute(ctx context.Context, j *job) {
-	req := j.req
+// execute runs one admitted request, the body parsed at admission, and
+// returns its reply.
+func (a *Agent) execute(ctx context.Context, r *request) *protocol.FleetReply {
+	req := r.req
 	started := a.now()
 	reply := protocol.NewFleetReply(req.ID, a.cfg.Identity, started)
 	a.metrics.queueDepth(len(a.queue))
-	defer func() {
-		reply.Duration = a.now().Sub(started)
-		switch {
-		case reply.Error != nil:
-			a.metrics.request("error", reply.Error.Code)
-		default:
-			a.metrics.request("executed", "")
-			a.metrics.finished(reply.Duration, reply.Events)
-		}
-		// The replay cache and the audit log learn the result before the
-		// requester does, so a replay sent on seeing the reply finds it.
-		data, sig := a.encodeReply(reply)
-		if err := a.replay.finish(req.ID, data, false); err != nil {
-			a.log.Error("replay cache", "error", err)
-		}
-		j.audit.Time = a.now().UTC()
-		j.audit.Result = newAuditResult(reply)
-		a.writeAudit(&j.audit)
-		a.sendReply(j.reply, req.ID, data, sig)
-		if data != nil {
-			a.queueRecord(a.newRecord(reply, data, sig, j.received))
-		}
-	}()
+	defer func() { reply.Duration = a.now().Sub(started) }()
 	if skew := a.policy.skew(); started.After(req.Deadline().Add(skew)) {
 		a.stats.expired.Add(1)
 		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", req.Deadline().Format(time.RFC3339), skew)
-		return
+		return reply
 	}
-	if req.Ensure == nil {
-		a.runManifest(ctx, req, reply)
-		return
-	}
-	props, err := req.Ensure.PropertiesMap()
-	if err != nil {
-		a.stats.badRequest.Add(1)
-		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", err)
-		return
+	if r.body.ensure == nil {
+		a.runManifest(ctx, r, reply)
+		return reply
 	}
 	// Remote requests see facts only: no environment, no files.
-	ev, err := a.eng.Ensure(ctx, engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env}, engine.Spec{Type: req.Ensure.Type, Properties: props})
+	opts := engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env, Guard: a.guard(r)}
+	ev, err := a.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
-		a.stats.badRequest.Add(1)
-		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", err)
-		return
+		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", err)
+		return reply
 	}
 	a.stats.executed.Add(1)
 	reply.Events = append(reply.Events, ev)
+	return reply
+}
+
+// runErrorCode classifies the error of a run that could not start: the
+// policy refused a resource as it would run (forbidden), or the request is
+// invalid (bad_request, counted).
+func (a *Agent) runErrorCode(err error) protocol.Code {
+	if errors.Is(err, resources.ErrForbidden) {
+		return protocol.CodeForbidden
+	}
+	a.stats.badRequest.Add(1)
+	return protocol.CodeBadRequest
 }
 
 // onDiscovery answers a discovery request when the filter selects this host.

@@ -14,27 +14,18 @@ import (
 // unpacked into, below os.TempDir().
 const manifestTempPattern = "ccm-manifest-"
 
-// runManifest applies (or, under noop, audits) the manifest bundle a
-// request carries and puts its events in reply. A bundle or manifest that
-// cannot be decoded, unpacked, parsed or validated is answered bad_request
-// naming the problem; resource failures are in the events.
-func (a *Agent) runManifest(ctx context.Context, req *protocol.FleetRequest, reply *protocol.FleetReply) {
-	fail := func(code protocol.Code, format string, args ...any) {
-		if code == protocol.CodeBadRequest {
-			a.stats.badRequest.Add(1)
-		}
-		reply.Error = protocol.NewError(code, format, args...)
-	}
-	b, err := decodeBundle(req.Manifest)
-	if err != nil {
-		fail(protocol.CodeBadRequest, "manifest bundle: %s", err)
-		return
-	}
+// runManifest applies (or, under noop, audits) the manifest a request
+// carries, parsed at admission, and puts its events in reply. Its bundled
+// files are written to a private directory first. A manifest that cannot be
+// run (data, templates, validation) is answered bad_request naming the
+// problem, one the policy refuses as it would run forbidden; resource
+// failures are in the events.
+func (a *Agent) runManifest(ctx context.Context, r *request, reply *protocol.FleetReply) {
 	// A fresh private directory per request: concurrent requests never
 	// share files, and nothing is left behind.
 	dir, err := os.MkdirTemp(os.TempDir(), manifestTempPattern)
 	if err != nil {
-		fail(protocol.CodeInternal, "manifest: %s", err)
+		reply.Error = protocol.NewError(protocol.CodeInternal, "manifest: %s", err)
 		return
 	}
 	defer func() {
@@ -42,21 +33,22 @@ func (a *Agent) runManifest(ctx context.Context, req *protocol.FleetRequest, rep
 			a.log.Warn("could not remove a manifest directory", "dir", dir, "error", err)
 		}
 	}()
-	m, err := b.Unpack(dir)
-	if err != nil {
-		fail(protocol.CodeBadRequest, "%s", manifestMessage(err))
+	if err := r.body.bundle.WriteFiles(dir); err != nil {
+		a.stats.badRequest.Add(1)
+		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", manifestMessage(err))
 		return
 	}
 	// Remote manifests see facts and data only: no environment, no files.
-	rep, err := manifest.Run(ctx, a.eng, m, manifest.RunOptions{
-		Noop:         req.Noop,
+	rep, err := manifest.Run(ctx, a.eng, r.body.manifest.InDir(dir), manifest.RunOptions{
+		Noop:         r.req.Noop,
 		Facts:        a.currentFacts().all,
 		AllowEnviron: false,
 		AllowFiles:   false,
-		Log:          a.log.With("request", req.ID),
+		Guard:        a.guard(r),
+		Log:          a.log.With("request", r.req.ID),
 	})
 	if err != nil {
-		fail(protocol.CodeBadRequest, "%s", manifestMessage(err))
+		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", manifestMessage(err))
 		return
 	}
 	a.stats.executed.Add(1)

@@ -193,12 +193,22 @@ func (s *Signer) allows(resources []policyResource, noop bool) (string, bool) {
 		return fmt.Sprintf("signer %s may only send noop requests (noop_only)", s.Name), false
 	}
 	for _, r := range resources {
-		if !slices.Contains(s.Allow, r.Type) {
-			return fmt.Sprintf("%s: signer %s is not allowed resource type %s (allow: %s)", r.ref(), s.Name, r.Type, strings.Join(s.Allow, ", ")), false
+		if msg, ok := s.allowsResource(r); !ok {
+			return msg, false
 		}
-		if r.Type == protocol.TypeExec && r.Provider != "" && r.Provider != "posix" && !s.Shell {
-			return fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.ref(), s.Name), false
-		}
+	}
+	return "", true
+}
+
+// allowsResource checks one resource: its type must be allowed, and an
+// exec resource may use a provider other than posix only with shell: true
+// (an unknown provider, "*", counts as other).
+func (s *Signer) allowsResource(r policyResource) (string, bool) {
+	if !slices.Contains(s.Allow, r.Type) {
+		return fmt.Sprintf("%s: signer %s is not allowed resource type %s (allow: %s)", r.ref(), s.Name, r.Type, strings.Join(s.Allow, ", ")), false
+	}
+	if r.Type == protocol.TypeExec && r.Provider != "" && r.Provider != "posix" && !s.Shell {
+		return fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.ref(), s.Name), false
 	}
 	return "", true
 }

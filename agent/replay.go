@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -34,12 +35,16 @@ var ErrReplayFull = errors.New("replay cache full")
 
 // replayEntry is one request id seen, kept until Expires (created + ttl +
 // max clock skew): the first reply once there is one, and whether this
-// host was left out of the request (its duplicates get no answer).
+// host was left out of the request (its duplicates get no answer). Done is
+// set when the request was answered; an entry read back at start without
+// it is a request the agent stopped on (crashed, killed) while it was
+// queued or running.
 type replayEntry struct {
 	ID      string          `json:"id"`
 	Expires time.Time       `json:"expires"`
 	Seen    time.Time       `json:"seen"`
 	Ignored bool            `json:"ignored,omitempty"`
+	Done    bool            `json:"done,omitempty"`
 	Reply   json.RawMessage `json:"reply,omitempty"`
 }
 
@@ -61,6 +66,9 @@ type replayCache struct {
 	file      *os.File
 	fileBytes int64
 	adds      int
+	// interrupted are the entries read back at start that were never
+	// answered, expired ones included, oldest first
+	interrupted []replayEntry
 }
 
 // openReplayCache loads the cache kept at path (expired entries dropped;
@@ -113,8 +121,26 @@ func (c *replayCache) load(now time.Time) (bool, error) {
 	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
 		return true, fmt.Errorf("replay cache %s: %w", c.path, err)
 	}
+	for _, e := range c.entries {
+		// A file written before Done existed: an answer kept means done.
+		if !e.Done && !e.Ignored && len(e.Reply) == 0 {
+			c.interrupted = append(c.interrupted, *e)
+		}
+	}
+	slices.SortFunc(c.interrupted, func(x, y replayEntry) int { return x.Seen.Compare(y.Seen) })
 	c.purgeLocked(now)
 	return true, nil
+}
+
+// takeInterrupted returns, once, the requests found unanswered when the
+// cache was opened: each was received by an agent that stopped before it
+// finished.
+func (c *replayCache) takeInterrupted() []replayEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.interrupted
+	c.interrupted = nil
+	return out
 }
 
 // add records id as seen now until expires. When it was seen before it
@@ -154,6 +180,7 @@ func (c *replayCache) finish(id string, reply []byte, ignored bool) error {
 	}
 	n := *e
 	n.Ignored = ignored
+	n.Done = true
 	if len(reply) <= MaxReplayReplyBytes && c.bytes+int64(len(reply)) <= c.maxBytes {
 		n.Reply = append(json.RawMessage(nil), reply...)
 	}

@@ -170,43 +170,53 @@ func literalPrefix(src string) (string, error) {
 	return p, nil
 }
 
-// Unpack writes the bundle's files into dir (created 0700 when missing; an
-// existing dir must be empty) and parses the manifest with WorkingDir = dir.
-// Every path must be local and clean; files are written 0600 through an
-// os.Root, so nothing lands outside dir.
+// Unpack writes the bundle's files into dir (see WriteFiles) and parses the
+// manifest with WorkingDir = dir.
 func (b *Bundle) Unpack(dir string) (*Manifest, error) {
 	if len(b.Manifest) == 0 {
 		return nil, fmt.Errorf("%w: no manifest", ErrBundle)
 	}
+	if err := b.WriteFiles(dir); err != nil {
+		return nil, err
+	}
+	return Parse(b.Manifest, ParseOptions{WorkingDir: dir})
+}
+
+// WriteFiles writes the bundle's files into dir (created 0700 when
+// missing; an existing dir must be empty), without parsing the manifest:
+// a caller that parsed it already gives the parsed value InDir(dir). Every
+// path must be local and clean; files are written 0600 through an os.Root,
+// so nothing lands outside dir.
+func (b *Bundle) WriteFiles(dir string) error {
 	total := 0
 	for p, body := range b.Files {
 		if p == "" || !filepath.IsLocal(p) || path.Clean(p) != p || strings.Contains(p, `\`) {
-			return nil, fmt.Errorf("%w: file path %q must be a clean relative path inside the manifest directory", ErrBundle, p)
+			return fmt.Errorf("%w: file path %q must be a clean relative path inside the manifest directory", ErrBundle, p)
 		}
 		total += len(body)
 	}
 	if total > MaxBundleBytes || len(b.Files) > MaxBundleFiles {
-		return nil, fmt.Errorf("%w: the files exceed %d bytes or %d files", ErrBundle, MaxBundleBytes, MaxBundleFiles)
+		return fmt.Errorf("%w: the files exceed %d bytes or %d files", ErrBundle, MaxBundleBytes, MaxBundleFiles)
 	}
 	if err := freshDir(dir); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+		return fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+		return fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	defer root.Close()
 	for _, p := range sortedKeys(b.Files) {
 		if d := path.Dir(p); d != "." {
 			if err := root.MkdirAll(d, 0o700); err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", ErrBundle, p, err)
+				return fmt.Errorf("%w: %s: %w", ErrBundle, p, err)
 			}
 		}
 		if err := root.WriteFile(p, b.Files[p], 0o600); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrBundle, p, err)
+			return fmt.Errorf("%w: %s: %w", ErrBundle, p, err)
 		}
 	}
-	return Parse(b.Manifest, ParseOptions{WorkingDir: dir})
+	return nil
 }
 
 // freshDir makes dir (0700) or checks that an existing dir is an empty

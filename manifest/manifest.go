@@ -111,6 +111,14 @@ func (m *Manifest) WorkingDir() string { return m.workingDir }
 // Document returns the manifest as a JSON object (YAML input converted).
 func (m *Manifest) Document() json.RawMessage { return append(json.RawMessage(nil), m.doc...) }
 
+// InDir returns a copy of m whose relative sources resolve against dir
+// (where a bundle's files were written); m itself is unchanged.
+func (m *Manifest) InDir(dir string) *Manifest {
+	c := *m
+	c.workingDir = dir
+	return &c
+}
+
 // FailOnError reports whether the run stops after the first failed resource.
 func (m *Manifest) FailOnError() bool { return m.failOnError }
 

@@ -29,6 +29,10 @@ type RunOptions struct {
 	AllowFiles bool
 	// Log receives progress messages; nil discards.
 	Log *slog.Logger
+	// Guard, when set, is asked about every resource once it is prepared,
+	// before the first is applied (see engine.RunOptions.Guard); a refusal
+	// fails Run with nothing applied.
+	Guard func(p *engine.Prepared) error
 	// OnStart, when set, is called by Run once every resource has been
 	// validated, before the first is applied, with the templated
 	// pre_message ("" when none).

@@ -16,6 +16,9 @@ const (
 	// CodeDuplicate: a request with this id was already received; it is not
 	// run twice.
 	CodeDuplicate Code = "duplicate"
+	// CodeInterrupted: the receiver stopped (crashed or was killed) while
+	// the request was queued or running; it may have run in part.
+	CodeInterrupted Code = "interrupted"
 )
 
 // NewError builds a request-level error with a stable code and a message.

@@ -21,6 +21,9 @@ var (
 	// ErrDesiredStateFailed is returned when, after applying, the resource
 	// still is not in its desired state.
 	ErrDesiredStateFailed = errors.New("desired state not achieved")
+	// ErrForbidden is wrapped by a RunOptions.Guard refusal: the caller's
+	// policy does not allow the prepared resource. Nothing was changed.
+	ErrForbidden = errors.New("forbidden")
 	// ErrDuplicate is returned when a type or provider is registered twice.
 	ErrDuplicate = errors.New("already registered")
 )

@@ -53,6 +53,11 @@ type RunOptions struct {
 	Env *templates.Env
 	// WorkingDir resolves relative sources; may be empty.
 	WorkingDir string
+	// Guard, when set, is asked about every managed resource once Prepare
+	// has expanded, decoded and validated it and chosen its provider: the
+	// exact value Apply would run. An error (wrap resources.ErrForbidden)
+	// fails Prepare, so a manifest is refused before anything is applied.
+	Guard func(p *Prepared) error
 }
 
 // Session is one run. Its methods may be called from one goroutine at a time.
@@ -96,6 +101,15 @@ func (p *Prepared) Name() string { return p.Properties.Common().Name }
 
 // Ref returns "type#name".
 func (p *Prepared) Ref() string { return p.Type.Name() + "#" + p.Name() }
+
+// Provider returns the name of the provider chosen to apply the resource,
+// "" when none could be chosen or the resource is not managed.
+func (p *Prepared) Provider() string {
+	if p.factory == nil {
+		return ""
+	}
+	return p.factory.Name()
+}
 
 // controlKey holds conditions; they are expressions themselves, so templates
 // inside them are not expanded first.
@@ -150,6 +164,11 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 		p.selectErr = err
 	default:
 		p.factory = f
+	}
+	if s.opts.Guard != nil {
+		if err := s.opts.Guard(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
 	}
 	return p, nil
 }

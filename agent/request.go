@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// request is one received fleet request on its way from admission to its
+// answer. It owns that answer: whatever the outcome (refused, ignored,
+// duplicate, run), it ends in finish, exactly once.
+type request struct {
+	msg      *nats.Msg
+	received time.Time
+	audit    AuditRecord
+	// signer is the trusted signer, nil for an unsigned request (insecure
+	// mode) or a valid signature by a key the insecure policy does not list
+	signer *Signer
+	signed bool
+	// req is the decoded request, nil until it decoded
+	req *protocol.FleetRequest
+	// body is what the request asks for, parsed once: what the policy
+	// checks, the audit line names and the engine runs
+	body *body
+	// cached is whether this request owns its id's replay cache entry (its
+	// answer is kept there)
+	cached bool
+	// record is whether its answer goes to history: the request decoded and
+	// its sender is authenticated
+	record bool
+}
+
+// body is a request's resources, parsed once at admission.
+type body struct {
+	// ensure is the resource of an ensure request, nil for a manifest
+	ensure *engine.Spec
+	// bundle and manifest are a manifest request's, parsed without
+	// writing any file
+	bundle   *manifest.Bundle
+	manifest *manifest.Manifest
+	// resources are the declared resources as the policy sees them, in
+	// order (names as written, before templates)
+	resources []policyResource
+}
+
+// id is the request's id: the decoded one, or, for a request that did not
+// decode, the one it claims (untrusted, to match the reply and audit line).
+func (r *request) id() string {
+	if r.req != nil {
+		return r.req.ID
+	}
+	if r.audit.RequestID == "" {
+		r.audit.RequestID = looseID(r.msg.Data)
+	}
+	return r.audit.RequestID
+}
+
+// refuse answers r with a request-level error and the audit decision code.
+func (a *Agent) refuse(r *request, e *protocol.Error) {
+	r.audit.Decision = string(e.Code)
+	r.audit.Message = e.Message
+	reply := protocol.NewFleetReply(r.id(), a.cfg.Identity, r.received)
+	reply.Error = e
+	a.finish(r, reply)
+}
+
+// refusef is refuse with a message built from format.
+func (a *Agent) refusef(r *request, code protocol.Code, format string, args ...any) {
+	a.refuse(r, protocol.NewError(code, format, args...))
+}
+
+// finish answers a request, in one fixed order whatever the outcome:
+//
+//  1. encode and sign the reply (reply nil: the request is not answered,
+//     as when this host was not asked),
+//  2. keep it in the replay cache, when r owns the entry, so a replay sent
+//     on seeing the reply finds it,
+//  3. write the audit line (its decision, and the result when answered),
+//  4. send the reply to the request's reply subject,
+//  5. record it in history, when r is authenticated,
+//
+// and count it in the metrics.
+func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
+	id := r.id()
+	var data []byte
+	var sig string
+	if reply != nil {
+		data, sig = a.encodeReply(reply)
+	}
+	if r.cached {
+		if err := a.replay.finish(id, data, r.audit.Decision == DecisionNotTargeted); err != nil {
+			a.log.Error("replay cache", "request", id, "error", err)
+		}
+	}
+	r.audit.Time = a.now().UTC()
+	if reply != nil {
+		r.audit.Result = newAuditResult(reply)
+	}
+	a.writeAudit(&r.audit)
+	if reply != nil {
+		a.sendReply(r.msg.Reply, id, data, sig)
+	}
+	if r.record && data != nil {
+		a.queueRecord(a.newRecord(reply, data, sig, r.received))
+	}
+	switch {
+	case r.audit.Decision == DecisionNotTargeted:
+		a.stats.ignored.Add(1)
+		a.metrics.request("ignored", "")
+	case reply != nil && reply.Error != nil:
+		a.metrics.request("error", reply.Error.Code)
+	case r.audit.Decision == DecisionAccepted:
+		a.metrics.request("executed", "")
+		a.metrics.finished(reply.Duration, reply.Events)
+	default:
+		a.metrics.request("error", protocol.Code(r.audit.Decision))
+	}
+}
+
+// duplicateReply is the answer to a request id seen before: the first
+// reply's events, without running it again; nil when this host was not
+// asked the first time (it is not answered).
+func (a *Agent) duplicateReply(r *request, first replayEntry) *protocol.FleetReply {
+	r.audit.Decision = string(protocol.CodeDuplicate)
+	r.audit.Message = fmt.Sprintf("request first received at %s", first.Seen.Format(time.RFC3339Nano))
+	if first.Ignored {
+		return nil
+	}
+	reply := protocol.NewFleetReply(r.id(), a.cfg.Identity, r.received)
+	msg := fmt.Sprintf("request %s was already received at %s and is not run again", r.id(), first.Seen.Format(time.RFC3339Nano))
+	switch prev, err := protocol.DecodeFleetReply(first.Reply, protocol.Limits{MaxBytes: MaxReplayReplyBytes + 1}); {
+	case len(first.Reply) == 0:
+		msg += "; its result is not known here (still running, or too large to keep)"
+	case err != nil:
+		msg += "; its kept result is unreadable"
+	default:
+		reply.Events = prev.Events
+		if prev.Error != nil {
+			msg += fmt.Sprintf("; it was answered %s: %s", prev.Error.Code, prev.Error.Message)
+		}
+	}
+	reply.Error = protocol.NewError(protocol.CodeDuplicate, "%s", msg)
+	return reply
+}
+
+// recordInterrupted answers, in history, the replay cache and the audit
+// log, each request a previous run of the agent received but never
+// answered (it crashed or was killed while the request was queued or
+// running): its result is "interrupted", and a replay of the request is
+// answered with that.
+func (a *Agent) recordInterrupted() {
+	for _, e := range a.replay.takeInterrupted() {
+		msg := fmt.Sprintf("the agent stopped before this request finished (received at %s): it may have run in part, or not at all", e.Seen.Format(time.RFC3339Nano))
+		a.log.Warn("a request was interrupted by the agent stopping", "request", e.ID, "received", e.Seen)
+		r := &request{
+			msg:      &nats.Msg{},
+			received: e.Seen,
+			cached:   true,
+			record:   true,
+			audit:    AuditRecord{RequestID: e.ID, Identity: a.cfg.Identity},
+		}
+		a.refuse(r, protocol.NewError(protocol.CodeInterrupted, "%s", msg))
+	}
+}
