@@ -248,4 +248,3 @@ func (a *Agent) writeAudit(rec *AuditRecord) {
 		a.log.Error("could not write an audit line", "request", rec.RequestID, "decision", rec.Decision, "error", err)
 	}
 }
-
