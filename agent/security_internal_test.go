@@ -114,6 +114,36 @@ var _ = Describe("replayCache", func() {
 		Expect(err2).To(MatchError(ErrReplayFull))
 	})
 
+	It("reads back, once, the requests it never saw answered: an agent stopped on them", func() {
+		c := open(10, 1<<20, now)
+		for _, id := range []string{"answered", "ignored", "running", "expired-running", "big"} {
+			expires := now.Add(time.Hour)
+			if id == "expired-running" {
+				expires = now.Add(30 * time.Second)
+			}
+			_, _, err := c.add(id, expires, now)
+			Expect(err).ToNot(HaveOccurred())
+		}
+		Expect(c.finish("answered", []byte(`{"events":[]}`), false)).To(Succeed())
+		Expect(c.finish("ignored", nil, true)).To(Succeed())
+		Expect(c.finish("big", []byte(strings.Repeat("x", MaxReplayReplyBytes+1)), false)).To(Succeed())
+		Expect(c.takeInterrupted()).To(BeEmpty(), "nothing was interrupted in this run")
+		Expect(c.close()).To(Succeed())
+
+		c2 := open(10, 1<<20, now.Add(time.Minute))
+		var ids []string
+		for _, e := range c2.takeInterrupted() {
+			ids = append(ids, e.ID)
+		}
+		Expect(ids).To(ConsistOf("running", "expired-running"), "expired or not; an answer too large to keep is still an answer")
+		Expect(c2.takeInterrupted()).To(BeEmpty(), "handed out once")
+		Expect(c2.finish("running", []byte(`{"error":{"code":"interrupted"}}`), false)).To(Succeed())
+		Expect(c2.close()).To(Succeed())
+
+		c3 := open(10, 1<<20, now.Add(2*time.Minute))
+		Expect(c3.takeInterrupted()).To(BeEmpty(), "once answered, a restart does not report it again")
+	})
+
 	It("compacts its file to the live entries", func() {
 		c := open(100000, 64<<20, now)
 		reply := []byte(`{"r":"` + strings.Repeat("z", 2000) + `"}`)

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -36,6 +37,40 @@ var _ = Describe("Engine", func() {
 	ensure := func(noop bool, props map[string]any) (*protocol.TransactionEvent, error) {
 		return eng.Ensure(ctx, engine.RunOptions{Noop: noop, Env: env}, engine.Spec{Type: "file", Properties: props})
 	}
+
+	Describe("a guard", func() {
+		It("sees the resource as it will run: templates expanded, provider chosen", func() {
+			var seen []string
+			guard := func(p *engine.Prepared) error {
+				seen = append(seen, p.Ref()+" via "+p.Provider())
+				return nil
+			}
+			ev, err := eng.Ensure(ctx, engine.RunOptions{Env: env, Guard: guard}, engine.Spec{Type: "file", Properties: map[string]any{"name": "/tmp/{{ facts.hostname }}"}})
+			Expect(err).ToNot(HaveOccurred())
+			Expect(ev.Failed).To(BeFalse())
+			Expect(seen).To(Equal([]string{"file#/tmp/web1 via probe"}))
+		})
+
+		It("refuses before anything is applied, naming the resource", func() {
+			guard := func(p *engine.Prepared) error {
+				return fmt.Errorf("%w: not %s", resources.ErrForbidden, p.Name())
+			}
+			_, err := eng.Ensure(ctx, engine.RunOptions{Env: env, Guard: guard}, engine.Spec{Type: "file", Properties: map[string]any{"name": "/tmp/x"}})
+			Expect(err).To(MatchError(resources.ErrForbidden))
+			Expect(err).To(MatchError("file#/tmp/x: forbidden: not /tmp/x"))
+			Expect(typ.applied).To(BeEmpty())
+			Expect(instances).To(BeZero(), "no provider was even made")
+		})
+
+		It("is not asked about a resource control conditions leave unmanaged", func() {
+			asked := 0
+			guard := func(*engine.Prepared) error { asked++; return resources.ErrForbidden }
+			ev, err := eng.Ensure(ctx, engine.RunOptions{Env: env, Guard: guard}, engine.Spec{Type: "file", Properties: map[string]any{"name": "/tmp/x", "control": map[string]any{"if": "false"}}})
+			Expect(err).ToNot(HaveOccurred())
+			Expect(ev.Skipped).To(BeTrue())
+			Expect(asked).To(BeZero())
+		})
+	})
 
 	// The truth table of seed 000: how control.if and control.unless interact.
 	DescribeTable("control if/unless decide whether a resource is managed",
