@@ -240,12 +240,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	for _, s := range discSubjects {
 		discovery[s] = true
 	}
-	stopDispatch := make(chan struct{})
-	dispatchDone := make(chan struct{})
-	go func() {
-		defer close(dispatchDone)
-		a.dispatch(msgs, discovery, stopDispatch)
-	}()
 	var subs []*nats.Subscription
 	var err error
 	for _, subject := range append(slices.Clone(reqSubjects), discSubjects...) {
@@ -256,6 +250,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		subs = append(subs, s)
 	}
+	stopDispatch := make(chan struct{})
+	dispatchDone := make(chan struct{})
+	go func() {
+		defer close(dispatchDone)
+		a.dispatch(msgs, subs, discovery, stopDispatch)
+	}()
 	if err == nil {
 		if ferr := a.nc.FlushTimeout(10 * time.Second); ferr != nil {
 			err = fmt.Errorf("agent %s: subscribe: %w", a.cfg.Identity, ferr)
@@ -307,16 +307,41 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-// subscriptionBuffer is how many received messages an agent holds for its
-// dispatcher; beyond it NATS drops them (a slow consumer). The dispatcher
-// only decodes and queues, and answers busy once QueueLength requests
-// wait, so it is never far behind.
-const subscriptionBuffer = 256
+// Admission bounds. A burst is taken off the subscription at once and
+// waits in the agent's backlog, where every request is admitted in turn
+// and answered (run, busy or refused); only past the backlog's bounds is a
+// request answered busy without its checks.
+const (
+	// subscriptionBuffer is how many received messages the subscriptions
+	// hold for the dispatcher; beyond it NATS drops them (a slow
+	// consumer). The dispatcher empties it between two admissions.
+	subscriptionBuffer = 1024
+	// maxBacklog and maxBacklogBytes bound the messages waiting for
+	// admission.
+	maxBacklog      = 100000
+	maxBacklogBytes = 64 << 20
+	// dropCheckInterval is how often the subscriptions are asked how many
+	// messages NATS dropped; each subject that lost some is logged once
+	// per interval.
+	dropCheckInterval = 5 * time.Second
+)
 
-// dispatch hands each message on msgs to onRequest or, for the discovery
-// subjects, onDiscovery, until stop is closed; then it handles what msgs
-// still holds and returns.
-func (a *Agent) dispatch(msgs chan *nats.Msg, discovery map[string]bool, stop chan struct{}) {
+// dispatch admits each message on msgs in arrival order: requests through
+// onRequest, the discovery subjects through onDiscovery. Between two
+// admissions it moves whatever arrived into its backlog, so a burst never
+// fills the subscription. When stop is closed it handles what msgs and the
+// backlog hold and returns.
+func (a *Agent) dispatch(msgs chan *nats.Msg, subs []*nats.Subscription, discovery map[string]bool, stop chan struct{}) {
+	var backlog []*nats.Msg
+	backlogBytes := 0
+	take := func(m *nats.Msg) {
+		if len(backlog) >= maxBacklog || backlogBytes+len(m.Data) > maxBacklogBytes {
+			a.overflow(m)
+			return
+		}
+		backlog = append(backlog, m)
+		backlogBytes += len(m.Data)
+	}
 	handle := func(m *nats.Msg) {
 		if m.Sub != nil && discovery[m.Sub.Subject] {
 			a.onDiscovery(m)
@@ -324,20 +349,74 @@ func (a *Agent) dispatch(msgs chan *nats.Msg, discovery map[string]bool, stop ch
 		}
 		a.onRequest(m)
 	}
+	ticker := time.NewTicker(dropCheckInterval)
+	defer ticker.Stop()
+	dropped := make([]int, len(subs))
+	stopping := false
 	for {
-		select {
-		case m := <-msgs:
-			handle(m)
-		case <-stop:
-			for {
-				select {
-				case m := <-msgs:
-					handle(m)
-				default:
-					return
-				}
+	drain:
+		for {
+			select {
+			case m := <-msgs:
+				take(m)
+			default:
+				break drain
 			}
 		}
+		if len(backlog) == 0 {
+			if stopping {
+				return
+			}
+			if cap(backlog) > subscriptionBuffer {
+				backlog = nil // a burst's array is not kept
+			}
+			select {
+			case m := <-msgs:
+				take(m)
+			case <-ticker.C:
+				a.countDropped(subs, dropped)
+			case <-stop:
+				stopping = true
+			}
+			continue
+		}
+		m := backlog[0]
+		backlog[0] = nil
+		backlog = backlog[1:]
+		backlogBytes -= len(m.Data)
+		handle(m)
+		select {
+		case <-ticker.C:
+			a.countDropped(subs, dropped)
+		default:
+		}
+	}
+}
+
+// overflow answers a request that found the backlog full busy, without
+// its checks (there is no time for them); a discovery request is not
+// answered.
+func (a *Agent) overflow(m *nats.Msg) {
+	a.stats.received.Add(1)
+	a.stats.busy.Add(1)
+	r := &request{msg: m, received: a.now()}
+	r.audit = AuditRecord{Time: r.received.UTC(), Subject: m.Subject, Identity: a.cfg.Identity}
+	a.refusef(r, protocol.CodeBusy, "more than %d requests (%d bytes) wait for admission", maxBacklog, maxBacklogBytes)
+}
+
+// countDropped adds the messages NATS dropped on each subscription since
+// the last call (last holds the previous counts) to the stats and metrics,
+// and logs each subject that lost some.
+func (a *Agent) countDropped(subs []*nats.Subscription, last []int) {
+	for i, s := range subs {
+		n, err := s.Dropped()
+		if err != nil || n <= last[i] {
+			continue
+		}
+		a.stats.dropped.Add(int64(n - last[i]))
+		a.metrics.dropped(n - last[i])
+		a.log.Error("NATS dropped messages for this agent (slow consumer): their requesters get no reply", "subject", s.Subject, "dropped", n-last[i])
+		last[i] = n
 	}
 }
 

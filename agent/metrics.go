@@ -16,6 +16,7 @@ type Metrics struct {
 	busy      prometheus.Counter
 	resources *prometheus.CounterVec
 	queue     prometheus.Gauge
+	drops     prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -42,8 +43,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "ccm", Subsystem: "agent", Name: "queue_depth",
 			Help: "Accepted requests waiting to run.",
 		}),
+		drops: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "ccm", Subsystem: "agent", Name: "dropped_messages_total",
+			Help: "Messages NATS dropped before the agent took them (slow consumer); their requesters got no reply.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -86,3 +91,9 @@ func (m *Metrics) RequestsCounter() *prometheus.CounterVec { return m.requests }
 
 // ResourcesCounter exposes the resources counter (type, outcome).
 func (m *Metrics) ResourcesCounter() *prometheus.CounterVec { return m.resources }
+
+func (m *Metrics) dropped(n int) {
+	if m != nil {
+		m.drops.Add(float64(n))
+	}
+}

@@ -6,6 +6,7 @@ import "sync/atomic"
 type Stats struct {
 	received, executed, ignored, expired, busy, badRequest        atomic.Int64
 	recorded, spooled, historyDuplicates, notRecorded, heartbeats atomic.Int64
+	dropped                                                       atomic.Int64
 }
 
 // StatsSnapshot is a copy of the counters.
@@ -19,6 +20,10 @@ type StatsSnapshot struct {
 	Recorded, Spooled, HistoryDuplicates, NotRecorded int64
 	// Heartbeats counts successful registry updates.
 	Heartbeats int64
+	// Dropped counts messages for this agent that NATS dropped because the
+	// agent did not take them in time (a slow consumer): they got no
+	// answer, and the requester reports the host as no reply.
+	Dropped int64
 }
 
 // Stats returns the agent's counters.
@@ -37,5 +42,6 @@ func (a *Agent) Stats() StatsSnapshot {
 		HistoryDuplicates: s.historyDuplicates.Load(),
 		NotRecorded:       s.notRecorded.Load(),
 		Heartbeats:        s.heartbeats.Load(),
+		Dropped:           s.dropped.Load(),
 	}
 }
