@@ -78,7 +78,7 @@ var _ = Describe("A burst of requests", func() {
 		for _, c := range answered {
 			counts[c]++
 		}
-		Expect(counts[""] + counts[protocol.CodeBusy]).To(Equal(n), "%v", counts)
+		Expect(counts[""]+counts[protocol.CodeBusy]).To(Equal(n), "%v", counts)
 		Expect(counts[""]).To(BeNumerically(">=", 68), "at least a full queue ran")
 		GinkgoWriter.Printf("burst of %d: %v\n", n, counts)
 
