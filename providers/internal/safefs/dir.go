@@ -346,3 +346,15 @@ func (d *Dir) ResolvesBeneath(name string) error {
 	}
 	return d.pathErr("resolve", name, err)
 }
+
+// RemoveDir removes the empty directory name (unlinkat with AT_REMOVEDIR);
+// it never removes anything but a directory.
+func (d *Dir) RemoveDir(name string) error {
+	if err := checkName("rmdir", d.path, name); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR); err != nil {
+		return d.pathErr("rmdir", name, err)
+	}
+	return nil
+}
