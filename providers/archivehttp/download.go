@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 )
 
@@ -23,8 +23,10 @@ const ArchiveMode os.FileMode = 0o640
 // maxDrain bounds how much of an error response is read before closing it.
 const maxDrain = 64 << 10
 
-// Download fetches props.URL into a temporary file beside props.Name
-// (os.CreateTemp(dir, base+"-*")), owned by props.Owner and props.Group
+// Download fetches props.URL into a temporary file beside props.Name,
+// created with O_CREAT|O_EXCL|O_NOFOLLOW in a handle on its directory
+// (safefs.OpenParent: untrusted links on the way wrap filetype.ErrSymlink)
+// and renamed within that handle, owned by props.Owner and props.Group
 // before any content is written, copies at most the provider's download
 // limit, verifies the checksum when one is set and then renames the file
 // into place. On any failure the temporary file is removed and props.Name is
@@ -87,45 +89,49 @@ func (p *Provider) Download(ctx context.Context, props *archivetype.Properties) 
 // renames it into place once complete and verified. It returns the SHA-256
 // and the size written.
 func (p *Provider) writeAtomic(props *archivetype.Properties, body io.Reader, uid, gid int) (sum string, size int64, err error) {
-	dir, base := filepath.Split(props.Name)
-	tmp, err := os.CreateTemp(dir, base+"-*")
+	d, base, err := safefs.OpenParent(props.Name)
+	if err != nil {
+		return "", 0, fmt.Errorf("open directory of %s: %w", props.Name, err)
+	}
+	defer d.Close()
+	tmp, tmpName, err := d.CreateTemp(base + "-")
 	if err != nil {
 		return "", 0, fmt.Errorf("create temporary file: %w", err)
 	}
-	tmpName := tmp.Name()
+	shown := d.Join(tmpName)
 	renamed := false
 	defer func() {
 		if !renamed {
 			_ = tmp.Close()
-			_ = os.Remove(tmpName)
+			_ = d.Remove(tmpName)
 		}
 	}()
 
 	if err := tmp.Chown(uid, gid); err != nil {
-		return "", 0, fmt.Errorf("set owner of %s: %w", tmpName, err)
+		return "", 0, fmt.Errorf("set owner of %s: %w", shown, err)
 	}
 	if err := tmp.Chmod(ArchiveMode); err != nil {
-		return "", 0, fmt.Errorf("set mode of %s: %w", tmpName, err)
+		return "", 0, fmt.Errorf("set mode of %s: %w", shown, err)
 	}
 	h := sha256.New()
 	size, err = io.Copy(io.MultiWriter(tmp, h), io.LimitReader(body, p.cfg.maxDownload+1))
 	if err != nil {
-		return "", 0, fmt.Errorf("write %s: %w", tmpName, err)
+		return "", 0, fmt.Errorf("write %s: %w", shown, err)
 	}
 	if size > p.cfg.maxDownload {
 		return "", 0, fmt.Errorf("%w: more than %d bytes", ErrDownloadTooLarge, p.cfg.maxDownload)
 	}
 	if err := tmp.Sync(); err != nil {
-		return "", 0, fmt.Errorf("write %s: %w", tmpName, err)
+		return "", 0, fmt.Errorf("write %s: %w", shown, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", 0, fmt.Errorf("write %s: %w", tmpName, err)
+		return "", 0, fmt.Errorf("write %s: %w", shown, err)
 	}
 	sum = hex.EncodeToString(h.Sum(nil))
 	if props.Checksum != "" && !strings.EqualFold(sum, props.Checksum) {
 		return "", 0, fmt.Errorf("%w, expected %q got %q", ErrChecksumMismatch, strings.ToLower(props.Checksum), sum)
 	}
-	if err := os.Rename(tmpName, props.Name); err != nil {
+	if err := d.Rename(tmpName, base); err != nil {
 		return "", 0, fmt.Errorf("rename into place: %w", err)
 	}
 	renamed = true

@@ -44,6 +44,10 @@ type entry struct {
 	mode  fs.FileMode
 	size  int64
 	mtime time.Time
+	// at is name with its directory resolved through the archive's
+	// symlinks, and linkAt the same of a hardlink's target: the writer
+	// walks these with no link followed on disk.
+	at, linkAt string
 }
 
 // maxLinkDepth bounds symlink resolution, as the kernel's ELOOP limit does.
@@ -172,18 +176,22 @@ func (c *checker) finish() ([]*entry, error) {
 		if e.name == "" {
 			continue
 		}
-		if _, ok := c.resolve(path.Dir(e.name), 0); !ok {
+		dir, ok := c.resolve(path.Dir(e.name), 0)
+		if !ok {
 			return nil, unsafe(e.name, "its directory resolves outside the extraction directory through a symlink")
 		}
+		e.at = path.Join(path.Join(dir...), path.Base(e.name))
 		switch e.kind {
 		case kindSymlink:
 			if _, ok := c.resolve(path.Dir(e.name)+"/"+e.link, 0); !ok {
 				return nil, unsafe(e.name, "symlink to %q resolves outside the extraction directory", e.link)
 			}
 		case kindHardlink:
-			if _, ok := c.resolve(path.Dir(e.link), 0); !ok {
+			dir, ok := c.resolve(path.Dir(e.link), 0)
+			if !ok {
 				return nil, unsafe(e.name, "hardlink to %q resolves outside the extraction directory", e.link)
 			}
+			e.linkAt = path.Join(path.Join(dir...), path.Base(e.link))
 		}
 	}
 	return c.entries, nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 
+	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 )
 
@@ -19,7 +20,7 @@ const ExtractParentMode os.FileMode = 0o755
 // reads and checks every entry first and refuses the whole archive, writing
 // nothing, when one is unsafe (ErrUnsafeEntry) or a limit is exceeded
 // (ErrExtractLimit). It then creates extract_parent (mode 0755) when missing
-// and writes the entries through an os.Root confined to it. Existing files
+// and writes the entries through handles opened from it (see writer). Existing files
 // and symlinks at an entry's path are replaced; directories are kept and
 // take the archive's mode. Without a deadline on ctx the provider's timeout
 // applies.
@@ -34,7 +35,7 @@ func (p *Provider) Extract(ctx context.Context, props *archivetype.Properties) e
 	ctx, cancel := p.cfg.withTimeout(ctx)
 	defer cancel()
 
-	f, err := os.Open(props.Name)
+	f, err := openArchive(props.Name)
 	if err != nil {
 		return err
 	}
@@ -54,10 +55,7 @@ func (p *Provider) Extract(ctx context.Context, props *archivetype.Properties) e
 		return fmt.Errorf("%s: %w", props.Name, err)
 	}
 
-	if err := os.MkdirAll(props.ExtractParent, ExtractParentMode); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(props.ExtractParent)
+	root, err := safefs.MkdirAll(props.ExtractParent, ExtractParentMode)
 	if err != nil {
 		return err
 	}
@@ -73,8 +71,9 @@ func (p *Provider) Extract(ctx context.Context, props *archivetype.Properties) e
 		if i >= len(entries) || !sameEntry(e, entries[i]) {
 			return fmt.Errorf("%w: entry %d (%q)", ErrArchiveChanged, i, r.name)
 		}
+		checked := entries[i]
 		i++
-		return w.write(e, body)
+		return w.write(checked, body)
 	})
 	if err == nil && i != len(entries) {
 		err = fmt.Errorf("%w: %d entries, expected %d", ErrArchiveChanged, i, len(entries))
@@ -89,13 +88,28 @@ func (p *Provider) Extract(ctx context.Context, props *archivetype.Properties) e
 	return nil
 }
 
-// writer creates checked entries beneath root.
+// writer creates checked entries beneath root, a handle on extract_parent.
+// Each entry's directory is opened from root one component at a time with
+// O_NOFOLLOW (safefs.Dir.Sub; the archive's own symlinks were resolved by
+// the checker into entry.at), and the entry is created relative to that
+// handle: a directory swapped for a link mid-extraction is refused with
+// filetype.ErrSymlink, never followed.
 type writer struct {
-	root     *os.Root
+	root     *safefs.Dir
 	maxBytes int64
 	written  int64
 	dirs     []*entry // modes and times are set last, in reverse order
 	links    []*entry // checked again once everything exists
+}
+
+// parent opens the directory of the slash-separated rel below root,
+// creating missing components, and returns it with rel's last component.
+func (w *writer) parent(rel string, create bool) (*safefs.Dir, string, error) {
+	d, err := w.root.Sub(path.Dir(rel), create, 0o755)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, path.Base(rel), nil
 }
 
 // write creates one entry.
@@ -103,44 +117,52 @@ func (w *writer) write(e *entry, body io.Reader) error {
 	if e.name == "" {
 		return nil // extract_parent itself keeps its mode
 	}
-	if err := w.root.MkdirAll(path.Dir(e.name), 0o755); err != nil {
+	d, base, err := w.parent(e.at, true)
+	if err != nil {
 		return err
 	}
+	defer d.Close()
 	switch e.kind {
 	case kindDir:
-		if fi, err := w.root.Lstat(e.name); err == nil && !fi.IsDir() {
-			if err := w.root.Remove(e.name); err != nil {
+		if fi, err := d.Lstat(base); err == nil && !fi.IsDir() {
+			if err := d.Remove(base); err != nil {
 				return err
 			}
 		}
-		if err := w.root.MkdirAll(e.name, 0o700); err != nil {
+		if err := d.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		w.dirs = append(w.dirs, e)
 		return nil
 	case kindFile:
-		if err := w.replace(e.name); err != nil {
+		if err := replace(d, base); err != nil {
 			return err
 		}
-		return w.writeFile(e, body)
+		return w.writeFile(d, base, e, body)
 	case kindSymlink:
-		if err := w.replace(e.name); err != nil {
+		if err := replace(d, base); err != nil {
 			return err
 		}
 		w.links = append(w.links, e)
-		return w.root.Symlink(e.link, e.name)
+		return d.Symlink(e.link, base)
 	case kindHardlink:
-		if err := w.replace(e.name); err != nil {
+		if err := replace(d, base); err != nil {
 			return err
 		}
-		return w.root.Link(e.link, e.name)
+		src, srcBase, err := w.parent(e.linkAt, false)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		return d.Link(src, srcBase, base)
 	}
 	return fmt.Errorf("entry %q: unknown kind %v", e.name, e.kind)
 }
 
-// replace removes a file or symlink at name; a directory there is an error.
-func (w *writer) replace(name string) error {
-	fi, err := w.root.Lstat(name)
+// replace removes a file or symlink at base in d; a directory there is an
+// error.
+func replace(d *safefs.Dir, base string) error {
+	fi, err := d.Lstat(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -148,17 +170,18 @@ func (w *writer) replace(name string) error {
 		return err
 	}
 	if fi.IsDir() {
-		return fmt.Errorf("entry %q: a directory exists at its path", name)
+		return fmt.Errorf("entry %q: a directory exists at its path", d.Join(base))
 	}
-	return w.root.Remove(name)
+	return d.Remove(base)
 }
 
-// writeFile creates a regular file with exactly e.size bytes from body.
-func (w *writer) writeFile(e *entry, body io.Reader) error {
+// writeFile creates the regular file base in d (O_CREAT|O_EXCL|O_NOFOLLOW)
+// with exactly e.size bytes from body.
+func (w *writer) writeFile(d *safefs.Dir, base string, e *entry, body io.Reader) error {
 	if body == nil {
 		return fmt.Errorf("entry %q: no content", e.name)
 	}
-	f, err := w.root.OpenFile(e.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := d.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -180,32 +203,55 @@ func (w *writer) writeFile(e *entry, body io.Reader) error {
 		return fmt.Errorf("entry %q: %w", e.name, err)
 	}
 	if !e.mtime.IsZero() {
-		return w.root.Chtimes(e.name, e.mtime, e.mtime)
+		return d.Chtimes(base, e.mtime, e.mtime)
 	}
 	return nil
 }
 
-// finish checks every symlink created resolves inside root, even through
-// symlinks that were on disk before, removing any that does not, then sets
-// directory modes and times, in reverse archive order.
+// finish checks every symlink created resolves inside root (the kernel
+// resolves it with RESOLVE_BENEATH), even through symlinks that were on
+// disk before, removing any that does not, then sets directory modes and
+// times through handles, in reverse archive order.
 func (w *writer) finish() error {
 	for _, e := range w.links {
-		_, err := w.root.Stat(e.name)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			_ = w.root.Remove(e.name)
+		if err := w.root.ResolvesBeneath(e.at); err != nil {
+			if d, base, perr := w.parent(e.at, false); perr == nil {
+				_ = d.Remove(base)
+				_ = d.Close()
+			}
 			return unsafe(e.name, "symlink to %q resolves outside the extraction directory: %v", e.link, err)
 		}
 	}
 	for i := len(w.dirs) - 1; i >= 0; i-- {
-		e := w.dirs[i]
-		if err := w.root.Chmod(e.name, e.mode); err != nil {
+		if err := w.setDir(w.dirs[i]); err != nil {
 			return err
-		}
-		if !e.mtime.IsZero() {
-			if err := w.root.Chtimes(e.name, e.mtime, e.mtime); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
+}
+
+// setDir sets a directory entry's mode and time through a handle on it.
+func (w *writer) setDir(e *entry) error {
+	d, err := w.root.Sub(e.at, false, 0)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	f, err := d.OpenSelf()
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(e.mode)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || e.mtime.IsZero() {
+		return err
+	}
+	parent, base, err := w.parent(e.at, false)
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	return parent.Chtimes(base, e.mtime, e.mtime)
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 )
 
@@ -40,21 +41,24 @@ func (p *Provider) Status(ctx context.Context, props *archivetype.Properties) (*
 		Metadata:    &protocol.ArchiveMetadata{Name: props.Name, Provider: ProviderName},
 	}
 	meta := st.Metadata
-	fi, err := os.Stat(props.Name)
+	f, err := openArchive(props.Name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, err
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s: %w", props.Name, ErrNotRegular)
 	default:
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
 		st.Ensure = archivetype.EnsurePresent
 		meta.ArchiveExists = true
 		meta.Size = fi.Size()
 		meta.MTime = fi.ModTime().UTC()
 		meta.Owner, meta.Group = accountNames(fi, props)
-		if meta.Checksum, err = sha256File(ctx, props.Name); err != nil {
-			return nil, err
+		if meta.Checksum, err = sha256File(ctx, f); err != nil {
+			return nil, fmt.Errorf("checksum %s: %w", props.Name, err)
 		}
 	}
 	if props.Creates != "" {
@@ -69,18 +73,38 @@ func (p *Provider) Status(ctx context.Context, props *archivetype.Properties) (*
 	return st, nil
 }
 
-// sha256File returns the hex SHA-256 of the file at name, honouring ctx.
-func sha256File(ctx context.Context, name string) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
+// sha256File returns the hex SHA-256 of f from its start, honouring ctx.
+func sha256File(ctx context.Context, f *os.File) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx: ctx, r: io.NewSectionReader(f, 0, 1<<62)}); err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, ctxReader{ctx: ctx, r: f}); err != nil {
-		return "", fmt.Errorf("checksum %s: %w", name, err)
-	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// openArchive opens the archive file name for reading through a handle on
+// its directory, with O_NOFOLLOW: a link at name, or an untrusted one on
+// the way, wraps filetype.ErrSymlink; a missing file or directory
+// fs.ErrNotExist; anything but a regular file ErrNotRegular.
+func openArchive(name string) (*os.File, error) {
+	d, base, err := safefs.OpenParent(name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	f, err := d.Open(base)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w", name, ErrNotRegular)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // accountNames returns the owner and group names of fi. When the resource

@@ -7,19 +7,25 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
 // maxLinkTarget bounds the symbolic link target reported in Status.
 const maxLinkTarget = 4096
 
-// Status reports what is at name without following a symbolic link there
-// (lstat). A missing path, or one that cannot be looked at for lack of
-// permission (logged as a warning), is absent; any other error is returned.
+// Status reports what is at name without following a symbolic link there:
+// the parent directory is opened as a handle (see openParent) and name's
+// last component is looked at, hashed and read relative to it with
+// O_NOFOLLOW, so a swapped link can't make Status read something else. A
+// missing path, or one that cannot be looked at for lack of permission
+// (logged as a warning), is absent; an untrusted link on the way wraps
+// filetype.ErrSymlink; any other error is returned.
 // Metadata.Extended carries the numeric "uid" and "gid", and for a link its
 // "target", for a special file its "type".
 func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState, error) {
@@ -30,7 +36,18 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 		CommonState: protocol.NewCommonState(protocol.TypeFile, name, filetype.EnsureAbsent),
 		Metadata:    &protocol.FileMetadata{Name: name, Provider: ProviderName},
 	}
-	fi, err := os.Lstat(name)
+	var (
+		d    *safefs.Dir
+		base string
+		fi   fs.FileInfo
+		err  error
+	)
+	if filepath.Clean(name) == "/" {
+		fi, err = os.Lstat("/")
+	} else if d, base, err = safefs.OpenParent(name); err == nil {
+		defer d.Close()
+		fi, err = d.Lstat(base)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return st, nil
@@ -57,7 +74,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 	switch {
 	case fi.Mode().IsRegular():
 		st.Ensure = filetype.EnsurePresent
-		sum, err := checksumNoFollow(ctx, name)
+		sum, err := checksumNoFollow(ctx, d, base)
 		if err != nil {
 			return nil, fmt.Errorf("status: checksum: %w", err)
 		}
@@ -66,7 +83,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 		st.Ensure = filetype.EnsureDirectory
 	case fi.Mode()&fs.ModeSymlink != 0:
 		st.Ensure = filetype.EnsureSymlink
-		if target, err := os.Readlink(name); err == nil {
+		if target, err := d.Readlink(base); err == nil {
 			if len(target) > maxLinkTarget {
 				target = target[:maxLinkTarget]
 			}
@@ -79,10 +96,11 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 	return st, nil
 }
 
-// checksumNoFollow hashes the regular file at name through a descriptor
+// checksumNoFollow hashes the regular file base in d through a descriptor
 // opened with O_NOFOLLOW, so a link swapped in after lstat is not followed.
-func checksumNoFollow(ctx context.Context, name string) (string, error) {
-	f, err := openNoFollow(name)
+func checksumNoFollow(ctx context.Context, d *safefs.Dir, base string) (string, error) {
+	name := d.Join(base)
+	f, err := d.Open(base)
 	if err != nil {
 		return "", err
 	}
@@ -95,16 +113,6 @@ func checksumNoFollow(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("%s %w", name, filetype.ErrUnsupportedFileType)
 	}
 	return filetype.ChecksumReader(ctx, f)
-}
-
-// openNoFollow opens name read-only without following a symbolic link in
-// its last component and without blocking on a FIFO.
-func openNoFollow(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s %w", name, filetype.ErrSymlink)
-	}
-	return f, err
 }
 
 // lookupOwnerGroup resolves owner and group, names or numeric ids, to ids.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
@@ -19,25 +20,25 @@ import (
 const maxTempBase = 200
 
 // Store writes name atomically with contents, or with the bytes of the local
-// file source when source is set, owned by owner:group with mode. The
-// temporary file (".<base>.ccm-*" beside the target) is chmodded, written,
-// chowned, synced, closed and renamed over name, then the directory is
-// synced; on any failure it is removed. The parent directory must exist, and
-// name must not be a symbolic link (filetype.ErrSymlink), a directory or a
-// special file.
+// file source when source is set, owned by owner:group with mode. The parent
+// directory is opened once as a handle (see openParent); the temporary file
+// (".<base>.ccm-*") is created in it with O_CREAT|O_EXCL|O_NOFOLLOW,
+// chmodded, written, chowned, synced and closed through its descriptor,
+// renamed over base within the same handle, then the directory is synced;
+// on any failure it is removed from that same handle. The parent directory
+// must exist, and name must not be a symbolic link (filetype.ErrSymlink), a
+// directory or a special file.
 func (p *Provider) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) (err error) {
 	perm, uid, gid, err := checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
-	dir, base := filepath.Dir(name), filepath.Base(name)
-	if err := checkParent(dir); err != nil {
+	d, base, err := openParent(name)
+	if err != nil {
 		return err
 	}
-	if err := checkLinks(dir); err != nil {
-		return err
-	}
-	if err := checkReplaceable(name); err != nil {
+	defer d.Close()
+	if err := checkReplaceable(d, base); err != nil {
 		return err
 	}
 
@@ -51,19 +52,20 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 		r = sf
 	}
 
-	if len(base) > maxTempBase {
-		base = base[:maxTempBase]
+	prefix := base
+	if len(prefix) > maxTempBase {
+		prefix = prefix[:maxTempBase]
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".ccm-*")
+	tmp, tmpName, err := d.CreateTemp("." + prefix + ".ccm-")
 	if err != nil {
 		return fmt.Errorf("could not create temporary file: %w", err)
 	}
-	tmpName, renamed := tmp.Name(), false
+	renamed := false
 	defer func() {
 		if err != nil {
 			_ = tmp.Close()
 			if !renamed {
-				_ = os.Remove(tmpName)
+				_ = d.Remove(tmpName)
 			}
 		}
 	}()
@@ -86,32 +88,45 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmpName, name); err != nil {
+	if err := d.Rename(tmpName, base); err != nil {
 		return fmt.Errorf("could not rename temporary file: %w", err)
 	}
 	renamed = true
 	p.log.Debug("stored file", "file", name, "owner", owner, "group", group, "mode", mode)
-	return syncDir(dir)
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("could not sync directory %s: %w", d.Path(), err)
+	}
+	return nil
 }
 
-// CreateDirectory creates dir and any missing parents (os.MkdirAll), or
-// takes the existing directory, then sets its owner, group and mode; the
-// explicit chmod undoes the umask MkdirAll applied. A symbolic link or any
-// other non-directory at dir is refused.
+// CreateDirectory creates dir, and any missing parents with the same mode
+// (less the umask), or takes the existing directory, then sets its owner,
+// group and mode through a descriptor; the explicit chmod undoes the umask.
+// Parents are created and opened through handles (safefs.MkdirAll). A
+// symbolic link or any other non-directory at dir is refused.
 func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode string) error {
 	perm, uid, gid, err := checkTarget(ctx, dir, owner, group, mode)
 	if err != nil {
 		return err
 	}
-	if err := checkLinks(filepath.Dir(dir)); err != nil {
-		return err
+	clean := filepath.Clean(dir)
+	if clean == "/" {
+		return setRootAttributes(uid, gid, perm)
 	}
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, perm); err != nil {
+	parent, err := safefs.MkdirAll(filepath.Dir(clean), perm)
+	if err != nil {
+		return fmt.Errorf("could not create directory: %w", err)
+	}
+	defer parent.Close()
+	base := filepath.Base(clean)
+	fi, err := parent.Lstat(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = parent.Mkdir(base, perm); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("could not create directory: %w", err)
 		}
+		fi, err = parent.Lstat(base)
+	}
+	switch {
 	case err != nil:
 		return err
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -119,7 +134,7 @@ func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode 
 	case !fi.IsDir():
 		return fmt.Errorf("%s exists and is not a directory: %w", dir, syscall.ENOTDIR)
 	}
-	if err := setAttributes(dir, uid, gid, perm, true); err != nil {
+	if err := setAttributes(parent, base, uid, gid, perm, true); err != nil {
 		return err
 	}
 	p.log.Debug("created directory", "dir", dir, "owner", owner, "group", group, "mode", mode)
@@ -127,27 +142,31 @@ func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode 
 }
 
 // SetAttributes sets the owner, group and mode of the existing regular file
-// or directory name through a descriptor opened with O_NOFOLLOW: a symbolic
-// link is refused, and the content is not touched.
+// or directory name through a descriptor opened with O_NOFOLLOW relative to
+// its parent's handle: a symbolic link is refused, and the content is not
+// touched.
 func (p *Provider) SetAttributes(ctx context.Context, name, owner, group, mode string) error {
 	perm, uid, gid, err := checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
-	if err := checkLinks(filepath.Dir(name)); err != nil {
+	d, base, err := safefs.OpenParent(name)
+	if err != nil {
 		return err
 	}
-	if err := setAttributes(name, uid, gid, perm, false); err != nil {
+	defer d.Close()
+	if err := setAttributes(d, base, uid, gid, perm, false); err != nil {
 		return err
 	}
 	p.log.Debug("set attributes", "file", name, "owner", owner, "group", group, "mode", mode)
 	return nil
 }
 
-// Remove removes name: a file, link or empty directory with os.Remove, a
-// non-empty directory with os.RemoveAll only when force is set (otherwise
-// filetype.ErrNotEmpty). A link is removed, never what it points to. A
-// missing name is not an error; / is never removed (filetype.ErrRemoveRoot).
+// Remove removes name: a file, link or empty directory with unlinkat, a
+// non-empty directory tree only when force is set (otherwise
+// filetype.ErrNotEmpty), descending through handles. A link is removed,
+// never what it points to. A missing name is not an error; / is never
+// removed (filetype.ErrRemoveRoot).
 func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -158,10 +177,15 @@ func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 	if err := filetype.ValidatePath(name); err != nil {
 		return err
 	}
-	if err := checkLinks(filepath.Dir(name)); err != nil {
+	d, base, err := safefs.OpenParent(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	fi, err := os.Lstat(name)
+	defer d.Close()
+	fi, err := d.Lstat(base)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -169,13 +193,13 @@ func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 		return err
 	}
 	if fi.IsDir() && force {
-		if err := os.RemoveAll(name); err != nil {
+		if err := d.RemoveAll(base); err != nil {
 			return fmt.Errorf("could not remove directory: %w", err)
 		}
 		p.log.Debug("removed directory tree", "dir", name)
 		return nil
 	}
-	if err := os.Remove(name); err != nil {
+	if err := d.Remove(base); err != nil {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("%s: %w", name, filetype.ErrNotEmpty)
 		}
@@ -185,17 +209,20 @@ func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 	return nil
 }
 
-// setAttributes chowns then chmods name through an O_NOFOLLOW descriptor;
-// chmod comes last so the mode is exactly perm whatever chown cleared.
-func setAttributes(name string, uid, gid int, perm fs.FileMode, wantDir bool) error {
-	fi, err := os.Lstat(name)
+// setAttributes chowns then chmods base in d through an O_NOFOLLOW
+// descriptor; chmod comes last so the mode is exactly perm whatever chown
+// cleared. What is there is looked at before it is opened (no device is
+// opened) and again through the descriptor.
+func setAttributes(d *safefs.Dir, base string, uid, gid int, perm fs.FileMode, wantDir bool) error {
+	name := d.Join(base)
+	fi, err := d.Lstat(base)
 	if err != nil {
 		return err
 	}
 	if err := checkManageable(name, fi, wantDir); err != nil {
 		return err
 	}
-	f, err := openNoFollow(name)
+	f, err := d.Open(base)
 	if err != nil {
 		return err
 	}
@@ -206,6 +233,27 @@ func setAttributes(name string, uid, gid int, perm fs.FileMode, wantDir bool) er
 	if err := checkManageable(name, fi, wantDir); err != nil {
 		return err
 	}
+	if err := f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("could not chown: %w", err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("could not chmod: %w", err)
+	}
+	return nil
+}
+
+// setRootAttributes chowns and chmods / itself, which has no parent.
+func setRootAttributes(uid, gid int, perm fs.FileMode) error {
+	d, err := safefs.Open("/")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	f, err := d.OpenSelf()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	if err := f.Chown(uid, gid); err != nil {
 		return fmt.Errorf("could not chown: %w", err)
 	}
@@ -227,26 +275,11 @@ func checkManageable(name string, fi fs.FileInfo, wantDir bool) error {
 	return nil
 }
 
-// checkParent requires dir to exist and be a directory (it may be reached
-// through links root owns, see checkLinks; the managed path itself must
-// not be one).
-func checkParent(dir string) error {
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("parent directory %s does not exist: %w", dir, err)
-	case err != nil:
-		return fmt.Errorf("parent directory %s: %w", dir, err)
-	case !fi.IsDir():
-		return fmt.Errorf("parent directory %s is not a directory: %w", dir, syscall.ENOTDIR)
-	}
-	return nil
-}
-
-// checkReplaceable allows Store to rename over name only when nothing is
-// there or a regular file is.
-func checkReplaceable(name string) error {
-	fi, err := os.Lstat(name)
+// checkReplaceable allows Store to rename over base in d only when nothing
+// is there or a regular file is.
+func checkReplaceable(d *safefs.Dir, base string) error {
+	name := d.Join(base)
+	fi, err := d.Lstat(base)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -263,6 +296,7 @@ func checkReplaceable(name string) error {
 }
 
 // openSource opens the local source file, which must be a regular file.
+// The source is read, never written, so it is opened by path.
 func openSource(source string) (*os.File, error) {
 	f, err := os.Open(source)
 	if err != nil {
@@ -277,19 +311,6 @@ func openSource(source string) (*os.File, error) {
 		return nil, fmt.Errorf("source: %w", err)
 	}
 	return f, nil
-}
-
-// syncDir fsyncs a directory so a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("could not sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("could not sync directory %s: %w", dir, err)
-	}
-	return nil
 }
 
 // checkTarget validates a path and resolves the mode, owner and group the

@@ -27,11 +27,19 @@
 // Every render, the dry run that Status does included, first renders the
 // whole tree into a private temporary directory and runs the post commands
 // there, on those temporary copies: post commands therefore also run under
-// noop, but never on files in the target. A real render then copies only
-// files whose content differs into the target, atomically, with the mode the
-// temporary copy ended with (so "*.sh": "chmod +x {}" gives new and updated
-// scripts mode 0755). With purge, files in the target that the source does
-// not render are deleted afterwards.
+// noop, but never on files in the target. The library writes by path, so it
+// only ever writes below a private directory (root's, mode 0700); this
+// provider then compares that tree with the target and, on a real render,
+// copies only files whose content differs into the target, atomically,
+// with the mode the temporary copy ended with (so "*.sh": "chmod +x {}"
+// gives new and updated scripts mode 0755). Every access to the target goes
+// through directory handles (providers/internal/safefs): the target is
+// opened from "/" following only links root or the agent's user owns, its
+// subdirectories with O_NOFOLLOW, and each file is written to a temporary
+// file created in its directory's handle and renamed within it, so a
+// directory swapped for a link mid-render is refused, never followed. With
+// purge, files in the target that the source does not render are deleted
+// afterwards, through the same handles.
 //
 // A post command is split like a shell would split it (no shell runs it),
 // {} is replaced by the file's path or the path is appended, and it runs

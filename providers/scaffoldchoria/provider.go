@@ -2,9 +2,7 @@ package scaffoldchoria
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -13,6 +11,7 @@ import (
 	"github.com/choria-io/scaffold"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
 	"github.com/ccm-fleet/ccm/resources/templates"
@@ -64,8 +63,15 @@ func (p *Provider) Status(ctx context.Context, env *templates.Env, props *scaffo
 		return nil, err
 	}
 	if props.Ensure == scaffoldtype.EnsureAbsent {
-		st.Metadata.Changed = existing(st.Metadata.Changed)
-		st.Metadata.Stable = existing(st.Metadata.Stable)
+		tgt, err := openTarget(props.Name)
+		if err != nil {
+			return nil, err
+		}
+		st.Metadata.Changed = existing(tgt, props.Name, st.Metadata.Changed)
+		st.Metadata.Stable = existing(tgt, props.Name, st.Metadata.Stable)
+		if tgt != nil {
+			_ = tgt.Close()
+		}
 	}
 	return st, nil
 }
@@ -90,10 +96,20 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 		return nil, err
 	}
 
+	// The library writes by path, so it renders into a private directory
+	// (root's, mode 0700) and place copies the result into the target
+	// through directory handles.
+	private, err := os.MkdirTemp("", "ccm-scaffold-")
+	if err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
+	}
+	defer os.RemoveAll(private)
+	stage := filepath.Join(private, "target")
+
 	post, limit := p.boundPost(ctx, props.Post)
 	left, right := delimiters(props)
 	cfg := scaffold.Config{
-		TargetDirectory:      props.Name,
+		TargetDirectory:      stage,
 		SourceDirectory:      props.Source,
 		MergeTargetDirectory: true,
 		Post:                 post,
@@ -105,7 +121,6 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 	var (
 		s    *scaffold.Scaffold
 		data any
-		err  error
 	)
 	switch props.Engine {
 	case scaffoldtype.EngineGo:
@@ -122,21 +137,28 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 	}
 	s.Logger(&logAdapter{log: p.log.With("scaffold", props.Name)})
 
-	var result []scaffold.ManagedFile
-	if noop {
-		result, err = s.RenderNoop(data)
-	} else {
-		result, err = s.Render(data)
-	}
-	if err != nil {
+	if _, err := s.Render(data); err != nil {
 		return nil, fmt.Errorf("scaffold %s: %w", props.Name, renderError(err, limit))
 	}
 
-	exists, err := targetExists(props.Name)
-	if err != nil {
-		return nil, err
+	var tgt *safefs.Dir
+	if noop {
+		tgt, err = openTarget(props.Name)
+	} else {
+		tgt, err = safefs.MkdirAll(props.Name, 0o755)
 	}
-	st := newState(props, exists)
+	if err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
+	}
+	if tgt != nil {
+		defer tgt.Close()
+	}
+	result, err := place(stage, tgt, noop)
+	if err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
+	}
+
+	st := newState(props, tgt != nil)
 	md := st.Metadata
 	for _, f := range result {
 		path := filepath.Join(props.Name, filepath.FromSlash(f.Path))
@@ -150,24 +172,29 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 		}
 	}
 	if props.Purge {
-		if err := p.purge(props.Name, md.Purged, noop); err != nil {
+		if err := p.purge(tgt, props.Name, md.Purged, noop); err != nil {
 			return st, err
 		}
 	}
 	return st, nil
 }
 
-// purge deletes files the source does not render; under noop it only logs.
-func (p *Provider) purge(target string, files []string, noop bool) error {
+// purge deletes files the source does not render, through handles on their
+// directories opened from tgt; under noop it only logs.
+func (p *Provider) purge(tgt *safefs.Dir, target string, files []string, noop bool) error {
 	for _, f := range files {
 		if !inside(target, f) {
 			return fmt.Errorf("scaffold %s: purge %s: %w", target, f, ErrOutsideTarget)
 		}
-		if noop {
+		if noop || tgt == nil {
 			p.log.Info("would have purged file", "scaffold", target, "file", f)
 			continue
 		}
-		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		rel, err := filepath.Rel(target, f)
+		if err != nil {
+			return fmt.Errorf("scaffold %s: purge: %w", target, err)
+		}
+		if err := removeIn(tgt, filepath.ToSlash(rel)); err != nil {
 			return fmt.Errorf("scaffold %s: purge: %w", target, err)
 		}
 		p.log.Info("purged file", "scaffold", target, "file", f)
@@ -206,26 +233,26 @@ func newState(props *scaffoldtype.Properties, exists bool) *protocol.ScaffoldSta
 	}
 }
 
-// targetExists reports whether the target directory exists; a target that
-// exists but is not a directory is ErrTargetNotDirectory.
+// targetExists reports whether the target directory exists (opened
+// through handles, see openTarget); a target that exists but is not a
+// directory is ErrTargetNotDirectory.
 func targetExists(target string) (bool, error) {
-	fi, err := os.Stat(target)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("scaffold %s: %w", target, err)
-	case !fi.IsDir():
-		return false, fmt.Errorf("scaffold %s: %w", target, ErrTargetNotDirectory)
+	d, err := openTarget(target)
+	if err != nil || d == nil {
+		return false, err
 	}
-	return true, nil
+	return true, d.Close()
 }
 
-// existing keeps the files that are on disk.
-func existing(files []string) []string {
+// existing keeps the files that are on disk below tgt (nil: none).
+func existing(tgt *safefs.Dir, target string, files []string) []string {
 	out := []string{}
+	if tgt == nil {
+		return out
+	}
 	for _, f := range files {
-		if _, err := os.Lstat(f); err == nil {
+		rel, err := filepath.Rel(target, f)
+		if err == nil && inside(target, f) && existsIn(tgt, filepath.ToSlash(rel)) {
 			out = append(out, f)
 		}
 	}

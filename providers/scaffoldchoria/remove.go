@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
 )
 
@@ -42,40 +43,55 @@ func (p *Provider) Remove(ctx context.Context, props *scaffoldtype.Properties, s
 		}
 	}
 
+	tgt, err := openTarget(target)
+	if err != nil || tgt == nil {
+		return err
+	}
+	defer tgt.Close()
+
 	dirs := map[string]bool{}
 	for _, f := range files {
-		err := os.Remove(f)
-		switch {
-		case err == nil:
-			p.log.Debug("removed scaffold file", "scaffold", target, "file", f)
-		case errors.Is(err, fs.ErrNotExist):
-		default:
-			p.log.Error("could not remove scaffold file", "scaffold", target, "file", f, "error", err)
+		rel, err := filepath.Rel(target, f)
+		if err != nil {
+			return fmt.Errorf("scaffold %s: remove %s: %w", target, f, err)
 		}
-		dirs[filepath.Dir(f)] = true
+		rel = filepath.ToSlash(rel)
+		if err := removeIn(tgt, rel); err != nil {
+			p.log.Error("could not remove scaffold file", "scaffold", target, "file", f, "error", err)
+		} else {
+			p.log.Debug("removed scaffold file", "scaffold", target, "file", f)
+		}
+		dirs[path.Dir(rel)] = true
 	}
 
-	p.removeEmptyDirs(target, dirs)
+	p.removeEmptyDirs(tgt, target, dirs)
 
-	if err := os.Remove(target); err != nil {
+	parent, base, err := safefs.OpenParent(target)
+	if err == nil {
+		err = parent.RemoveDir(base)
+		_ = parent.Close()
+	}
+	if err != nil {
 		p.log.Debug("scaffold target kept", "scaffold", target, "error", err)
 	}
 	return nil
 }
 
-// removeEmptyDirs removes tracked directories strictly below target that are
-// empty, deepest first, tracking each removed directory's parent, until a
-// pass removes nothing.
-func (p *Provider) removeEmptyDirs(target string, dirs map[string]bool) {
-	for {
+// removeEmptyDirs removes tracked directories (relative to the target)
+// strictly below the target that are empty, deepest first, tracking each
+// removed directory's parent, until a pass removes nothing. Each is removed
+// with rmdir relative to a handle on its parent, opened from tgt with
+// O_NOFOLLOW; a directory that is not empty is kept.
+func (p *Provider) removeEmptyDirs(tgt *safefs.Dir, target string, dirs map[string]bool) {
+	for range maxTreeDepth + 1 {
 		candidates := make([]string, 0, len(dirs))
 		for d := range dirs {
-			if inside(target, d) {
+			if d != "." && d != "" && filepath.IsLocal(d) {
 				candidates = append(candidates, d)
 			}
 		}
 		sort.Slice(candidates, func(i, j int) bool {
-			di, dj := strings.Count(candidates[i], string(filepath.Separator)), strings.Count(candidates[j], string(filepath.Separator))
+			di, dj := strings.Count(candidates[i], "/"), strings.Count(candidates[j], "/")
 			if di != dj {
 				return di > dj
 			}
@@ -84,30 +100,27 @@ func (p *Provider) removeEmptyDirs(target string, dirs map[string]bool) {
 
 		removed := false
 		for _, d := range candidates {
-			if !isEmptyDir(d) {
-				continue
-			}
 			delete(dirs, d)
-			if err := os.Remove(d); err != nil {
-				p.log.Error("could not remove empty scaffold directory", "scaffold", target, "dir", d, "error", err)
+			parent, err := tgt.Sub(path.Dir(d), false, 0)
+			if err != nil {
 				continue
 			}
-			p.log.Debug("removed empty scaffold directory", "scaffold", target, "dir", d)
-			dirs[filepath.Dir(d)] = true
+			err = parent.RemoveDir(path.Base(d))
+			_ = parent.Close()
+			switch {
+			case err == nil:
+			case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+				continue
+			default:
+				p.log.Error("could not remove empty scaffold directory", "scaffold", target, "dir", path.Join(target, d), "error", err)
+				continue
+			}
+			p.log.Debug("removed empty scaffold directory", "scaffold", target, "dir", path.Join(target, d))
+			dirs[path.Dir(d)] = true
 			removed = true
 		}
 		if !removed {
 			return
 		}
 	}
-}
-
-func isEmptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	return len(names) == 0 && errors.Is(err, io.EOF)
 }
