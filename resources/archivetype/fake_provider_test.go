@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"errors"
 	"io/fs"
 	"os"
@@ -40,6 +41,20 @@ func (f *fakeProvider) Download(_ context.Context, p *archivetype.Properties) er
 	}
 	f.owner, f.group = p.Owner, p.Group
 	return os.WriteFile(p.Name, f.content, 0o640)
+}
+
+func (f *fakeProvider) Remove(_ context.Context, p *archivetype.Properties) error {
+	fi, err := os.Lstat(p.Name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory", p.Name)
+	}
+	return os.Remove(p.Name)
 }
 
 func (f *fakeProvider) Extract(_ context.Context, p *archivetype.Properties) error {

@@ -2,11 +2,8 @@ package archivetype
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
@@ -26,6 +23,10 @@ type Provider interface {
 	// size, mtime) and whether props.Creates exists. Ensure is present when
 	// the archive file exists and absent otherwise.
 	Status(ctx context.Context, props *Properties) (*protocol.ArchiveState, error)
+	// Remove deletes the archive file at props.Name without following a
+	// link on the way to it; a missing file is not an error and a
+	// directory is never removed.
+	Remove(ctx context.Context, props *Properties) error
 }
 
 // Type is the archive resource type.
@@ -105,8 +106,8 @@ func act(ctx context.Context, log *slog.Logger, prov Provider, p *Properties, pl
 	changed := false
 	if pl.remove {
 		log.Info("removing archive", "name", p.Name)
-		if err := removeArchive(p.Name); err != nil {
-			return changed, err
+		if err := prov.Remove(ctx, p); err != nil {
+			return changed, fmt.Errorf("archive %s: remove: %w", p.Name, err)
 		}
 		changed = true
 	}
@@ -126,8 +127,8 @@ func act(ctx context.Context, log *slog.Logger, prov Provider, p *Properties, pl
 	}
 	if pl.cleanup {
 		log.Info("cleaning up archive", "name", p.Name)
-		if err := removeArchive(p.Name); err != nil {
-			return changed, err
+		if err := prov.Remove(ctx, p); err != nil {
+			return changed, fmt.Errorf("archive %s: remove: %w", p.Name, err)
 		}
 		changed = true
 	}
@@ -144,23 +145,4 @@ func status(ctx context.Context, prov Provider, p *Properties) (*protocol.Archiv
 		return nil, fmt.Errorf("archive %s: status: provider %s returned no metadata", p.Name, prov.Name())
 	}
 	return st, nil
-}
-
-// removeArchive deletes the archive file; a missing file is not an error,
-// and a directory is never removed.
-func removeArchive(name string) error {
-	fi, err := os.Lstat(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("archive %s: remove: %w", name, err)
-	}
-	if fi.IsDir() {
-		return fmt.Errorf("archive %s: remove: is a directory", name)
-	}
-	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("archive %s: remove: %w", name, err)
-	}
-	return nil
 }
