@@ -18,7 +18,16 @@ const reapInterval = time.Second
 // procs is the process-wide bookkeeping every Exec shares: being a child
 // subreaper is a property of the whole process, and so is knowing which
 // children os/exec will wait for itself.
-var procs = &processTable{children: map[int]struct{}{}}
+var procs = &processTable{
+	children: map[int]struct{}{},
+	active:   map[*execScope]struct{}{},
+	orphans:  map[int]*orphan{},
+}
+
+type orphan struct {
+	start  uint64
+	owners map[*execScope]struct{}
+}
 
 type processTable struct {
 	// start is held for reading while a child is started and registered, and
@@ -30,6 +39,12 @@ type processTable struct {
 	mu sync.Mutex
 	// children are the pids os/exec started for an Exec and will wait for.
 	children map[int]struct{}
+	// active are the commands running without a cgroup.
+	active map[*execScope]struct{}
+	// orphans are live processes reparented to this one (it is a
+	// subreaper), each with the commands that were running without a cgroup
+	// when it was first seen: it belongs to one of them.
+	orphans map[int]*orphan
 	// users counts the supervisors that hold the subreaper.
 	users int
 	// prior is the subreaper setting found before the first user.
@@ -55,6 +70,76 @@ func (t *processTable) isChild(pid int) bool {
 	defer t.mu.Unlock()
 	_, ok := t.children[pid]
 	return ok
+}
+
+func (t *processTable) activate(sc *execScope) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.active[sc] = struct{}{}
+}
+
+// attribute notes the orphans in list not seen before, owned by the commands
+// running now, and forgets those that ended.
+func (t *processTable) attribute(list []procStat) {
+	self, group := os.Getpid(), syscall.Getpgrp()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	live := make(map[int]struct{}, len(t.orphans))
+	for _, st := range list {
+		if st.ppid != self || st.state == 'Z' || st.pgid == group {
+			continue
+		}
+		if _, ok := t.children[st.pid]; ok {
+			continue
+		}
+		live[st.pid] = struct{}{}
+		if o, ok := t.orphans[st.pid]; ok && o.start == st.start {
+			continue
+		}
+		o := &orphan{start: st.start, owners: make(map[*execScope]struct{}, len(t.active))}
+		for sc := range t.active {
+			o.owners[sc] = struct{}{}
+		}
+		t.orphans[st.pid] = o
+	}
+	for pid := range t.orphans {
+		if _, ok := live[pid]; !ok {
+			delete(t.orphans, pid)
+		}
+	}
+}
+
+// soleOrphans returns the orphans that only sc can own.
+func (t *processTable) soleOrphans(sc *execScope) map[int]uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[int]uint64{}
+	for pid, o := range t.orphans {
+		if _, ok := o.owners[sc]; ok && len(o.owners) == 1 {
+			out[pid] = o.start
+		}
+	}
+	return out
+}
+
+// deactivate ends sc and returns the orphans no running command may own any
+// more: they are sc's to kill.
+func (t *processTable) deactivate(sc *execScope) map[int]uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.active, sc)
+	out := map[int]uint64{}
+	for pid, o := range t.orphans {
+		if _, ok := o.owners[sc]; !ok {
+			continue
+		}
+		delete(o.owners, sc)
+		if len(o.owners) == 0 {
+			out[pid] = o.start
+			delete(t.orphans, pid)
+		}
+	}
+	return out
 }
 
 // acquire makes this process a child subreaper and starts the goroutine that

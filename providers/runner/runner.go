@@ -190,6 +190,7 @@ func startCommand(ctx context.Context, sc *execScope, path string, c Command) (*
 	sc.configure(cmd)
 	cmd.Cancel = func() error {
 		// Kill every process of the command, not only the direct child.
+		sc.setDirect(cmd.Process.Pid)
 		sc.kill()
 		return nil
 	}

@@ -33,13 +33,16 @@ type execScope struct {
 	log *slog.Logger
 	// cg is nil without cgroups.
 	cg *execCgroup
+	// guards everything below
+	mu sync.Mutex
 	// pid and start name the direct child once started.
 	pid   int
 	start uint64
-
-	// guards tracked
-	mu      sync.Mutex
+	// tracked are descendants seen while the command ran.
 	tracked map[int]uint64
+	// orphans are processes reparented to this process that belonged to
+	// this command alone, handed over when it finished.
+	orphans map[int]uint64
 
 	stop chan struct{}
 	done chan struct{}
@@ -88,16 +91,33 @@ func (sc *execScope) dropCgroup() {
 	}
 }
 
-// started records the direct child and, without a cgroup, starts following
-// its descendants.
-func (sc *execScope) started(pid int) {
+// setDirect records the direct child, once.
+func (sc *execScope) setDirect(pid int) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.pid != 0 {
+		return
+	}
 	sc.pid = pid
 	if st, err := readStat(pid); err == nil {
 		sc.start = st.start
 	}
+}
+
+func (sc *execScope) direct() (int, uint64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.pid, sc.start
+}
+
+// started records the direct child and, without a cgroup, starts following
+// its descendants and the orphans reparented to this process meanwhile.
+func (sc *execScope) started(pid int) {
+	sc.setDirect(pid)
 	if sc.cg != nil {
 		return
 	}
+	procs.activate(sc)
 	sc.stop, sc.done = make(chan struct{}), make(chan struct{})
 	go sc.follow()
 }
@@ -116,6 +136,7 @@ func (sc *execScope) follow() {
 		if err != nil {
 			continue
 		}
+		procs.attribute(list)
 		members := descendants(list, sc.roots(list, nil))
 		sc.mu.Lock()
 		for pid, start := range members {
@@ -129,20 +150,25 @@ func (sc *execScope) follow() {
 }
 
 // roots returns the processes known to be the command's: the direct child,
-// those followed so far, its process group and, when buf is given, every
-// process whose environment carries the marker.
+// those followed so far, orphans that can only be its own, its process group
+// and, when buf is given, every process whose environment carries the
+// marker.
 func (sc *execScope) roots(list []procStat, buf []byte) map[int]uint64 {
-	roots := map[int]uint64{}
-	if sc.pid > 0 {
-		roots[sc.pid] = sc.start
-	}
+	roots := procs.soleOrphans(sc)
 	sc.mu.Lock()
-	for pid, start := range sc.tracked {
+	pid, start := sc.pid, sc.start
+	if pid > 0 {
 		roots[pid] = start
+	}
+	for p, s := range sc.tracked {
+		roots[p] = s
+	}
+	for p, s := range sc.orphans {
+		roots[p] = s
 	}
 	sc.mu.Unlock()
 	for _, st := range list {
-		if sc.pid > 0 && st.pgid == sc.pid {
+		if pid > 0 && st.pgid == pid {
 			roots[st.pid] = st.start
 		} else if buf != nil && st.state != 'Z' {
 			if v, ok := environValue(st.pid, MarkerEnv, buf); ok && v == sc.id {
@@ -161,8 +187,8 @@ func (sc *execScope) kill() {
 			return
 		}
 	}
-	if sc.pid > 0 {
-		_ = syscall.Kill(-sc.pid, syscall.SIGKILL)
+	if pid, _ := sc.direct(); pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 	buf := make([]byte, maxEnviron)
 	stopped := map[int]uint64{}
@@ -189,6 +215,13 @@ func (sc *execScope) finish() {
 		close(sc.stop)
 		<-sc.done
 		sc.stop = nil
+		if list, err := listProcs(); err == nil {
+			procs.attribute(list)
+		}
+		orphans := procs.deactivate(sc)
+		sc.mu.Lock()
+		sc.orphans = orphans
+		sc.mu.Unlock()
 	}
 	if sc.cg != nil {
 		if err := sc.cg.killAndRemove(); err != nil {
