@@ -6,7 +6,7 @@
 //
 // Both run commands through a runner.Runner, so the timeout kills every
 // process the command started (see package runner) and captured output is
-// bounded, and both report status the
-// same way: ensure present, and whether the creates file exists. Deciding
-// whether to run at all is the exec type's job (resources/exectype).
+// bounded, and both report status the same way: ensure present, and whether
+// the creates file exists. Deciding whether to run at all is the exec type's
+// job (resources/exectype).
 package execposix

@@ -117,13 +117,6 @@ func readFull(f *os.File, buf []byte) (int, error) {
 	return n, nil
 }
 
-// alive reports whether the process pid that started at start still exists
-// (a zombie counts as gone).
-func alive(pid int, start uint64) bool {
-	st, err := readStat(pid)
-	return err == nil && st.start == start && st.state != 'Z' && st.state != 'X'
-}
-
 // signalProc sends sig to the process pid only if it is still the one that
 // started at start: it opens a pidfd first and checks the start time after,
 // so a pid reused in between is never signalled.
