@@ -14,7 +14,6 @@ import (
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
-	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -73,7 +72,9 @@ func (a *app) apply(c *applyFlags) error {
 		return nil
 	}
 
-	reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
+	ex, unsupervise := superviseCommands(ctx, log, localInstance)
+	defer unsupervise()
+	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}

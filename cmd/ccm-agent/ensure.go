@@ -15,7 +15,6 @@ import (
 	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
-	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
@@ -68,7 +67,9 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, err)
 	}
 	log := a.Logger()
-	reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
+	ex, unsupervise := superviseCommands(ctx, log, localInstance)
+	defer unsupervise()
+	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
-	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -93,7 +92,13 @@ func (a *app) registerRun(cli *fisk.Application) {
 			return program.Exit(protocol.ExitError, err)
 		}
 		defer nc.Close()
-		reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
+		dir := cfg.StateDir
+		if dir == "" {
+			dir = ccmagent.DefaultStateDir
+		}
+		ex, unsupervise := superviseCommands(ctx, log, stateInstance("agent", dir))
+		defer unsupervise()
+		reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -162,7 +167,13 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		log := a.DaemonLogger()
-		reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}, Log: log})
+		dir := stateDir
+		if dir == "" {
+			dir = ccmagent.DefaultStateDir
+		}
+		ex, unsupervise := superviseCommands(ctx, log, stateInstance("simulate", dir))
+		defer unsupervise()
+		reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -21,7 +24,7 @@ var (
 	// ErrNotFound is returned when the executable cannot be found.
 	ErrNotFound = errors.New("command not found")
 	// ErrTimeout is returned when a command ran past its timeout and its
-	// process group was killed.
+	// processes were killed.
 	ErrTimeout = errors.New("command timed out")
 )
 
@@ -40,8 +43,8 @@ type Command struct {
 	// SearchPath, when set, is the colon separated PATH used to find Path
 	// and given to the process.
 	SearchPath string
-	// Timeout kills the process group after this long; zero means no limit
-	// beyond ctx.
+	// Timeout kills the command and every process it started after this
+	// long; zero means no limit beyond ctx.
 	Timeout time.Duration
 	// MaxOutput bounds the bytes kept of stdout and of stderr each; zero
 	// means DefaultMaxOutput.
@@ -70,13 +73,25 @@ type Runner interface {
 	Run(ctx context.Context, cmd Command) (*Result, error)
 }
 
-// Exec runs real processes, each in its own process group.
-type Exec struct{}
+// Exec runs real processes, each in its own process group. With a
+// Supervisor every process a command starts is killed when it ends, times
+// out or ctx is done, setsid and double forks included (see the package
+// documentation); without one, the same is done as far as /proc allows
+// while this process is not a subreaper.
+type Exec struct {
+	// Supervisor contains the commands' processes; nil runs them without a
+	// cgroup and without reaping orphans.
+	Supervisor *Supervisor
+}
 
 var _ Runner = Exec{}
 
+// waitDelay bounds how long output is read after a command and its
+// processes were killed, in case a process that escaped holds the pipes.
+const waitDelay = 2 * time.Second
+
 // Run implements Runner.
-func (Exec) Run(ctx context.Context, c Command) (*Result, error) {
+func (e Exec) Run(ctx context.Context, c Command) (*Result, error) {
 	path, err := lookPath(c.Path, c.SearchPath)
 	if err != nil {
 		return nil, err
@@ -93,26 +108,30 @@ func (Exec) Run(ctx context.Context, c Command) (*Result, error) {
 	stdout := &capped{max: max}
 	stderr := &capped{max: max}
 
-	cmd := exec.CommandContext(ctx, path, c.Args...)
-	cmd.Dir = c.Dir
-	cmd.Env = os.Environ()
-	if c.SearchPath != "" {
-		cmd.Env = append(cmd.Env, "PATH="+c.SearchPath)
-	}
-	cmd.Env = append(cmd.Env, c.Env...)
-	cmd.Stdin = nil
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// Kill the whole group so children of the command die too.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	// Stop waiting for output pipes held open by stray grandchildren.
-	cmd.WaitDelay = 2 * time.Second
-
+	sc := e.Supervisor.newScope()
 	start := time.Now()
-	err = cmd.Run()
+	cmd, pipes, err := startCommand(ctx, sc, path, c)
+	if err != nil && sc.cg != nil && !errors.Is(err, fs.ErrNotExist) {
+		e.Supervisor.warnOnce.Do(func() {
+			sc.log.Warn("cannot start a command in its cgroup; following its processes through /proc", "error", err)
+		})
+		sc.dropCgroup()
+		cmd, pipes, err = startCommand(ctx, sc, path, c)
+	}
+	if err != nil {
+		sc.finish()
+		return nil, fmt.Errorf("%s: %w", c.Path, err)
+	}
+	var readers sync.WaitGroup
+	readers.Go(func() { _, _ = io.Copy(stdout, pipes[0]) })
+	readers.Go(func() { _, _ = io.Copy(stderr, pipes[1]) })
+	sc.started(cmd.Process.Pid)
+
+	err = cmd.Wait()
+	procs.unregister(cmd.Process.Pid)
+	sc.finish()
+	waitReaders(&readers, waitDelay, pipes[0], pipes[1])
+
 	res := &Result{
 		Stdout:    stdout.buf.Bytes(),
 		Stderr:    stderr.buf.Bytes(),
@@ -141,6 +160,55 @@ func (Exec) Run(ctx context.Context, c Command) (*Result, error) {
 	default:
 		return res, fmt.Errorf("%s: %w", c.Path, err)
 	}
+}
+
+// startCommand starts c in scope sc with its stdout and stderr on pipes the
+// caller reads (so that os/exec's Wait returns when the command exits, not
+// when every holder of its output is gone) and registers the child so the
+// orphan reaper leaves it to os/exec.
+func startCommand(ctx context.Context, sc *execScope, path string, c Command) (*exec.Cmd, [2]*os.File, error) {
+	var pipes [2]*os.File
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, pipes, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		_, _ = outR.Close(), outW.Close()
+		return nil, pipes, err
+	}
+	cmd := exec.CommandContext(ctx, path, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = os.Environ()
+	if c.SearchPath != "" {
+		cmd.Env = append(cmd.Env, "PATH="+c.SearchPath)
+	}
+	cmd.Env = append(cmd.Env, c.Env...)
+	cmd.Stdin = nil
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	sc.configure(cmd)
+	cmd.Cancel = func() error {
+		// Kill every process of the command, not only the direct child.
+		sc.setDirect(cmd.Process.Pid)
+		sc.kill()
+		return nil
+	}
+	cmd.WaitDelay = waitDelay
+
+	procs.start.RLock()
+	err = cmd.Start()
+	if err == nil {
+		procs.register(cmd.Process.Pid)
+	}
+	procs.start.RUnlock()
+	_, _ = outW.Close(), errW.Close()
+	if err != nil {
+		_, _ = outR.Close(), errR.Close()
+		return nil, pipes, err
+	}
+	pipes[0], pipes[1] = outR, errR
+	return cmd, pipes, nil
 }
 
 func lookPath(name, searchPath string) (string, error) {

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/ccm-fleet/ccm/providers/runner"
+)
+
+// localInstance names the commands of "ensure" and "apply" runs, so one of
+// them cleans up after an earlier one that was killed mid-command.
+const localInstance = "local"
+
+// stateInstance names the commands of agents keeping their state in dir:
+// "<prefix>-" and a hash of the absolute path.
+func stateInstance(prefix, dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return prefix + "-" + hex.EncodeToString(sum[:6])
+}
+
+// superviseCommands contains every command this process runs (see package
+// runner) and kills what an earlier ccm-agent of the same instance left
+// running when it died mid-command. It returns the runner for the providers
+// and a function that stops supervising. When this process cannot supervise
+// (never expected on Linux) it says so and runs commands with process-group
+// containment only.
+func superviseCommands(ctx context.Context, log *slog.Logger, instance string) (runner.Exec, func()) {
+	sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: instance, Log: log})
+	if err != nil {
+		log.Error("commands run without a supervisor: their escaped processes are not killed", "error", err)
+		return runner.Exec{}, func() {}
+	}
+	if _, err := sup.KillLeftovers(ctx); err != nil {
+		log.Warn("could not clean up every process left by an earlier agent", "error", err)
+	}
+	return runner.Exec{Supervisor: sup}, func() { _ = sup.Close() }
+}

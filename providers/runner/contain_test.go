@@ -1,0 +1,276 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/providers/runner"
+)
+
+// readPid waits (bounded) for a pid file written by a test command.
+func readPid(file string) int {
+	var pid int
+	Eventually(func() error {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err
+	}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+	return pid
+}
+
+// running reports whether pid is a live process (not a zombie).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+// killSleepersAfter kills, when the spec ends, every sleep whose pid a test
+// command wrote into one of files, so a failing spec leaves nothing behind.
+func killSleepersAfter(files ...string) {
+	DeferCleanup(func() {
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil || pid <= 1 {
+				continue
+			}
+			if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(cmd), "sleep") {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+}
+
+func expectGone(pid int) {
+	GinkgoHelper()
+	Eventually(running).WithArguments(pid).WithTimeout(10*time.Second).WithPolling(20*time.Millisecond).
+		Should(BeFalse(), "process %d escaped the command", pid)
+}
+
+var _ = Describe("Exec containment", func() {
+	type mode struct {
+		noSupervisor bool
+		noCgroup     bool
+		want         runner.Mechanism
+	}
+	// newExec returns the runner for a mode, closing its supervisor when the
+	// spec ends.
+	newExec := func(m mode) runner.Exec {
+		if m.noSupervisor {
+			return runner.Exec{}
+		}
+		sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: "test", NoCgroup: m.noCgroup})
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(sup.Close)
+		if sup.Mechanism() != m.want {
+			Skip("this host offers " + string(sup.Mechanism()) + ", not " + string(m.want))
+		}
+		return runner.Exec{Supervisor: sup}
+	}
+	sh := func(script string, timeout time.Duration) runner.Command {
+		return runner.Command{Path: "/bin/sh", Args: []string{"-c", script}, Timeout: timeout}
+	}
+
+	for _, m := range []mode{
+		{want: runner.MechanismCgroup},
+		{noCgroup: true, want: runner.MechanismSubreaper},
+		{noSupervisor: true},
+	} {
+		name := string(m.want)
+		if m.noSupervisor {
+			name = "no supervisor"
+		}
+		Context(name, func() {
+			var dir, pidFile string
+			BeforeEach(func() {
+				dir = GinkgoT().TempDir()
+				pidFile = filepath.Join(dir, "grandchild.pid")
+				killSleepersAfter(pidFile)
+			})
+
+			It("kills a setsid grandchild when the command times out", func() {
+				r := newExec(m)
+				_, err := r.Run(context.Background(), sh("setsid sleep 300 & echo $! > "+pidFile+"; sleep 300", time.Second))
+				Expect(err).To(MatchError(runner.ErrTimeout))
+				expectGone(readPid(pidFile))
+			})
+
+			It("kills a setsid grandchild when ctx is cancelled", func() {
+				r := newExec(m)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				canceller := make(chan struct{})
+				go func() {
+					defer close(canceller)
+					defer GinkgoRecover()
+					readPid(pidFile)
+					cancel()
+				}()
+				_, err := r.Run(ctx, sh("setsid sleep 300 & echo $! > "+pidFile+"; sleep 300", 0))
+				<-canceller
+				Expect(err).To(MatchError(context.Canceled))
+				expectGone(readPid(pidFile))
+			})
+
+			It("kills a double-forked, setsid grandchild", func() {
+				r := newExec(m)
+				inner := filepath.Join(dir, "inner.pid")
+				killSleepersAfter(inner)
+				script := `(setsid sh -c "sleep 300 & echo \$! > ` + pidFile + `; echo \$\$ > ` + inner + `; wait" &); sleep 300`
+				_, err := r.Run(context.Background(), sh(script, time.Second))
+				Expect(err).To(MatchError(runner.ErrTimeout))
+				expectGone(readPid(pidFile))
+				expectGone(readPid(inner))
+			})
+
+			It("kills an orphan that cleared its environment and called setsid", func() {
+				if m.noSupervisor {
+					Skip("without a subreaper such an orphan goes to init unseen (documented)")
+				}
+				r := newExec(m)
+				script := "(setsid env -i /bin/sleep 300 & echo $! > " + pidFile + "); sleep 300"
+				_, err := r.Run(context.Background(), sh(script, time.Second))
+				Expect(err).To(MatchError(runner.ErrTimeout))
+				expectGone(readPid(pidFile))
+			})
+
+			It("kills background processes when the command ends normally", func() {
+				r := newExec(m)
+				// The background sleeper keeps the command's stdout open.
+				res, err := r.Run(context.Background(), sh("setsid sleep 300 & echo $! > "+pidFile+"; echo done", 0))
+				Expect(err).ToNot(HaveOccurred())
+				Expect(res.ExitCode).To(Equal(0))
+				Expect(string(res.Stdout)).To(Equal("done\n"))
+				expectGone(readPid(pidFile))
+			})
+		})
+	}
+
+	It("reaps the orphans it kills, as child subreaper", func() {
+		sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: "test", NoCgroup: true})
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(sup.Close)
+		pidFile := filepath.Join(GinkgoT().TempDir(), "orphan.pid")
+		killSleepersAfter(pidFile)
+		_, err = runner.Exec{Supervisor: sup}.Run(context.Background(),
+			sh("(setsid sleep 300 & echo $! > "+pidFile+"); sleep 300", time.Second))
+		Expect(err).To(MatchError(runner.ErrTimeout))
+		pid := readPid(pidFile)
+		// Not a zombie of this process either: its entry is gone.
+		Eventually(func() error { _, err := os.Stat("/proc/" + strconv.Itoa(pid)); return err }).
+			WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(MatchError(os.ErrNotExist))
+	})
+
+	It("leaves the exit status of other children of this process to their owner", func() {
+		sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: "test", NoCgroup: true})
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(sup.Close)
+		// A child started elsewhere in the process, exiting while the reaper
+		// runs: its status must still reach os/exec.
+		cmd := exec.Command("/bin/sh", "-c", "exit 7")
+		Expect(cmd.Start()).To(Succeed())
+		_, err = runner.Exec{Supervisor: sup}.Run(context.Background(), sh("sleep 0.2", 0))
+		Expect(err).ToNot(HaveOccurred())
+		err = cmd.Wait()
+		var exitErr *exec.ExitError
+		Expect(err).To(BeAssignableToTypeOf(exitErr))
+		Expect(cmd.ProcessState.ExitCode()).To(Equal(7))
+	})
+})
+
+var _ = Describe("Supervisor.KillLeftovers", func() {
+	// deadOwner returns an owner tag "<pid>.<start>" of a process that has
+	// ended.
+	deadOwner := func() string {
+		cmd := exec.Command("/bin/true")
+		Expect(cmd.Run()).To(Succeed())
+		return strconv.Itoa(cmd.Process.Pid) + ".1"
+	}
+	selfOwner := func() string {
+		b, err := os.ReadFile("/proc/self/stat")
+		Expect(err).ToNot(HaveOccurred())
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		return strconv.Itoa(os.Getpid()) + "." + f[19]
+	}
+	// sleeper starts a setsid sleep carrying marker, killed when the spec
+	// ends whatever happens.
+	sleeper := func(marker string) *exec.Cmd {
+		cmd := exec.Command("/bin/sleep", "300")
+		cmd.Env = []string{runner.MarkerEnv + "=" + marker}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		Expect(cmd.Start()).To(Succeed())
+		waited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(waited) }()
+		DeferCleanup(func() { _ = cmd.Process.Kill(); <-waited })
+		return cmd
+	}
+
+	for _, noCgroup := range []bool{false, true} {
+		It("kills only processes of a dead agent of the same instance (noCgroup="+strconv.FormatBool(noCgroup)+")", func() {
+			sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: "leftovers", NoCgroup: noCgroup})
+			Expect(err).ToNot(HaveOccurred())
+			DeferCleanup(sup.Close)
+
+			orphan := sleeper("leftovers." + deadOwner() + ".1")
+			live := sleeper("leftovers." + selfOwner() + ".1")
+			other := sleeper("elsewhere." + deadOwner() + ".1")
+			unmarked := sleeper("")
+
+			got, err := sup.KillLeftovers(context.Background())
+			Expect(err).ToNot(HaveOccurred())
+			Expect(got.Processes).To(Equal(1))
+			expectGone(orphan.Process.Pid)
+			for _, c := range []*exec.Cmd{live, other, unmarked} {
+				Expect(running(c.Process.Pid)).To(BeTrue(), "KillLeftovers killed %v", c.Env)
+			}
+		})
+	}
+
+	It("kills and removes a dead agent's exec cgroup", func() {
+		sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: "leftovers"})
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(sup.Close)
+		if sup.Mechanism() != runner.MechanismCgroup {
+			Skip("no cgroups here")
+		}
+		// A process that cleared its environment, in the cgroup a dead agent
+		// made for one of its commands.
+		own, err := os.ReadFile("/proc/self/cgroup")
+		Expect(err).ToNot(HaveOccurred())
+		rel := strings.TrimSpace(strings.TrimPrefix(string(own[strings.Index(string(own), "0::"):]), "0::"))
+		mount := "/sys/fs/cgroup/unified"
+		if _, err := os.Stat(mount + "/cgroup.procs"); err != nil {
+			mount = "/sys/fs/cgroup"
+		}
+		stale := filepath.Join(mount, rel, "ccm-exec.leftovers", deadOwner()+".9")
+		Expect(os.Mkdir(stale, 0o755)).To(Succeed())
+		DeferCleanup(func() { _ = os.Remove(stale) })
+		c := sleeper("")
+		Expect(os.WriteFile(filepath.Join(stale, "cgroup.procs"), []byte(strconv.Itoa(c.Process.Pid)), 0)).To(Succeed())
+
+		got, err := sup.KillLeftovers(context.Background())
+		Expect(err).ToNot(HaveOccurred())
+		Expect(got.Cgroups).To(Equal(1))
+		expectGone(c.Process.Pid)
+		Expect(stale).ToNot(BeADirectory())
+	})
+})
