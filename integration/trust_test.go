@@ -160,6 +160,12 @@ var _ = Describe("An agent killed while a request runs", func() {
 
 		agentProc = start()
 		Eventually(agentProc.Err).WithTimeout(20 * time.Second).Should(gbytes.Say("serving"))
+		pidText, err := os.ReadFile(pidFile)
+		Expect(err).ToNot(HaveOccurred())
+		pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(10*time.Second).Should(MatchError(syscall.ESRCH),
+			"the command of the killed agent does not run on")
 
 		js, err := jetstream.New(nc)
 		Expect(err).ToNot(HaveOccurred())
