@@ -113,7 +113,7 @@ func ReadFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("%w: facts file %s is larger than %d bytes", ErrInvalid, path, maxFactsFile)
 	}
 	var m map[string]any
-	if _, err := protocol.DecodeStrict(b, &m, protocol.Limits{MaxBytes: maxFactsFile, AllowYAMLAliases: true}); err != nil {
+	if _, err := protocol.DecodeStrict(b, &m, protocol.Limits{MaxBytes: maxFactsFile}); err != nil {
 		return nil, fmt.Errorf("%w: facts file %s: %w", ErrInvalid, path, err)
 	}
 	for k := range m {

@@ -137,9 +137,17 @@ ccm:
 		Expect(string(out)).To(Equal("data:\n  motd: hi\nresources:\n  - type: file\n    properties:\n      content: hi\n      name: /tmp/x\n"))
 	})
 
-	It("loads a file with its directory as the working directory and allows YAML aliases there", func() {
+	It("loads a file with its directory as the working directory", func() {
 		dir := GinkgoT().TempDir()
 		path := filepath.Join(dir, "m.yaml")
+		Expect(os.WriteFile(path, []byte("ccm:\n  resources:\n    - file:\n        - /tmp/x: {owner: root}\n"), 0o600)).To(Succeed())
+		m, err := manifest.Load(path)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(m.WorkingDir()).To(Equal(dir))
+	})
+
+	It("refuses YAML anchors and aliases in files too", func() {
+		path := filepath.Join(GinkgoT().TempDir(), "m.yaml")
 		Expect(os.WriteFile(path, []byte(`
 data:
   owner: &o root
@@ -148,13 +156,13 @@ ccm:
     - file:
         - /tmp/x: {owner: *o}
 `), 0o600)).To(Succeed())
-		m, err := manifest.Load(path)
-		Expect(err).ToNot(HaveOccurred())
-		Expect(m.WorkingDir()).To(Equal(dir))
+		_, err := manifest.Load(path)
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(err).To(MatchError(ContainSubstring("data.owner: YAML anchors are not accepted")))
 
 		body, _ := os.ReadFile(path)
 		_, err = manifest.Parse(body, manifest.ParseOptions{})
-		Expect(err).To(MatchError(ContainSubstring("YAML aliases are not accepted")))
+		Expect(err).To(MatchError(ContainSubstring("YAML anchors are not accepted")))
 	})
 
 	DescribeTable("refuses bad manifests with an error naming the key and the resource",

@@ -129,7 +129,7 @@ func readDataFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("--data: %w", err)
 	}
 	var data map[string]any
-	if _, err := protocol.DecodeStrict(body, &data, protocol.Limits{MaxBytes: manifest.DefaultMaxBytes, AllowYAMLAliases: true}); err != nil {
+	if _, err := protocol.DecodeStrict(body, &data, protocol.Limits{MaxBytes: manifest.DefaultMaxBytes}); err != nil {
 		return nil, fmt.Errorf("--data %s: %w", path, err)
 	}
 	return data, nil
