@@ -402,7 +402,6 @@ type fleetReplyWire struct {
 	Error     *Error          `json:"error"`
 }
 
-
 // parseTime decodes an optional RFC 3339 time of the named field; absent or
 // null gives the zero time.
 func parseTime(field string, data json.RawMessage) (time.Time, error) {
