@@ -69,7 +69,7 @@ func (a *Agent) runManifest(ctx context.Context, req *protocol.FleetRequest, rep
 func decodeBundle(raw []byte) (*manifest.Bundle, error) {
 	var b manifest.Bundle
 	if err := protocol.DecodeJSONStrict(raw, &b); err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+		return nil, errors.New(protocol.AsError(err).Message)
 	}
 	if len(b.Manifest) == 0 || string(b.Manifest) == "null" {
 		return nil, errors.New("field \"manifest\" is required")

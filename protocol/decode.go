@@ -73,8 +73,8 @@ func (l Limits) withDefaults() Limits {
 //   - a member the target does not have is an error;
 //   - a name twice in one object is an error;
 //   - invalid UTF-8 is an error, not replaced with U+FFFD;
-//   - time.Duration is integer nanoseconds, as encoding/json writes it (v2
-//     has no default; a field tagged `format:units` reads "30s").
+//   - a time.Duration is integer nanoseconds, as encoding/json writes it
+//     (v2 has no default representation for it).
 //
 // Numbers decoded into `any` stay float64, as with encoding/json.
 var strictOptions = jsonv2.JoinOptions(
@@ -85,6 +85,35 @@ var strictOptions = jsonv2.JoinOptions(
 	jsontext.AllowInvalidUTF8(false),
 	jsonv1.FormatDurationAsNano(true),
 )
+
+// configOptions are strictOptions for files people write: a time.Duration
+// may also be a duration string ("30s").
+var configOptions = jsonv2.JoinOptions(strictOptions, jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(unmarshalDuration)))
+
+// DecodeConfig is DecodeStrict for configuration files people write: a
+// time.Duration may be a duration string such as "30s" (or integer
+// nanoseconds). Every other rule is DecodeStrict's.
+func DecodeConfig(data []byte, v any, limits Limits) (Encoding, error) {
+	return decodeDocument(data, v, limits, configOptions)
+}
+
+// unmarshalDuration reads a time.Duration from integer nanoseconds or a
+// duration string; null leaves it as it is.
+func unmarshalDuration(dec *jsontext.Decoder, d *time.Duration) error {
+	val, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if val.Kind() == 'n' {
+		return nil
+	}
+	v, err := parseDuration(val)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
 
 // tolerantOptions are strictOptions that ignore unknown members, for files
 // another program owns (see DecodeJSONTolerant).
@@ -106,6 +135,10 @@ func DetectEncoding(data []byte) Encoding {
 // anchors and aliases are bad requests (*Error, matching ErrBadRequest)
 // whose Field is the offending key's path as written.
 func DecodeStrict(data []byte, v any, limits Limits) (Encoding, error) {
+	return decodeDocument(data, v, limits, strictOptions)
+}
+
+func decodeDocument(data []byte, v any, limits Limits, opts jsonv2.Options) (Encoding, error) {
 	limits = limits.withDefaults()
 	if err := checkSize(data, limits.MaxBytes); err != nil {
 		return 0, err
@@ -118,7 +151,7 @@ func DecodeStrict(data []byte, v any, limits Limits) (Encoding, error) {
 		}
 		data = js
 	}
-	if err := decodeJSON(data, v, limits.MaxDepth, strictOptions); err != nil {
+	if err := decodeJSON(data, v, limits.MaxDepth, opts); err != nil {
 		return enc, err
 	}
 	return enc, nil
@@ -169,6 +202,11 @@ func explainJSONError(data []byte, err error) error {
 	var syn *jsontext.SyntacticError
 	switch {
 	case errors.As(err, &sem):
+		var inner *Error
+		if errors.As(sem.Err, &inner) {
+			// A type's own decoder (UnmarshalJSON) decoded strictly too.
+			return inner.Within(pointerPath(data, sem.JSONPointer))
+		}
 		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
 			parent, key := pointerPath(data, sem.JSONPointer.Parent()), sem.JSONPointer.LastToken()
 			return unknownKeyError(parent, key)
