@@ -119,12 +119,21 @@ func unmarshalDuration(dec *jsontext.Decoder, d *time.Duration) error {
 // another program owns (see DecodeJSONTolerant).
 var tolerantOptions = jsonv2.JoinOptions(strictOptions, jsonv2.RejectUnknownMembers(false))
 
-// DetectEncoding reports whether data is a JSON object or array (first
-// non-blank byte '{' or '['), or otherwise YAML.
+// DetectEncoding reports whether data is a JSON object or array, or
+// otherwise YAML. JSON starts (after blanks) with '[', or with '{' followed
+// by a quoted key or '}'; `{users: [...]}` is YAML in flow style.
 func DetectEncoding(data []byte) Encoding {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+	switch {
+	case len(trimmed) == 0:
+		return EncodingYAML
+	case trimmed[0] == '[':
 		return EncodingJSON
+	case trimmed[0] == '{':
+		rest := bytes.TrimLeft(trimmed[1:], " \t\r\n")
+		if len(rest) == 0 || rest[0] == '"' || rest[0] == '}' {
+			return EncodingJSON
+		}
 	}
 	return EncodingYAML
 }
@@ -149,12 +158,9 @@ func decodeDocument(data []byte, v any, limits Limits, opts jsonv2.Options) (Enc
 		if err != nil {
 			return enc, err
 		}
-		data = js
+		return enc, decodeJSON(js, v, limits.MaxDepth, opts)
 	}
-	if err := decodeJSON(data, v, limits.MaxDepth, opts); err != nil {
-		return enc, err
-	}
-	return enc, nil
+	return enc, decodeJSON(data, v, limits.MaxDepth, opts)
 }
 
 // DecodeJSONStrict decodes JSON into v with the rules of DecodeStrict, at
