@@ -225,7 +225,7 @@ func explainJSONError(data []byte, err error) error {
 			return keyError(parent, key, fmt.Sprintf("key %q appears twice", key))
 		case errors.Is(syn.Err, io.ErrUnexpectedEOF):
 			return badRequest("document ends early")
-		case syn.JSONPointer == "" && firstValueEnds(data) && syn.ByteOffset > 0:
+		case syn.JSONPointer == "" && syn.ByteOffset >= firstValueEnd(data):
 			return badRequest("unexpected data after the document")
 		}
 		return fieldError(pointerPath(data, syn.JSONPointer), "invalid JSON at byte %d: %s", syn.ByteOffset, syn.Err)
@@ -234,12 +234,15 @@ func explainJSONError(data []byte, err error) error {
 	}
 }
 
-// firstValueEnds reports whether data starts with one complete JSON value,
-// so that an error after it is about trailing data.
-func firstValueEnds(data []byte) bool {
+// firstValueEnd returns the offset where the JSON value at the start of
+// data ends (len(data)+1 when it does not), so that an error past it is
+// about trailing data.
+func firstValueEnd(data []byte) int64 {
 	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	_, err := dec.ReadValue()
-	return err == nil
+	if _, err := dec.ReadValue(); err != nil {
+		return int64(len(data)) + 1
+	}
+	return dec.InputOffset()
 }
 
 // semanticReason words a type mismatch or a value a type refused.
