@@ -1,13 +1,11 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -43,72 +41,122 @@ const (
 type Config struct {
 	// Identity names this host on the fleet; default the hostname. Letters,
 	// digits, '.', '-' and '_' only.
-	Identity string `yaml:"identity"`
+	Identity string `json:"identity" yaml:"identity"`
 	// SubjectFacts are the facts whose values get their own request
 	// subject, so a filter k=v on them reaches only matching hosts;
 	// default os, platform, role.
-	SubjectFacts []string `yaml:"subject_facts"`
+	SubjectFacts []string `json:"subject_facts" yaml:"subject_facts"`
 	// Facts are custom facts, overriding gathered ones.
-	Facts map[string]string `yaml:"facts"`
+	Facts map[string]string `json:"facts" yaml:"facts"`
 	// FactsFile is a YAML or JSON file of custom facts.
-	FactsFile string `yaml:"facts_file"`
+	FactsFile string `json:"facts_file" yaml:"facts_file"`
 	// MaxConcurrent is how many requests run at once; default 4.
-	MaxConcurrent int `yaml:"max_concurrent"`
+	MaxConcurrent int `json:"max_concurrent" yaml:"max_concurrent"`
 	// QueueLength is how many accepted requests may wait; beyond it a
 	// request is answered busy at once. Default 64.
-	QueueLength int `yaml:"queue_length"`
+	QueueLength int `json:"queue_length" yaml:"queue_length"`
 	// MaxRequestBytes bounds a request; default 1 MiB.
-	MaxRequestBytes int `yaml:"max_request_bytes"`
+	MaxRequestBytes int `json:"max_request_bytes" yaml:"max_request_bytes"`
 	// DefaultTTL is the lifetime of requests that do not give one; default 1m.
-	DefaultTTL time.Duration `yaml:"default_ttl"`
+	DefaultTTL time.Duration `json:"default_ttl" yaml:"default_ttl"`
 	// ShutdownTimeout is how long a stopping agent lets accepted requests
 	// finish before cancelling them; default 30s.
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	ShutdownTimeout time.Duration `json:"shutdown_timeout" yaml:"shutdown_timeout"`
 	// StateDir holds the agent's local state (the history spool); default
 	// /var/lib/ccm-agent.
-	StateDir string `yaml:"state_dir"`
+	StateDir string `json:"state_dir" yaml:"state_dir"`
 	// Heartbeat is how often the agent refreshes its node registry entry;
 	// default 30s, at least 100ms.
-	Heartbeat time.Duration `yaml:"heartbeat"`
+	Heartbeat time.Duration `json:"heartbeat" yaml:"heartbeat"`
 	// RegistryTTL is how long a registry entry lives after its last
 	// refresh, used when this agent creates the registry bucket (an
 	// existing bucket keeps its own); default three heartbeats, at least 1s
 	// and at least two heartbeats.
-	RegistryTTL time.Duration `yaml:"registry_ttl"`
+	RegistryTTL time.Duration `json:"registry_ttl" yaml:"registry_ttl"`
 	// HistoryTimeout bounds one write to the history stream or the
 	// registry; default 5s.
-	HistoryTimeout time.Duration `yaml:"history_timeout"`
+	HistoryTimeout time.Duration `json:"history_timeout" yaml:"history_timeout"`
 	// HistoryRetry is how often records kept in the spool while JetStream
 	// was unavailable are retried; default 10s.
-	HistoryRetry time.Duration `yaml:"history_retry"`
+	HistoryRetry time.Duration `json:"history_retry" yaml:"history_retry"`
 	// SpoolMaxRecords bounds the history spool's records (the oldest are
 	// dropped first); default 1000.
-	SpoolMaxRecords int `yaml:"spool_max_records"`
+	SpoolMaxRecords int `json:"spool_max_records" yaml:"spool_max_records"`
 	// SpoolMaxBytes bounds the history spool's size in bytes; default 16 MiB.
-	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
+	SpoolMaxBytes int64 `json:"spool_max_bytes" yaml:"spool_max_bytes"`
 	// Policy is the policy file (see Policy): who may sign requests and
 	// for what. Without one every request is refused unless Insecure.
-	Policy string `yaml:"policy"`
+	Policy string `json:"policy" yaml:"policy"`
 	// Insecure accepts unsigned requests from anyone (demos and tests
 	// only), like insecure: true in the policy.
-	Insecure bool `yaml:"insecure"`
+	Insecure bool `json:"insecure" yaml:"insecure"`
 	// AuditLog is the audit log file; default <state_dir>/audit.log.
-	AuditLog string `yaml:"audit_log"`
+	AuditLog string `json:"audit_log" yaml:"audit_log"`
 }
 
-// LoadConfig reads a YAML configuration file strictly: unknown keys are errors.
+// MaxConfigBytes bounds a configuration file.
+const MaxConfigBytes = 1 << 20
+
+// LoadConfig reads a YAML or JSON configuration file with
+// protocol.DecodeConfig: exact keys; unknown keys, duplicate keys, anchors
+// and invalid UTF-8 are errors. Errors wrap ErrConfig and read `config
+// PATH: problem`, naming the key as written.
 func LoadConfig(path string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxConfigBytes)
 	if err != nil {
-		return c, fmt.Errorf("%w: %w", ErrConfig, err)
+		return c, fmt.Errorf("config %s: %w", path, &fileError{msg: err.Error(), sentinel: ErrConfig, cause: err})
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
+	if _, err := protocol.DecodeConfig(data, &c, protocol.Limits{MaxBytes: MaxConfigBytes}); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, decodeError(ErrConfig, err))
 	}
 	return c, nil
+}
+
+// readBounded reads at most limit bytes of path; a larger file is an error.
+func readBounded(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// fileError is a problem with a file the agent reads (configuration,
+// policy): its text is only the problem, so the caller's one line reads
+// `policy PATH: signers[0]: unknown key "colour"`, and it matches its
+// sentinel (ErrConfig, ErrPolicy) and its cause with errors.Is.
+type fileError struct {
+	msg      string
+	sentinel error
+	cause    error
+}
+
+func (e *fileError) Error() string { return e.msg }
+
+func (e *fileError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.sentinel}
+	}
+	return []error{e.sentinel, e.cause}
+}
+
+// decodeError words a decoding error of a file: the key path as written
+// and the problem (see protocol.Error.KeyMessage).
+func decodeError(sentinel, err error) error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return &fileError{msg: pe.KeyMessage(), sentinel: sentinel, cause: err}
+	}
+	return &fileError{msg: err.Error(), sentinel: sentinel, cause: err}
 }
 
 // WithDefaults returns c with zero fields set to their defaults.

@@ -61,7 +61,7 @@ func (a *Agent) runManifest(ctx context.Context, r *request, reply *protocol.Fle
 func decodeBundle(raw []byte) (*manifest.Bundle, error) {
 	var b manifest.Bundle
 	if err := protocol.DecodeJSONStrict(raw, &b); err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+		return nil, errors.New(protocol.AsError(err).Message)
 	}
 	if len(b.Manifest) == 0 || string(b.Manifest) == "null" {
 		return nil, errors.New("field \"manifest\" is required")

@@ -1,16 +1,11 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -37,62 +32,53 @@ const (
 // accepts unsigned requests from anyone (demos and tests only).
 type Policy struct {
 	// Insecure accepts unsigned requests and lets them use every type.
-	Insecure bool `yaml:"insecure"`
+	Insecure bool `json:"insecure" yaml:"insecure"`
 	// MaxClockSkew is how far the agent's clock and the orchestrator's may
 	// differ; default 30s, at most 1h.
-	MaxClockSkew time.Duration `yaml:"max_clock_skew"`
+	MaxClockSkew time.Duration `json:"max_clock_skew" yaml:"max_clock_skew"`
 	// Signers are the trusted keys.
-	Signers []Signer `yaml:"signers"`
+	Signers []Signer `json:"signers" yaml:"signers"`
 }
 
 // Signer is one trusted key and what it may do.
 type Signer struct {
 	// Name names the signer in the audit log and in messages.
-	Name string `yaml:"name"`
+	Name string `json:"name" yaml:"name"`
 	// PublicKey is the signer's nkeys user public key ("U...").
-	PublicKey string `yaml:"public_key"`
+	PublicKey string `json:"public_key" yaml:"public_key"`
 	// Allow lists the resource types the signer may use; exec must be
 	// listed to run commands.
-	Allow []string `yaml:"allow"`
+	Allow []string `json:"allow" yaml:"allow"`
 	// Shell allows exec resources with the shell provider.
-	Shell bool `yaml:"shell"`
+	Shell bool `json:"shell" yaml:"shell"`
 	// NoopOnly allows only noop requests.
-	NoopOnly bool `yaml:"noop_only"`
+	NoopOnly bool `json:"noop_only" yaml:"noop_only"`
 }
 
-// LoadPolicy reads and validates a policy file (YAML, unknown keys are
-// errors). Every error wraps ErrPolicy and names the file.
+// LoadPolicy reads and validates a policy file (YAML or JSON, decoded by
+// protocol.DecodeConfig: exact keys, unknown keys, duplicate keys, anchors
+// and invalid UTF-8 are errors). Every error wraps ErrPolicy and reads
+// `policy PATH: problem`, e.g. `policy /etc/ccm/policy.yaml: signers[0]:
+// unknown key "colour"`.
 func LoadPolicy(path string) (*Policy, error) {
-	f, err := os.Open(path)
+	data, err := readBounded(path, MaxPolicyBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrPolicy, path, err)
-	}
-	if len(data) > MaxPolicyBytes {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrPolicy, path, MaxPolicyBytes)
+		return nil, fmt.Errorf("policy %s: %w", path, &fileError{msg: err.Error(), sentinel: ErrPolicy, cause: err})
 	}
 	p, err := ParsePolicy(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("policy %s: %w", path, err)
 	}
 	return p, nil
 }
 
-// ParsePolicy strictly decodes and validates a YAML policy, filling in
-// defaults. Errors wrap ErrPolicy and name the field.
+// ParsePolicy strictly decodes and validates a YAML or JSON policy,
+// filling in defaults. Errors wrap ErrPolicy and name the key as written
+// (`signers[0]: unknown key "colour"`).
 func ParsePolicy(data []byte) (*Policy, error) {
 	var p Policy
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: the policy is empty", ErrPolicy)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
+	if _, err := protocol.DecodeConfig(data, &p, protocol.Limits{MaxBytes: MaxPolicyBytes}); err != nil {
+		return nil, decodeError(ErrPolicy, err)
 	}
 	if p.MaxClockSkew == 0 {
 		p.MaxClockSkew = DefaultMaxClockSkew
@@ -107,7 +93,7 @@ func ParsePolicy(data []byte) (*Policy, error) {
 // public keys, known types, a bounded clock skew.
 func (p *Policy) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrPolicy, fmt.Sprintf(format, args...))
+		return &fileError{msg: fmt.Sprintf(format, args...), sentinel: ErrPolicy}
 	}
 	if p.MaxClockSkew < 0 || p.MaxClockSkew > MaxMaxClockSkew {
 		return bad("max_clock_skew %s must be between 0 and %s", p.MaxClockSkew, MaxMaxClockSkew)

@@ -53,10 +53,10 @@ var _ = Describe("Policy", func() {
 			Expect(err).To(MatchError(ContainSubstring(want)))
 		},
 		Entry("empty", func(_, _ string) string { return "" }, "empty"),
-		Entry("unknown top-level field", func(_, _ string) string { return "insecur: true\n" }, "field insecur not found"),
+		Entry("unknown top-level field", func(_, _ string) string { return "insecur: true\n" }, `unknown key "insecur"`),
 		Entry("unknown signer field", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    shel: true\n"
-		}, "field shel not found"),
+		}, `signers[0]: unknown key "shel"`),
 		Entry("skew too large", func(_, _ string) string { return "max_clock_skew: 2h\n" }, "max_clock_skew 2h0m0s"),
 		Entry("negative skew", func(_, _ string) string { return "max_clock_skew: -1s\n" }, "max_clock_skew -1s"),
 		Entry("skew not a duration", func(_, _ string) string { return "max_clock_skew: soon\n" }, "soon"),
@@ -94,10 +94,10 @@ var _ = Describe("Policy", func() {
 		}, "signers[0] ops: shell: true needs exec in allow"),
 		Entry("allow not a list", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: file\n"
-		}, "cannot unmarshal"),
+		}, "signers[0].allow: expected a list, got string"),
 		Entry("noop_only not a boolean", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    noop_only: maybe\n"
-		}, "maybe"),
+		}, "signers[0].noop_only: expected true or false, got string"),
 	)
 
 	It("names the file when loading fails", func() {
@@ -105,7 +105,7 @@ var _ = Describe("Policy", func() {
 		Expect(os.WriteFile(path, []byte("signers: [{name: ops}]\n"), 0o600)).To(Succeed())
 		_, err := agent.LoadPolicy(path)
 		Expect(err).To(MatchError(agent.ErrPolicy))
-		Expect(err.Error()).To(HavePrefix(path + ": "))
+		Expect(err.Error()).To(HavePrefix("policy " + path + ": "))
 		_, err = agent.LoadPolicy(filepath.Join(GinkgoT().TempDir(), "missing.yaml"))
 		Expect(err).To(MatchError(agent.ErrPolicy))
 	})

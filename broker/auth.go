@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nkeys"
-	"gopkg.in/yaml.v3"
+
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // MaxAuthFileSize bounds the auth file read by LoadAuthFile.
@@ -30,7 +31,7 @@ const MaxAuthFileSize = 1 << 20
 //	    password: "$2a$11$..." # plain text or a bcrypt hash
 type AuthFile struct {
 	// Users are the accounts clients authenticate as. At least one.
-	Users []AuthUser `yaml:"users"`
+	Users []AuthUser `json:"users" yaml:"users"`
 }
 
 // AuthUser is one user of an AuthFile: either an nkey or a user name and
@@ -38,35 +39,35 @@ type AuthFile struct {
 type AuthUser struct {
 	// NKey is the user's public nkey (a U… key); the client proves it
 	// holds the seed. Exclusive with User and Password.
-	NKey string `yaml:"nkey"`
+	NKey string `json:"nkey" yaml:"nkey"`
 	// User is the user name for password authentication.
-	User string `yaml:"user"`
+	User string `json:"user" yaml:"user"`
 	// Password is the plain password or its bcrypt hash ($2a$, $2b$, …).
 	// Required with User.
-	Password string `yaml:"password"`
+	Password string `json:"password" yaml:"password"`
 	// Permissions restrict what the user may publish and subscribe to.
-	Permissions *AuthPermissions `yaml:"permissions"`
+	Permissions *AuthPermissions `json:"permissions" yaml:"permissions"`
 }
 
 // AuthPermissions are a user's permissions, as in a nats-server
 // configuration's permissions block.
 type AuthPermissions struct {
 	// Publish limits the subjects the user may publish to.
-	Publish *SubjectRules `yaml:"publish"`
+	Publish *SubjectRules `json:"publish" yaml:"publish"`
 	// Subscribe limits the subjects the user may subscribe to; an entry
 	// may name a queue group after a space ("subject queue").
-	Subscribe *SubjectRules `yaml:"subscribe"`
+	Subscribe *SubjectRules `json:"subscribe" yaml:"subscribe"`
 	// AllowResponses lets the user publish to the reply subject of a
 	// message it received, even when Publish does not allow it.
-	AllowResponses *ResponseRule `yaml:"allow_responses"`
+	AllowResponses *ResponseRule `json:"allow_responses" yaml:"allow_responses"`
 }
 
 // SubjectRules lists allowed and denied subjects (wildcards allowed).
 // With an allow list only those subjects are allowed; a deny entry wins
 // over an allow entry.
 type SubjectRules struct {
-	Allow []string `yaml:"allow"`
-	Deny  []string `yaml:"deny"`
+	Allow []string `json:"allow" yaml:"allow"`
+	Deny  []string `json:"deny" yaml:"deny"`
 }
 
 // ResponseRule is allow_responses: `true` (one response within two
@@ -82,49 +83,39 @@ type ResponseRule struct {
 	Expires time.Duration
 }
 
-// UnmarshalYAML reads a boolean or a {max, expires} map.
-func (r *ResponseRule) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
-		var b bool
-		if err := n.Decode(&b); err != nil {
-			return err
-		}
-		*r = ResponseRule{Enabled: b}
+// UnmarshalJSON reads a boolean or a {max, expires} object, strictly
+// (see protocol.DecodeJSONStrict).
+func (r *ResponseRule) UnmarshalJSON(data []byte) error {
+	switch string(bytes.TrimSpace(data)) {
+	case "true":
+		*r = ResponseRule{Enabled: true}
+		return nil
+	case "false":
+		*r = ResponseRule{}
 		return nil
 	}
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: allow_responses: want true, false or {max: N, expires: DURATION}", n.Line)
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return errors.New("want true, false or {max: N, expires: DURATION}")
 	}
 	var m struct {
-		Max     int    `yaml:"max"`
-		Expires string `yaml:"expires"`
+		Max     int    `json:"max"`
+		Expires string `json:"expires"`
 	}
-	if err := decodeStrict(n, &m); err != nil {
-		return fmt.Errorf("allow_responses: %w", err)
+	if err := protocol.DecodeJSONStrict(data, &m); err != nil {
+		return err
 	}
 	if m.Max < 0 {
-		return fmt.Errorf("line %d: allow_responses.max %d: must not be negative", n.Line, m.Max)
+		return fmt.Errorf("max %d: must not be negative", m.Max)
 	}
 	*r = ResponseRule{Enabled: true, Max: m.Max}
 	if m.Expires != "" {
 		d, err := time.ParseDuration(m.Expires)
 		if err != nil || d < 0 {
-			return fmt.Errorf("line %d: allow_responses.expires %q: want a duration such as 30s or 2m", n.Line, m.Expires)
+			return fmt.Errorf("expires %q: want a duration such as 30s or 2m", m.Expires)
 		}
 		r.Expires = d
 	}
 	return nil
-}
-
-// decodeStrict decodes n into v, refusing unknown fields.
-func decodeStrict(n *yaml.Node, v any) error {
-	out, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(out))
-	dec.KnownFields(true)
-	return dec.Decode(v)
 }
 
 // LoadAuthFile reads and validates an auth file. Errors wrap
@@ -149,46 +140,24 @@ func LoadAuthFile(path string) (*AuthFile, error) {
 	return a, nil
 }
 
-// ParseAuthFile decodes an auth file's YAML strictly (unknown fields, a
-// second document and anchors are refused) and validates it. Errors wrap
-// ErrInvalidAuth.
+// ParseAuthFile decodes an auth file (YAML or JSON) with
+// protocol.DecodeStrict (exact keys; unknown and duplicate keys, anchors and
+// aliases, a second document and invalid UTF-8 are refused) and validates
+// it. Errors wrap ErrInvalidAuth and name the key as written
+// (`users[0]: unknown key "pasword"`).
 func ParseAuthFile(data []byte) (*AuthFile, error) {
-	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: empty, want a users list", ErrInvalidAuth)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrInvalidAuth, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: more than one YAML document", ErrInvalidAuth)
-	}
-	if hasAlias(&root) {
-		return nil, fmt.Errorf("%w: YAML anchors and aliases are not allowed", ErrInvalidAuth)
-	}
 	var a AuthFile
-	if err := decodeStrict(&root, &a); err != nil {
+	if _, err := protocol.DecodeStrict(data, &a, protocol.Limits{MaxBytes: MaxAuthFileSize}); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: %s", ErrInvalidAuth, pe.KeyMessage())
+		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAuth, err)
 	}
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
 	return &a, nil
-}
-
-// hasAlias reports whether the tree uses an anchor or an alias.
-func hasAlias(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		return true
-	}
-	for _, c := range n.Content {
-		if hasAlias(c) {
-			return true
-		}
-	}
-	return false
 }
 
 // Validate reports every problem of the users in one error wrapping

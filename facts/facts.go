@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"runtime"
@@ -103,17 +104,29 @@ func ParsePair(kv string) (string, string, error) {
 	return k, v, nil
 }
 
-// ReadFile reads a YAML or JSON file holding a map of facts.
+// ReadFile reads a YAML or JSON file holding a map of facts, at most 1 MiB,
+// with protocol.DecodeStrict (exact keys; duplicate keys, anchors and
+// aliases and invalid UTF-8 are refused). Errors wrap ErrInvalid and name
+// the file and the key as written.
 func ReadFile(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: facts file: %w", ErrInvalid, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFactsFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: facts file %s: %w", ErrInvalid, path, err)
 	}
 	if len(b) > maxFactsFile {
 		return nil, fmt.Errorf("%w: facts file %s is larger than %d bytes", ErrInvalid, path, maxFactsFile)
 	}
 	var m map[string]any
-	if _, err := protocol.DecodeStrict(b, &m, protocol.Limits{MaxBytes: maxFactsFile, AllowYAMLAliases: true}); err != nil {
+	if _, err := protocol.DecodeStrict(b, &m, protocol.Limits{MaxBytes: maxFactsFile}); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: facts file %s: %s", ErrInvalid, path, pe.KeyMessage())
+		}
 		return nil, fmt.Errorf("%w: facts file %s: %w", ErrInvalid, path, err)
 	}
 	for k := range m {
@@ -130,7 +143,7 @@ func toMap(v any) map[string]any {
 		return map[string]any{}
 	}
 	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := protocol.DecodeJSONStrict(b, &m); err != nil {
 		return map[string]any{}
 	}
 	return m

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,17 +49,14 @@ type ParseOptions struct {
 	WorkingDir string
 	// MaxBytes bounds the document (default 1 MiB).
 	MaxBytes int
-	// AllowYAMLAliases permits YAML anchors and aliases. They are refused by
-	// default, as a few aliases can expand into a huge document; Load allows
-	// them for files the operator wrote.
-	AllowYAMLAliases bool
 	// Types are the resource types whose properties are accepted; empty
 	// means BuiltinTypes.
 	Types []resources.Type
 }
 
-// Load reads and parses a manifest file; WorkingDir is the file's directory
-// and YAML aliases are allowed.
+// Load reads and parses a manifest file; WorkingDir is the file's
+// directory. It decodes with the rules of Parse: YAML anchors and aliases
+// are refused in files too.
 func Load(path string) (*Manifest, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -75,7 +73,17 @@ func Load(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
-	return Parse(data, ParseOptions{WorkingDir: filepath.Dir(abs), AllowYAMLAliases: true})
+	return Parse(data, ParseOptions{WorkingDir: filepath.Dir(abs)})
+}
+
+// decodeMessage renders a decoding error for a manifest author: the key
+// path as written and the problem (`data.ports: key "80" appears twice`).
+func decodeMessage(err error) string {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.KeyMessage()
+	}
+	return err.Error()
 }
 
 // Parse strictly decodes a YAML or JSON manifest. Unknown keys anywhere are
@@ -86,9 +94,8 @@ func Parse(data []byte, opts ParseOptions) (*Manifest, error) {
 		opts.MaxBytes = DefaultMaxBytes
 	}
 	var top map[string]any
-	limits := protocol.Limits{MaxBytes: opts.MaxBytes, AllowYAMLAliases: opts.AllowYAMLAliases}
-	if _, err := protocol.DecodeStrict(data, &top, limits); err != nil {
-		return nil, invalidWith(err, "manifest: %s", strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+	if _, err := protocol.DecodeStrict(data, &top, protocol.Limits{MaxBytes: opts.MaxBytes}); err != nil {
+		return nil, invalidWith(err, "manifest: %s", decodeMessage(err))
 	}
 	if top == nil {
 		return nil, invalidf("manifest: the document must be an object with data, hierarchy, overrides and ccm")

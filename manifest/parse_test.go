@@ -1,8 +1,10 @@
 package manifest_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -137,9 +139,30 @@ ccm:
 		Expect(string(out)).To(Equal("data:\n  motd: hi\nresources:\n  - type: file\n    properties:\n      content: hi\n      name: /tmp/x\n"))
 	})
 
-	It("loads a file with its directory as the working directory and allows YAML aliases there", func() {
+	It("loads a file with its directory as the working directory", func() {
 		dir := GinkgoT().TempDir()
 		path := filepath.Join(dir, "m.yaml")
+		Expect(os.WriteFile(path, []byte("ccm:\n  resources:\n    - file:\n        - /tmp/x: {owner: root}\n"), 0o600)).To(Succeed())
+		m, err := manifest.Load(path)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(m.WorkingDir()).To(Equal(dir))
+	})
+
+	It("refuses a 9-level alias bomb in a file at once", func() {
+		var b strings.Builder
+		b.WriteString("data:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n")
+		for i := 1; i < 9; i++ {
+			fmt.Fprintf(&b, "  a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", "))
+		}
+		path := filepath.Join(GinkgoT().TempDir(), "bomb.yaml")
+		Expect(os.WriteFile(path, []byte(b.String()), 0o600)).To(Succeed())
+		_, err := manifest.Load(path)
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(err).To(MatchError("manifest: data.a0: YAML anchors are not accepted (line 2)"))
+	})
+
+	It("refuses YAML anchors and aliases in files too", func() {
+		path := filepath.Join(GinkgoT().TempDir(), "m.yaml")
 		Expect(os.WriteFile(path, []byte(`
 data:
   owner: &o root
@@ -148,13 +171,13 @@ ccm:
     - file:
         - /tmp/x: {owner: *o}
 `), 0o600)).To(Succeed())
-		m, err := manifest.Load(path)
-		Expect(err).ToNot(HaveOccurred())
-		Expect(m.WorkingDir()).To(Equal(dir))
+		_, err := manifest.Load(path)
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(err).To(MatchError(ContainSubstring("data.owner: YAML anchors are not accepted")))
 
 		body, _ := os.ReadFile(path)
 		_, err = manifest.Parse(body, manifest.ParseOptions{})
-		Expect(err).To(MatchError(ContainSubstring("YAML aliases are not accepted")))
+		Expect(err).To(MatchError(ContainSubstring("YAML anchors are not accepted")))
 	})
 
 	DescribeTable("refuses bad manifests with an error naming the key and the resource",

@@ -37,7 +37,7 @@ func compileSchema() *jsonschema.Schema {
 // asInstance converts a YAML or JSON manifest into what the validator reads.
 func asInstance(doc []byte) any {
 	GinkgoHelper()
-	js, err := protocol.YAMLToJSON(doc, protocol.Limits{AllowYAMLAliases: true})
+	js, err := protocol.YAMLToJSON(doc, protocol.Limits{})
 	Expect(err).ToNot(HaveOccurred())
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
 	Expect(err).ToNot(HaveOccurred())

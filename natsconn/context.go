@@ -1,21 +1,23 @@
 package natsconn
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // maxContextSize bounds how much of a context file is read.
 const maxContextSize = 1 << 20
 
 // Context is the part of a `nats` CLI context file that connections use.
-// File paths have a leading "~/" expanded to the home directory. Other fields
-// of the file are ignored.
+// File paths have a leading "~/" expanded to the home directory. Other keys
+// of the file are ignored (the nats CLI adds keys we do not know); names
+// match exactly, and duplicate keys and invalid UTF-8 are refused.
 type Context struct {
 	URL      string `json:"url"`
 	Creds    string `json:"creds"`
@@ -66,8 +68,16 @@ func ReadContext(name string) (Context, error) {
 	if len(data) > maxContextSize {
 		return Context{}, fmt.Errorf("%w %q: %s: larger than %d bytes", ErrContext, name, path, maxContextSize)
 	}
+	// The nats CLI owns this file and adds keys over time: unknown keys are
+	// ignored (DecodeJSONTolerant), but names match exactly and duplicate
+	// keys, invalid UTF-8 and the size and depth limits are refused, as
+	// everywhere else.
 	var c Context
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := protocol.DecodeJSONTolerant(data, &c, protocol.Limits{MaxBytes: maxContextSize}); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return Context{}, fmt.Errorf("%w %q: %s: %s", ErrContext, name, path, pe.KeyMessage())
+		}
 		return Context{}, fmt.Errorf("%w %q: %s: %w", ErrContext, name, path, err)
 	}
 	for _, p := range []*string{&c.Creds, &c.NKey, &c.Cert, &c.Key, &c.CA} {

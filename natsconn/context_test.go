@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -69,6 +70,26 @@ var _ = Describe("Context", func() {
 			Expect(err).To(MatchError(natsconn.ErrContext))
 			Expect(err.Error()).To(And(ContainSubstring(`"nope"`),
 				ContainSubstring(filepath.Join(home, "nats", "context", "nope.json"))))
+		})
+
+		DescribeTable("refuses what the one decoder refuses, even though unknown keys are ignored",
+			func(doc, want string) {
+				path := writeContext(home, "hostile", nil)
+				Expect(os.WriteFile(path, []byte(doc), 0o600)).To(Succeed())
+				_, err := natsconn.ReadContext("hostile")
+				Expect(err).To(MatchError(natsconn.ErrContext))
+				Expect(err.Error()).To(And(ContainSubstring(path), ContainSubstring(want)))
+			},
+			Entry("a key twice", `{"url":"nats://a:4222","url":"nats://evil:4222"}`, `key "url" appears twice`),
+			Entry("invalid UTF-8", "{\"user\":\"o\xffs\"}", "user: invalid JSON"),
+			Entry("too large", `{"description":"`+strings.Repeat("x", 1<<20)+`"}`, "larger than"),
+		)
+
+		It("does not read a key in another case as the key", func() {
+			writeContext(home, "cased", map[string]any{"URL": "nats://evil:4222", "url": "nats://a:4222"})
+			c, err := natsconn.ReadContext("cased")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(c.URL).To(Equal("nats://a:4222"))
 		})
 
 		It("names a context file that is not JSON", func() {

@@ -10,7 +10,7 @@ func declaredResources(b *manifest.Bundle) []DeclaredResource {
 	if b == nil {
 		return nil
 	}
-	m, err := manifest.Parse(b.Manifest, manifest.ParseOptions{AllowYAMLAliases: true})
+	m, err := manifest.Parse(b.Manifest, manifest.ParseOptions{})
 	if err != nil {
 		return nil
 	}

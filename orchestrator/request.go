@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ccm-fleet/ccm/manifest"
@@ -136,7 +135,7 @@ func (r Request) normalize() (Request, error) {
 	r.Discovery = mode
 	if r.Ensure != nil {
 		if err := r.Ensure.Validate(); err != nil {
-			return invalid("%s", strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": "))
+			return invalid("%s", protocol.AsError(err).Message)
 		}
 	}
 	if r.Manifest != nil && (len(r.Manifest.Manifest) == 0 || string(r.Manifest.Manifest) == "null") {

@@ -38,7 +38,7 @@ func AsError(err error) *Error {
 	case errors.As(err, &e):
 		return e
 	case errors.Is(err, ErrBadRequest):
-		return &Error{Code: CodeBadRequest, Message: trimBadRequest(err)}
+		return &Error{Code: CodeBadRequest, Message: err.Error()}
 	default:
 		return &Error{Code: CodeInternal, Message: err.Error()}
 	}

@@ -42,7 +42,7 @@ func DecodeDiscoveryRequest(data []byte, limits Limits) (*DiscoveryRequest, erro
 		return nil, badRequest("field \"protocol\": expected %q, got %q", DiscoveryRequestProtocol, r.Protocol)
 	}
 	if err := ValidateRequestID(r.ID); err != nil {
-		return nil, badRequest("field \"id\": %s", trimBadRequest(err))
+		return nil, within("id", err)
 	}
 	if r.Filter != nil {
 		if err := r.Filter.Compile(); err != nil {
@@ -76,7 +76,7 @@ func DecodeDiscoveryReply(data []byte, limits Limits) (*DiscoveryReply, error) {
 		return nil, badRequest("field \"protocol\": expected %q, got %q", DiscoveryReplyProtocol, r.Protocol)
 	}
 	if err := ValidateIdentity(r.Identity); err != nil {
-		return nil, badRequest("field \"identity\": %s", trimBadRequest(err))
+		return nil, within("identity", err)
 	}
 	if len(r.Facts) > MaxDiscoveryFacts {
 		return nil, badRequest("field \"facts\": more than %d facts", MaxDiscoveryFacts)

@@ -64,11 +64,13 @@ func (r *EnsureRequest) Validate() error {
 	return nil
 }
 
-// PropertiesMap decodes the request's properties into a generic map.
+// PropertiesMap decodes the request's properties into a generic map, with
+// the rules of DecodeStrict (a key twice or invalid UTF-8 is a bad request
+// naming properties.<key>).
 func (r *EnsureRequest) PropertiesMap() (map[string]any, error) {
 	var m map[string]any
-	if err := json.Unmarshal(r.Properties, &m); err != nil {
-		return nil, badRequest("field \"properties\": %s", err)
+	if err := DecodeJSONStrict(r.Properties, &m); err != nil {
+		return nil, within("properties", err)
 	}
 	return m, nil
 }

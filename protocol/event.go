@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -117,7 +116,7 @@ func (d *eventDecode) event() (*TransactionEvent, error) {
 	if len(d.Status) > 0 && string(d.Status) != "null" {
 		st, err := DecodeState(e.Type, d.Status)
 		if err != nil {
-			return nil, fmt.Errorf("transaction event %s: %w", e.EventID, err)
+			return nil, within("status", err)
 		}
 		e.Status = st
 	}
@@ -129,7 +128,7 @@ func (d *eventDecode) event() (*TransactionEvent, error) {
 // encodes back to the same document.
 func (e *TransactionEvent) UnmarshalJSON(data []byte) error {
 	var d eventDecode
-	if err := json.Unmarshal(data, &d); err != nil {
+	if err := DecodeJSONStrict(data, &d); err != nil {
 		return err
 	}
 	ev, err := d.event()

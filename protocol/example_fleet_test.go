@@ -35,7 +35,7 @@ func ExampleParseFilter() {
 func ExampleParseFilter_error() {
 	_, err := protocol.ParseFilter([]string{"os=~["})
 	fmt.Println(err)
-	// Output: bad request: filter "os=~[": invalid regular expression: missing closing ]: `[`
+	// Output: bad_request: filter "os=~[": invalid regular expression: missing closing ]: `[`
 }
 
 // --host terms are exact identities or /regex/, ORed among themselves and

@@ -32,7 +32,7 @@ properties:
 func ExampleDecodeEnsureRequest_unknownField() {
 	_, _, err := protocol.DecodeEnsureRequest([]byte(`{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"file","propertes":{}}`), protocol.Limits{})
 	fmt.Println(err)
-	// Output: bad request: unknown field "propertes"
+	// Output: bad_request: unknown field "propertes"
 }
 
 // A response carries either the transaction event or a request-level error.

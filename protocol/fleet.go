@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -114,7 +113,7 @@ func (r *FleetRequest) Validate() error {
 		return badRequest("field \"protocol\": expected %q, got %q", FleetRequestProtocol, r.Protocol)
 	}
 	if err := ValidateRequestID(r.ID); err != nil {
-		return badRequest("field \"id\": %s", trimBadRequest(err))
+		return within("id", err)
 	}
 	if r.Created.IsZero() {
 		return badRequest("field \"created\" is required")
@@ -133,7 +132,7 @@ func (r *FleetRequest) Validate() error {
 		return badRequest("field \"ensure\" or \"manifest\" is required")
 	case r.Ensure != nil:
 		if err := r.Ensure.Validate(); err != nil {
-			return badRequest("field \"ensure\": %s", trimBadRequest(err))
+			return within("ensure", err)
 		}
 	default:
 		if trimmed := bytes.TrimLeft(r.Manifest, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
@@ -145,11 +144,11 @@ func (r *FleetRequest) Validate() error {
 	}
 	for i, id := range r.Targets {
 		if err := ValidateIdentity(id); err != nil {
-			return badRequest("field \"targets\" item %d: %s", i, trimBadRequest(err))
+			return within(fmt.Sprintf("targets[%d]", i), err)
 		}
 	}
 	if err := r.Filter.Compile(); err != nil {
-		return badRequest("field \"filter\": %s", trimBadRequest(err))
+		return within("filter", err)
 	}
 	if r.Sender != "" && !nkeys.IsValidPublicUserKey(r.Sender) {
 		return badRequest("field \"sender\": %.60q is not an nkeys user public key", r.Sender)
@@ -263,7 +262,7 @@ func (r *FleetReply) Encode() ([]byte, error) {
 // id, request id, identity, duration and error code.
 func DecodeFleetReply(data []byte, limits Limits) (*FleetReply, error) {
 	var wire fleetReplyWire
-	if err := decodeTopStrict(data, &wire, limits, fleetReplyFields); err != nil {
+	if err := decodeTopStrict(data, &wire, limits); err != nil {
 		return nil, err
 	}
 	r := FleetReply{
@@ -299,7 +298,7 @@ func decodeEvents(decoded []*eventDecode) ([]*TransactionEvent, error) {
 		}
 		ev, err := d.event()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+			return nil, within(fmt.Sprintf("events[%d]", i), err)
 		}
 		events[i] = ev
 	}
@@ -312,10 +311,10 @@ func (r *FleetReply) Validate() error {
 		return badRequest("field \"protocol\": expected %q, got %q", FleetReplyProtocol, r.Protocol)
 	}
 	if err := ValidateRequestID(r.RequestID); err != nil {
-		return badRequest("field \"request_id\": %s", trimBadRequest(err))
+		return within("request_id", err)
 	}
 	if err := ValidateIdentity(r.Identity); err != nil {
-		return badRequest("field \"identity\": %s", trimBadRequest(err))
+		return within("identity", err)
 	}
 	if r.Duration < 0 {
 		return badRequest("field \"duration\": must not be negative, got %s", r.Duration)
@@ -402,9 +401,6 @@ type fleetReplyWire struct {
 	Events    []*eventDecode  `json:"events"`
 	Error     *Error          `json:"error"`
 }
-
-// fleetReplyFields are the fields a reply may have.
-var fleetReplyFields = jsonFields(reflect.TypeFor[fleetReplyWire]())
 
 // parseTime decodes an optional RFC 3339 time of the named field; absent or
 // null gives the zero time.

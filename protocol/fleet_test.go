@@ -168,7 +168,7 @@ manifest:
 		Entry("ensure without type", func(d map[string]any) { delete(d["ensure"].(map[string]any), "type") }, `field "ensure": field "type" is required`),
 		Entry("ensure with a wrong protocol", func(d map[string]any) { d["ensure"].(map[string]any)["protocol"] = "x" }, `field "ensure": field "protocol"`),
 		Entry("ensure with an unknown field", func(d map[string]any) { d["ensure"].(map[string]any)["typo"] = 1 }, `unknown field "typo"`),
-		Entry("bad target", func(d map[string]any) { d["targets"] = []any{"web1", "web 2"} }, `field "targets" item 1: identity "web 2": character ' ' at position 3`),
+		Entry("bad target", func(d map[string]any) { d["targets"] = []any{"web1", "web 2"} }, `field "targets[1]": identity "web 2": character ' ' at position 3`),
 		Entry("too many targets", func(d map[string]any) { d["targets"] = manyIdentities(10001) }, `field "targets": 10001 identities, the limit is 10000`),
 		Entry("filter with a bad regex", func(d map[string]any) {
 			d["filter"] = map[string]any{"where": []any{map[string]any{"key": "os", "op": "=~", "value": "["}}}
@@ -271,8 +271,8 @@ var _ = Describe("FleetReply", func() {
 		Entry("too large", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"name":"`+strings.Repeat("x", 2<<20)+`"}]}`, `limit`),
 	)
 
-	It("reads keys whatever their case and strings whatever they hold, and events leniently", func() {
-		doc := `{"Protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"type":"file","name":"a \"}\": [","future_field":1,"properties":{"x":1},"status":{"type":"file","name":"a","ensure":"present","metadata":{"name":"a","provider":"posix"}}}],"error":{"code":"busy","message":"m"}}`
+	It("reads strings whatever they hold", func() {
+		doc := `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"type":"file","name":"a \"}\": [","properties":{"x":1},"status":{"type":"file","name":"a","ensure":"present","metadata":{"name":"a","provider":"posix"}}}],"error":{"code":"busy","message":"m"}}`
 		r, err := protocol.DecodeFleetReply([]byte(doc), protocol.Limits{})
 		Expect(err).ToNot(HaveOccurred())
 		Expect(r.Protocol).To(Equal(protocol.FleetReplyProtocol))
@@ -283,6 +283,21 @@ var _ = Describe("FleetReply", func() {
 		Expect(r.Events[0].Status.Common().Ensure).To(Equal("present"))
 		Expect(r.Error.Code).To(Equal(protocol.CodeBusy))
 	})
+
+	DescribeTable("refuses keys in another case and unknown keys at every level, naming them",
+		func(doc, field string) {
+			_, err := protocol.DecodeFleetReply([]byte(doc), protocol.Limits{})
+			var pe *protocol.Error
+			Expect(errors.As(err, &pe)).To(BeTrue(), "%v", err)
+			Expect(pe.Code).To(Equal(protocol.CodeBadRequest))
+			Expect(pe.Field).To(Equal(field))
+			Expect(pe.UnknownKey()).To(BeTrue())
+		},
+		Entry("top level", `{"Protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h"}`, "Protocol"),
+		Entry("in an event", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"type":"file","future_field":1}]}`, "events[0].future_field"),
+		Entry("in a status", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","events":[{"type":"file","status":{"type":"file","Ensure":"present"}}]}`, "events[0].status.Ensure"),
+		Entry("in the error", `{"protocol":"io.choria.ccm.v1.fleet.reply","request_id":"r","identity":"h","error":{"code":"busy","Message":"m"}}`, "error.Message"),
+	)
 })
 
 var _ = Describe("AsError", func() {

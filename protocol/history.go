@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -80,18 +81,18 @@ func DecodeHistoryRequest(data []byte, limits Limits) (*HistoryRequest, error) {
 		return nil, badRequest("field \"protocol\": expected %q, got %q", HistoryRequestProtocol, r.Protocol)
 	}
 	if err := ValidateRequestID(r.RequestID); err != nil {
-		return nil, badRequest("field \"request_id\": %s", trimBadRequest(err))
+		return nil, within("request_id", err)
 	}
 	if len(r.Expected) > MaxTargets {
 		return nil, badRequest("field \"expected\": %d identities, the limit is %d", len(r.Expected), MaxTargets)
 	}
 	for i, id := range r.Expected {
 		if err := ValidateIdentity(id); err != nil {
-			return nil, badRequest("field \"expected\" item %d: %s", i, trimBadRequest(err))
+			return nil, within(fmt.Sprintf("expected[%d]", i), err)
 		}
 	}
 	if err := r.Filter.Compile(); err != nil {
-		return nil, badRequest("field \"filter\": %s", trimBadRequest(err))
+		return nil, within("filter", err)
 	}
 	return &r, nil
 }

@@ -38,7 +38,7 @@ var _ = Describe("History records", func() {
 		},
 		Entry("another protocol", `{"protocol":"x","request_id":"a"}`, `field "protocol"`),
 		Entry("a bad request id", `{"protocol":"io.choria.ccm.v1.fleet.history.request","request_id":"a b"}`, `field "request_id"`),
-		Entry("a bad identity", `{"protocol":"io.choria.ccm.v1.fleet.history.request","request_id":"a","expected":["-x"]}`, `field "expected" item 0`),
+		Entry("a bad identity", `{"protocol":"io.choria.ccm.v1.fleet.history.request","request_id":"a","expected":["-x"]}`, `field "expected[0]"`),
 		Entry("an unknown field", `{"protocol":"io.choria.ccm.v1.fleet.history.request","request_id":"a","extra":1}`, `extra`),
 	)
 

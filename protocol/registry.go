@@ -35,7 +35,7 @@ func DecodeNodeRecord(data []byte, limits Limits) (*NodeRecord, error) {
 		return nil, badRequest("field \"protocol\": expected %q, got %q", NodeProtocol, r.Protocol)
 	}
 	if err := ValidateIdentity(r.Identity); err != nil {
-		return nil, badRequest("field \"identity\": %s", trimBadRequest(err))
+		return nil, within("identity", err)
 	}
 	if r.PublicKey != "" && !nkeys.IsValidPublicUserKey(r.PublicKey) {
 		return nil, badRequest("field \"public_key\": not an nkeys user public key")

@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -171,8 +169,8 @@ func DecodeState(typeName string, data []byte) (State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(data, st); err != nil {
-		return nil, fmt.Errorf("%s state: %w", typeName, err)
+	if err := DecodeJSONStrict(data, st); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

@@ -91,13 +91,13 @@ func ParseHistorySubject(subject string) (requestID, identity string, err error)
 		return "", "", badRequest("subject %q: expected %s.<request_id>.<identity>", subject, HistorySubjectPrefix)
 	}
 	if requestID, err = DecodeToken(tokID); err != nil {
-		return "", "", badRequest("subject %q: request id: %s", subject, trimBadRequest(err))
+		return "", "", badRequest("subject %q: request id: %s", subject, messageOf(err))
 	}
 	if tokHost == HistoryRequestToken {
 		return requestID, "", nil
 	}
 	if identity, err = DecodeToken(tokHost); err != nil {
-		return "", "", badRequest("subject %q: identity: %s", subject, trimBadRequest(err))
+		return "", "", badRequest("subject %q: identity: %s", subject, messageOf(err))
 	}
 	return requestID, identity, nil
 }
@@ -195,10 +195,4 @@ func DecodeToken(tok string) (string, error) {
 		i += 2
 	}
 	return string(out), nil
-}
-
-// trimBadRequest returns err's message without the leading "bad request: "
-// so it can be nested in another bad-request message.
-func trimBadRequest(err error) string {
-	return strings.TrimPrefix(err.Error(), ErrBadRequest.Error()+": ")
 }

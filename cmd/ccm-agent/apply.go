@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -130,7 +131,11 @@ func readDataFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("--data: %w", err)
 	}
 	var data map[string]any
-	if _, err := protocol.DecodeStrict(body, &data, protocol.Limits{MaxBytes: manifest.DefaultMaxBytes, AllowYAMLAliases: true}); err != nil {
+	if _, err := protocol.DecodeStrict(body, &data, protocol.Limits{MaxBytes: manifest.DefaultMaxBytes}); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("--data %s: %s", path, pe.KeyMessage())
+		}
 		return nil, fmt.Errorf("--data %s: %w", path, err)
 	}
 	return data, nil

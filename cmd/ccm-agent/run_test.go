@@ -21,7 +21,7 @@ var _ = Describe("ccm-agent run --policy", func() {
 		Expect(os.WriteFile(policy, []byte("signers: []\nextra: 1\n"), 0o644)).To(Succeed())
 		code, _, errOut = agent("simulate", "--count", "1", "--policy", policy, "--state-dir", dir, "--server", "nats://127.0.0.1:1")
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(ContainSubstring("field extra not found"))
+		Expect(errOut).To(ContainSubstring(`unknown key "extra"`))
 	})
 
 	It("documents the security flags in --help", func() {

@@ -38,7 +38,7 @@ func (f *filterFlags) register(cmd *fisk.CmdClause) {
 func (f *filterFlags) filter() (*protocol.Filter, error) {
 	flt, err := protocol.NewFilter(f.where, f.hosts)
 	if err != nil {
-		return nil, program.Exit(protocol.ExitError, errors.New(strings.TrimPrefix(err.Error(), protocol.ErrBadRequest.Error()+": ")))
+		return nil, program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
 	}
 	if flt.Empty() {
 		return nil, nil

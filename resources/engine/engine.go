@@ -173,20 +173,21 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	return p, nil
 }
 
-// propertyMessage rewrites decoder wording ("field") into resource wording.
+// propertyMessage words a decoding error of a resource's properties for
+// its author: `unknown property "Provider"`, `property "mode": expected a
+// string, got number`.
 func propertyMessage(err error) string {
-	msg := err.Error()
-	const prefix = "bad request: "
-	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		msg = msg[len(prefix):]
+	var pe *protocol.Error
+	switch {
+	case !errors.As(err, &pe):
+		return err.Error()
+	case pe.UnknownKey():
+		return fmt.Sprintf("unknown property %q", pe.Field)
+	case pe.Field != "":
+		return fmt.Sprintf("property %q: %s", pe.Field, pe.Reason())
+	default:
+		return pe.Reason()
 	}
-	if len(msg) > 14 && msg[:14] == "unknown field " {
-		return "unknown property " + msg[14:]
-	}
-	if len(msg) > 6 && msg[:6] == "field " {
-		return "property " + msg[6:]
-	}
-	return msg
 }
 
 // managed applies the if/unless truth table: managed when If is unset or

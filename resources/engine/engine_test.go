@@ -128,6 +128,13 @@ var _ = Describe("Engine", func() {
 		Entry("template error", map[string]any{"name": "/x", "content": "{{ lookup('data.nope') }}"}, `property content`),
 		Entry("condition error", map[string]any{"name": "/x", "control": map[string]any{"if": "facts.os"}}, "control.if"),
 		Entry("unknown provider", map[string]any{"name": "/x", "provider": "bash"}, `unknown provider "bash"`),
+		Entry("Provider in another case", map[string]any{"name": "/x", "Provider": "shell"}, `file#/x: invalid resource: unknown property "Provider"`),
+		Entry("PROVIDER", map[string]any{"name": "/x", "PROVIDER": "shell"}, `unknown property "PROVIDER"`),
+		Entry("NAME", map[string]any{"NAME": "/etc/passwd"}, `unknown property "NAME"`),
+		Entry("nAme next to name", map[string]any{"name": "/x", "nAme": "/etc/passwd"}, `unknown property "nAme"`),
+		Entry("enſure (long s folds to s)", map[string]any{"name": "/x", "enſure": "absent"}, `unknown property "enſure"`),
+		Entry("Content", map[string]any{"name": "/x", "Content": "hi"}, `unknown property "Content"`),
+		Entry("a nested key in another case", map[string]any{"name": "/x", "control": map[string]any{"If": "true"}}, `unknown property "control.If"`),
 	)
 
 	It("refuses unknown types", func() {

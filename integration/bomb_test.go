@@ -1,0 +1,78 @@
+package integration_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+)
+
+// bombYAML is a YAML document of 9 levels of anchors, each aliasing the
+// previous 9 times (9^9 strings once expanded: tens of GB), under key top.
+func bombYAML(top string) string {
+	var b strings.Builder
+	b.WriteString(top + ":\n" + `  a0: &a0 ["x","x","x","x","x","x","x","x","x"]` + "\n")
+	for i := 1; i < 9; i++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", ")
+		fmt.Fprintf(&b, "  a%d: &a%d [%s]\n", i, i, refs)
+	}
+	return b.String()
+}
+
+// Every loader of the real binaries refuses the alias bomb at once: each
+// run under a 1 GiB address-space limit exits 1 with one line naming the
+// problem, before connecting anywhere (CCM_SERVER points at a closed port).
+var _ = Describe("the binaries with an alias bomb", Ordered, func() {
+	var agentBin, dir string
+
+	BeforeAll(func() {
+		if _, err := exec.LookPath("prlimit"); err != nil {
+			Skip("prlimit (util-linux) is not installed")
+		}
+		var err error
+		agentBin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-agent")
+		Expect(err).ToNot(HaveOccurred())
+		dir = GinkgoT().TempDir()
+		for name, doc := range map[string]string{
+			"manifest.yaml": bombYAML("data"),
+			"data.yaml":     bombYAML("web"),
+			"facts.yaml":    bombYAML("role"),
+			"config.yaml":   bombYAML("facts"),
+			"policy.yaml":   bombYAML("signers"),
+			"auth.yaml":     bombYAML("users"),
+			"ok.yaml":       "ccm:\n  resources: []\n",
+		} {
+			Expect(os.WriteFile(filepath.Join(dir, name), []byte(doc), 0o600)).To(Succeed())
+		}
+	})
+
+	DescribeTable("exits 1 with one line naming the problem",
+		func(bin func() string, args []string, want string) {
+			cmd := exec.Command("prlimit", append([]string{"--as=1073741824", "--", bin()}, args...)...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "CCM_SERVER=nats://127.0.0.1:1", "XDG_CONFIG_HOME="+dir)
+			start := time.Now()
+			s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+			Expect(err).ToNot(HaveOccurred())
+			Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit(1))
+			GinkgoWriter.Printf("%s %s: %s\n", filepath.Base(bin()), strings.Join(args, " "), time.Since(start))
+			lines := strings.Split(strings.TrimSpace(string(s.Err.Contents())), "\n")
+			Expect(lines).To(HaveLen(1), "stderr: %s", s.Err.Contents())
+			Expect(lines[0]).To(ContainSubstring(want))
+			Expect(lines[0]).To(ContainSubstring("YAML anchors are not accepted"))
+		},
+		Entry("ccm-agent apply", func() string { return agentBin }, []string{"apply", "manifest.yaml"}, "manifest: data.a0"),
+		Entry("ccm-orch apply", func() string { return orchBin }, []string{"apply", "manifest.yaml"}, "manifest: data.a0"),
+		Entry("ccm-agent apply --data", func() string { return agentBin }, []string{"apply", "--data", "data.yaml", "ok.yaml"}, "--data data.yaml: web.a0"),
+		Entry("ccm-agent facts --facts-file", func() string { return agentBin }, []string{"facts", "--facts-file", "facts.yaml"}, "facts file facts.yaml: role.a0"),
+		Entry("ccm-agent run --config", func() string { return agentBin }, []string{"run", "--config", "config.yaml"}, "config config.yaml: facts.a0"),
+		Entry("ccm-agent run --policy", func() string { return agentBin }, []string{"run", "--identity", "web1", "--policy", "policy.yaml"}, "policy policy.yaml: signers.a0"),
+		Entry("ccm-orch broker --auth-file", func() string { return orchBin }, []string{"broker", "--listen", "127.0.0.1:0", "--auth-file", "auth.yaml"}, "auth file auth.yaml: invalid broker auth file: users.a0"),
+	)
+})
