@@ -89,7 +89,7 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	r.record = true
 	// A body that does not parse is refused once this host knows it is
 	// asked (after 6), as hosts left out of a request do not answer it.
-	b, bodyErr := parseBody(req)
+	b, bodyErr := parseBody(req, a.eng.Registry())
 	if bodyErr == nil {
 		r.body = b
 		r.audit.Resources = b.refs()
@@ -171,13 +171,23 @@ func (a *Agent) admit(r *request) *protocol.Error {
 }
 
 // parseBody decodes what a request asks for, once: the ensure resource's
-// properties (strictly: exact keys, no duplicates, valid UTF-8), or the
+// properties (strictly: exact keys the type has, no duplicates, valid
+// UTF-8; types are the registry's), or the
 // manifest bundle and its manifest (parsed without writing any file).
-func parseBody(req *protocol.FleetRequest) (*body, error) {
+func parseBody(req *protocol.FleetRequest, types *resources.Registry) (*body, error) {
 	if req.Ensure != nil {
 		props, err := req.Ensure.PropertiesMap()
 		if err != nil {
 			return nil, err
+		}
+		t, err := types.Type(req.Ensure.Type)
+		if err != nil {
+			return nil, protocol.NewError(protocol.CodeBadRequest, "field \"ensure.type\": %s", err)
+		}
+		// Exact keys only: a key in another case or spelling is not
+		// the property it resembles.
+		if parent, key, bad := resources.PropertyKeys(t).Unknown(props); bad {
+			return nil, protocol.UnknownKeyError(joinField("ensure.properties", parent), key)
 		}
 		spec := &engine.Spec{Type: req.Ensure.Type, Properties: props}
 		return &body{ensure: spec, resources: []policyResource{specResource(spec)}}, nil
@@ -196,6 +206,14 @@ func parseBody(req *protocol.FleetRequest) (*body, error) {
 		res[i] = policyResource{Type: d.Type, Name: d.Name, Provider: providers[i]}
 	}
 	return &body{bundle: bundle, manifest: m, resources: res}, nil
+}
+
+// joinField is parent.child, or parent when child is "".
+func joinField(parent, child string) string {
+	if child == "" {
+		return parent
+	}
+	return parent + "." + child
 }
 
 // specResource is an ensure resource as the policy sees it: its type,

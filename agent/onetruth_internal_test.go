@@ -197,6 +197,7 @@ var _ = Describe("One parse, one truth", func() {
 			Expect(obs[0].ref()).To(Equal(ev.Type+"#"+ev.Name), "request %s: the policy evaluated another resource than ran: %s", id, props)
 			Expect(obs[1]).To(Equal(policyResource{Type: ev.Type, Name: ev.Name, Provider: ev.Provider}), "request %s", id)
 		}
+		GinkgoWriter.Printf("generated requests: %d ran, %d refused\n", ran, refused)
 		Expect(ran).To(BeNumerically(">", 30), "the generator makes runnable requests too")
 		Expect(refused).To(BeNumerically(">", 30), "the generator makes bad ones too")
 

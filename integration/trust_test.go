@@ -59,7 +59,7 @@ var _ = Describe("What the policy approves is what runs", Ordered, func() {
 	// through /bin/sh (the posix provider runs touch with the literal
 	// argument "$(echo", which makes another file).
 	DescribeTable("refuses case-variant, duplicate and ill-formed keys as bad_request, running nothing",
-		func(id, propsFormat string) {
+		func(id, field, propsFormat string) {
 			canary := filepath.Join(dir, "canary-"+id)
 			props := strings.ReplaceAll(propsFormat, "CANARY", canary)
 			w := signedWire(rawExecRequest(id, props), nc.NewInbox(), &ops)
@@ -67,6 +67,7 @@ var _ = Describe("What the policy approves is what runs", Ordered, func() {
 			Expect(r).ToNot(BeNil(), "a refusal is answered")
 			Expect(r.Error).ToNot(BeNil())
 			Expect(r.Error.Code).To(Equal(protocol.CodeBadRequest), r.Error.Message)
+			Expect(r.Error.Field).To(Equal(field), r.Error.Message)
 			Expect(r.Events).To(BeEmpty())
 			Consistently(func() []string { m, _ := filepath.Glob(canary + "*"); return m }).WithTimeout(300 * time.Millisecond).Should(BeEmpty())
 			Eventually(func() []string {
@@ -77,19 +78,19 @@ var _ = Describe("What the policy approves is what runs", Ordered, func() {
 				return d
 			}).Should(Equal([]string{string(protocol.CodeBadRequest)}))
 		},
-		Entry("Provider in another case selects no shell", "provider-case",
+		Entry("Provider in another case selects no shell", "provider-case", "ensure.properties.Provider",
 			`{"name":"/usr/bin/touch CANARY$(echo)","Provider":"shell"}`),
-		Entry("PROVIDER in capitals", "provider-caps",
+		Entry("PROVIDER in capitals", "provider-caps", "ensure.properties.PROVIDER",
 			`{"name":"/usr/bin/touch CANARY$(echo)","PROVIDER":"shell"}`),
-		Entry("provider with a Unicode long s (ſ folds to s)", "provider-fold",
+		Entry("provider with a Unicode long s (ſ folds to s)", "provider-fold", "ensure.properties.provider ",
 			`{"name":"/usr/bin/touch CANARY$(echo)","provider":"posix","provider ":"x","ſhell":1}`),
-		Entry("NAME in capitals", "name-caps",
+		Entry("NAME in capitals", "name-caps", "ensure.properties.NAME",
 			`{"NAME":"/usr/bin/touch CANARY"}`),
-		Entry("name given twice", "name-twice",
+		Entry("name given twice", "name-twice", "ensure.properties.name",
 			`{"name":"/bin/true","name":"/usr/bin/touch CANARY"}`),
-		Entry("provider given twice, shell last", "provider-twice",
+		Entry("provider given twice, shell last", "provider-twice", "ensure.properties.provider",
 			`{"name":"/usr/bin/touch CANARY$(echo)","provider":"posix","provider":"shell"}`),
-		Entry("invalid UTF-8 in the command", "bad-utf8",
+		Entry("invalid UTF-8 in the command", "bad-utf8", "ensure.properties.name",
 			"{\"name\":\"/usr/bin/touch CANARY\xff\"}"),
 	)
 

@@ -110,7 +110,7 @@ func parseList(i int, ti *typeInfo, list []any) ([]*entry, error) {
 		if _, has := props["name"]; has {
 			return nil, invalidf("%s: property name is not allowed in a list entry, the entry's key is the name (use the single-object form for name lists)", e.label())
 		}
-		if err := checkKeys(props, ti.props, ""); err != nil {
+		if err := checkKeys(props, ti.props); err != nil {
 			return nil, invalidf("%s: %v", e.label(), err)
 		}
 		own, splat := splitSplat(props)
@@ -155,7 +155,7 @@ func parseSingle(i int, ti *typeInfo, obj map[string]any) (*entry, error) {
 			props[k] = v
 		}
 	}
-	if err := checkKeys(props, ti.props, ""); err != nil {
+	if err := checkKeys(props, ti.props); err != nil {
 		return nil, invalidf("%s: %v", e.label(), err)
 	}
 	e.props, e.splat = splitSplat(props)

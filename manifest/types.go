@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -44,12 +43,8 @@ type typeSet map[string]*typeInfo
 // nested objects (control) described too.
 type typeInfo struct {
 	name  string
-	props fieldSet
+	props resources.Keys
 }
-
-// fieldSet maps a property name to the properties of its value when that
-// value is an object with fixed keys (nil otherwise).
-type fieldSet map[string]fieldSet
 
 func newTypeSet(types []resources.Type) typeSet {
 	if len(types) == 0 {
@@ -57,7 +52,7 @@ func newTypeSet(types []resources.Type) typeSet {
 	}
 	ts := typeSet{}
 	for _, t := range types {
-		ts[t.Name()] = &typeInfo{name: t.Name(), props: fieldsOf(reflect.TypeOf(t.NewProperties()))}
+		ts[t.Name()] = &typeInfo{name: t.Name(), props: resources.PropertyKeys(t)}
 	}
 	return ts
 }
@@ -74,83 +69,37 @@ func (ts typeSet) names() string {
 
 // PropertyNames returns the property names a resource of type t accepts, as
 // its JSON tags say, sorted; "name" included. Nested objects are not listed.
-func PropertyNames(t resources.Type) []string {
-	fs := fieldsOf(reflect.TypeOf(t.NewProperties()))
-	out := make([]string, 0, len(fs))
-	for n := range fs {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
+func PropertyNames(t resources.Type) []string { return resources.PropertyKeys(t).Names() }
 
-// fieldsOf lists the JSON names of a struct's fields the way encoding/json
-// decodes them: embedded structs without a tag are flattened.
-func fieldsOf(t reflect.Type) fieldSet {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	fs := fieldSet{}
-	if t.Kind() != reflect.Struct {
-		return fs
-	}
-	for f := range t.Fields() {
-		tag, hasTag := f.Tag.Lookup("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" && !strings.Contains(tag, ",") {
-			continue
+// checkKeys fails on the first key of props that ks does not know,
+// descending into nested objects and into a splat ("*") map.
+func checkKeys(props map[string]any, ks resources.Keys) error {
+	if m, isMap := props[splatKey].(map[string]any); isMap {
+		if parent, key, bad := ks.Unknown(m); bad {
+			return fmt.Errorf("unknown property %q", joinKey(splatKey, joinKey(parent, key)))
 		}
-		if f.Anonymous && (!hasTag || name == "") {
-			for k, v := range fieldsOf(f.Type) {
-				fs[k] = v
+	}
+	rest := props
+	if _, has := props[splatKey]; has {
+		rest = make(map[string]any, len(props))
+		for k, v := range props {
+			if k != splatKey {
+				rest[k] = v
 			}
-			continue
 		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		fs[name] = nestedFields(f.Type)
 	}
-	return fs
-}
-
-// nestedFields describes a field whose value is an object with fixed keys.
-func nestedFields(t reflect.Type) fieldSet {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() == reflect.Struct && t.NumField() > 0 {
-		return fieldsOf(t)
+	if parent, key, bad := ks.Unknown(rest); bad {
+		return fmt.Errorf("unknown property %q", joinKey(parent, key))
 	}
 	return nil
 }
 
-// checkKeys fails on the first key of props that fs does not know,
-// descending into nested objects; path prefixes nested names.
-func checkKeys(props map[string]any, fs fieldSet, path string) error {
-	for _, k := range sortedKeys(props) {
-		if path == "" && k == splatKey {
-			if m, isMap := props[k].(map[string]any); isMap {
-				if err := checkKeys(m, fs, splatKey+"."); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		sub, ok := fs[k]
-		if !ok {
-			return fmt.Errorf("unknown property %q", path+k)
-		}
-		if m, isMap := props[k].(map[string]any); isMap && sub != nil {
-			if err := checkKeys(m, sub, path+k+"."); err != nil {
-				return err
-			}
-		}
+// joinKey is parent.key, or key at the top.
+func joinKey(parent, key string) string {
+	if parent == "" {
+		return key
 	}
-	return nil
+	return parent + "." + key
 }
 
 func sortedKeys[V any](m map[string]V) []string {

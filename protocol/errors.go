@@ -143,6 +143,10 @@ func fieldError(field, format string, args ...any) *Error {
 
 // unknownKeyError builds a bad request about key, a key of the object at
 // parent that the schema does not have.
+// UnknownKeyError is the bad request for key, as written, in the object
+// at parent (a dotted path, "" for the top), which has no such key.
+func UnknownKeyError(parent, key string) *Error { return unknownKeyError(parent, key) }
+
 func unknownKeyError(parent, key string) *Error {
 	return &Error{Code: CodeBadRequest, Field: joinPath(parent, key), parent: parent, key: key,
 		reason: fmt.Sprintf("unknown key %q", key), keyed: true, unknownKey: true, Message: unknownKeyMessage(parent, key)}
