@@ -51,6 +51,9 @@ type processTable struct {
 	prior int
 	stop  chan struct{}
 	done  chan struct{}
+	// followStop ends the follower, which runs while active is not empty
+	// (nil when none runs); followDone is closed when it returned
+	followStop, followDone chan struct{}
 }
 
 func (t *processTable) register(pid int) {
@@ -72,10 +75,45 @@ func (t *processTable) isChild(pid int) bool {
 	return ok
 }
 
+// activate adds sc to the commands the follower looks up, starting the
+// follower for the first.
 func (t *processTable) activate(sc *execScope) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.active[sc] = struct{}{}
+	if t.followStop == nil {
+		t.followStop, t.followDone = make(chan struct{}), make(chan struct{})
+		go t.follow(t.followStop, t.followDone)
+	}
+}
+
+// follow looks at /proc once every trackInterval for all the commands
+// running without a cgroup, until stop is closed.
+func (t *processTable) follow(stop, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(trackInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		list, err := listProcs()
+		if err != nil {
+			continue
+		}
+		t.attribute(list)
+		t.mu.Lock()
+		active := make([]*execScope, 0, len(t.active))
+		for sc := range t.active {
+			active = append(active, sc)
+		}
+		t.mu.Unlock()
+		for _, sc := range active {
+			sc.track(list)
+		}
+	}
 }
 
 // attribute notes the orphans in list not seen before, owned by the commands
@@ -123,11 +161,18 @@ func (t *processTable) soleOrphans(sc *execScope) map[int]uint64 {
 }
 
 // deactivate ends sc and returns the orphans no running command may own any
-// more: they are sc's to kill.
-func (t *processTable) deactivate(sc *execScope) map[int]uint64 {
+// more: they are sc's to kill. When sc was the last command followed it
+// stops the follower and returns a channel closed once it returned.
+func (t *processTable) deactivate(sc *execScope) (map[int]uint64, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.active, sc)
+	var stopped <-chan struct{}
+	if len(t.active) == 0 && t.followStop != nil {
+		close(t.followStop)
+		stopped = t.followDone
+		t.followStop, t.followDone = nil, nil
+	}
 	out := map[int]uint64{}
 	for pid, o := range t.orphans {
 		if _, ok := o.owners[sc]; !ok {
@@ -139,7 +184,7 @@ func (t *processTable) deactivate(sc *execScope) map[int]uint64 {
 			delete(t.orphans, pid)
 		}
 	}
-	return out
+	return out, stopped
 }
 
 // acquire makes this process a child subreaper and starts the goroutine that

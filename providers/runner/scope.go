@@ -44,8 +44,9 @@ type execScope struct {
 	// this command alone, handed over when it finished.
 	orphans map[int]uint64
 
-	stop chan struct{}
-	done chan struct{}
+	// followed is whether the command is among those the process table's
+	// follower looks up (it has no cgroup)
+	followed bool
 }
 
 // newScope prepares the scope of one command; s may be nil (Exec without a
@@ -110,42 +111,28 @@ func (sc *execScope) direct() (int, uint64) {
 	return sc.pid, sc.start
 }
 
-// started records the direct child and, without a cgroup, starts following
-// its descendants and the orphans reparented to this process meanwhile.
+// started records the direct child and, without a cgroup, has the process
+// table's follower look up its descendants (one /proc scan an interval for
+// every command running, however many).
 func (sc *execScope) started(pid int) {
 	sc.setDirect(pid)
 	if sc.cg != nil {
 		return
 	}
+	sc.followed = true
 	procs.activate(sc)
-	sc.stop, sc.done = make(chan struct{}), make(chan struct{})
-	go sc.follow()
 }
 
-func (sc *execScope) follow() {
-	defer close(sc.done)
-	tick := time.NewTicker(trackInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-sc.stop:
-			return
-		case <-tick.C:
+// track records the command's descendants found in list.
+func (sc *execScope) track(list []procStat) {
+	members := descendants(list, sc.roots(list, nil))
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for pid, start := range members {
+		if len(sc.tracked) >= maxTracked {
+			break
 		}
-		list, err := listProcs()
-		if err != nil {
-			continue
-		}
-		procs.attribute(list)
-		members := descendants(list, sc.roots(list, nil))
-		sc.mu.Lock()
-		for pid, start := range members {
-			if len(sc.tracked) >= maxTracked {
-				break
-			}
-			sc.tracked[pid] = start
-		}
-		sc.mu.Unlock()
+		sc.tracked[pid] = start
 	}
 }
 
@@ -211,14 +198,16 @@ func (sc *execScope) kill() {
 // finish stops following the command and kills whatever of it is left:
 // background processes do not outlive the command that started them.
 func (sc *execScope) finish() {
-	if sc.stop != nil {
-		close(sc.stop)
-		<-sc.done
-		sc.stop = nil
+	if sc.followed {
+		sc.followed = false
 		if list, err := listProcs(); err == nil {
 			procs.attribute(list)
+			sc.track(list)
 		}
-		orphans := procs.deactivate(sc)
+		orphans, stopped := procs.deactivate(sc)
+		if stopped != nil {
+			<-stopped
+		}
 		sc.mu.Lock()
 		sc.orphans = orphans
 		sc.mu.Unlock()
