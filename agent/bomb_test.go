@@ -1,28 +1,15 @@
 package agent_test
 
 import (
-	"fmt"
+	"github.com/ccm-fleet/ccm/internal/hostile"
 	"os"
 	"path/filepath"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/agent"
 )
-
-// aliasBomb is a YAML document of 9 levels of anchors, each aliasing the
-// previous 9 times (9^9 strings once expanded), under key top.
-func aliasBomb(top string) []byte {
-	var b strings.Builder
-	b.WriteString(top + ":\n" + `  a0: &a0 ["x","x","x","x","x","x","x","x","x"]` + "\n")
-	for i := 1; i < 9; i++ {
-		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", ")
-		fmt.Fprintf(&b, "  a%d: &a%d [%s]\n", i, i, refs)
-	}
-	return []byte(b.String())
-}
 
 var _ = Describe("configuration and policy files with hostile input", func() {
 	write := func(doc []byte) string {
@@ -38,7 +25,7 @@ var _ = Describe("configuration and policy files with hostile input", func() {
 			Expect(err).To(MatchError(agent.ErrPolicy))
 			Expect(err.Error()).To(Equal("policy " + path + ": " + want))
 		},
-		Entry("an alias bomb", aliasBomb("signers"), "signers.a0: YAML anchors are not accepted (line 2)"),
+		Entry("an alias bomb", hostile.AliasBomb("signers"), "signers.a0: YAML anchors are not accepted (line 2)"),
 		Entry("an unknown key", []byte("signers:\n  - name: ops\n    colour: red\n"), `signers[0]: unknown key "colour"`),
 		Entry("Shell", []byte("signers:\n  - name: ops\n    Shell: true\n"), `signers[0]: unknown key "Shell"`),
 		Entry("INSECURE", []byte("INSECURE: true\n"), `unknown key "INSECURE"`),
@@ -54,7 +41,7 @@ var _ = Describe("configuration and policy files with hostile input", func() {
 			Expect(err).To(MatchError(agent.ErrConfig))
 			Expect(err.Error()).To(Equal("config " + path + ": " + want))
 		},
-		Entry("an alias bomb", aliasBomb("facts"), "facts.a0: YAML anchors are not accepted (line 2)"),
+		Entry("an alias bomb", hostile.AliasBomb("facts"), "facts.a0: YAML anchors are not accepted (line 2)"),
 		Entry("Identity", []byte("Identity: web1\n"), `unknown key "Identity"`),
 		Entry("a key twice", []byte("identity: a\nidentity: b\n"), `key "identity" appears twice (line 2)`),
 		Entry("invalid UTF-8", []byte("identity: w\xffb\n"), "invalid UTF-8 at line 1 (byte 11)"),

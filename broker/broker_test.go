@@ -245,7 +245,14 @@ var _ = Describe("Broker", func() {
 		Expect(err).To(MatchError(jetstream.ErrJetStreamNotEnabled))
 
 		Expect(b.Restart(ctx)).To(Succeed())
-		Eventually(func() error { _, err := js2.Stream(ctx, "KEEP"); return err }).WithTimeout(10 * time.Second).Should(Succeed())
+		// Each try is bounded: a request sent while JetStream is still
+		// starting gets no answer, and the next try must get its turn.
+		Eventually(func() error {
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, err := js2.Stream(tctx, "KEEP")
+			return err
+		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})
 })
 

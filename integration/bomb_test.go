@@ -1,7 +1,7 @@
 package integration_test
 
 import (
-	"fmt"
+	"github.com/ccm-fleet/ccm/internal/hostile"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,18 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
 )
-
-// bombYAML is a YAML document of 9 levels of anchors, each aliasing the
-// previous 9 times (9^9 strings once expanded: tens of GB), under key top.
-func bombYAML(top string) string {
-	var b strings.Builder
-	b.WriteString(top + ":\n" + `  a0: &a0 ["x","x","x","x","x","x","x","x","x"]` + "\n")
-	for i := 1; i < 9; i++ {
-		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", ")
-		fmt.Fprintf(&b, "  a%d: &a%d [%s]\n", i, i, refs)
-	}
-	return b.String()
-}
 
 // Every loader of the real binaries refuses the alias bomb at once: each
 // run under a 1 GiB address-space limit exits 1 with one line naming the
@@ -40,12 +28,12 @@ var _ = Describe("the binaries with an alias bomb", Ordered, func() {
 		Expect(err).ToNot(HaveOccurred())
 		dir = GinkgoT().TempDir()
 		for name, doc := range map[string]string{
-			"manifest.yaml": bombYAML("data"),
-			"data.yaml":     bombYAML("web"),
-			"facts.yaml":    bombYAML("role"),
-			"config.yaml":   bombYAML("facts"),
-			"policy.yaml":   bombYAML("signers"),
-			"auth.yaml":     bombYAML("users"),
+			"manifest.yaml": string(hostile.AliasBomb("data")),
+			"data.yaml":     string(hostile.AliasBomb("web")),
+			"facts.yaml":    string(hostile.AliasBomb("role")),
+			"config.yaml":   string(hostile.AliasBomb("facts")),
+			"policy.yaml":   string(hostile.AliasBomb("signers")),
+			"auth.yaml":     string(hostile.AliasBomb("users")),
 			"ok.yaml":       "ccm:\n  resources: []\n",
 		} {
 			Expect(os.WriteFile(filepath.Join(dir, name), []byte(doc), 0o600)).To(Succeed())

@@ -1,10 +1,9 @@
 package manifest_test
 
 import (
-	"fmt"
+	"github.com/ccm-fleet/ccm/internal/hostile"
 	"os"
 	"path/filepath"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -149,13 +148,8 @@ ccm:
 	})
 
 	It("refuses a 9-level alias bomb in a file at once", func() {
-		var b strings.Builder
-		b.WriteString("data:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n")
-		for i := 1; i < 9; i++ {
-			fmt.Fprintf(&b, "  a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", "))
-		}
 		path := filepath.Join(GinkgoT().TempDir(), "bomb.yaml")
-		Expect(os.WriteFile(path, []byte(b.String()), 0o600)).To(Succeed())
+		Expect(os.WriteFile(path, hostile.AliasBomb("data"), 0o600)).To(Succeed())
 		_, err := manifest.Load(path)
 		Expect(err).To(MatchError(resources.ErrInvalid))
 		Expect(err).To(MatchError("manifest: data.a0: YAML anchors are not accepted (line 2)"))

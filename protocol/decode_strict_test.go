@@ -2,7 +2,7 @@ package protocol_test
 
 import (
 	"errors"
-	"fmt"
+	"github.com/ccm-fleet/ccm/internal/hostile"
 	"strings"
 	"time"
 
@@ -11,24 +11,6 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 )
-
-// aliasBomb is a YAML document of 9 levels of anchors, each aliasing the
-// previous 9 times (9^9 strings once expanded), under key top ("" for the
-// top level).
-func aliasBomb(top string) []byte {
-	ind := ""
-	var b strings.Builder
-	if top != "" {
-		b.WriteString(top + ":\n")
-		ind = "  "
-	}
-	b.WriteString(ind + `a0: &a0 ["x","x","x","x","x","x","x","x","x"]` + "\n")
-	for i := 1; i < 9; i++ {
-		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", ")
-		fmt.Fprintf(&b, "%sa%d: &a%d [%s]\n", ind, i, i, refs)
-	}
-	return []byte(b.String())
-}
 
 // badRequestAt asserts err is a bad request whose field is field.
 func badRequestAt(err error, field string) *protocol.Error {
@@ -190,7 +172,7 @@ var _ = Describe("the strict decoder", func() {
 	It("refuses a 9-level alias bomb at once, whatever the limits", func() {
 		for _, limits := range []protocol.Limits{{}, {MaxBytes: 64 << 20, MaxDepth: 1000}} {
 			var v map[string]any
-			_, err := protocol.DecodeStrict(aliasBomb("data"), &v, limits)
+			_, err := protocol.DecodeStrict(hostile.AliasBomb("data"), &v, limits)
 			pe := badRequestAt(err, "data.a0")
 			Expect(pe.Message).To(ContainSubstring("YAML anchors are not accepted"))
 		}

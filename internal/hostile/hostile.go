@@ -1,0 +1,25 @@
+package hostile
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AliasBomb is a YAML document of 9 levels of anchors, each a list
+// aliasing the previous level 9 times: 9^9 (387 million) strings once
+// expanded. With top it is the value of key top ("top:\n  a0: ..."),
+// without it the levels are the document's own keys.
+func AliasBomb(top string) []byte {
+	ind := ""
+	var b strings.Builder
+	if top != "" {
+		b.WriteString(top + ":\n")
+		ind = "  "
+	}
+	b.WriteString(ind + `a0: &a0 ["x","x","x","x","x","x","x","x","x"]` + "\n")
+	for i := 1; i < 9; i++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", ")
+		fmt.Fprintf(&b, "%sa%d: &a%d [%s]\n", ind, i, i, refs)
+	}
+	return []byte(b.String())
+}
