@@ -2,11 +2,9 @@ package integration_test
 
 import (
 	"context"
-	"os"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -146,14 +144,8 @@ var _ = Describe("An agent killed while a request runs", func() {
 		Expect(err).ToNot(HaveOccurred())
 		Expect(nc.PublishMsg(&nats.Msg{Subject: protocol.RequestNodeSubject(identity), Reply: w.reply, Header: w.header, Data: w.body})).To(Succeed())
 		Eventually(pidFile).WithTimeout(20 * time.Second).Should(BeAnExistingFile())
-		DeferCleanup(func() {
-			// Whatever contains exec children, the sleeper must not outlive the spec.
-			if b, err := os.ReadFile(pidFile); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		})
+		// Whatever contains exec children, the sleeper must not outlive the spec.
+		proctest.KillAfter(pidFile)
 		agentProc.Kill()
 		Eventually(agentProc).WithTimeout(10 * time.Second).Should(gexec.Exit())
 		_, err = sub.NextMsg(200 * time.Millisecond)
@@ -161,11 +153,7 @@ var _ = Describe("An agent killed while a request runs", func() {
 
 		agentProc = start()
 		Eventually(agentProc.Err).WithTimeout(20 * time.Second).Should(gbytes.Say("serving"))
-		pidText, err := os.ReadFile(pidFile)
-		Expect(err).ToNot(HaveOccurred())
-		pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-		Expect(err).ToNot(HaveOccurred())
-		Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(10*time.Second).Should(MatchError(syscall.ESRCH),
+		Eventually(proctest.Running).WithArguments(proctest.PidIn(pidFile)).WithTimeout(10*time.Second).Should(BeFalse(),
 			"the command of the killed agent does not run on")
 
 		js, err := jetstream.New(nc)

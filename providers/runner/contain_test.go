@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,53 +17,9 @@ import (
 	"github.com/ccm-fleet/ccm/providers/runner"
 )
 
-// readPid waits (bounded) for a pid file written by a test command.
-func readPid(file string) int {
-	var pid int
-	Eventually(func() error {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err
-	}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
-	return pid
-}
-
-// running reports whether pid is a live process (not a zombie).
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
-}
-
-// killSleepersAfter kills, when the spec ends, every sleep whose pid a test
-// command wrote into one of files, so a failing spec leaves nothing behind.
-func killSleepersAfter(files ...string) {
-	DeferCleanup(func() {
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil || pid <= 1 {
-				continue
-			}
-			if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(cmd), "sleep") {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-}
-
 func expectGone(pid int) {
 	GinkgoHelper()
-	Eventually(running).WithArguments(pid).WithTimeout(10*time.Second).WithPolling(20*time.Millisecond).
+	Eventually(proctest.Running).WithArguments(pid).WithTimeout(10*time.Second).WithPolling(20*time.Millisecond).
 		Should(BeFalse(), "process %d escaped the command", pid)
 }
 
@@ -104,14 +61,14 @@ var _ = Describe("Exec containment", func() {
 			BeforeEach(func() {
 				dir = GinkgoT().TempDir()
 				pidFile = filepath.Join(dir, "grandchild.pid")
-				killSleepersAfter(pidFile)
+				proctest.KillAfter(pidFile)
 			})
 
 			It("kills a setsid grandchild when the command times out", func() {
 				r := newExec(m)
 				_, err := r.Run(context.Background(), sh("setsid sleep 300 & echo $! > "+pidFile+"; sleep 300", time.Second))
 				Expect(err).To(MatchError(runner.ErrTimeout))
-				expectGone(readPid(pidFile))
+				expectGone(proctest.PidIn(pidFile))
 			})
 
 			It("kills a setsid grandchild when ctx is cancelled", func() {
@@ -122,24 +79,24 @@ var _ = Describe("Exec containment", func() {
 				go func() {
 					defer close(canceller)
 					defer GinkgoRecover()
-					readPid(pidFile)
+					proctest.PidIn(pidFile)
 					cancel()
 				}()
 				_, err := r.Run(ctx, sh("setsid sleep 300 & echo $! > "+pidFile+"; sleep 300", 0))
 				<-canceller
 				Expect(err).To(MatchError(context.Canceled))
-				expectGone(readPid(pidFile))
+				expectGone(proctest.PidIn(pidFile))
 			})
 
 			It("kills a double-forked, setsid grandchild", func() {
 				r := newExec(m)
 				inner := filepath.Join(dir, "inner.pid")
-				killSleepersAfter(inner)
+				proctest.KillAfter(inner)
 				script := `(setsid sh -c "sleep 300 & echo \$! > ` + pidFile + `; echo \$\$ > ` + inner + `; wait" &); sleep 300`
 				_, err := r.Run(context.Background(), sh(script, time.Second))
 				Expect(err).To(MatchError(runner.ErrTimeout))
-				expectGone(readPid(pidFile))
-				expectGone(readPid(inner))
+				expectGone(proctest.PidIn(pidFile))
+				expectGone(proctest.PidIn(inner))
 			})
 
 			It("kills an orphan that cleared its environment and called setsid", func() {
@@ -150,7 +107,7 @@ var _ = Describe("Exec containment", func() {
 				script := "(setsid env -i /bin/sleep 300 & echo $! > " + pidFile + "); sleep 300"
 				_, err := r.Run(context.Background(), sh(script, time.Second))
 				Expect(err).To(MatchError(runner.ErrTimeout))
-				expectGone(readPid(pidFile))
+				expectGone(proctest.PidIn(pidFile))
 			})
 
 			It("kills background processes when the command ends normally", func() {
@@ -160,7 +117,7 @@ var _ = Describe("Exec containment", func() {
 				Expect(err).ToNot(HaveOccurred())
 				Expect(res.ExitCode).To(Equal(0))
 				Expect(string(res.Stdout)).To(Equal("done\n"))
-				expectGone(readPid(pidFile))
+				expectGone(proctest.PidIn(pidFile))
 			})
 		})
 	}
@@ -170,11 +127,11 @@ var _ = Describe("Exec containment", func() {
 		Expect(err).ToNot(HaveOccurred())
 		DeferCleanup(sup.Close)
 		pidFile := filepath.Join(GinkgoT().TempDir(), "orphan.pid")
-		killSleepersAfter(pidFile)
+		proctest.KillAfter(pidFile)
 		_, err = runner.Exec{Supervisor: sup}.Run(context.Background(),
 			sh("(setsid sleep 300 & echo $! > "+pidFile+"); sleep 300", time.Second))
 		Expect(err).To(MatchError(runner.ErrTimeout))
-		pid := readPid(pidFile)
+		pid := proctest.PidIn(pidFile)
 		// Not a zombie of this process either: its entry is gone.
 		Eventually(func() error { _, err := os.Stat("/proc/" + strconv.Itoa(pid)); return err }).
 			WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(MatchError(os.ErrNotExist))
@@ -240,7 +197,7 @@ var _ = Describe("Supervisor.KillLeftovers", func() {
 			Expect(got.Processes).To(Equal(1))
 			expectGone(orphan.Process.Pid)
 			for _, c := range []*exec.Cmd{live, other, unmarked} {
-				Expect(running(c.Process.Pid)).To(BeTrue(), "KillLeftovers killed %v", c.Env)
+				Expect(proctest.Running(c.Process.Pid)).To(BeTrue(), "KillLeftovers killed %v", c.Env)
 			}
 		})
 	}
