@@ -71,6 +71,16 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if err := sec.apply(&cfg); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
+		// A policy that does not load stops the agent before it gathers
+		// facts, connects or starts anything.
+		var policy *ccmagent.Policy
+		if cfg.Policy != "" {
+			p, err := ccmagent.LoadPolicy(cfg.Policy)
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			policy = p
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 
@@ -102,7 +112,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version)}
+		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version), ccmagent.WithPolicy(policy)}
 		if metricsListen != "" {
 			m, stopMetrics, err := serveMetrics(ctx, metricsListen, log)
 			if err != nil {
