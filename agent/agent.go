@@ -35,8 +35,13 @@ type Agent struct {
 	stats   Stats
 	metrics *Metrics
 	spool   *spool
-	// factsChanged wakes the registrar after UpdateFacts
-	factsChanged chan struct{}
+	// factsChanged wakes the registrar after UpdateFacts, subjectsChanged
+	// the loop that moves the subscriptions
+	factsChanged    chan struct{}
+	subjectsChanged chan struct{}
+	// factsSource gathers the host's facts again (nil: they are never
+	// refreshed, as for simulated agents)
+	factsSource FactsSource
 
 	// guards queue, closed, running, records and recordsClosed: requests
 	// are admitted until Run closes the agent, records handed to the
@@ -85,6 +90,14 @@ func WithReady(f func()) Option { return func(a *Agent) { a.ready = f } }
 // WithPolicy sets the policy, taking precedence over Config.Policy.
 func WithPolicy(p *Policy) Option { return func(a *Agent) { a.policy = p } }
 
+// FactsSource gathers the host's facts; it honours ctx.
+type FactsSource func(ctx context.Context) (map[string]any, error)
+
+// WithFactsSource sets how the agent gathers its facts again: every
+// Config.FactsInterval and when RefreshFacts is called (ccm-agent run calls
+// it on SIGHUP). Without one the facts given to New stay.
+func WithFactsSource(f FactsSource) Option { return func(a *Agent) { a.factsSource = f } }
+
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(a *Agent) { a.now = now } }
 
@@ -118,6 +131,8 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
 		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		factsChanged: make(chan struct{}, 1),
+
+		subjectsChanged: make(chan struct{}, 1),
 	}
 	a.facts.Store(newFactSet(cfg.Identity, facts))
 	for _, o := range opts {
@@ -234,28 +249,19 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Every subscription feeds one channel read by one goroutine: an
 	// agent then costs two goroutines of its connection and this one while
 	// idle, however many subjects it listens on.
-	reqSubjects, discSubjects := a.Subjects()
 	msgs := make(chan *nats.Msg, subscriptionBuffer)
-	discovery := make(map[string]bool, len(discSubjects))
-	for _, s := range discSubjects {
-		discovery[s] = true
-	}
-	var subs []*nats.Subscription
-	var err error
-	for _, subject := range append(slices.Clone(reqSubjects), discSubjects...) {
-		s, serr := a.nc.ChanSubscribe(subject, msgs)
-		if serr != nil {
-			err = fmt.Errorf("agent %s: subscribe %s: %w", a.cfg.Identity, subject, serr)
-			break
-		}
-		subs = append(subs, s)
-	}
+	subs := newSubscriptions(a.nc, msgs)
 	stopDispatch := make(chan struct{})
 	dispatchDone := make(chan struct{})
 	go func() {
 		defer close(dispatchDone)
-		a.dispatch(msgs, subs, discovery, stopDispatch)
+		a.dispatch(msgs, subs, stopDispatch)
 	}()
+	reqSubjects, discSubjects := a.Subjects()
+	_, _, err := subs.sync(append(slices.Clone(reqSubjects), discSubjects...))
+	if err != nil {
+		err = fmt.Errorf("agent %s: %w", a.cfg.Identity, err)
+	}
 	if err == nil {
 		if ferr := a.nc.FlushTimeout(10 * time.Second); ferr != nil {
 			err = fmt.Errorf("agent %s: subscribe: %w", a.cfg.Identity, ferr)
@@ -266,16 +272,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		if a.ready != nil {
 			a.ready()
 		}
-		<-ctx.Done()
+		a.serve(ctx, subs)
 	}
 
 	// Stop taking requests, handing what the subscriptions already hold to
 	// the queue, then close it.
-	for _, s := range subs {
+	for _, s := range subs.list() {
 		_ = s.Drain()
 	}
 	drainBy := time.Now().Add(a.cfg.ShutdownTimeout)
-	for _, s := range subs {
+	for _, s := range subs.list() {
 		for s.IsValid() && time.Now().Before(drainBy) {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -307,6 +313,38 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
+// serve keeps the agent's facts and subscriptions current until ctx is
+// done: it gathers the facts every FactsInterval (with a source) and moves
+// the subscriptions whenever the subject facts change.
+func (a *Agent) serve(ctx context.Context, subs *subscriptions) {
+	var tick <-chan time.Time
+	if a.factsSource != nil {
+		t := time.NewTicker(a.cfg.FactsInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			if err := a.RefreshFacts(ctx); err != nil {
+				a.log.Warn("could not gather facts again; the previous ones stay", "error", err)
+			}
+		case <-a.subjectsChanged:
+			reqSubjects, discSubjects := a.Subjects()
+			added, removed, err := subs.sync(append(slices.Clone(reqSubjects), discSubjects...))
+			if err != nil {
+				a.log.Error("could not move the subscriptions to the new facts", "error", err)
+				continue
+			}
+			if len(added)+len(removed) > 0 {
+				a.log.Info("subject facts changed, subscriptions moved", "added", added, "removed", removed)
+			}
+		}
+	}
+}
+
 // Admission bounds. A burst is taken off the subscription at once and
 // waits in the agent's backlog, where every request is admitted in turn
 // and answered (run, busy or refused); only past the backlog's bounds is a
@@ -331,7 +369,7 @@ const (
 // admissions it moves whatever arrived into its backlog, so a burst never
 // fills the subscription. When stop is closed it handles what msgs and the
 // backlog hold and returns.
-func (a *Agent) dispatch(msgs chan *nats.Msg, subs []*nats.Subscription, discovery map[string]bool, stop chan struct{}) {
+func (a *Agent) dispatch(msgs chan *nats.Msg, subs *subscriptions, stop chan struct{}) {
 	var backlog []*nats.Msg
 	backlogBytes := 0
 	take := func(m *nats.Msg) {
@@ -343,7 +381,7 @@ func (a *Agent) dispatch(msgs chan *nats.Msg, subs []*nats.Subscription, discove
 		backlogBytes += len(m.Data)
 	}
 	handle := func(m *nats.Msg) {
-		if m.Sub != nil && discovery[m.Sub.Subject] {
+		if isDiscovery(m) {
 			a.onDiscovery(m)
 			return
 		}
@@ -351,7 +389,7 @@ func (a *Agent) dispatch(msgs chan *nats.Msg, subs []*nats.Subscription, discove
 	}
 	ticker := time.NewTicker(dropCheckInterval)
 	defer ticker.Stop()
-	dropped := make([]int, len(subs))
+	dropped := map[*nats.Subscription]int{}
 	stopping := false
 	for {
 	drain:
@@ -407,16 +445,22 @@ func (a *Agent) overflow(m *nats.Msg) {
 // countDropped adds the messages NATS dropped on each subscription since
 // the last call (last holds the previous counts) to the stats and metrics,
 // and logs each subject that lost some.
-func (a *Agent) countDropped(subs []*nats.Subscription, last []int) {
-	for i, s := range subs {
+func (a *Agent) countDropped(subs *subscriptions, last map[*nats.Subscription]int) {
+	current := subs.list()
+	for _, s := range current {
 		n, err := s.Dropped()
-		if err != nil || n <= last[i] {
+		if err != nil || n <= last[s] {
 			continue
 		}
-		a.stats.dropped.Add(int64(n - last[i]))
-		a.metrics.dropped(n - last[i])
-		a.log.Error("NATS dropped messages for this agent (slow consumer): their requesters get no reply", "subject", s.Subject, "dropped", n-last[i])
-		last[i] = n
+		a.stats.dropped.Add(int64(n - last[s]))
+		a.metrics.dropped(n - last[s])
+		a.log.Error("NATS dropped messages for this agent (slow consumer): their requesters get no reply", "subject", s.Subject, "dropped", n-last[s])
+		last[s] = n
+	}
+	for s := range last {
+		if !slices.Contains(current, s) {
+			delete(last, s)
+		}
 	}
 }
 

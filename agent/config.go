@@ -21,6 +21,7 @@ const (
 	DefaultStateDir        = "/var/lib/ccm-agent"
 	DefaultTTL             = time.Minute
 	DefaultHeartbeat       = 30 * time.Second
+	DefaultFactsInterval   = 5 * time.Minute
 	DefaultHistoryRetry    = 10 * time.Second
 	DefaultHistoryTimeout  = 5 * time.Second
 	DefaultSpoolMaxRecords = 1000
@@ -30,6 +31,8 @@ const (
 // Bounds of the registry and history settings.
 const (
 	MinHeartbeat       = 100 * time.Millisecond
+	MinFactsInterval   = time.Second
+	MaxFactsInterval   = 24 * time.Hour
 	MaxHeartbeat       = time.Hour
 	MinRegistryTTL     = time.Second
 	MaxSpoolMaxRecords = 1000000
@@ -50,6 +53,11 @@ type Config struct {
 	Facts map[string]string `json:"facts" yaml:"facts"`
 	// FactsFile is a YAML or JSON file of custom facts.
 	FactsFile string `json:"facts_file" yaml:"facts_file"`
+	// FactsInterval is how often the agent gathers its facts again (the
+	// facts file included), moving its subscriptions and registry entry
+	// when they change; default 5m, between 1s and 24h. SIGHUP gathers
+	// them at once.
+	FactsInterval time.Duration `json:"facts_interval" yaml:"facts_interval"`
 	// MaxConcurrent is how many requests run at once; default 4.
 	MaxConcurrent int `json:"max_concurrent" yaml:"max_concurrent"`
 	// QueueLength is how many accepted requests may wait; beyond it a
@@ -185,6 +193,9 @@ func (c Config) WithDefaults() Config {
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = DefaultHeartbeat
 	}
+	if c.FactsInterval <= 0 {
+		c.FactsInterval = DefaultFactsInterval
+	}
 	if c.RegistryTTL <= 0 {
 		c.RegistryTTL = max(3*c.Heartbeat, MinRegistryTTL)
 	}
@@ -225,6 +236,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: heartbeat %s must be between %s and %s", ErrConfig, c.Heartbeat, MinHeartbeat, MaxHeartbeat)
 	case c.RegistryTTL < MinRegistryTTL || c.RegistryTTL < 2*c.Heartbeat:
 		return fmt.Errorf("%w: registry_ttl %s must be at least %s and at least two heartbeats (%s)", ErrConfig, c.RegistryTTL, MinRegistryTTL, 2*c.Heartbeat)
+	case c.FactsInterval < MinFactsInterval || c.FactsInterval > MaxFactsInterval:
+		return fmt.Errorf("%w: facts_interval %s must be between %s and %s", ErrConfig, c.FactsInterval, MinFactsInterval, MaxFactsInterval)
 	case c.HistoryTimeout > time.Minute:
 		return fmt.Errorf("%w: history_timeout %s is longer than 1m", ErrConfig, c.HistoryTimeout)
 	case c.HistoryRetry > time.Hour:

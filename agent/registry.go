@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"time"
 
@@ -160,13 +161,29 @@ func newFactSet(identity string, facts map[string]any) *factSet {
 func (a *Agent) currentFacts() *factSet { return a.facts.Load() }
 
 // UpdateFacts replaces the agent's facts (the identity is kept): filters
-// and templates of later requests see the new facts, and the registry entry
-// is refreshed at once. The subjects the agent listens on follow its facts
-// as they were when it started.
+// and templates of later requests see the new facts, the registry entry is
+// refreshed at once, and when a subject fact changed the agent moves its
+// subscriptions to the new subjects.
 func (a *Agent) UpdateFacts(facts map[string]any) {
 	a.facts.Store(newFactSet(a.cfg.Identity, facts))
-	select {
-	case a.factsChanged <- struct{}{}:
-	default:
+	for _, c := range []chan struct{}{a.factsChanged, a.subjectsChanged} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// RefreshFacts gathers the facts again with the agent's FactsSource and
+// puts them in force (see UpdateFacts). Without a source it does nothing.
+func (a *Agent) RefreshFacts(ctx context.Context) error {
+	if a.factsSource == nil {
+		return nil
+	}
+	facts, err := a.factsSource(ctx)
+	if err != nil {
+		return fmt.Errorf("agent %s: facts: %w", a.cfg.Identity, err)
+	}
+	a.UpdateFacts(facts)
+	return nil
 }

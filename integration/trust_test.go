@@ -3,8 +3,10 @@ package integration_test
 import (
 	"context"
 	"github.com/ccm-fleet/ccm/internal/proctest"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -175,5 +177,30 @@ var _ = Describe("An agent killed while a request runs", func() {
 		Expect(dup).ToNot(BeNil())
 		Expect(dup.Error.Code).To(Equal(protocol.CodeDuplicate))
 		Expect(dup.Error.Message).To(ContainSubstring("it was answered interrupted"))
+	})
+})
+
+var _ = Describe("An agent whose facts change", func() {
+	It("is targeted by its new facts after SIGHUP: subscriptions and registry entry follow", func() {
+		dir := GinkgoT().TempDir()
+		b := brokertest.Start(GinkgoT())
+		provisionHistory(b.ClientURL(), 1)
+		factsFile := filepath.Join(dir, "facts.yaml")
+		Expect(os.WriteFile(factsFile, []byte("role: web\n"), 0o600)).To(Succeed())
+		agentProc := startProcess(ccmAgentBin(), "-v", "run", "--server", b.ClientURL(), "--identity", "hup-1", "--insecure",
+			"--state-dir", filepath.Join(dir, "state"), "--facts-file", factsFile, "--heartbeat", "1s")
+		Eventually(agentProc.Err).WithTimeout(20 * time.Second).Should(gbytes.Say("serving"))
+		orch := func(args ...string) int {
+			code, _, _ := runOrch(append(args, "--server", b.ClientURL())...)
+			return code
+		}
+		Eventually(func() int { return orch("ensure", "exec", "/bin/true", "--where", "role=web") }).WithTimeout(20 * time.Second).Should(Equal(0))
+		Expect(orch("ensure", "exec", "/bin/true", "--where", "role=db")).To(Equal(4), "no host is db yet")
+
+		Expect(os.WriteFile(factsFile, []byte("role: db\n"), 0o600)).To(Succeed())
+		agentProc.Signal(syscall.SIGHUP)
+		Eventually(agentProc.Err).WithTimeout(20 * time.Second).Should(gbytes.Say("SIGHUP: facts gathered again"))
+		Eventually(func() int { return orch("ensure", "exec", "/bin/true", "--where", "role=db") }).WithTimeout(20 * time.Second).Should(Equal(0))
+		Expect(orch("ensure", "exec", "/bin/true", "--where", "role=web")).To(Equal(4), "no host is web any more")
 	})
 })

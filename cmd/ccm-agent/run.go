@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"log/slog"
 
 	"context"
 	"fmt"
@@ -31,6 +32,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		queueLength   int
 		metricsListen string
 		heartbeat     time.Duration
+		factsInterval time.Duration
 		ff            factFlags
 		sec           securityFlags
 	)
@@ -41,6 +43,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("queue-length", "Accepted requests that may wait; more are answered busy (default 64)").IntVar(&queueLength)
 	cmd.Flag("metrics-listen", "Serve Prometheus metrics on this address, e.g. 127.0.0.1:9100").PlaceHolder("ADDR").StringVar(&metricsListen)
 	cmd.Flag("heartbeat", "How often to refresh this host's node registry entry (default 30s)").PlaceHolder("DURATION").DurationVar(&heartbeat)
+	cmd.Flag("facts-interval", "How often to gather facts again, moving subscriptions and the registry entry when they change; SIGHUP gathers them at once (default 5m)").PlaceHolder("DURATION").DurationVar(&factsInterval)
 	ff.register(cmd)
 	sec.register(cmd, true)
 	conn := connflags.Register(cmd)
@@ -67,6 +70,9 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		if heartbeat > 0 {
 			cfg.Heartbeat = heartbeat
+		}
+		if factsInterval > 0 {
+			cfg.FactsInterval = factsInterval
 		}
 		if err := sec.apply(&cfg); err != nil {
 			return program.Exit(protocol.ExitError, err)
@@ -112,7 +118,8 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version), ccmagent.WithPolicy(policy)}
+		gather := func(ctx context.Context) (map[string]any, error) { return facts.Gather(ctx, opts) }
+		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version), ccmagent.WithPolicy(policy), ccmagent.WithFactsSource(gather)}
 		if metricsListen != "" {
 			m, stopMetrics, err := serveMetrics(ctx, metricsListen, log)
 			if err != nil {
@@ -125,11 +132,34 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		if err := ag.Run(ctx); err != nil {
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go refreshOnHangup(runCtx, ag, log)
+		if err := ag.Run(runCtx); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
 		return nil
 	})
+}
+
+// refreshOnHangup gathers the agent's facts again on each SIGHUP until ctx
+// is done.
+func refreshOnHangup(ctx context.Context, ag *ccmagent.Agent, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := ag.RefreshFacts(ctx); err != nil {
+				log.Warn("SIGHUP: could not gather facts again; the previous ones stay", "error", err)
+				continue
+			}
+			log.Info("SIGHUP: facts gathered again")
+		}
+	}
 }
 
 func (a *app) registerSimulate(cli *fisk.Application) {
