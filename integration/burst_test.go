@@ -112,7 +112,7 @@ var _ = Describe("A real agent under a burst", func() {
 		for _, c := range codes {
 			count[c]++
 		}
-		Expect(count[""] + count[protocol.CodeBusy]).To(Equal(n), "run or busy: %v", count)
+		Expect(count[""]+count[protocol.CodeBusy]).To(Equal(n), "run or busy: %v", count)
 
 		// One final audit line per request.
 		Eventually(func() int {
