@@ -80,7 +80,7 @@ var _ = Describe("ccm-orch", func() {
 			code, out, errOut := orch(append([]string{"discover", "--where", "os=plan9"}, server...)...)
 			Expect(code).To(Equal(4))
 			Expect(out).To(BeEmpty())
-			Expect(errOut).To(Equal("ccm-orch: discovery: no node registry entry matches the filter (of 24 entries); discovered by broadcast instead: 0 hosts\n" +
+			Expect(errOut).To(Equal("ccm-orch: discovery: no node registry entry matches the filter (of 24 entries); discovered by broadcast instead: 0 hosts\n"+
 				"ccm-orch: no host matched the filter\n"), "an empty registry answer is checked by a broadcast, and said")
 		})
 	})
@@ -177,7 +177,7 @@ var _ = Describe("ccm-orch", func() {
 			code, out, errOut := orch(append([]string{"ensure", "exec", "/bin/true", "--where", "os=plan9"}, server...)...)
 			Expect(code).To(Equal(4))
 			Expect(out).To(BeEmpty())
-			Expect(errOut).To(Equal("ccm-orch: discovery: no node registry entry matches the filter (of 24 entries); discovered by broadcast instead: 0 hosts\n" +
+			Expect(errOut).To(Equal("ccm-orch: discovery: no node registry entry matches the filter (of 24 entries); discovered by broadcast instead: 0 hosts\n"+
 				"ccm-orch: no host matched the filter\n"), "an empty registry answer is checked by a broadcast, and said")
 		})
 
