@@ -111,7 +111,6 @@ var _ = Describe("A broker whose JetStream store is full", Ordered, func() {
 	})
 })
 
-
 // outLines splits output into its non-empty lines.
 func outLines(s string) []string {
 	var out []string
