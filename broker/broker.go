@@ -29,6 +29,7 @@ type Broker struct {
 	cfg          Config
 	log          *slog.Logger
 	readyTimeout time.Duration
+	storeCheck   time.Duration // how often the store's usage is checked
 
 	// guards every field below
 	mu          sync.Mutex
@@ -41,6 +42,17 @@ type Broker struct {
 	noJetStream bool          // the current run has JetStream off (RestartJetStream)
 	auth        *AuthFile     // users in force, nil without Config.AuthFile
 	internalPW  string        // password of internalUser while auth is on
+	storeLimit  int64         // JetStream file store limit of the current run; 0: none
+	watch       *storeWatch   // the store usage check of the current run
+}
+
+// WithStoreCheckInterval replaces DefaultStoreCheckInterval.
+func WithStoreCheckInterval(d time.Duration) Option {
+	return func(b *Broker) {
+		if d > 0 {
+			b.storeCheck = d
+		}
+	}
 }
 
 // WithReadyTimeout replaces DefaultReadyTimeout.
@@ -61,6 +73,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		cfg:          cfg.withDefaults(),
 		log:          slog.New(slog.DiscardHandler),
 		readyTimeout: DefaultReadyTimeout,
+		storeCheck:   DefaultStoreCheckInterval,
 	}
 	for _, o := range opts {
 		o(b)
@@ -222,6 +235,12 @@ func (b *Broker) StoreDir() string {
 
 // startLocked starts a server on dir and waits until it is ready.
 func (b *Broker) startLocked(ctx context.Context, dir string, clientPort, clusterPort int) error {
+	b.storeLimit = 0
+	if !b.noJetStream {
+		if err := b.chooseStoreLimitLocked(dir); err != nil {
+			return err
+		}
+	}
 	opts, err := b.optionsLocked(dir, clientPort, clusterPort)
 	if err != nil {
 		return err
@@ -251,6 +270,9 @@ func (b *Broker) startLocked(ctx context.Context, dir string, clientPort, cluste
 		b.clusterPort = a.Port
 	}
 	b.log.Info("broker started", "port", b.clientPort, "store", dir, "server", s.Name())
+	if !b.noJetStream {
+		b.startStoreWatchLocked(s)
+	}
 	return nil
 }
 
@@ -286,6 +308,7 @@ func (b *Broker) waitReady(ctx context.Context, s *server.Server, sl *serverLog)
 // first the shutdown (and removal of remove, if set) finishes in the
 // background and the next Start waits for it.
 func (b *Broker) stopLocked(ctx context.Context, remove string) error {
+	b.stopStoreWatchLocked()
 	s := b.srv
 	b.srv = nil
 	done := make(chan struct{})

@@ -24,6 +24,12 @@ type Config struct {
 	// creates a temporary directory that Shutdown removes.
 	StoreDir string `yaml:"store_dir"`
 
+	// MaxStore is the most bytes the JetStream file store may hold. 0
+	// sizes it at each start to DefaultStoreFraction of the space the
+	// store may use (its disk's free space plus what it already holds); a
+	// larger value than that space is capped to it. The choice is logged.
+	MaxStore int64 `yaml:"max_store"`
+
 	// ServerName names this server in the cluster and in monitoring. Empty
 	// lets nats-server use its generated id. Required with Cluster.Listen.
 	ServerName string `yaml:"server_name"`
@@ -100,6 +106,9 @@ func (c Config) Validate() error {
 
 	if _, _, err := parseListen(c.Listen); err != nil {
 		add("listen %q: %w", c.Listen, err)
+	}
+	if c.MaxStore < 0 {
+		add("max_store %d: must not be negative (0 sizes it from the free space)", c.MaxStore)
 	}
 	if strings.ContainsAny(c.ServerName, " \t\r\n") {
 		add("server_name %q: must not contain whitespace", c.ServerName)

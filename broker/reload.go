@@ -78,6 +78,9 @@ func (b *Broker) optionsLocked(dir string, clientPort, clusterPort int) (*server
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	if b.storeLimit > 0 {
+		opts.JetStreamMaxStore = b.storeLimit
+	}
 	if b.auth != nil {
 		applyAuth(opts, b.auth, b.internalPW)
 	}

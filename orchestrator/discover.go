@@ -89,12 +89,40 @@ func (o DiscoverOptions) normalize() (DiscoverOptions, error) {
 // It returns an error only for invalid options, a failure to send or read
 // the registry, or ctx ending; finding nobody is an empty list.
 func (c *Client) Discover(ctx context.Context, opts DiscoverOptions) ([]Node, error) {
+	d, err := c.DiscoverHosts(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return d.Nodes, nil
+}
+
+// DiscoveryResult is what DiscoverHosts found and how.
+type DiscoveryResult struct {
+	// Nodes are the hosts found, sorted by identity.
+	Nodes []Node `json:"nodes"`
+	// Source is how they were found: protocol.DiscoveryRegistry or
+	// protocol.DiscoveryBroadcast.
+	Source string `json:"source"`
+	// Fallback says why DiscoveryAuto broadcast instead of answering from
+	// the node registry alone: the registry could not be read, had no
+	// entry the filter selects, or was stale (its newest entry older than
+	// half its TTL). Empty when it did not fall back (or the mode was not
+	// auto, or the filter needed nested facts).
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// DiscoverHosts is Discover that also says how the hosts were found and
+// why DiscoveryAuto fell back to a broadcast, for callers that report it.
+func (c *Client) DiscoverHosts(ctx context.Context, opts DiscoverOptions) (*DiscoveryResult, error) {
 	opts, err := opts.normalize()
 	if err != nil {
 		return nil, err
 	}
-	nodes, _, err := c.discoverFrom(ctx, newRequestID(), opts)
-	return nodes, err
+	nodes, source, fallback, err := c.discoverFrom(ctx, newRequestID(), opts)
+	if err != nil {
+		return nil, err
+	}
+	return &DiscoveryResult{Nodes: nodes, Source: source, Fallback: fallback}, nil
 }
 
 func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) ([]Node, error) {

@@ -1,6 +1,9 @@
 package orchestrator
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrInvalid is returned by Discover and Run when the options or the request
 // are invalid (a filter that does not compile, a missing body, a negative
@@ -12,5 +15,27 @@ var ErrInvalid = errors.New("invalid request")
 var ErrPublish = errors.New("could not send the request")
 
 // ErrNotFound is returned by History when history holds no record of the
-// request.
+// request (wrapped in a *MissingRequestError).
 var ErrNotFound = errors.New("not found in history")
+
+// MissingRequestError is returned by History when history holds no record
+// of the request itself: it was never made, has expired, or was not kept
+// (the store was full or history unavailable when it ran, which the run
+// reported as Result.HistoryError). It carries the hosts' records found for
+// the request id, which may still exist. It wraps ErrNotFound.
+type MissingRequestError struct {
+	// RequestID is the request looked up.
+	RequestID string `json:"request_id"`
+	// Hosts are the replies history holds for the request, sorted by
+	// identity; without the request record their deadline and the
+	// expected set are unknown, so lateness and no-replies are not told.
+	Hosts []HostResult `json:"hosts"`
+}
+
+func (e *MissingRequestError) Error() string {
+	return fmt.Sprintf("%v: request %s has no request record: it may not have been kept (store full or history unavailable when it ran); %d host records found",
+		ErrNotFound, e.RequestID, len(e.Hosts))
+}
+
+// Unwrap returns ErrNotFound.
+func (e *MissingRequestError) Unwrap() error { return ErrNotFound }

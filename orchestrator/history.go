@@ -112,7 +112,8 @@ type hostRecord struct {
 
 // History rebuilds the report of request id from its records: the request
 // and every host's reply, late ones included. A request with no record is
-// ErrNotFound; a missing history stream jsstore.ErrNoHistory.
+// a *MissingRequestError (ErrNotFound) carrying the host records found; a
+// missing history stream jsstore.ErrNoHistory.
 func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
 	if err := protocol.ValidateRequestID(id); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -158,7 +159,7 @@ func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
 		return nil, fmt.Errorf("history %s: %w", id, err)
 	}
 	if run.Request == nil {
-		return nil, fmt.Errorf("%w: request %s", ErrNotFound, id)
+		return nil, missingRequest(id, recs)
 	}
 	timeout := time.Duration(run.Request.Timeout)
 	for host, h := range heads {
@@ -167,6 +168,19 @@ func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
 	run.Result = rebuild(run.Request, run.Recorded, recs)
 	run.Result.Duplicates, run.Result.Malformed = duplicates, malformed
 	return run, nil
+}
+
+// missingRequest is the error of a request without its own record, with
+// the host records recs found for it. Whether a host's reply was a dry run
+// is taken from its events, as the request that would say is missing.
+func missingRequest(id string, recs map[string]*hostRecord) error {
+	e := &MissingRequestError{RequestID: id, Hosts: make([]HostResult, 0, len(recs))}
+	for _, rec := range recs {
+		noop := slices.ContainsFunc(rec.reply.Events, func(ev *protocol.TransactionEvent) bool { return ev != nil && ev.Noop })
+		e.Hosts = append(e.Hosts, newHostResult(noop, rec.reply))
+	}
+	slices.SortFunc(e.Hosts, func(a, b HostResult) int { return cmp.Compare(a.Identity, b.Identity) })
+	return e
 }
 
 // maxRecordBytes bounds one history record read back.

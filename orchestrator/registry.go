@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,9 +15,12 @@ type DiscoveryMode string
 
 // Discovery modes.
 const (
-	// DiscoveryAuto reads the node registry when its bucket exists and the
-	// filter has no term on a nested fact (the registry keeps flat facts
-	// only), and broadcasts otherwise.
+	// DiscoveryAuto reads the node registry when the filter has no term on
+	// a nested fact (the registry keeps flat facts only), and broadcasts
+	// otherwise. It also broadcasts, and says why, when the registry
+	// cannot be read, has no entry the filter selects, or is stale (see
+	// DiscoveryResult.Fallback); the hosts are then those that answered
+	// plus the registry's selected entries.
 	DiscoveryAuto DiscoveryMode = "auto"
 	// DiscoveryRegistry reads the node registry; it is an error when the
 	// bucket does not exist or the filter needs nested facts.
@@ -40,34 +42,103 @@ func ParseDiscoveryMode(s string) (DiscoveryMode, error) {
 }
 
 // discoverFrom finds hosts as opts.Mode says and returns them with their
-// source, protocol.DiscoveryRegistry or protocol.DiscoveryBroadcast.
-func (c *Client) discoverFrom(ctx context.Context, id string, opts DiscoverOptions) ([]Node, string, error) {
+// source, protocol.DiscoveryRegistry or protocol.DiscoveryBroadcast, and,
+// when DiscoveryAuto did not answer from the registry alone, why (see
+// DiscoveryResult.Fallback).
+func (c *Client) discoverFrom(ctx context.Context, id string, opts DiscoverOptions) ([]Node, string, string, error) {
 	nested := nestedTerms(opts.Filter)
 	switch opts.Mode {
 	case DiscoveryBroadcast:
 	case DiscoveryRegistry:
 		if len(nested) > 0 {
-			return nil, "", fmt.Errorf("%w: the registry keeps flat facts only, so %s needs --discovery broadcast (or auto)", ErrInvalid, strings.Join(nested, ", "))
+			return nil, "", "", fmt.Errorf("%w: the registry keeps flat facts only, so %s needs --discovery broadcast (or auto)", ErrInvalid, strings.Join(nested, ", "))
 		}
-		nodes, err := c.registryNodes(ctx, opts)
+		view, err := c.registryNodes(ctx, opts)
 		if err != nil {
-			return nil, "", fmt.Errorf("discovery: %w", err)
+			return nil, "", "", fmt.Errorf("discovery: %w", err)
 		}
-		return nodes, protocol.DiscoveryRegistry, nil
+		return view.nodes, protocol.DiscoveryRegistry, "", nil
 	default:
-		if len(nested) == 0 {
-			nodes, err := c.registryNodes(ctx, opts)
-			switch {
-			case err == nil:
-				return nodes, protocol.DiscoveryRegistry, nil
-			case !errors.Is(err, jsstore.ErrNoRegistry):
-				return nil, "", fmt.Errorf("discovery: %w", err)
-			}
-			c.log.Debug("no node registry, discovering by broadcast", "error", err)
+		if len(nested) > 0 {
+			break
 		}
+		view, err := c.registryNodes(ctx, opts)
+		if ctx.Err() != nil {
+			return nil, "", "", fmt.Errorf("discovery: %w", ctx.Err())
+		}
+		fallback := view.fallback(err, c.now())
+		if fallback == "" {
+			return view.nodes, protocol.DiscoveryRegistry, "", nil
+		}
+		c.log.Debug("discovering by broadcast instead of the node registry", "reason", fallback)
+		nodes, err := c.discover(ctx, id, opts)
+		if err != nil {
+			return nil, "", "", err
+		}
+		return mergeNodes(nodes, view.nodes), protocol.DiscoveryBroadcast, fallback, nil
 	}
 	nodes, err := c.discover(ctx, id, opts)
-	return nodes, protocol.DiscoveryBroadcast, err
+	return nodes, protocol.DiscoveryBroadcast, "", err
+}
+
+// registryView is what one read of the node registry found.
+type registryView struct {
+	// nodes are the entries the filter selects, sorted by identity.
+	nodes []Node
+	// entries counts every live entry, selected or not.
+	entries int
+	// newest is the most recent last_seen of any entry.
+	newest time.Time
+	// ttl is the bucket's entry lifetime; 0 when unknown.
+	ttl time.Duration
+}
+
+// fallback says why DiscoveryAuto must not answer from this registry read
+// alone, or "" when it may:
+//   - the read failed (no bucket, JetStream unavailable or too slow);
+//   - no entry matches the filter: entries expire when agents cannot
+//     refresh them (a full store refuses their writes), so an empty answer
+//     is checked by a broadcast before it becomes "no host matched";
+//   - the registry is stale: its newest entry was refreshed longer ago than
+//     half the bucket's TTL (agents refresh every heartbeat, and their
+//     default TTL is three heartbeats, so a healthy fleet always has an
+//     entry younger than that), which means agents' writes are failing.
+func (v registryView) fallback(err error, now time.Time) string {
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the node registry could not be read (%v)", err)
+	case len(v.nodes) == 0 && v.entries == 0:
+		return "the node registry is empty"
+	case len(v.nodes) == 0:
+		return fmt.Sprintf("no node registry entry matches the filter (of %d entries)", v.entries)
+	}
+	if limit := staleAfter(v.ttl); limit > 0 && now.Sub(v.newest) > limit {
+		return fmt.Sprintf("the node registry is stale: its newest entry was refreshed %s ago, more than half its %s TTL", now.Sub(v.newest).Round(time.Second), v.ttl)
+	}
+	return ""
+}
+
+// staleAfter is how old the registry's newest entry may be before the
+// registry counts as stale: half the bucket's TTL, 0 (never) when the TTL
+// is unknown.
+func staleAfter(ttl time.Duration) time.Duration { return ttl / 2 }
+
+// mergeNodes is the broadcast's nodes plus the registry's nodes that did
+// not answer it (they are then expected and, when dead, reported as no
+// reply rather than dropped), sorted by identity. A node the broadcast
+// found keeps the registry's public key when its announcement had none.
+func mergeNodes(broadcast, registry []Node) []Node {
+	found := make(map[string]Node, len(broadcast)+len(registry))
+	for _, n := range registry {
+		found[n.Identity] = n
+	}
+	for _, n := range broadcast {
+		if r, ok := found[n.Identity]; ok && n.PublicKey == "" {
+			n.PublicKey = r.PublicKey
+		}
+		found[n.Identity] = n
+	}
+	return sortedNodes(found)
 }
 
 // registryNodes reads the registry and keeps the entries the filter
@@ -75,27 +146,37 @@ func (c *Client) discoverFrom(ctx context.Context, id string, opts DiscoverOptio
 // discovery timeout (JetStream not answering in time means no registry);
 // reading it, by registryReadTimeout at least, as a large registry on a
 // busy server may take longer than a broadcast round would.
-func (c *Client) registryNodes(ctx context.Context, opts DiscoverOptions) ([]Node, error) {
+func (c *Client) registryNodes(ctx context.Context, opts DiscoverOptions) (registryView, error) {
+	var view registryView
 	if c.js == nil {
-		return nil, jsstore.ErrNoRegistry
+		return view, jsstore.ErrNoRegistry
 	}
 	lctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	kv, err := jsstore.LookupRegistry(lctx, c.js)
 	cancel()
 	if err != nil {
-		return nil, err
+		return view, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, max(opts.Timeout, registryReadTimeout))
 	defer cancel()
 	recs, malformed, err := jsstore.ListNodes(rctx, kv)
 	if err != nil {
-		return nil, err
+		return view, err
 	}
 	if malformed > 0 {
 		c.log.Warn("ignored malformed node registry entries", "entries", malformed)
 	}
+	if st, err := kv.Status(rctx); err == nil {
+		view.ttl = st.TTL()
+	} else {
+		c.log.Debug("could not read the node registry's TTL", "error", err)
+	}
+	view.entries = len(recs)
 	found := make(map[string]Node, len(recs))
 	for _, r := range recs {
+		if r.LastSeen.After(view.newest) {
+			view.newest = r.LastSeen
+		}
 		facts := r.Facts
 		if facts == nil {
 			facts = map[string]any{}
@@ -108,7 +189,8 @@ func (c *Client) registryNodes(ctx context.Context, opts DiscoverOptions) ([]Nod
 			found[r.Identity] = Node{Identity: r.Identity, Facts: facts, Version: r.Version, PublicKey: r.PublicKey}
 		}
 	}
-	return sortedNodes(found), nil
+	view.nodes = sortedNodes(found)
+	return view, nil
 }
 
 // registryReadTimeout is the least time allowed to read the registry once

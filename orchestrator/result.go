@@ -85,6 +85,10 @@ type Result struct {
 	// Discovery is how the expected set was found: "hosts" (given),
 	// "registry" or "broadcast"; see the protocol.Discovery constants.
 	Discovery string `json:"discovery"`
+	// DiscoveryFallback says why discovery broadcast instead of answering
+	// from the node registry alone (see DiscoveryResult.Fallback); empty
+	// when it did not fall back.
+	DiscoveryFallback string `json:"discovery_fallback,omitempty"`
 	// Async is set when the request was sent without waiting for replies.
 	Async bool `json:"async,omitempty"`
 	// HistoryError says why the request could not be recorded in history,

@@ -68,7 +68,7 @@ ccm:
 		Expect(l[0]).To(HavePrefix(fmt.Sprintf("%s: %d changed on sim-0001, sim-0002, ", dirRef, fleetSize)))
 		Expect(l[0]).To(HaveSuffix(" and 4 more"))
 		Expect(l[1]).To(HavePrefix(fmt.Sprintf("%s: %d changed on ", issueRef, fleetSize)))
-		Expect(l[2]).To(HavePrefix("24 expected, 24 replied: 0 ok, 24 changed, 0 failed, 0 no reply; resources: 0 stable, 48 changed, 0 failed, 0 skipped (request "))
+		Expect(l[2]).To(HavePrefix("24 expected, 24 replied: 0 ok, 24 changed, 0 failed, 0 no reply; resources: 0 stable, 48 changed, 0 failed, 0 skipped; history: request record not kept: no history stream CCM_HISTORY"))
 		for _, id := range fl.Identities {
 			Expect(os.ReadFile(filepath.Join(target, id, "issue"))).To(Equal([]byte("bundled issue\n")))
 		}

@@ -74,10 +74,14 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 			return err
 		}
 		defer nc.Close()
-		nodes, err := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).
-			Discover(ctx, orchestrator.DiscoverOptions{Filter: filter, Timeout: timeout, Mode: orchestrator.DiscoveryMode(mode)})
+		found, err := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).
+			DiscoverHosts(ctx, orchestrator.DiscoverOptions{Filter: filter, Timeout: timeout, Mode: orchestrator.DiscoveryMode(mode)})
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
+		}
+		nodes := found.Nodes
+		if found.Fallback != "" {
+			renderFallback(a.Stderr, found.Fallback, len(nodes))
 		}
 		if js {
 			b, err := json.MarshalIndent(nodes, "", "  ")
@@ -117,7 +121,7 @@ func (a *app) printNodes(nodes []orchestrator.Node) {
 
 // registerDiscoveryMode adds --discovery auto|registry|broadcast.
 func registerDiscoveryMode(cmd *fisk.CmdClause, mode *string) {
-	cmd.Flag("discovery", "How to find hosts: auto (the node registry when it exists, else a broadcast), registry or broadcast").
+	cmd.Flag("discovery", "How to find hosts: auto (the node registry; a broadcast when it cannot be read, is stale or selects nobody), registry or broadcast").
 		Default(string(orchestrator.DiscoveryAuto)).
 		EnumVar(mode, string(orchestrator.DiscoveryAuto), string(orchestrator.DiscoveryRegistry), string(orchestrator.DiscoveryBroadcast))
 }

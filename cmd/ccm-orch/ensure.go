@@ -199,6 +199,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 	res, runErr := orchestrator.New(nc, clientOpts...).Run(ctx, req)
 	progress.clear()
 	if res != nil {
+		renderNotices(a.Stderr, res)
 		switch {
 		case c.json:
 			b, err := json.MarshalIndent(res, "", "  ")

@@ -168,6 +168,10 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 	cmd.Action(func(*fisk.ParseContext) error {
 		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
 			run, err := c.History(ctx, id)
+			var missing *orchestrator.MissingRequestError
+			if errors.As(err, &missing) {
+				return a.printMissingRequest(missing, js)
+			}
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
@@ -238,6 +242,28 @@ func (a *app) registerHistoryHost(h *fisk.CmdClause) {
 			return tw.Flush()
 		})
 	})
+}
+
+// printMissingRequest prints the host records of a request whose own
+// record history does not hold (a table, or the error as JSON), and exits
+// 1 with the explanation.
+func (a *app) printMissingRequest(m *orchestrator.MissingRequestError, js bool) error {
+	if js {
+		if err := a.printJSON(m); err != nil {
+			return err
+		}
+	} else if len(m.Hosts) > 0 {
+		tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "IDENTITY\tOUTCOME\tDURATION\tPROBLEM")
+		for _, h := range m.Hosts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.Identity, h.Outcome, h.Duration.Round(time.Millisecond),
+				orDash(entryProblem(orchestrator.HostEntry{Error: h.Error, Events: h.Events})))
+		}
+		if err := tw.Flush(); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+	}
+	return program.Exit(protocol.ExitError, m)
 }
 
 // entryProblem is the failure of a timeline entry, "" when none.

@@ -128,7 +128,28 @@ func summaryLine(res *orchestrator.Result, resources bool) string {
 	if res.Unverified > 0 {
 		line += fmt.Sprintf("; %d unverified (no known key)", res.Unverified)
 	}
+	if res.HistoryError != "" {
+		line += "; history: request record not kept: " + res.HistoryError
+	}
 	return fmt.Sprintf("%s (request %s, %s)", line, res.RequestID, res.Elapsed.Round(time.Millisecond))
+}
+
+// renderNotices writes to w, the error stream, what a run could not do as
+// asked, whatever the output format: a discovery that fell back to a
+// broadcast, and a request record that history did not keep.
+func renderNotices(w io.Writer, res *orchestrator.Result) {
+	if res.DiscoveryFallback != "" {
+		renderFallback(w, res.DiscoveryFallback, len(res.Expected))
+	}
+	if res.HistoryError != "" {
+		fmt.Fprintf(w, "ccm-orch: history: the record of request %s was not kept: %s (history show will not find it)\n", res.RequestID, res.HistoryError)
+	}
+}
+
+// renderFallback says on w that discovery broadcast instead of answering
+// from the node registry, why, and how many hosts it found.
+func renderFallback(w io.Writer, why string, found int) {
+	fmt.Fprintf(w, "ccm-orch: discovery: %s; discovered by broadcast instead: %s\n", why, countHosts(found))
 }
 
 // resourceCounts renders "N stable, N changed, [N would change,] N failed,
