@@ -33,6 +33,7 @@ type brokerFlags struct {
 	routes      []string
 	replicas    int
 	maxAge      string
+	maxStore    string
 	registryTTL time.Duration
 }
 
@@ -46,6 +47,7 @@ func (a *app) registerBroker(cli *fisk.Application) {
 	cmd.Flag("routes", "Route URLs of the cluster's brokers, this one may be included (comma separated or repeated), e.g. nats-route://10.0.0.1:6222").PlaceHolder("URL").StringsVar(&f.routes)
 	cmd.Flag("cluster-name", "The cluster's name, the same on every broker").Default("ccm").StringVar(&f.cfg.Cluster.Name)
 	cmd.Flag("replicas", "Replicas of the history and the registry (default: 1, or the cluster's size up to 3)").PlaceHolder("N").IntVar(&f.replicas)
+	cmd.Flag("max-store", "Most bytes the JetStream store may hold, e.g. 20GiB; capped to the space the disk has for it (default: 75% of that space)").PlaceHolder("SIZE").StringVar(&f.maxStore)
 	cmd.Flag("history-max-age", "How long history records are kept (s, m, h or d)").Default("30d").StringVar(&f.maxAge)
 	cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()).DurationVar(&f.registryTTL)
 	cmd.Flag("tlscert", "TLS server certificate (PEM); turns TLS on and refuses plaintext clients").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Cert)
@@ -70,6 +72,13 @@ func (a *app) runBroker(f *brokerFlags) error {
 	age, err := parseAge(f.maxAge)
 	if err != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("--history-max-age: %w", err))
+	}
+	if f.maxStore != "" {
+		size, err := parseSize(f.maxStore)
+		if err != nil || size <= 0 {
+			return program.Exit(protocol.ExitError, fmt.Errorf("--max-store %q: use a size such as 20GiB or 500MB", f.maxStore))
+		}
+		f.cfg.MaxStore = size
 	}
 	ctx, stop := a.signalContext()
 	defer stop()

@@ -50,5 +50,11 @@ var _ = Describe("ccm-orch broker security flags", func() {
 				return []string{"--auth-file", p}
 			},
 			func() string { return "auth.yaml: invalid broker auth file: users[0] (user ops): password is required" }),
+		Entry("a store size that is not one",
+			func() []string { return []string{"--max-store", "lots"} },
+			func() string { return `--max-store "lots": use a size such as 20GiB or 500MB` }),
+		Entry("no limit is not a store size",
+			func() []string { return []string{"--max-store=-1"} },
+			func() string { return `--max-store "-1": use a size such as 20GiB or 500MB` }),
 	)
 })
