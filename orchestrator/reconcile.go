@@ -104,7 +104,7 @@ func (rc *reconciler) checkReconnects(now time.Time) {
 
 // due reports when the next read is due: zero when none is.
 func (rc *reconciler) due() time.Time {
-	if !rc.active || rc.polling {
+	if rc.c.js == nil || !rc.active || rc.polling {
 		return time.Time{}
 	}
 	return rc.next

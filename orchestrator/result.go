@@ -84,8 +84,10 @@ type Result struct {
 	LateHosts []string `json:"late_hosts"`
 	// Reconnects counts the times the connection came back during the
 	// collection; after each, the hosts that had not replied are looked
-	// up in history (see Client.Run).
-	Reconnects int `json:"reconnects,omitempty"`
+	// up in history (see Client.Run). It is not in the JSON document, so
+	// that a run rebuilt from history (which cannot know it) still equals
+	// the live one when nothing was lost.
+	Reconnects int `json:"-"`
 	// Unconfirmed lists the hosts whose request the server did not
 	// confirm receiving (the connection dropped before it was flushed):
 	// they may not have been asked at all.

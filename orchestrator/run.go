@@ -31,6 +31,14 @@ import (
 //     every asked host replied or passed its deadline (req.Timeout after it
 //     was asked). With Async, Run returns once the request is sent, and
 //     the replies land in history only.
+//  4. When the connection drops and comes back during the collection, the
+//     replies sent meanwhile are lost, but the agents record them in
+//     history: from then on the run's history records are read every
+//     second and the asked hosts that have not replied are taken from
+//     them (verified like live replies, a host counting once; their
+//     HostResult.Source is SourceHistory), until every asked host is
+//     accounted for or its deadline passed. A request the server did not
+//     confirm receiving is reported in Result.Unconfirmed.
 //
 // The error is non-nil for an invalid request (ErrInvalid), a failure to
 // subscribe or send (ErrPublish), or ctx ending; in the last two cases the
