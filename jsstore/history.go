@@ -83,6 +83,10 @@ type ReadOptions struct {
 	Since time.Time
 	// HeadersOnly delivers records without their data.
 	HeadersOnly bool
+	// StartSeq, when set, skips records before this stream sequence (a
+	// reader that polls passes one past the last record it saw). Set
+	// Since or StartSeq, not both: StartSeq wins.
+	StartSeq uint64
 }
 
 // Read calls fn with every record opts select, in stream order, until it
@@ -103,6 +107,11 @@ func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func
 	if !since.IsZero() {
 		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
 		cfg.OptStartTime = &since
+	}
+	if opts.StartSeq > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = opts.StartSeq
+		cfg.OptStartTime = nil
 	}
 	cons, err := js.CreateConsumer(ctx, protocol.HistoryStream, cfg)
 	if err != nil {

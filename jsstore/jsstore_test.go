@@ -93,6 +93,7 @@ var _ = Describe("History records", func() {
 		Expect(got[2499].Identity).To(Equal("h2499"))
 		Expect(got[2499].Header.Get("X-N")).To(Equal("2499"))
 		Expect(got[0].Data).To(BeEmpty(), "headers only")
+		all := got
 
 		got = nil
 		Expect(jsstore.Read(ctx, js, jsstore.ReadOptions{Filter: protocol.HistoryRunSubjects("r1"), Since: time.Now().Add(time.Hour)}, func(r jsstore.Record) error {
@@ -100,6 +101,16 @@ var _ = Describe("History records", func() {
 			return nil
 		})).To(Succeed())
 		Expect(got).To(BeEmpty(), "nothing since a time to come")
+
+		start := all[2000].Seq
+		got = nil
+		Expect(jsstore.Read(ctx, js, jsstore.ReadOptions{Filter: protocol.HistoryRunSubjects("r2"), StartSeq: start}, func(r jsstore.Record) error {
+			got = append(got, r)
+			return nil
+		})).To(Succeed())
+		Expect(got).To(HaveLen(500), "from a stream sequence on")
+		Expect(got[0].Identity).To(Equal("h2000"))
+		Expect(got[0].Seq).To(Equal(start))
 	})
 
 	It("says so when the stream does not exist", func() {

@@ -85,11 +85,7 @@ func (in *inbox) verify() {
 	for {
 		select {
 		case m := <-in.raw:
-			msg := inboxMsg{data: m.Data}
-			if signer := m.Header.Get(protocol.HeaderSigner); signer != "" {
-				msg.signer = signer
-				msg.signed = protocol.Verify(m.Data, signer, m.Header.Get(protocol.HeaderSignature)) == nil
-			}
+			msg := verified(m.Data, m.Header)
 			select {
 			case in.ch <- msg:
 			case <-in.done:
@@ -111,13 +107,28 @@ func (in *inbox) close() {
 	})
 }
 
-// inboxMsg is one message received on the inbox: its body and, when it
-// carries a signature, the signer it names and whether the signature is
+// inboxMsg is one message received on the inbox (or a history record): its
+// body and, when it carries a signature, the signer it names and whether the signature is
 // that signer's over the body.
 type inboxMsg struct {
 	data   []byte
 	signer string
 	signed bool
+	// identity is the identity of a history record's subject; empty for
+	// a live reply
+	identity string
+}
+
+// verified is data with the signer its header names and whether the
+// signature is that signer's over data: the one check of live replies and
+// of history records.
+func verified(data []byte, header nats.Header) inboxMsg {
+	msg := inboxMsg{data: data}
+	if signer := header.Get(protocol.HeaderSigner); signer != "" {
+		msg.signer = signer
+		msg.signed = protocol.Verify(data, signer, header.Get(protocol.HeaderSignature)) == nil
+	}
+	return msg
 }
 
 // publish sends data on subject with the inbox as reply subject and the

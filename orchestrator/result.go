@@ -82,6 +82,16 @@ type Result struct {
 	// a live run they stay in NoReply; rebuilt from history (see
 	// Client.History) they count with the outcome they reported.
 	LateHosts []string `json:"late_hosts"`
+	// Reconnects counts the times the connection came back during the
+	// collection; after each, the hosts that had not replied are looked
+	// up in history (see Client.Run). It is not in the JSON document, so
+	// that a run rebuilt from history (which cannot know it) still equals
+	// the live one when nothing was lost.
+	Reconnects int `json:"-"`
+	// Unconfirmed lists the hosts whose request the server did not
+	// confirm receiving (the connection dropped before it was flushed):
+	// they may not have been asked at all.
+	Unconfirmed []string `json:"unconfirmed,omitempty"`
 	// Discovery is how the expected set was found: "hosts" (given),
 	// "registry" or "broadcast"; see the protocol.Discovery constants.
 	Discovery string `json:"discovery"`
@@ -112,12 +122,23 @@ type HostResult struct {
 	Error *protocol.Error `json:"error"`
 	// Duration is how long the host took, as the host reports it.
 	Duration time.Duration `json:"duration"`
+	// Source is SourceHistory when the result was read from the host's
+	// history record because its reply was lost while the connection was
+	// down; empty for a reply received live.
+	Source string `json:"source,omitempty"`
 }
+
+// SourceHistory is the Source of a HostResult read from history during a
+// run (see Client.Run).
+const SourceHistory = "history"
 
 // Summary counts the run's hosts and resources by outcome.
 type Summary struct {
 	Hosts     HostCounts     `json:"hosts"`
 	Resources ResourceCounts `json:"resources"`
+	// FromHistory counts the hosts whose result was read from history
+	// after the connection came back (Source SourceHistory).
+	FromHistory int `json:"from_history,omitempty"`
 }
 
 // HostCounts counts asked hosts by outcome.
@@ -212,6 +233,9 @@ func (r *Result) summarize(names *refNamer) {
 	resources := map[string]*ResourceResult{}
 	order := map[string]int{}
 	for _, h := range r.Hosts {
+		if h.Source == SourceHistory {
+			r.Summary.FromHistory++
+		}
 		switch h.Outcome {
 		case OutcomeOK:
 			r.Summary.Hosts.OK++

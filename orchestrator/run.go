@@ -31,6 +31,14 @@ import (
 //     every asked host replied or passed its deadline (req.Timeout after it
 //     was asked). With Async, Run returns once the request is sent, and
 //     the replies land in history only.
+//  4. When the connection drops and comes back during the collection, the
+//     replies sent meanwhile are lost, but the agents record them in
+//     history: from then on the run's history records are read every
+//     second and the asked hosts that have not replied are taken from
+//     them (verified like live replies, a host counting once; their
+//     HostResult.Source is SourceHistory), until every asked host is
+//     accounted for or its deadline passed. A request the server did not
+//     confirm receiving is reported in Result.Unconfirmed.
 //
 // The error is non-nil for an invalid request (ErrInvalid), a failure to
 // subscribe or send (ErrPublish), or ctx ending; in the last two cases the
@@ -103,6 +111,8 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	res.Duplicates, res.Late, res.Malformed = r.duplicates, len(r.lateHosts), r.malformed
 	res.LateHosts = r.lateHosts
 	res.Spoofed, res.Unverified = r.spoofed, r.unverified
+	res.Reconnects = r.rc.reconnects
+	res.Unconfirmed = r.unconfirmedNoReply()
 	res.finish(r.results(), names, started)
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", id, err)
@@ -128,6 +138,7 @@ func (r *Result) finish(hosts []HostResult, names *refNamer, started time.Time) 
 		}
 		slices.Sort(*l)
 	}
+	slices.Sort(r.Unconfirmed)
 	if r.Hosts == nil {
 		r.Hosts = []HostResult{}
 	}
@@ -179,6 +190,10 @@ type runner struct {
 	// keys are the public keys of the expected hosts that have one
 	keys                map[string]string
 	spoofed, unverified int
+	// rc reads history after a reconnect; set by loop
+	rc *reconciler
+	// unconfirmed are the hosts whose request was not confirmed flushed
+	unconfirmed []string
 }
 
 func newRunner(c *Client, req Request, id string, expected []string, in *inbox) *runner {
@@ -198,9 +213,19 @@ func newRunner(c *Client, req Request, id string, expected []string, in *inbox) 
 
 // loop sends and collects until every asked host finished and nothing is
 // left to send.
+//
+// While the connection is down, replies sent to the inbox are lost (core
+// NATS keeps nothing for a subscriber that is away); the agents record
+// them in history all the same. So once the connection is back, the
+// reconciler reads the run's history records every reconcileInterval and
+// takes those of the asked hosts that have not replied, verified like a
+// live reply, until every asked host is accounted for or its deadline
+// passed.
 func (r *runner) loop(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	r.rc = newReconciler(r.c, r.id)
+	defer r.rc.stop()
 	first := true
 	for {
 		if err := r.dispatch(); err != nil {
@@ -219,9 +244,38 @@ func (r *runner) loop(ctx context.Context) error {
 			return ctx.Err()
 		case b := <-r.in.ch:
 			r.receive(b)
+		case s := <-r.rc.status:
+			r.rc.changed(s, time.Now())
+		case p := <-r.rc.results:
+			r.reconciled(p, time.Now())
 		case <-timer.C:
 		}
-		r.expire(time.Now())
+		now := time.Now()
+		r.expire(now)
+		if r.pending > 0 {
+			r.rc.checkReconnects(now)
+			r.rc.poll(ctx, now, r.lastDeadline())
+		}
+	}
+}
+
+// lastDeadline is the latest deadline of the asked hosts.
+func (r *runner) lastDeadline() time.Time {
+	if len(r.inflight) == 0 {
+		return time.Now()
+	}
+	return r.inflight[len(r.inflight)-1].deadline
+}
+
+// reconciled takes the host records a read of history found.
+func (r *runner) reconciled(p historyPoll, now time.Time) {
+	for _, rec := range r.rc.read(p, now) {
+		if rec.Identity == "" {
+			continue // the request's own record
+		}
+		m := verified(rec.Data, rec.Header)
+		m.identity = rec.Identity
+		r.take(m, SourceHistory)
 	}
 }
 
@@ -237,6 +291,9 @@ func (r *runner) nextWake() time.Duration {
 	if len(r.refills) > 0 && (next.IsZero() || r.refills[0].Before(next)) {
 		next = r.refills[0]
 	}
+	if due := r.rc.due(); !due.IsZero() && r.pending > 0 && (next.IsZero() || due.Before(next)) {
+		next = due
+	}
 	if next.IsZero() {
 		return time.Hour
 	}
@@ -251,6 +308,8 @@ func (r *runner) dispatch() error {
 	if !r.req.batching() {
 		return r.sendWhole()
 	}
+	var sent []string
+	defer func() { r.confirm(sent) }()
 	for r.free > 0 && len(r.queue) > 0 && !r.stopped {
 		h := r.queue[0]
 		data, header, err := r.encode([]string{h})
@@ -263,8 +322,39 @@ func (r *runner) dispatch() error {
 		r.queue = r.queue[1:]
 		r.free--
 		r.asked(h, time.Now())
+		sent = append(sent, h)
 	}
 	return nil
+}
+
+// confirmTimeout bounds the wait for the server to confirm it has the
+// requests just sent.
+const confirmTimeout = 5 * time.Second
+
+// confirm flushes the connection so the server has the requests just sent
+// to hosts. When it cannot confirm (the connection dropped before they
+// were flushed, so a request may be lost with it) the hosts are noted,
+// and reported in Result.Unconfirmed if they do not reply.
+func (r *runner) confirm(hosts []string) {
+	if len(hosts) == 0 {
+		return
+	}
+	if err := r.c.nc.FlushTimeout(confirmTimeout); err != nil {
+		r.unconfirmed = append(r.unconfirmed, hosts...)
+		r.c.log.Warn("the server did not confirm receiving the request: the connection may have dropped before it was sent", "request", r.id, "hosts", len(hosts), "error", err)
+	}
+}
+
+// unconfirmedNoReply lists the hosts whose request was not confirmed and
+// that did not reply; nil when there are none.
+func (r *runner) unconfirmedNoReply() []string {
+	var out []string
+	for _, id := range r.unconfirmed {
+		if h := r.hosts[id]; h != nil && h.result == nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // sendWhole sends the request to every expected host at once.
@@ -287,6 +377,7 @@ func (r *runner) sendWhole() error {
 	for _, h := range r.queue {
 		r.asked(h, now)
 	}
+	r.confirm(r.queue)
 	r.queue = r.queue[:0]
 	r.free = 0
 	return nil
@@ -335,32 +426,47 @@ func (r *runner) asked(id string, now time.Time) {
 	r.pending++
 }
 
-// receive handles one reply. A reply from an identity whose public key is
-// known must be signed by that key, else it is counted spoofed and not
-// trusted; with no key known it is taken and counted unverified.
-func (r *runner) receive(m inboxMsg) {
+// receive handles one live reply.
+func (r *runner) receive(m inboxMsg) { r.take(m, "") }
+
+// take handles one reply, received live (source "") or read from the
+// host's history record (SourceHistory), checked the same way: strict
+// decoding, the request id, and a reply from an identity whose public key
+// is known must be signed by that key, else it is counted spoofed and not
+// trusted; with no key known it is taken and counted unverified. A host
+// counts once: a history record of a host whose reply was taken, and a
+// live reply of a host taken from history, are dropped without counting
+// as duplicates (every host records its reply in history).
+func (r *runner) take(m inboxMsg, source string) {
 	reply, err := protocol.DecodeFleetReply(m.data, protocol.Limits{})
 	switch {
 	case err != nil:
 		r.malformed++
-		r.c.log.Warn("ignored a malformed reply", "request", r.id, "error", err)
+		r.c.log.Warn("ignored a malformed reply", "request", r.id, "source", source, "error", err)
 		return
 	case reply.RequestID != r.id:
 		r.malformed++
 		r.c.log.Warn("ignored a reply to another request", "request", r.id, "identity", reply.Identity, "reply_to", reply.RequestID)
 		return
+	case source == SourceHistory && reply.Identity != m.identity:
+		r.malformed++
+		r.c.log.Warn("ignored a history record filed under another identity", "request", r.id, "identity", reply.Identity, "subject_identity", m.identity)
+		return
 	}
+	fromHistory := source == SourceHistory
 	key, known := r.keys[reply.Identity]
 	if known && (!m.signed || m.signer != key) {
 		r.spoofed++
-		r.c.log.Warn("ignored a reply not signed by the key of the identity it claims", "request", r.id, "identity", reply.Identity, "signer", m.signer)
+		r.c.log.Warn("ignored a reply not signed by the key of the identity it claims", "request", r.id, "identity", reply.Identity, "signer", m.signer, "source", source)
 		return
 	}
 	h, ok := r.hosts[reply.Identity]
 	switch {
 	case !ok || !h.asked:
 		if r.seenUnexpected[reply.Identity] {
-			r.duplicates++
+			if !fromHistory {
+				r.duplicates++
+			}
 			return
 		}
 		if len(r.unexpected) >= MaxUnexpected {
@@ -372,8 +478,12 @@ func (r *runner) receive(m inboxMsg) {
 		r.c.log.Warn("reply from a host that was not asked", "request", r.id, "identity", reply.Identity)
 		return
 	case h.result != nil:
-		r.duplicates++
+		if !fromHistory && h.result.Source != SourceHistory {
+			r.duplicates++
+		}
 		return
+	case h.timedOut && fromHistory:
+		return // a late reply is a live run's business, see LateHosts
 	case h.timedOut && h.late:
 		r.duplicates++
 		return
@@ -384,6 +494,7 @@ func (r *runner) receive(m inboxMsg) {
 		return
 	}
 	hr := newHostResult(r.req.Noop, reply)
+	hr.Source = source
 	h.result = &hr
 	r.replied++
 	if !known {

@@ -78,6 +78,7 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		{"replied after the deadline", res.LateHosts},
 		{"replied without being asked", res.Unexpected},
 		{"were not asked", res.NotAsked},
+		{"may not have been asked (the connection dropped before the server confirmed the request)", res.Unconfirmed},
 	} {
 		if len(l.hosts) > 0 {
 			fmt.Fprintf(w, "%s %s:\n    %s\n", countHosts(len(l.hosts)), l.title, listHosts(l.hosts))
@@ -128,6 +129,9 @@ func summaryLine(res *orchestrator.Result, resources bool) string {
 	if res.Unverified > 0 {
 		line += fmt.Sprintf("; %d unverified (no known key)", res.Unverified)
 	}
+	if n := res.Summary.FromHistory; n > 0 {
+		line += fmt.Sprintf("; %d %s read from history after the connection came back", n, plural(n, "result", "results"))
+	}
 	if res.HistoryError != "" {
 		line += "; history: request record not kept: " + res.HistoryError
 	}
@@ -161,6 +165,14 @@ func resourceCounts(c orchestrator.ResourceCounts, noop bool) string {
 	}
 	parts = append(parts, fmt.Sprintf("%d failed", c.Failed), fmt.Sprintf("%d skipped", c.Skipped))
 	return strings.Join(parts, ", ")
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // countHosts is "1 host" or "N hosts".

@@ -25,6 +25,27 @@ var _ = Describe("rendering", func() {
 		Expect(listHosts(hosts)).To(HaveSuffix("h19 and 3 more"))
 	})
 
+	It("says which results were read from history and which hosts may not have been asked", func() {
+		res := &orchestrator.Result{
+			RequestID: "r2", Expected: []string{"a", "b", "c"}, Replied: 2, NoReply: []string{"c"}, Unconfirmed: []string{"c"},
+			Hosts: []orchestrator.HostResult{
+				{Identity: "a", Outcome: orchestrator.OutcomeChanged},
+				{Identity: "b", Outcome: orchestrator.OutcomeChanged, Source: orchestrator.SourceHistory},
+				{Identity: "c", Outcome: orchestrator.OutcomeNoReply},
+			},
+			Summary: orchestrator.Summary{Hosts: orchestrator.HostCounts{Changed: 2, NoReply: 1}, FromHistory: 1},
+		}
+		var buf bytes.Buffer
+		renderResult(&buf, res)
+		Expect(lines(buf.String())).To(Equal([]string{
+			"1 host did not reply:",
+			"    c",
+			"1 host may not have been asked (the connection dropped before the server confirmed the request):",
+			"    c",
+			"3 expected, 2 replied: 0 ok, 2 changed, 0 failed, 1 no reply; 1 result read from history after the connection came back (request r2, 0s)",
+		}))
+	})
+
 	DescribeTable("describes a group in one line",
 		func(g orchestrator.Group, want string) { Expect(describeGroup(g)).To(Equal(want)) },
 		Entry("stable", orchestrator.Group{Resource: "file#/etc/motd", Outcome: "stable"}, "file#/etc/motd stable"),
