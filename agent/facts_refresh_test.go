@@ -95,3 +95,24 @@ var _ = Describe("Facts refresh", func() {
 		Expect(answers(f, protocol.RequestFactSubject("role", "web"))).To(BeTrue())
 	})
 })
+
+var _ = Describe("Registration", func() {
+	It("converges within seconds when the first puts fail, long before the next heartbeat", func() {
+		b := brokertest.Start(GinkgoT())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		Expect(b.RestartJetStream(ctx, false)).To(Succeed())
+		f := startOn(b, false, agent.Config{Identity: "late-1", Heartbeat: 30 * time.Second, HistoryTimeout: time.Second}, map[string]any{"os": "debian"})
+		Consistently(func() int64 { return f.agent.Stats().Heartbeats }).WithTimeout(1500 * time.Millisecond).Should(BeZero(), "no JetStream, no entry")
+
+		f.restart(true)
+		Eventually(func() error {
+			kv, err := f.js.KeyValue(ctx, protocol.NodesBucket)
+			if err != nil {
+				return err
+			}
+			_, err = kv.Get(ctx, "late-1")
+			return err
+		}).WithTimeout(10*time.Second).Should(Succeed(), "registered well before the 30s heartbeat")
+	})
+})
