@@ -103,7 +103,7 @@ var _ = Describe("Registration", func() {
 		defer cancel()
 		Expect(b.RestartJetStream(ctx, false)).To(Succeed())
 		f := startOn(b, false, agent.Config{Identity: "late-1", Heartbeat: 30 * time.Second, HistoryTimeout: time.Second}, map[string]any{"os": "debian"})
-		Consistently(func() int64 { return f.agent.Stats().Heartbeats }).WithTimeout(1500 * time.Millisecond).Should(BeZero(), "no JetStream, no entry")
+		Consistently(func() int64 { return f.agent.Stats().Heartbeats }).WithTimeout(1500*time.Millisecond).Should(BeZero(), "no JetStream, no entry")
 
 		f.restart(true)
 		Eventually(func() error {
