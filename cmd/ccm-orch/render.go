@@ -110,6 +110,10 @@ func summaryLine(res *orchestrator.Result, resources bool) string {
 	if n := len(res.NotAsked); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d not asked", n))
 	}
+	if n := len(res.Unexpected); n > 0 {
+		// Discovery missed them: the expected set was not the fleet.
+		parts = append(parts, fmt.Sprintf("%d replied without being asked", n))
+	}
 	line := fmt.Sprintf("%d expected, %d replied: %s", len(res.Expected), res.Replied, strings.Join(parts, ", "))
 	if resources {
 		line += "; resources: " + resourceCounts(res.Summary.Resources, res.Noop)

@@ -25,6 +25,18 @@ var _ = Describe("rendering", func() {
 		Expect(listHosts(hosts)).To(HaveSuffix("h19 and 3 more"))
 	})
 
+	It("counts hosts that replied without being asked in the summary line, besides listing them", func() {
+		res := &orchestrator.Result{
+			RequestID: "r3", Expected: []string{"a"}, Replied: 1, Unexpected: []string{"x", "y"},
+			Hosts:   []orchestrator.HostResult{{Identity: "a", Outcome: orchestrator.OutcomeOK}},
+			Summary: orchestrator.Summary{Hosts: orchestrator.HostCounts{OK: 1}},
+		}
+		var buf bytes.Buffer
+		renderTrailer(&buf, res, false)
+		Expect(buf.String()).To(ContainSubstring("2 hosts replied without being asked:\n    x, y\n"))
+		Expect(buf.String()).To(ContainSubstring("1 expected, 1 replied: 1 ok, 0 changed, 0 failed, 0 no reply, 2 replied without being asked"))
+	})
+
 	It("says which results were read from history and which hosts may not have been asked", func() {
 		res := &orchestrator.Result{
 			RequestID: "r2", Expected: []string{"a", "b", "c"}, Replied: 2, NoReply: []string{"c"}, Unconfirmed: []string{"c"},
