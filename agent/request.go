@@ -81,10 +81,12 @@ func (a *Agent) refusef(r *request, code protocol.Code, format string, args ...a
 //  2. keep it in the replay cache, when r owns the entry, so a replay sent
 //     on seeing the reply finds it,
 //  3. write the audit line (its decision, and the result when answered),
-//  4. send the reply to the request's reply subject,
-//  5. record it in history, when r is authenticated,
+//  4. count it in the stats and metrics,
+//  5. send the reply to the request's reply subject,
+//  6. record it in history, when r is authenticated.
 //
-// and count it in the metrics.
+// Whoever sees the reply finds it in the replay cache, the audit log and
+// the metrics.
 func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
 	id := r.id()
 	var data []byte
@@ -102,12 +104,17 @@ func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
 		r.audit.Result = newAuditResult(reply)
 	}
 	a.writeAudit(&r.audit)
+	a.count(r, reply)
 	if reply != nil {
 		a.sendReply(r.msg.Reply, id, data, sig)
 	}
 	if r.record && data != nil {
 		a.queueRecord(a.newRecord(reply, data, sig, r.received))
 	}
+}
+
+// count adds a finished request to the stats and metrics by its outcome.
+func (a *Agent) count(r *request, reply *protocol.FleetReply) {
 	switch {
 	case r.audit.Decision == DecisionNotTargeted:
 		a.stats.ignored.Add(1)
