@@ -236,6 +236,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	histDone := make(chan struct{})
 	go func() { defer close(histDone); a.historian(histCtx) }()
 
+	a.metrics.bind(a)
 	// Requests the previous run stopped on are answered before new ones.
 	a.recordInterrupted()
 
@@ -282,7 +283,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	drainBy := time.Now().Add(a.cfg.ShutdownTimeout)
 	for _, s := range subs.list() {
-		for s.IsValid() && time.Now().Before(drainBy) {
+		// Disconnected, a drain cannot finish: nothing more will arrive.
+		for s.IsValid() && a.nc.IsConnected() && time.Now().Before(drainBy) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}

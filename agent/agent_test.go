@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -285,5 +287,43 @@ var _ = Describe("Agent metrics", func() {
 		n, err := testutil.GatherAndCount(reg, "ccm_agent_request_duration_seconds")
 		Expect(err).ToNot(HaveOccurred())
 		Expect(n).To(Equal(1))
+	})
+
+	It("has every label set from the start, build information, connection, spool and last request", func() {
+		reg := prometheus.NewRegistry()
+		m, err := agent.NewMetrics(reg)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(m.Healthy()).To(BeFalse(), "no agent runs yet")
+		// Before any request: every outcome, code, type and resource outcome is there at 0.
+		n, err := testutil.GatherAndCount(reg, "ccm_agent_requests_total")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(n).To(Equal(2 + len(protocol.Codes)))
+		n, err = testutil.GatherAndCount(reg, "ccm_agent_resources_total")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(n).To(Equal(6 * len(protocol.Types)))
+
+		f := startAgent(agent.Config{Identity: "web-1"}, map[string]any{"os": "debian"}, agent.WithMetrics(m), agent.WithVersion("1.2.3"))
+		Expect(m.Healthy()).To(BeTrue())
+		Expect(testutil.CollectAndCompare(reg, strings.NewReader(`
+# HELP ccm_agent_nats_connected 1 while the agent is connected to NATS, 0 otherwise.
+# TYPE ccm_agent_nats_connected gauge
+ccm_agent_nats_connected 1
+# HELP ccm_agent_spool_records History records kept in the spool until JetStream takes them.
+# TYPE ccm_agent_spool_records gauge
+ccm_agent_spool_records 0
+# HELP ccm_agent_last_request_timestamp_seconds When the last request was run without a request-level error (Unix seconds; 0: none yet).
+# TYPE ccm_agent_last_request_timestamp_seconds gauge
+ccm_agent_last_request_timestamp_seconds 0
+`), "ccm_agent_nats_connected", "ccm_agent_spool_records", "ccm_agent_last_request_timestamp_seconds")).To(Succeed())
+		n, err = testutil.GatherAndCount(reg, "ccm_agent_build_info")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(n).To(Equal(1))
+		Expect(testutil.ToFloat64(m.BuildInfo().WithLabelValues("1.2.3", runtime.Version()))).To(Equal(1.0))
+
+		before := time.Now().Unix()
+		f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("m2", time.Minute, "exec", map[string]any{"name": "/bin/true"}))
+		Expect(testutil.ToFloat64(m.LastRequest())).To(BeNumerically(">=", before))
+		Expect(f.stop()).To(Succeed())
+		f.nc.Close()
 	})
 })

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +19,13 @@ type Metrics struct {
 	resources *prometheus.CounterVec
 	queue     prometheus.Gauge
 	drops     prometheus.Counter
+	build     *prometheus.GaugeVec
+	lastOK    prometheus.Gauge
+
+	// guards agent: the agent whose connection and spool the gauges
+	// read, set when it runs
+	mu    sync.Mutex
+	agent *Agent
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -48,12 +57,79 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Messages NATS dropped before the agent took them (slow consumer); their requesters got no reply.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops} {
+	m.build = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "ccm", Subsystem: "agent", Name: "build_info",
+		Help: "Always 1: the agent's version and the Go version it was built with.",
+	}, []string{"version", "go_version"})
+	m.lastOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "ccm", Subsystem: "agent", Name: "last_request_timestamp_seconds",
+		Help: "When the last request was run without a request-level error (Unix seconds; 0: none yet).",
+	})
+	connected := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "ccm", Subsystem: "agent", Name: "nats_connected",
+		Help: "1 while the agent is connected to NATS, 0 otherwise.",
+	}, func() float64 {
+		if m.Healthy() {
+			return 1
+		}
+		return 0
+	})
+	spool := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "ccm", Subsystem: "agent", Name: "spool_records",
+		Help: "History records kept in the spool until JetStream takes them.",
+	}, func() float64 {
+		if a := m.running(); a != nil {
+			return float64(a.spool.stats().Records)
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops, m.build, m.lastOK, connected, spool} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
+	// Every label set exists from the start, so a rate over a counter that
+	// has not moved yet is 0, not absent.
+	m.requests.WithLabelValues("executed", "")
+	m.requests.WithLabelValues("ignored", "")
+	for _, c := range protocol.Codes {
+		m.requests.WithLabelValues("error", string(c))
+	}
+	for _, t := range protocol.Types {
+		for _, o := range []string{"stable", "changed", "would change", "refreshed", "failed", "skipped"} {
+			m.resources.WithLabelValues(t, o)
+		}
+	}
 	return m, nil
+}
+
+// bind makes the gauges read a's connection and spool, and sets the build
+// information.
+func (m *Metrics) bind(a *Agent) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.agent = a
+	m.mu.Unlock()
+	m.build.Reset()
+	m.build.WithLabelValues(a.version, runtime.Version()).Set(1)
+}
+
+func (m *Metrics) running() *Agent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.agent
+}
+
+// Healthy reports whether the agent recording into m runs and is connected
+// to NATS: what /healthz answers.
+func (m *Metrics) Healthy() bool {
+	if m == nil {
+		return false
+	}
+	a := m.running()
+	return a != nil && a.nc.IsConnected()
 }
 
 // WithMetrics makes the agent record into m.
@@ -73,6 +149,7 @@ func (m *Metrics) finished(took time.Duration, events []*protocol.TransactionEve
 	if m == nil {
 		return
 	}
+	m.lastOK.SetToCurrentTime()
 	m.duration.Observe(took.Seconds())
 	for _, ev := range events {
 		m.resources.WithLabelValues(ev.Type, ev.Outcome()).Inc()
@@ -97,3 +174,10 @@ func (m *Metrics) dropped(n int) {
 		m.drops.Add(float64(n))
 	}
 }
+
+// BuildInfo exposes the build information gauge (version, go_version).
+func (m *Metrics) BuildInfo() *prometheus.GaugeVec { return m.build }
+
+// LastRequest exposes the time of the last request run without a
+// request-level error.
+func (m *Metrics) LastRequest() prometheus.Gauge { return m.lastOK }

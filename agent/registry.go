@@ -134,6 +134,11 @@ func (r *registrar) remove(ctx context.Context) {
 	if r.kv == nil {
 		return
 	}
+	if !r.a.nc.IsConnected() {
+		// Nothing can be deleted now: the entry expires after its TTL.
+		r.a.log.Warn("not connected to NATS: this node's registry entry expires after its TTL instead of being removed")
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.a.cfg.HistoryTimeout)
 	defer cancel()
 	if err := r.kv.Delete(ctx, r.a.cfg.Identity); err != nil {

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -140,5 +141,22 @@ var _ = Describe("A real agent under a burst", func() {
 		GinkgoWriter.Printf("burst: run %d, busy %d, peak RSS %d KiB, goroutines before %.0f\n", count[""], count[protocol.CodeBusy], rss, goroutinesBefore)
 		Expect(rss).To(BeNumerically("<", 256*1024), "peak RSS stays bounded")
 		Expect(metricValue(metrics, "ccm_agent_dropped_messages_total")).To(BeZero())
+
+		// /healthz says whether the agent is connected.
+		healthz := func() int {
+			resp, err := http.Get("http://" + metricsAddr + "/healthz")
+			if err != nil {
+				return 0
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode
+		}
+		Expect(healthz()).To(Equal(http.StatusOK))
+		Expect(metricValue(metrics, "ccm_agent_nats_connected")).To(Equal(1.0))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		Expect(b.Shutdown(ctx)).To(Succeed())
+		Eventually(healthz).WithTimeout(10 * time.Second).Should(Equal(http.StatusServiceUnavailable))
+		Expect(metricValue(metrics, "ccm_agent_nats_connected")).To(BeZero())
 	})
 })

@@ -21,6 +21,10 @@ const (
 	CodeInterrupted Code = "interrupted"
 )
 
+// Codes lists every error code, for those who count by code (metrics).
+var Codes = []Code{CodeBadRequest, CodeExpired, CodeBusy, CodeForbidden, CodeInternal,
+	CodeUnauthenticated, CodeClockSkew, CodeDuplicate, CodeInterrupted}
+
 // NewError builds a request-level error with a stable code and a message.
 func NewError(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

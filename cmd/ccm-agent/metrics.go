@@ -16,7 +16,9 @@ import (
 	ccmagent "github.com/ccm-fleet/ccm/agent"
 )
 
-// serveMetrics serves /metrics on addr until the returned stop is called.
+// serveMetrics serves /metrics and /healthz (200 "ok" while the agent runs
+// connected to NATS, 503 otherwise) on addr until the returned stop is
+// called.
 func serveMetrics(ctx context.Context, addr string, log *slog.Logger) (*ccmagent.Metrics, func(), error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -30,6 +32,13 @@ func serveMetrics(ctx context.Context, addr string, log *slog.Logger) (*ccmagent
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !m.Healthy() {
+			http.Error(w, "not connected to NATS", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
