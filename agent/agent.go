@@ -42,6 +42,8 @@ type Agent struct {
 	// factsSource gathers the host's facts again (nil: they are never
 	// refreshed, as for simulated agents)
 	factsSource FactsSource
+	// service is whether the agent registers as a NATS micro service
+	service bool
 
 	// guards queue, closed, running, records and recordsClosed: requests
 	// are admitted until Run closes the agent, records handed to the
@@ -97,6 +99,11 @@ type FactsSource func(ctx context.Context) (map[string]any, error)
 // Config.FactsInterval and when RefreshFacts is called (ccm-agent run calls
 // it on SIGHUP). Without one the facts given to New stay.
 func WithFactsSource(f FactsSource) Option { return func(a *Agent) { a.factsSource = f } }
+
+// WithService makes the agent register as the NATS micro service
+// protocol.AgentServiceName while it runs (ccm-agent run does; simulated
+// fleets do not, as each service costs ten subscriptions).
+func WithService() Option { return func(a *Agent) { a.service = true } }
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(a *Agent) { a.now = now } }
@@ -266,6 +273,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err == nil {
 		if ferr := a.nc.FlushTimeout(10 * time.Second); ferr != nil {
 			err = fmt.Errorf("agent %s: subscribe: %w", a.cfg.Identity, ferr)
+		}
+	}
+	if err == nil && a.service {
+		svc, serr := a.startService()
+		if serr != nil {
+			// Being listed by nats micro is a convenience: serve anyway.
+			a.log.Warn("not registered as a NATS micro service", "error", serr)
+		} else {
+			defer func() { _ = svc.Stop() }()
 		}
 	}
 	if err == nil {

@@ -44,6 +44,16 @@ func RequestNodeSubject(identity string) string {
 	return RequestSubjectPrefix + ".node." + EncodeToken(identity)
 }
 
+// AgentServiceName is the NATS micro service name every agent registers
+// under, so `nats micro ls` lists the fleet.
+const AgentServiceName = "ccm-agent"
+
+// AgentStatsSubject is the subject of an agent's stats endpoint,
+// ccm.v1.agent.<identity>.stats: its request counters as JSON.
+func AgentStatsSubject(identity string) string {
+	return "ccm.v1.agent." + EncodeToken(identity) + ".stats"
+}
+
 // RequestFactSubject is the request subject of the agents whose fact key has
 // value, ccm.v1.req.fact.<key>.<value>.
 func RequestFactSubject(key, value string) string {

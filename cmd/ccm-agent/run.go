@@ -119,7 +119,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 			return program.Exit(protocol.ExitError, err)
 		}
 		gather := func(ctx context.Context) (map[string]any, error) { return facts.Gather(ctx, opts) }
-		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version), ccmagent.WithPolicy(policy), ccmagent.WithFactsSource(gather)}
+		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version), ccmagent.WithPolicy(policy), ccmagent.WithFactsSource(gather), ccmagent.WithService()}
 		if metricsListen != "" {
 			m, stopMetrics, err := serveMetrics(ctx, metricsListen, log)
 			if err != nil {
