@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -100,6 +103,96 @@ type Config struct {
 	Insecure bool `json:"insecure" yaml:"insecure"`
 	// AuditLog is the audit log file; default <state_dir>/audit.log.
 	AuditLog string `json:"audit_log" yaml:"audit_log"`
+
+	// Servers are the NATS server URLs (nats://host:4222, tls://host:4222);
+	// default: $NATS_URL, the context's url, then nats://127.0.0.1:4222.
+	Servers []string `json:"servers" yaml:"servers"`
+	// Context names a nats CLI context to take connection settings from;
+	// default: $NATS_CONTEXT, then the one chosen with `nats context select`.
+	Context string `json:"context" yaml:"context"`
+	// Creds is a NATS credentials file (user JWT and nkey seed).
+	Creds string `json:"creds" yaml:"creds"`
+	// NKey is a NATS nkey seed file; not with Creds.
+	NKey string `json:"nkey" yaml:"nkey"`
+	// TLS are the client certificate and the CA that verifies the server.
+	TLS TLSConfig `json:"tls" yaml:"tls"`
+	// InboxPrefix replaces _INBOX as the prefix of the agent's reply
+	// subjects, e.g. _INBOX.agent-web1, so NATS permissions can confine it
+	// to its own.
+	InboxPrefix string `json:"inbox_prefix" yaml:"inbox_prefix"`
+	// MetricsListen serves Prometheus metrics on this address, e.g.
+	// 127.0.0.1:9100; empty serves none.
+	MetricsListen string `json:"metrics_listen" yaml:"metrics_listen"`
+	// Log is how the agent logs to stderr.
+	Log LogConfig `json:"log" yaml:"log"`
+}
+
+// TLSConfig are the TLS files of the NATS connection (PEM).
+type TLSConfig struct {
+	// Cert and Key are the client certificate and its key; both or neither.
+	Cert string `json:"cert" yaml:"cert"`
+	Key  string `json:"key" yaml:"key"`
+	// CA is the certificate authorities the server is verified against.
+	CA string `json:"ca" yaml:"ca"`
+}
+
+// Log formats and levels.
+const (
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// LogConfig is the agent's logging on stderr.
+type LogConfig struct {
+	// Format is text (slog's key=value lines, the default) or json (one
+	// JSON object a line).
+	Format string `json:"format" yaml:"format"`
+	// Level is debug, info (the default), warn or error.
+	Level string `json:"level" yaml:"level"`
+}
+
+// Validate checks the format and level; empty ones take the defaults.
+func (l LogConfig) Validate() error {
+	switch l.Format {
+	case "", LogFormatText, LogFormatJSON:
+	default:
+		return fmt.Errorf("%w: log.format %q: want text or json", ErrConfig, l.Format)
+	}
+	switch l.Level {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("%w: log.level %q: want debug, info, warn or error", ErrConfig, l.Level)
+	}
+	return nil
+}
+
+// ValidateConnection checks the NATS connection settings that can be
+// checked without reading files or dialing, and the log settings; Validate
+// includes it, and LoadConfig applies it to the file.
+func (c Config) ValidateConnection() error {
+	for i, s := range c.Servers {
+		u, err := url.Parse(s)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: servers[%d]: %w", ErrConfig, i, err)
+		case u.Host == "" || strings.Contains(s, ","):
+			return fmt.Errorf("%w: servers[%d] %q: want one URL like nats://host:4222", ErrConfig, i, s)
+		}
+	}
+	switch {
+	case c.Creds != "" && c.NKey != "":
+		return fmt.Errorf("%w: creds and nkey are mutually exclusive", ErrConfig)
+	case (c.TLS.Cert == "") != (c.TLS.Key == ""):
+		return fmt.Errorf("%w: tls.cert and tls.key go together", ErrConfig)
+	case strings.ContainsAny(c.InboxPrefix, "*> \t\r\n") || strings.HasPrefix(c.InboxPrefix, ".") || strings.HasSuffix(c.InboxPrefix, ".") || strings.Contains(c.InboxPrefix, ".."):
+		return fmt.Errorf("%w: inbox_prefix %q: want subject tokens without wildcards, e.g. _INBOX.agent-web1", ErrConfig, c.InboxPrefix)
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return fmt.Errorf("%w: metrics_listen %q: %w", ErrConfig, c.MetricsListen, err)
+		}
+	}
+	return c.Log.Validate()
 }
 
 // MaxConfigBytes bounds a configuration file.
@@ -117,6 +210,9 @@ func LoadConfig(path string) (Config, error) {
 	}
 	if _, err := protocol.DecodeConfig(data, &c, protocol.Limits{MaxBytes: MaxConfigBytes}); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, decodeError(ErrConfig, err))
+	}
+	if err := c.ValidateConnection(); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
@@ -254,5 +350,5 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: subject_facts has an empty name", ErrConfig)
 		}
 	}
-	return nil
+	return c.ValidateConnection()
 }

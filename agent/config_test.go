@@ -3,6 +3,8 @@ package agent_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -26,6 +28,31 @@ var _ = Describe("Config", func() {
 		Expect(c.SpoolMaxRecords).To(Equal(agent.DefaultSpoolMaxRecords))
 	})
 
+	It("loads the example with every commented setting uncommented (nkey rather than creds)", func() {
+		data, err := os.ReadFile(filepath.Join("..", "dist", "agent.yaml"))
+		Expect(err).ToNot(HaveOccurred())
+		setting := regexp.MustCompile(`^# ?( *[a-z_]+:| +- )`)
+		var lines []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if setting.MatchString(l) && !strings.Contains(l, "creds:") {
+				l = strings.TrimPrefix(strings.TrimPrefix(l, "#"), " ")
+			}
+			lines = append(lines, l)
+		}
+		p := filepath.Join(GinkgoT().TempDir(), "agent.yaml")
+		Expect(os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o600)).To(Succeed())
+		c, err := agent.LoadConfig(p)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(c.Servers).To(HaveLen(2))
+		Expect(c.Context).To(Equal("fleet"))
+		Expect(c.TLS.CA).To(Equal("/etc/ccm/ca.pem"))
+		Expect(c.InboxPrefix).To(Equal("_INBOX.agent-web17"))
+		Expect(c.MetricsListen).To(Equal("127.0.0.1:9100"))
+		Expect(c.Log).To(Equal(agent.LogConfig{Format: "text", Level: "info"}))
+		c = c.WithDefaults()
+		Expect(c.Validate()).To(Succeed())
+	})
+
 	DescribeTable("refuses bad configuration",
 		func(yaml, problem string) {
 			p := filepath.Join(GinkgoT().TempDir(), "agent.yaml")
@@ -44,5 +71,43 @@ var _ = Describe("Config", func() {
 		Entry("a heartbeat too short", "identity: a\nheartbeat: 10ms\n", "heartbeat 10ms must be between 100ms and 1h0m0s"),
 		Entry("a registry ttl under two heartbeats", "identity: a\nheartbeat: 10s\nregistry_ttl: 15s\n", "registry_ttl 15s must be at least 1s and at least two heartbeats (20s)"),
 		Entry("a spool too large", "identity: a\nspool_max_bytes: 2000000000\n", "spool_max_bytes"),
+		Entry("servers not a list", "servers: nats://a:4222\n", "servers"),
+		Entry("a server that is no URL", "servers: [nats://a:4222, 'just words']\n", `servers[1] "just words": want one URL like nats://host:4222`),
+		Entry("two servers in one entry", "servers: ['nats://a:4222,nats://b:4222']\n", "servers[0]"),
+		Entry("creds and nkey together", "creds: /etc/ccm/a.creds\nnkey: /etc/ccm/a.nk\n", "creds and nkey are mutually exclusive"),
+		Entry("an unknown tls key, named as written", "tls:\n  cert: /c.pem\n  Key: /k.pem\n", `tls: unknown key "Key"`),
+		Entry("a tls cert without its key", "tls:\n  cert: /c.pem\n", "tls.cert and tls.key go together"),
+		Entry("a tls key without its cert", "tls:\n  key: /k.pem\n", "tls.cert and tls.key go together"),
+		Entry("an inbox prefix with a wildcard", "inbox_prefix: _INBOX.*\n", `inbox_prefix "_INBOX.*"`),
+		Entry("an inbox prefix with an empty token", "inbox_prefix: _INBOX..a\n", "inbox_prefix"),
+		Entry("metrics_listen without a port", "metrics_listen: 127.0.0.1\n", `metrics_listen "127.0.0.1"`),
+		Entry("an unknown log format", "log:\n  format: xml\n", `log.format "xml": want text or json`),
+		Entry("an unknown log level", "log:\n  level: verbose\n", `log.level "verbose": want debug, info, warn or error`),
+		Entry("an unknown log key, named as written", "log:\n  colour: true\n", `log: unknown key "colour"`),
+		Entry("a misspelt connection key", "server: nats://a:4222\n", `unknown key "server"`),
 	)
+
+	It("takes every connection, metrics and log setting from the file", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "agent.yaml")
+		Expect(os.WriteFile(p, []byte(`servers: [nats://n1:4222, tls://n2:4222]
+context: fleet
+nkey: /etc/ccm/agent.nk
+tls: {cert: /etc/ccm/c.pem, key: /etc/ccm/k.pem, ca: /etc/ccm/ca.pem}
+inbox_prefix: _INBOX.agent-web1
+metrics_listen: 127.0.0.1:9100
+log: {format: json, level: warn}
+`), 0o600)).To(Succeed())
+		c, err := agent.LoadConfig(p)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(c.Servers).To(Equal([]string{"nats://n1:4222", "tls://n2:4222"}))
+		Expect(c.Context).To(Equal("fleet"))
+		Expect(c.NKey).To(Equal("/etc/ccm/agent.nk"))
+		Expect(c.TLS).To(Equal(agent.TLSConfig{Cert: "/etc/ccm/c.pem", Key: "/etc/ccm/k.pem", CA: "/etc/ccm/ca.pem"}))
+		Expect(c.InboxPrefix).To(Equal("_INBOX.agent-web1"))
+		Expect(c.MetricsListen).To(Equal("127.0.0.1:9100"))
+		Expect(c.Log).To(Equal(agent.LogConfig{Format: "json", Level: "warn"}))
+		c = c.WithDefaults()
+		c.Identity = "web1"
+		Expect(c.Validate()).To(Succeed())
+	})
 })

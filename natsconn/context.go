@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,9 @@ import (
 
 // maxContextSize bounds how much of a context file is read.
 const maxContextSize = 1 << 20
+
+// maxSelectedSize bounds how much of the selected-context file is read.
+const maxSelectedSize = 4096
 
 // Context is the part of a `nats` CLI context file that connections use.
 // File paths have a leading "~/" expanded to the home directory. Other keys
@@ -30,6 +34,47 @@ type Context struct {
 	Token    string `json:"token"`
 }
 
+// SelectedContext returns the context chosen with `nats context select`:
+// the name in $XDG_CONFIG_HOME/nats/context.txt, or
+// ~/.config/nats/context.txt when XDG_CONFIG_HOME is unset, the file the
+// nats CLI (github.com/nats-io/jsm.go/natscontext) keeps it in. No file, or
+// an empty one, is no selection: "" and no error. Errors wrap ErrContext.
+func SelectedContext() (string, error) {
+	base, err := configHome()
+	if err != nil {
+		return "", fmt.Errorf("%w: selected context: %w", ErrContext, err)
+	}
+	path := filepath.Join(base, "nats", "context.txt")
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: selected context: %w", ErrContext, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSelectedSize+1))
+	if err != nil {
+		return "", fmt.Errorf("%w: selected context: %s: %w", ErrContext, path, err)
+	}
+	if len(data) > maxSelectedSize {
+		return "", fmt.Errorf("%w: selected context: %s: larger than %d bytes", ErrContext, path, maxSelectedSize)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// configHome is $XDG_CONFIG_HOME, or ~/.config when it is unset.
+func configHome() (string, error) {
+	if base := os.Getenv("XDG_CONFIG_HOME"); base != "" {
+		return base, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".config"), nil
+}
+
 // ContextPath returns the file of the named context:
 // $XDG_CONFIG_HOME/nats/context/<name>.json, or
 // ~/.config/nats/context/<name>.json when XDG_CONFIG_HOME is unset. Errors
@@ -38,13 +83,9 @@ func ContextPath(name string) (string, error) {
 	if name == "" || name == "." || strings.Contains(name, "..") || strings.ContainsAny(name, `/\`) {
 		return "", fmt.Errorf("%w %q: invalid name", ErrContext, name)
 	}
-	base := os.Getenv("XDG_CONFIG_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("%w %q: %w", ErrContext, name, err)
-		}
-		base = filepath.Join(home, ".config")
+	base, err := configHome()
+	if err != nil {
+		return "", fmt.Errorf("%w %q: %w", ErrContext, name, err)
 	}
 	return filepath.Join(base, "nats", "context", name+".json"), nil
 }

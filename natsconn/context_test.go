@@ -189,3 +189,38 @@ var _ = Describe("Context", func() {
 		})
 	})
 })
+
+var _ = Describe("SelectedContext", func() {
+	It("reads the name `nats context select` wrote, trimmed", func() {
+		home := useConfigHome()
+		Expect(os.MkdirAll(filepath.Join(home, "nats"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(home, "nats", "context.txt"), []byte("ops\n"), 0o644)).To(Succeed())
+		Expect(natsconn.SelectedContext()).To(Equal("ops"))
+	})
+
+	It("is empty, without error, when none is selected", func() {
+		home := useConfigHome()
+		Expect(natsconn.SelectedContext()).To(BeEmpty())
+		Expect(os.MkdirAll(filepath.Join(home, "nats"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(home, "nats", "context.txt"), nil, 0o644)).To(Succeed())
+		Expect(natsconn.SelectedContext()).To(BeEmpty())
+	})
+
+	It("falls back to ~/.config without XDG_CONFIG_HOME", func() {
+		home := GinkgoT().TempDir()
+		GinkgoT().Setenv("HOME", home)
+		GinkgoT().Setenv("XDG_CONFIG_HOME", "")
+		Expect(os.MkdirAll(filepath.Join(home, ".config", "nats"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(home, ".config", "nats", "context.txt"), []byte("home"), 0o644)).To(Succeed())
+		Expect(natsconn.SelectedContext()).To(Equal("home"))
+	})
+
+	It("refuses an oversized file, wrapping ErrContext", func() {
+		home := useConfigHome()
+		Expect(os.MkdirAll(filepath.Join(home, "nats"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(home, "nats", "context.txt"), make([]byte, 5000), 0o644)).To(Succeed())
+		_, err := natsconn.SelectedContext()
+		Expect(err).To(MatchError(natsconn.ErrContext))
+		Expect(err.Error()).To(ContainSubstring("larger than 4096 bytes"))
+	})
+})

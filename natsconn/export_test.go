@@ -2,3 +2,4 @@ package natsconn
 
 // ReconnectDelay exposes the reconnect backoff to the tests.
 var ReconnectDelay = reconnectDelay
+var RetryDelay = retryDelay

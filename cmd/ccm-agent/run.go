@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,6 +75,21 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if factsInterval > 0 {
 			cfg.FactsInterval = factsInterval
 		}
+		if metricsListen != "" {
+			cfg.MetricsListen = metricsListen
+		}
+		connOpts, err := conn.Options("", nil, natsconn.Options{
+			Servers: strings.Join(cfg.Servers, ","), Context: cfg.Context, Creds: cfg.Creds, NKey: cfg.NKey,
+			TLSCert: cfg.TLS.Cert, TLSKey: cfg.TLS.Key, TLSCA: cfg.TLS.CA, InboxPrefix: cfg.InboxPrefix,
+		})
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		// Connection settings that cannot work stop the agent before it
+		// waits for NATS.
+		if _, err := connOpts.Resolve(); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
 		if err := sec.apply(&cfg); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -101,10 +117,18 @@ func (a *app) registerRun(cli *fisk.Application) {
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		log := a.DaemonLogger()
+		log := a.DaemonLogger(cfg.Log.Format, cfg.Log.Level)
 		id, _ := fs["identity"].(string)
-		nc, err := natsconn.Connect(ctx, conn.Options("ccm-agent "+id, log))
+		// An agent starts with its host, often before NATS is reachable:
+		// it waits for NATS (SIGINT or SIGTERM meanwhile ends it cleanly)
+		// and serves once connected.
+		connOpts.Name, connOpts.Logger = "ccm-agent "+id, log
+		nc, err := natsconn.ConnectRetry(ctx, connOpts)
 		if err != nil {
+			if ctx.Err() != nil {
+				log.Info("stopped before NATS was reachable")
+				return nil
+			}
 			return program.Exit(protocol.ExitError, err)
 		}
 		defer nc.Close()
@@ -120,8 +144,8 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		gather := func(ctx context.Context) (map[string]any, error) { return facts.Gather(ctx, opts) }
 		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version), ccmagent.WithPolicy(policy), ccmagent.WithFactsSource(gather), ccmagent.WithService()}
-		if metricsListen != "" {
-			m, stopMetrics, err := serveMetrics(ctx, metricsListen, log)
+		if cfg.MetricsListen != "" {
+			m, stopMetrics, err := serveMetrics(ctx, cfg.MetricsListen, log)
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
@@ -206,7 +230,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		log := a.DaemonLogger()
+		log := a.DaemonLogger("", "")
 		dir := stateDir
 		if dir == "" {
 			dir = ccmagent.DefaultStateDir
@@ -226,7 +250,11 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 			Config: simCfg,
 			Engine: engine.New(reg), Log: log, Version: version,
 			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
-				return natsconn.Connect(ctx, conn.Options("ccm-agent simulate "+name, log))
+				o, err := conn.Options("ccm-agent simulate "+name, log, natsconn.Options{})
+				if err != nil {
+					return nil, err
+				}
+				return natsconn.Connect(ctx, o)
 			},
 			Ready: func() { fmt.Fprintf(a.Stderr, "%d simulated agents serving (%s-0001 …)\n", count, prefix) },
 		}

@@ -27,7 +27,11 @@ func (a *app) signalContext() (context.Context, context.CancelFunc) {
 func (a *app) connect(ctx context.Context, c *connflags.Flags) (*nats.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	nc, err := natsconn.Connect(cctx, c.Options("ccm-orch", a.Logger()))
+	opts, err := c.Options("ccm-orch", a.Logger(), natsconn.Options{})
+	if err != nil {
+		return nil, program.Exit(protocol.ExitError, err)
+	}
+	nc, err := natsconn.Connect(cctx, opts)
 	if err != nil {
 		return nil, program.Exit(protocol.ExitError, err)
 	}

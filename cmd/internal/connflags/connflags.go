@@ -1,9 +1,12 @@
 // Package connflags registers the NATS connection flags every CCM Fleet
-// command that talks to NATS takes, and turns them into natsconn.Options.
+// command that talks to NATS takes, and turns them into natsconn.Options
+// following the nats CLI's conventions (NATS_URL, NATS_CONTEXT and the
+// context chosen with `nats context select`).
 package connflags
 
 import (
 	"log/slog"
+	"os"
 
 	"github.com/choria-io/fisk"
 
@@ -15,13 +18,13 @@ type Flags struct {
 	servers, context, creds, nkey, cert, key, ca, inbox string
 }
 
-// Register adds --server (env CCM_SERVER), --context, --creds, --nkey,
+// Register adds --server/-s (env CCM_SERVER), --context, --creds, --nkey,
 // --tlscert, --tlskey, --tlsca and --inbox-prefix (env CCM_INBOX_PREFIX)
 // to cmd.
 func Register(cmd *fisk.CmdClause) *Flags {
 	f := &Flags{}
-	cmd.Flag("server", "NATS server URLs, comma separated (default nats://127.0.0.1:4222)").Envar("CCM_SERVER").PlaceHolder("URL").StringVar(&f.servers)
-	cmd.Flag("context", "Use a nats CLI context for the connection").PlaceHolder("NAME").StringVar(&f.context)
+	cmd.Flag("server", "NATS server URLs, comma separated (default: $NATS_URL, the context's url, then nats://127.0.0.1:4222)").Short('s').Envar("CCM_SERVER").PlaceHolder("URL").StringVar(&f.servers)
+	cmd.Flag("context", "Use a nats CLI context for the connection (default: $NATS_CONTEXT, then the one chosen with `nats context select`)").PlaceHolder("NAME").StringVar(&f.context)
 	cmd.Flag("creds", "NATS credentials file").PlaceHolder("FILE").StringVar(&f.creds)
 	cmd.Flag("nkey", "NATS nkey seed file").PlaceHolder("FILE").StringVar(&f.nkey)
 	cmd.Flag("tlscert", "TLS client certificate").PlaceHolder("FILE").StringVar(&f.cert)
@@ -31,10 +34,46 @@ func Register(cmd *fisk.CmdClause) *Flags {
 	return f
 }
 
-// Options returns the natsconn options for a connection called name.
-func (f *Flags) Options(name string, log *slog.Logger) natsconn.Options {
-	return natsconn.Options{
-		Servers: f.servers, Context: f.context, Creds: f.creds, NKey: f.nkey,
-		TLSCert: f.cert, TLSKey: f.key, TLSCA: f.ca, InboxPrefix: f.inbox, Name: name, Logger: log,
+// Options returns the natsconn options for a connection called name. Each
+// setting comes from the first of: its flag (or the flag's environment
+// variable), base (e.g. the agent's configuration file), then the nats CLI
+// conventions: servers from NATS_URL, the context from NATS_CONTEXT and
+// then the selected context (natsconn.SelectedContext). The context's own
+// settings fill what is still empty when the options are resolved. Errors
+// wrap natsconn.ErrContext (the selected-context file cannot be read).
+func (f *Flags) Options(name string, log *slog.Logger, base natsconn.Options) (natsconn.Options, error) {
+	o := base
+	o.Name, o.Logger = name, log
+	for _, s := range []struct {
+		dst  *string
+		flag string
+	}{
+		{&o.Servers, f.servers}, {&o.Context, f.context}, {&o.TLSCA, f.ca}, {&o.InboxPrefix, f.inbox},
+	} {
+		if s.flag != "" {
+			*s.dst = s.flag
+		}
 	}
+	// Authentication is taken as a whole, and a certificate with its key:
+	// a flag for either replaces both of base's.
+	if f.creds != "" || f.nkey != "" {
+		o.Creds, o.NKey = f.creds, f.nkey
+	}
+	if f.cert != "" || f.key != "" {
+		o.TLSCert, o.TLSKey = f.cert, f.key
+	}
+	if o.Servers == "" {
+		o.Servers = os.Getenv("NATS_URL")
+	}
+	if o.Context == "" {
+		o.Context = os.Getenv("NATS_CONTEXT")
+	}
+	if o.Context == "" {
+		sel, err := natsconn.SelectedContext()
+		if err != nil {
+			return natsconn.Options{}, err
+		}
+		o.Context = sel
+	}
+	return o, nil
 }

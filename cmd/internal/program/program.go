@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/choria-io/fisk"
 
@@ -36,6 +35,9 @@ func Exit(code protocol.ExitCode, err error) error { return &ExitError{Code: cod
 type Globals struct {
 	Stdout, Stderr io.Writer
 	Verbose, Debug bool
+	// LogFormat and LogLevel are --log-format and --log-level; empty when
+	// not given.
+	LogFormat, LogLevel string
 }
 
 // New builds the application with version, help and the global flags.
@@ -48,6 +50,8 @@ func New(name, help, version string, g *Globals) *fisk.Application {
 	app.HelpFlag.Short('h')
 	app.Flag("verbose", "Log progress to stderr").Short('v').BoolVar(&g.Verbose)
 	app.Flag("debug", "Log debugging detail to stderr").BoolVar(&g.Debug)
+	app.Flag("log-format", "Log lines as text (key=value) or json (one object a line)").Envar("CCM_LOG_FORMAT").PlaceHolder("text|json").EnumVar(&g.LogFormat, LogFormats...)
+	app.Flag("log-level", "Log at this level and above: debug, info, warn or error").Envar("CCM_LOG_LEVEL").PlaceHolder("LEVEL").EnumVar(&g.LogLevel, LogLevels...)
 	return app
 }
 
@@ -83,27 +87,4 @@ func Run(app *fisk.Application, args []string, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintf(stderr, "%s: error: %v (see %s --help)\n", app.Name, err, app.Name)
 	return int(protocol.ExitError)
-}
-
-// Logger logs to stderr at the level the global flags ask for; without
-// them it logs nothing, as commands report through their output.
-func (g *Globals) Logger() *slog.Logger {
-	level := slog.LevelError + 4
-	switch {
-	case g.Debug:
-		level = slog.LevelDebug
-	case g.Verbose:
-		level = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
-}
-
-// DaemonLogger logs to stderr at info level (debug with --debug), for
-// long-running commands.
-func (g *Globals) DaemonLogger() *slog.Logger {
-	level := slog.LevelInfo
-	if g.Debug {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
 }
