@@ -115,6 +115,11 @@ func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrat
 	if req.Ensure, err = protocol.NewEnsureRequest(typeName, c.common.Properties(props)); err != nil {
 		return req, err
 	}
+	// Refuse what every agent would refuse before connecting, so a typo
+	// sends nothing and records nothing.
+	if err := orchestrator.CheckEnsure(req.Ensure); err != nil {
+		return req, err
+	}
 	return req, nil
 }
 
