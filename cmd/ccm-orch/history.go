@@ -158,12 +158,14 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 
 func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 	var (
-		id string
-		js bool
+		id      string
+		js      bool
+		verbose bool
 	)
 	cmd := h.Command("show", "Print a request's report rebuilt from history, late replies included, with the live command's exit code")
 	cmd.Arg("request", "The request id").Required().StringVar(&id)
 	cmd.Flag("json", "Print the result document, as the live command's --json").BoolVar(&js)
+	cmd.Flag("verbose", "List every group of hosts (the text report shows at most 20)").BoolVar(&verbose)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
@@ -186,11 +188,13 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 					fmt.Fprintf(a.Stdout, " where %s", f)
 				}
 				fmt.Fprintln(a.Stdout)
+				out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
 				if r.Ensure != nil {
-					renderResult(a.Stdout, run.Result)
+					renderResult(out, run.Result, verbose)
 				} else {
-					renderManifestResult(a.Stdout, run.Result)
+					renderManifestResult(out, run.Result, verbose)
 				}
+				_ = out.Flush()
 			}
 			if run.Result.ExitCode != protocol.ExitOK {
 				return program.Exit(run.Result.ExitCode, nil)
