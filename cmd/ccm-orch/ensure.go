@@ -31,7 +31,6 @@ type runFlags struct {
 	maxFail   int
 	json      bool
 	jsonl     bool
-	verbose   bool
 	async     bool
 	mode      string
 	key       string
@@ -64,7 +63,6 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	cmd.Flag("batch-sleep", "With --batch, pause this long before asking the next host").PlaceHolder("DURATION").DurationVar(&c.sleep)
 	cmd.Flag("max-failures", "With --batch, stop asking new hosts once this many failed or did not reply (0: no limit)").PlaceHolder("N").IntVar(&c.maxFail)
 	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
-	cmd.Flag("verbose", "List every group of hosts (the text report shows at most 20)").BoolVar(&c.verbose)
 	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)
 	cmd.Flag("async", "Send the request, print its id and exit; the replies land in history (ccm-orch history show ID)").BoolVar(&c.async)
 	cmd.Flag("key", "Sign every request with this nkeys seed file (ccm-orch keys new); without one requests go unsigned and only insecure agents run them").Envar("CCM_KEY").PlaceHolder("FILE").StringVar(&c.key)
@@ -222,7 +220,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 			}
 		default:
 			out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
-			render(out, res, c.verbose)
+			render(out, res, a.Verbose)
 			_ = out.Flush()
 		}
 	}

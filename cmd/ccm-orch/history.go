@@ -158,14 +158,12 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 
 func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 	var (
-		id      string
-		js      bool
-		verbose bool
+		id string
+		js bool
 	)
 	cmd := h.Command("show", "Print a request's report rebuilt from history, late replies included, with the live command's exit code")
 	cmd.Arg("request", "The request id").Required().StringVar(&id)
 	cmd.Flag("json", "Print the result document, as the live command's --json").BoolVar(&js)
-	cmd.Flag("verbose", "List every group of hosts (the text report shows at most 20)").BoolVar(&verbose)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
@@ -190,9 +188,9 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 				fmt.Fprintln(a.Stdout)
 				out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
 				if r.Ensure != nil {
-					renderResult(out, run.Result, verbose)
+					renderResult(out, run.Result, a.Verbose)
 				} else {
-					renderManifestResult(out, run.Result, verbose)
+					renderManifestResult(out, run.Result, a.Verbose)
 				}
 				_ = out.Flush()
 			}

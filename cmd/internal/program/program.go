@@ -46,7 +46,7 @@ func New(name, help, version string, g *Globals) *fisk.Application {
 	app.ErrorWriter(g.Stderr)
 	app.UsageWriter(g.Stdout)
 	app.HelpFlag.Short('h')
-	app.Flag("verbose", "Log progress to stderr").Short('v').BoolVar(&g.Verbose)
+	app.Flag("verbose", "Log progress to stderr (ccm-orch: and list every group of hosts in text reports)").Short('v').BoolVar(&g.Verbose)
 	app.Flag("debug", "Log debugging detail to stderr").BoolVar(&g.Debug)
 	return app
 }
