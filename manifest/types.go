@@ -36,6 +36,21 @@ func BuiltinTypes() []resources.Type {
 	}
 }
 
+// BuiltinProviders returns, per type name, the names of the providers
+// providers.Builtin registers, so a client that must not import the
+// providers (ccm-orch) can refuse a provider: no agent has before sending.
+// A test in providers keeps the two lists equal.
+func BuiltinProviders() map[string][]string {
+	return map[string][]string{
+		"archive":  {"http"},
+		"exec":     {"posix", "shell"},
+		"file":     {"posix"},
+		"package":  {"apt", "dnf"},
+		"scaffold": {"choria"},
+		"service":  {"systemd"},
+	}
+}
+
 // typeSet is the resource types a manifest may use, by name.
 type typeSet map[string]*typeInfo
 

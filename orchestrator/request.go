@@ -137,6 +137,9 @@ func (r Request) normalize() (Request, error) {
 		if err := r.Ensure.Validate(); err != nil {
 			return invalid("%s", protocol.AsError(err).Message)
 		}
+		if err := CheckEnsure(r.Ensure); err != nil {
+			return r, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	if r.Manifest != nil && (len(r.Manifest.Manifest) == 0 || string(r.Manifest.Manifest) == "null") {
 		return invalid("the manifest bundle has no manifest document")

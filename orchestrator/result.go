@@ -160,7 +160,8 @@ type ResourceCounts struct {
 	WouldChange int `json:"would_change"`
 }
 
-// Group is a set of hosts whose resource ended the same way.
+// Group is a set of hosts whose resource ended the same way: the same
+// outcome with the same message shape.
 type Group struct {
 	// Resource is the resource reference, type#name, as the request named
 	// it (templates unexpanded); empty for a request-level error.
@@ -170,7 +171,10 @@ type Group struct {
 	// GroupError.
 	Outcome string `json:"outcome"`
 	// Message is the failure (errors joined with "; "), the noop message, or
-	// the request-level error as "code: message".
+	// the request-level error as "code: message", with each host's identity
+	// replaced by HostPlaceholder: hosts whose messages differ only by their
+	// own identity share a group (see messageShape). Each host's own message
+	// is in its HostResult's events.
 	Message string `json:"message,omitempty"`
 	// Hosts are the identities in the group, sorted.
 	Hosts []string `json:"hosts"`
@@ -250,12 +254,13 @@ func (r *Result) summarize(names *refNamer) {
 			continue
 		}
 		if h.Error != nil {
-			k := groupKey{outcome: GroupError, message: string(h.Error.Code) + ": " + h.Error.Message}
+			k := groupKey{outcome: GroupError, message: messageShape(string(h.Error.Code)+": "+h.Error.Message, h.Identity)}
 			groups[k] = append(groups[k], h.Identity)
 		}
 		for _, ev := range h.Events {
 			named := names.name(ev, len(h.Events) == 1)
 			k := eventKey(ev, named.ref)
+			k.message = messageShape(k.message, h.Identity)
 			r.Summary.Resources.count(k.outcome)
 			rr := resources[k.resource]
 			if rr == nil {

@@ -115,6 +115,11 @@ func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrat
 	if req.Ensure, err = protocol.NewEnsureRequest(typeName, c.common.Properties(props)); err != nil {
 		return req, err
 	}
+	// Refuse what every agent would refuse before connecting, so a typo
+	// sends nothing and records nothing.
+	if err := orchestrator.CheckEnsure(req.Ensure); err != nil {
+		return req, err
+	}
 	return req, nil
 }
 
@@ -169,7 +174,7 @@ func usageError(err error) error {
 }
 
 // send runs the request and renders the result with render (or as JSON).
-func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer, *orchestrator.Result)) error {
+func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer, *orchestrator.Result, bool)) error {
 	clientOpts := []orchestrator.Option{orchestrator.WithLogger(a.Logger())}
 	if c.key == "" {
 		fmt.Fprintln(a.Stderr, "ccm-orch: no --key: the request goes unsigned and only agents with insecure: true run it")
@@ -214,7 +219,9 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 				fmt.Fprintln(a.Stdout, res.RequestID)
 			}
 		default:
-			render(a.Stdout, res)
+			out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
+			render(out, res, a.Verbose)
+			_ = out.Flush()
 		}
 	}
 	switch {

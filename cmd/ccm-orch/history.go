@@ -186,11 +186,13 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 					fmt.Fprintf(a.Stdout, " where %s", f)
 				}
 				fmt.Fprintln(a.Stdout)
+				out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
 				if r.Ensure != nil {
-					renderResult(a.Stdout, run.Result)
+					renderResult(out, run.Result, a.Verbose)
 				} else {
-					renderManifestResult(a.Stdout, run.Result)
+					renderManifestResult(out, run.Result, a.Verbose)
 				}
+				_ = out.Flush()
 			}
 			if run.Result.ExitCode != protocol.ExitOK {
 				return program.Exit(run.Result.ExitCode, nil)

@@ -14,18 +14,48 @@ import (
 // maxListedHosts caps the names printed under one heading.
 const maxListedHosts = 20
 
+// maxGroups caps the groups the text report shows, so it fits a screen
+// at any fleet size; --verbose (or --json) shows them all.
+const maxGroups = 20
+
 // renderResult writes the human summary of a run: one line per group of
-// identical outcomes followed by its hosts, then the hosts that did not
-// reply, replied unasked or were never asked, then one summary line.
-func renderResult(w io.Writer, res *orchestrator.Result) {
+// outcomes of the same shape (orchestrator.Group) followed by its hosts (at
+// most maxGroups groups unless verbose), then the hosts that did not reply,
+// replied unasked or were never asked, then one summary line.
+func renderResult(w io.Writer, res *orchestrator.Result, verbose bool) {
 	if len(res.Expected) == 0 {
 		return
 	}
-	for _, g := range res.Groups {
+	groups, hidden := shownGroups(res.Groups, verbose)
+	if hidden > 0 {
+		fmt.Fprintln(w, hiddenGroupsLine(hidden, res.Groups[:len(res.Groups)-len(groups)]))
+	}
+	for _, g := range groups {
 		fmt.Fprintf(w, "%s: %s\n", countHosts(g.Count), describeGroup(g))
 		fmt.Fprintf(w, "    %s\n", listHosts(g.Hosts))
 	}
 	renderTrailer(w, res, false)
+}
+
+// shownGroups returns the groups a text report shows: all when verbose or
+// when there are at most maxGroups, otherwise the last maxGroups (groups
+// are sorted with problems last, so those are the ones kept), and how many
+// were left out.
+func shownGroups(groups []orchestrator.Group, verbose bool) ([]orchestrator.Group, int) {
+	if verbose || len(groups) <= maxGroups {
+		return groups, 0
+	}
+	return groups[len(groups)-maxGroups:], len(groups) - maxGroups
+}
+
+// hiddenGroupsLine says how many groups (and hosts in them) a report left
+// out and how to see them.
+func hiddenGroupsLine(n int, hidden []orchestrator.Group) string {
+	hosts := 0
+	for _, g := range hidden {
+		hosts += g.Count
+	}
+	return fmt.Sprintf("%d more %s of %s not shown (--verbose or --json lists every group)", n, plural(n, "group", "groups"), countHosts(hosts))
 }
 
 // renderManifestResult writes the human summary of a manifest run: one line
@@ -34,21 +64,36 @@ func renderResult(w io.Writer, res *orchestrator.Result) {
 // have ...) on web17, web23, web31"), then the hosts that refused the
 // request, did not reply, replied unasked or were never asked, then one
 // summary line.
-func renderManifestResult(w io.Writer, res *orchestrator.Result) {
+//
+// Unless verbose, each resource shows at most maxGroups groups and the
+// request-level refusals at most maxGroups groups, the rest counted.
+func renderManifestResult(w io.Writer, res *orchestrator.Result, verbose bool) {
 	if len(res.Expected) == 0 {
 		return
 	}
 	for _, rr := range res.Resources {
-		parts := make([]string, 0, len(rr.Groups))
-		for _, g := range rr.Groups {
+		groups, hidden := shownGroups(rr.Groups, verbose)
+		parts := make([]string, 0, len(groups)+1)
+		for _, g := range groups {
 			parts = append(parts, describeOutcome(g))
+		}
+		if hidden > 0 {
+			parts = append(parts, hiddenGroupsLine(hidden, rr.Groups[:hidden]))
 		}
 		fmt.Fprintf(w, "%s: %s\n", rr.Resource, strings.Join(parts, ", "))
 	}
+	var refused []orchestrator.Group
 	for _, g := range res.Groups {
 		if g.Outcome == orchestrator.GroupError {
-			fmt.Fprintf(w, "request refused: %s (%s) on %s\n", countHosts(g.Count), g.Message, listHosts(g.Hosts))
+			refused = append(refused, g)
 		}
+	}
+	groups, hidden := shownGroups(refused, verbose)
+	if hidden > 0 {
+		fmt.Fprintf(w, "request refused: %s\n", hiddenGroupsLine(hidden, refused[:hidden]))
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "request refused: %s (%s) on %s\n", countHosts(g.Count), g.Message, listHosts(g.Hosts))
 	}
 	renderTrailer(w, res, true)
 }

@@ -48,7 +48,7 @@ var _ = Describe("rendering", func() {
 			Summary: orchestrator.Summary{Hosts: orchestrator.HostCounts{Changed: 2, NoReply: 1}, FromHistory: 1},
 		}
 		var buf bytes.Buffer
-		renderResult(&buf, res)
+		renderResult(&buf, res, false)
 		Expect(lines(buf.String())).To(Equal([]string{
 			"1 host did not reply:",
 			"    c",
@@ -89,7 +89,7 @@ var _ = Describe("rendering", func() {
 			},
 		}
 		var buf bytes.Buffer
-		renderManifestResult(&buf, res)
+		renderManifestResult(&buf, res, false)
 		Expect(lines(buf.String())).To(Equal([]string{
 			"file#/etc/motd: 412 stable, 3 would change (Would have changed the content) on web17, web23, web31",
 			"service#nginx: 415 stable, 25 failed (exit 1) on " + listHosts(many),

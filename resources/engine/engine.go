@@ -130,24 +130,15 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err)
 	}
-	raw, err := json.Marshal(expanded)
+	m, _ := expanded.(map[string]any)
+	props, err := Decode(t, m)
+	if props != nil && props.Common().Name != "" {
+		label = spec.Type + "#" + props.Common().Name
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err)
-	}
-	props := t.NewProperties()
-	if err := protocol.DecodeJSONStrict(raw, props); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", label, resources.ErrInvalid, propertyMessage(err))
-	}
-	c := props.Common()
-	if c.Name != "" {
-		label = spec.Type + "#" + c.Name
-	}
-	if c.Ensure == "" {
-		c.Ensure = t.DefaultEnsure()
-	}
-	if err := props.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
+	c := props.Common()
 	managed, err := s.managed(c.Control)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err)
@@ -169,6 +160,30 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 		if err := s.opts.Guard(p); err != nil {
 			return nil, fmt.Errorf("%s: %w", label, err)
 		}
+	}
+	return p, nil
+}
+
+// Decode turns expanded properties (templates already resolved) into the
+// type's properties the way Prepare does: strictly (an unknown property or
+// a wrong type names the property), then the type's default ensure, then
+// Validate. It touches nothing and needs no provider, so a client can check
+// a resource before sending it. Every error wraps resources.ErrInvalid; the
+// properties are returned once decoded, even when Validate fails.
+func Decode(t resources.Type, props map[string]any) (resources.Properties, error) {
+	raw, err := json.Marshal(props)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", resources.ErrInvalid, err)
+	}
+	p := t.NewProperties()
+	if err := protocol.DecodeJSONStrict(raw, p); err != nil {
+		return nil, fmt.Errorf("%w: %s", resources.ErrInvalid, propertyMessage(err))
+	}
+	if c := p.Common(); c.Ensure == "" {
+		c.Ensure = t.DefaultEnsure()
+	}
+	if err := p.Validate(); err != nil {
+		return p, err
 	}
 	return p, nil
 }

@@ -257,3 +257,27 @@ func stringify(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// Check compiles every {{ ... }} template in s without evaluating it: it
+// finds syntax errors (an unbalanced parenthesis, an unknown operator) but
+// not what depends on facts or data, such as a missing key. The error wraps
+// ErrExpression and quotes the expression.
+func Check(s string) error {
+	for _, t := range findTemplates(s) {
+		if _, err := compile(s[t.exprStart:t.exprEnd]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckCondition compiles a control.if or control.unless condition (which
+// may be written as one {{ ... }} template) without evaluating it, like Check.
+func CheckCondition(src string) error {
+	src = strings.TrimSpace(src)
+	if t, ok := nextTemplate(src, 0); ok && t.start == 0 && t.end == len(src) {
+		src = src[t.exprStart:t.exprEnd]
+	}
+	_, err := compile(src)
+	return err
+}

@@ -107,3 +107,28 @@ var _ = Describe("Env", func() {
 		Expect(err).To(MatchError(ContainSubstring("must be true or false")))
 	})
 })
+
+var _ = DescribeTable("Check compiles templates without evaluating them",
+	func(s string, want string) {
+		err := templates.Check(s)
+		if want == "" {
+			Expect(err).NotTo(HaveOccurred())
+			return
+		}
+		Expect(err).To(MatchError(templates.ErrExpression))
+		Expect(err).To(MatchError(ContainSubstring(want)))
+	},
+	Entry("no template", "plain text", ""),
+	Entry("a lookup of a fact no one has here", "/srv/{{ lookup('facts.identity') }}/motd", ""),
+	Entry("an unclosed call", "/srv/{{ lookup('facts.identity' }}", `"lookup('facts.identity'": unexpected token EOF`),
+	Entry("the second template broken", "{{ 1 }} and {{ 1 + }}", `"1 +"`),
+)
+
+var _ = DescribeTable("CheckCondition compiles a condition, bare or as one template",
+	func(s string, ok bool) {
+		Expect(templates.CheckCondition(s) == nil).To(Equal(ok))
+	},
+	Entry("bare", "facts.os == 'debian'", true),
+	Entry("templated", "{{ facts.os == 'debian' }}", true),
+	Entry("broken", "facts.os ==", false),
+)

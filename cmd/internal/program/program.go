@@ -48,7 +48,7 @@ func New(name, help, version string, g *Globals) *fisk.Application {
 	app.ErrorWriter(g.Stderr)
 	app.UsageWriter(g.Stdout)
 	app.HelpFlag.Short('h')
-	app.Flag("verbose", "Log progress to stderr").Short('v').BoolVar(&g.Verbose)
+	app.Flag("verbose", "Log progress to stderr (ccm-orch: and list every group of hosts in text reports)").Short('v').BoolVar(&g.Verbose)
 	app.Flag("debug", "Log debugging detail to stderr").BoolVar(&g.Debug)
 	app.Flag("log-format", "Log lines as text (key=value) or json (one object a line)").Envar("CCM_LOG_FORMAT").PlaceHolder("text|json").EnumVar(&g.LogFormat, LogFormats...)
 	app.Flag("log-level", "Log at this level and above: debug, info, warn or error").Envar("CCM_LOG_LEVEL").PlaceHolder("LEVEL").EnumVar(&g.LogLevel, LogLevels...)

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+var _ = Describe("ccm-orch ensure with a resource every agent would refuse", Ordered, func() {
+	var (
+		fl     *fleettest.Fleet
+		server []string
+		sub    *nats.Subscription
+		stream jetstream.Stream
+	)
+	BeforeAll(func() {
+		fl = fleettest.StartWith(GinkgoT(), fleettest.Options{History: true}, 4, nil, "os=debian,rhel")
+		server = []string{"--server", fl.URL()}
+		nc := fl.Connect(GinkgoT())
+		var err error
+		sub, err = nc.SubscribeSync("ccm.v1.req.>")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(nc.Flush()).To(Succeed())
+		js, err := jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		stream, err = js.Stream(context.Background(), protocol.HistoryStream)
+		Expect(err).NotTo(HaveOccurred())
+	})
+	historyMsgs := func() uint64 {
+		info, err := stream.Info(context.Background())
+		Expect(err).NotTo(HaveOccurred())
+		return info.State.Msgs
+	}
+	file := func(path string, extra ...string) []string {
+		return append([]string{"ensure", "file", path, "--owner", "root", "--group", "root", "--mode", "0644"}, extra...)
+	}
+	const motd = "/tmp/ccm-check/{{ lookup('facts.identity') }}/motd"
+
+	DescribeTable("exits 1 with one line naming the problem, sending and recording nothing",
+		func(args []string, want string) {
+			before := historyMsgs()
+			code, out, errOut := orch(append(args, server...)...)
+			Expect(code).To(Equal(1), errOut)
+			Expect(out).To(BeEmpty())
+			Expect(lines(errOut)).To(HaveLen(1), errOut)
+			Expect(errOut).To(ContainSubstring(want))
+			Expect(historyMsgs()).To(Equal(before), "no request record in history")
+
+			// A valid request sent afterwards is the first thing the
+			// subscriber sees: the refused one published nothing.
+			code, _, errOut = orch(append([]string{"ensure", "exec", "/bin/true", "--creates", "/", "--host", "sim-0001", "--noop"}, server...)...)
+			Expect(code).To(Equal(0), errOut)
+			msg, err := sub.NextMsg(5 * time.Second)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(msg.Data)).To(ContainSubstring("/bin/true"))
+			Expect(string(msg.Data)).NotTo(ContainSubstring("/tmp/ccm-check"))
+			_, err = sub.NextMsg(50 * time.Millisecond)
+			Expect(err).To(MatchError(nats.ErrTimeout), "exactly one request was published")
+		},
+		Entry("an unknown flag (property)", append(file("/tmp/ccm-check/motd"), "--colour", "red"), "unknown long flag '--colour'"),
+		Entry("mode 0888", []string{"ensure", "file", motd, "--owner", "root", "--group", "root", "--mode", "0888"},
+			`file#`+motd+`: invalid resource: property mode: "0888" is not an octal number`),
+		Entry("a relative path", file("tmp/motd"), `file#tmp/motd: invalid resource: property name: "tmp/motd" is not an absolute path`),
+		Entry("a provider the type lacks", file(motd, "--provider", "posx"), `unknown provider "posx" for file (known: posix)`),
+		Entry("a template that does not parse", file(motd, "--content", "{{ lookup('facts.identity' }}"),
+			`property content: expression failed: "lookup('facts.identity'": unexpected token EOF`),
+		Entry("a condition that does not parse", file(motd, "--if", "facts.os =="), `property control.if: expression failed`),
+		Entry("an ensure value the type lacks", []string{"ensure", "service", "nginx", "runing"}, `service#nginx: invalid resource: property ensure: "runing" is not one of running, stopped`),
+		Entry("an exec timeout that is not a duration", []string{"ensure", "exec", "/bin/true", "--timeout", "3x"}, `property timeout: "3x" is not a duration`),
+		Entry("a --where that does not parse", file("/tmp/ccm-check/motd", "--where", "os=~("), "os=~("),
+	)
+
+	It("leaves to the agents what depends on their facts", func() {
+		code, _, errOut := orch(append(file("{{ lookup('facts.path') }}", "--noop", "--host", "sim-0001"), server...)...)
+		Expect(code).To(Equal(2), "the path fact is missing on the host, which only the host can tell: "+errOut)
+		msg, err := sub.NextMsg(5 * time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Contains(string(msg.Data), "facts.path")).To(BeTrue())
+	})
+})

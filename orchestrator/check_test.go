@@ -1,0 +1,72 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+)
+
+var _ = Describe("CheckEnsure", func() {
+	file := func(extra map[string]any) map[string]any {
+		p := map[string]any{"name": "/etc/motd", "owner": "root", "group": "root", "mode": "0644"}
+		for k, v := range extra {
+			p[k] = v
+		}
+		return p
+	}
+	check := func(typ string, props map[string]any) error {
+		e, err := protocol.NewEnsureRequest(typ, props)
+		Expect(err).NotTo(HaveOccurred())
+		return orchestrator.CheckEnsure(e)
+	}
+
+	DescribeTable("refuses what no agent would accept, in one line",
+		func(typ string, props map[string]any, want string) {
+			err := check(typ, props)
+			Expect(err).To(MatchError(want))
+			Expect(errors.Is(err, resources.ErrInvalid)).To(BeTrue())
+		},
+		Entry("an unknown type", "fiel", map[string]any{"name": "/x"},
+			`invalid resource: unknown resource type "fiel" (known: archive, exec, file, package, scaffold, service)`),
+		Entry("an unknown property, as written", "file", file(map[string]any{"Owner": "root"}),
+			`file#/etc/motd: invalid resource: unknown property "Owner"`),
+		Entry("an unknown control key", "file", file(map[string]any{"control": map[string]any{"iff": "true"}}),
+			`file#/etc/motd: invalid resource: unknown property "control.iff"`),
+		Entry("a wrong type", "file", file(map[string]any{"force": "yes"}),
+			`file#/etc/motd: invalid resource: property "force": expected true or false, got string`),
+		Entry("a bad mode beside a templated content", "file", file(map[string]any{"mode": "0888", "content": "{{ lookup('facts.identity') }}"}),
+			`file#/etc/motd: invalid resource: property mode: "0888" is not an octal number: invalid digit '8'`),
+		Entry("a bad mode beside a templated path", "file", file(map[string]any{"mode": "0888", "name": "/srv/{{ lookup('facts.identity') }}/motd"}),
+			`file#/srv/{{ lookup('facts.identity') }}/motd: invalid resource: property mode: "0888" is not an octal number: invalid digit '8'`),
+		Entry("a provider the type lacks", "package", map[string]any{"name": "nginx", "provider": "yum"},
+			`package#nginx: invalid resource: unknown provider "yum" for package (known: apt, dnf)`),
+		Entry("a template that does not parse", "file", file(map[string]any{"content": "hi {{ 1 + }}"}),
+			`file#/etc/motd: invalid resource: property content: expression failed: "1 +": unexpected token EOF (1:3)`),
+	)
+
+	DescribeTable("leaves to the agents what depends on their facts",
+		func(typ string, props map[string]any) {
+			Expect(check(typ, props)).To(Succeed())
+		},
+		Entry("a path that is one template", "file", file(map[string]any{"name": "{{ lookup('facts.motd') }}"})),
+		Entry("a mode that is one template", "file", file(map[string]any{"mode": "{{ lookup('facts.mode') }}"})),
+		Entry("a mode that mixes text and a template", "file", file(map[string]any{"mode": "0{{ lookup('facts.mode') }}"})),
+		Entry("a list that is one template", "file", file(map[string]any{"require": "{{ lookup('facts.reqs') }}"})),
+		Entry("a templated provider", "package", map[string]any{"name": "nginx", "provider": "{{ lookup('facts.pkg') }}"}),
+		Entry("a condition on facts", "service", map[string]any{"name": "nginx", "control": map[string]any{"if": "facts.os == 'debian'"}}),
+	)
+
+	It("is applied by Run before anything is sent", func() {
+		e, err := protocol.NewEnsureRequest("file", file(map[string]any{"mode": "0888"}))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = orchestrator.New(nil).Run(context.Background(), orchestrator.Request{Ensure: e})
+		Expect(err).To(MatchError(orchestrator.ErrInvalid))
+		Expect(err).To(MatchError(ContainSubstring(`property mode: "0888"`)))
+	})
+})

@@ -1,0 +1,45 @@
+package orchestrator
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+var _ = DescribeTable("messageShape replaces the host's identity where it stands as a token",
+	func(message, identity, want string) {
+		Expect(messageShape(message, identity)).To(Equal(want))
+	},
+	Entry("in a path", "open /srv/sim-0001/motd: no such file or directory", "sim-0001", "open /srv/<host>/motd: no such file or directory"),
+	Entry("twice", "sim-0001: /srv/sim-0001", "sim-0001", "<host>: /srv/<host>"),
+	Entry("before a domain", "sim-0001.example.com refused", "sim-0001", "<host>.example.com refused"),
+	Entry("not inside a longer token", "/srv/sim-00012/motd", "sim-0001", "/srv/sim-00012/motd"),
+	Entry("not a short identity", "a b a", "a", "a b a"),
+	Entry("nothing to replace", "exit code 1", "sim-0001", "exit code 1"),
+)
+
+var _ = Describe("grouping by message shape", func() {
+	It("puts hosts whose failures differ only by their own identity in one group", func() {
+		res := &Result{}
+		for i := range 300 {
+			id := fmt.Sprintf("sim-%04d", i)
+			failed := ev("failed")
+			failed.Errors = []string{fmt.Sprintf("open /missing/%s/motd: no such file or directory", id)}
+			res.Expected = append(res.Expected, id)
+			res.Hosts = append(res.Hosts, HostResult{Identity: id, Outcome: OutcomeFailed, Events: []*protocol.TransactionEvent{failed}})
+		}
+		res.Hosts = append(res.Hosts, HostResult{Identity: "sim-0300", Outcome: OutcomeFailed,
+			Error: &protocol.Error{Code: protocol.CodeExpired, Message: "sim-0300 got it too late"}, Events: []*protocol.TransactionEvent{}})
+		res.Expected = append(res.Expected, "sim-0300")
+		res.summarize(ensureRefs("file#/missing/{{ lookup('facts.identity') }}/motd"))
+		Expect(res.Groups).To(HaveLen(2))
+		Expect(res.Groups[0].Message).To(Equal("open /missing/<host>/motd: no such file or directory"))
+		Expect(res.Groups[0].Count).To(Equal(300))
+		Expect(res.Groups[0].Hosts).To(HaveLen(300))
+		Expect(res.Groups[1].Message).To(Equal("expired: <host> got it too late"))
+		Expect(res.Hosts[0].Events[0].Errors).To(Equal([]string{"open /missing/sim-0000/motd: no such file or directory"}), "each host keeps its own message")
+	})
+})
