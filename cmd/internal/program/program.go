@@ -38,16 +38,18 @@ type Globals struct {
 	Verbose, Debug bool
 }
 
-// New builds the application with version, help and the global flags.
-func New(name, help, version string, g *Globals) *fisk.Application {
+// New builds the application with --version, the version command, help
+// and the global flags.
+func New(name, help string, build Build, g *Globals) *fisk.Application {
 	app := fisk.New(name, help)
-	app.Version(version)
+	app.Version(build.String())
 	app.Writer(g.Stdout)
 	app.ErrorWriter(g.Stderr)
 	app.UsageWriter(g.Stdout)
 	app.HelpFlag.Short('h')
 	app.Flag("verbose", "Log progress to stderr").Short('v').BoolVar(&g.Verbose)
 	app.Flag("debug", "Log debugging detail to stderr").BoolVar(&g.Debug)
+	registerVersion(app, build, g)
 	return app
 }
 
