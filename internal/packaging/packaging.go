@@ -86,10 +86,13 @@ var packagers = map[string]nfpm.Packager{
 
 // Build compiles the commands for every architecture and writes one
 // package per architecture and format into c.Out. It returns the
-// packages' paths, in the order built.
+// packages' paths, in the order built. A nil log logs nothing.
 func Build(ctx context.Context, c Config, log *slog.Logger) ([]string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	if c.Go == "" {
 		c.Go = "go"
