@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -117,9 +118,13 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		st, err := os.Stat(rpmFile)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st.Size()).To(BeNumerically(">", 1<<20), "both binaries are in it")
-		rpmData, err := os.ReadFile(rpmFile)
+		f, err := os.Open(rpmFile)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rpmData[:4]).To(Equal([]byte{0xed, 0xab, 0xee, 0xdb}), "the RPM lead's magic")
+		lead := make([]byte, 4)
+		_, err = io.ReadFull(f, lead)
+		Expect(f.Close()).To(Succeed())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lead).To(Equal([]byte{0xed, 0xab, 0xee, 0xdb}), "the RPM lead's magic")
 		if _, err := exec.LookPath("rpm"); err == nil {
 			Expect(run(ctx, "rpm", "-qp", "--queryformat", "%{NAME}", rpmFile)).To(Equal(packaging.Name))
 			Expect(run(ctx, "rpm", "-qpc", rpmFile)).To(And(ContainSubstring(packaging.AgentConfig), ContainSubstring(packaging.PolicyConfig)))
