@@ -2,7 +2,10 @@
 GO        ?= go
 BIN       ?= bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo development)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The build date: SOURCE_DATE_EPOCH when set (reproducible builds), else now.
+DATE      ?= $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 COMMANDS  := ccm-agent ccm-orch
 STATICCHECK_VERSION := v0.8.2
 SHELL     := /bin/bash
@@ -14,7 +17,7 @@ BENCH_AGENTS ?=
 BENCH_ROUNDS ?=
 BENCH_FLAGS  ?=
 
-.PHONY: all build test vet lint deps demo bench clean fuzz fuzz-smoke
+.PHONY: all build package test vet lint deps demo bench clean fuzz fuzz-smoke
 
 # Fuzz targets, run one at a time: briefly in make test (fuzz-smoke), for
 # FUZZTIME each in make fuzz. A crasher is saved under the package's
@@ -34,12 +37,19 @@ build:
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./cmd/$$c || exit 1; \
 	done
 
+## package: .deb and .rpm packages (ccm-fleet) for amd64 and arm64 in dist/out,
+## built with nFPM by dist/packager (PACKAGE_ARCH=amd64 for one architecture)
+PACKAGE_ARCH ?= amd64,arm64
+package:
+	$(GO) run ./dist/packager --out dist/out --arch $(PACKAGE_ARCH) \
+		--version $(VERSION) --commit $(COMMIT) --date $(DATE)
+
 ## deps: install what the tests need (Go modules; Debian packages for the real package tests)
 deps:
 	$(GO) mod download
 	@if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 		missing=""; \
-		for t in dpkg-deb:dpkg apt-get:apt; do \
+		for t in dpkg-deb:dpkg apt-get:apt systemd-analyze:systemd; do \
 			command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; \
 		done; \
 		if [ -n "$$missing" ]; then \
@@ -88,4 +98,4 @@ lint: vet
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist/out

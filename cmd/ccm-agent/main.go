@@ -10,8 +10,13 @@ import (
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "development"
+// version, commit and date are set at build time with -ldflags
+// "-X main.version=... -X main.commit=... -X main.date=..." (Makefile LDFLAGS).
+var (
+	version = "development"
+	commit  = ""
+	date    = ""
+)
 
 type app struct {
 	program.Globals
@@ -24,7 +29,7 @@ func main() {
 // run executes one command line and returns its exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}}
-	cli := program.New("ccm-agent", "CCM Fleet agent: applies resources (file, exec, package, service, archive, scaffold) on this host.", version, &a.Globals)
+	cli := program.New("ccm-agent", "CCM Fleet agent: applies resources (file, exec, package, service, archive, scaffold) on this host.", program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
 	a.registerApply(cli)
 	a.registerEnsure(cli)
 	a.registerFacts(cli)

@@ -15,8 +15,13 @@ import (
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "development"
+// version, commit and date are set at build time with -ldflags
+// "-X main.version=... -X main.commit=... -X main.date=..." (Makefile LDFLAGS).
+var (
+	version = "development"
+	commit  = ""
+	date    = ""
+)
 
 type app struct {
 	program.Globals
@@ -36,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // commands (broker) the way a signal would.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}, ctx: ctx}
-	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.", version, &a.Globals)
+	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.", program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
 	a.registerBroker(cli)
 	a.registerDiscover(cli)
 	a.registerEnsure(cli)

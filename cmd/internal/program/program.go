@@ -40,10 +40,11 @@ type Globals struct {
 	LogFormat, LogLevel string
 }
 
-// New builds the application with version, help and the global flags.
-func New(name, help, version string, g *Globals) *fisk.Application {
+// New builds the application with --version, the version command, help
+// and the global flags.
+func New(name, help string, build Build, g *Globals) *fisk.Application {
 	app := fisk.New(name, help)
-	app.Version(version)
+	app.Version(build.String())
 	app.Writer(g.Stdout)
 	app.ErrorWriter(g.Stderr)
 	app.UsageWriter(g.Stdout)
@@ -52,6 +53,7 @@ func New(name, help, version string, g *Globals) *fisk.Application {
 	app.Flag("debug", "Log debugging detail to stderr").BoolVar(&g.Debug)
 	app.Flag("log-format", "Log lines as text (key=value) or json (one object a line)").Envar("CCM_LOG_FORMAT").PlaceHolder("text|json").EnumVar(&g.LogFormat, LogFormats...)
 	app.Flag("log-level", "Log at this level and above: debug, info, warn or error").Envar("CCM_LOG_LEVEL").PlaceHolder("LEVEL").EnumVar(&g.LogLevel, LogLevels...)
+	registerVersion(app, build, g)
 	return app
 }
 

@@ -40,6 +40,12 @@ func tail(out []byte) []byte {
 	return out
 }
 
+// LockHost takes the machine-wide lock on the host's package state that
+// Setup takes, for other tests that install packages for real (the
+// ccm-fleet package's), so that they never run dpkg at the same time as
+// this one. It returns the release; it gives up when ctx ends.
+func LockHost(ctx context.Context) (release func(), err error) { return lockHost(ctx) }
+
 // lockHost takes the machine-wide exclusive lock on the host's package
 // state and returns its release. It gives up when ctx ends; the lock, if
 // it is granted later, is then released at once.
