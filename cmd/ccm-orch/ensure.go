@@ -32,10 +32,12 @@ type runFlags struct {
 	json      bool
 	jsonl     bool
 	async     bool
-	mode      string
-	key       string
-	filter    filterFlags
-	conn      *connflags.Flags
+	// noProgress turns the terminal's progress line off
+	noProgress bool
+	mode       string
+	key        string
+	filter     filterFlags
+	conn       *connflags.Flags
 }
 
 // runFlagOptions say which of the run flags a command takes.
@@ -65,6 +67,7 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
 	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)
 	cmd.Flag("async", "Send the request, print its id and exit; the replies land in history (ccm-orch history show ID)").BoolVar(&c.async)
+	cmd.Flag("no-progress", "Do not show the progress line (replied/expected, outcomes so far, elapsed) on a terminal's stderr").UnNegatableBoolVar(&c.noProgress)
 	cmd.Flag("key", "Sign every request with this nkeys seed file (ccm-orch keys new); without one requests go unsigned and only insecure agents run them").Envar("CCM_KEY").PlaceHolder("FILE").StringVar(&c.key)
 	c.conn = connflags.Register(cmd)
 }
@@ -193,9 +196,13 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 	}
 	defer nc.Close()
 
-	progress := newProgress(a.Stderr)
-	if progress != nil && !c.jsonl && !c.async {
+	var progress *progress
+	if !c.noProgress && !c.jsonl && !c.async {
+		progress = newProgress(a.Stderr, req.Noop)
+	}
+	if progress != nil {
 		req.Progress = progress.update
+		req.OnReply = progress.reply
 	}
 	if c.jsonl {
 		enc := json.NewEncoder(a.Stdout)

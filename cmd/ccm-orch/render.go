@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ccm-fleet/ccm/orchestrator"
@@ -244,15 +245,24 @@ func listHosts(hosts []string) string {
 // line; the last reply always redraws.
 const progressInterval = 100 * time.Millisecond
 
-// progress is the live "replied/expected" line on a terminal's stderr.
+// progress is the live line on a terminal's stderr: replied/expected, the
+// outcomes so far and the time since the run started.
 type progress struct {
 	w     io.Writer
-	shown bool
-	drawn time.Time
+	noop  bool
+	now   func() time.Time
+	start time.Time
+
+	// guards the fields below: the run reports from its own goroutine
+	mu                sync.Mutex
+	replied, expected int
+	outcomes          map[string]int
+	shown             bool
+	drawn             time.Time
 }
 
 // newProgress returns a progress line on w when w is a terminal, else nil.
-func newProgress(w io.Writer) *progress {
+func newProgress(w io.Writer, noop bool) *progress {
 	f, ok := w.(*os.File)
 	if !ok {
 		return nil
@@ -261,20 +271,54 @@ func newProgress(w io.Writer) *progress {
 	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		return nil
 	}
-	return &progress{w: w}
+	return startProgress(w, noop, time.Now)
 }
 
-// update redraws the line, at most every progressInterval.
+func startProgress(w io.Writer, noop bool, now func() time.Time) *progress {
+	return &progress{w: w, noop: noop, now: now, start: now(), outcomes: map[string]int{}}
+}
+
+// update takes the run's replied and expected counts (Request.Progress).
 func (p *progress) update(replied, expected int) {
-	if now := time.Now(); replied == expected || now.Sub(p.drawn) >= progressInterval {
-		fmt.Fprintf(p.w, "\r%d/%d replied", replied, expected)
-		p.shown, p.drawn = true, now
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replied, p.expected = replied, expected
+	p.drawLocked(replied == expected)
+}
+
+// reply counts a host's outcome (Request.OnReply).
+func (p *progress) reply(h orchestrator.HostResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.outcomes[h.Outcome]++
+	p.drawLocked(false)
+}
+
+// drawLocked redraws the line, at most every progressInterval unless
+// force.
+func (p *progress) drawLocked(force bool) {
+	now := p.now()
+	if !force && now.Sub(p.drawn) < progressInterval {
+		return
 	}
+	parts := []string{fmt.Sprintf("%d/%d replied", p.replied, p.expected),
+		fmt.Sprintf("%d ok", p.outcomes[orchestrator.OutcomeOK]), fmt.Sprintf("%d changed", p.outcomes[orchestrator.OutcomeChanged])}
+	if p.noop {
+		parts = append(parts, fmt.Sprintf("%d would change", p.outcomes[orchestrator.OutcomeWouldChange]))
+	}
+	parts = append(parts, fmt.Sprintf("%d failed", p.outcomes[orchestrator.OutcomeFailed]))
+	fmt.Fprintf(p.w, "\r%s (%s)\033[K", strings.Join(parts, ", "), now.Sub(p.start).Round(100*time.Millisecond))
+	p.shown, p.drawn = true, now
 }
 
 // clear erases the line; a nil progress does nothing.
 func (p *progress) clear() {
-	if p != nil && p.shown {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -122,18 +123,32 @@ var _ = Describe("rendering", func() {
 
 var _ = Describe("progress", func() {
 	It("is off when stderr is not a terminal", func() {
-		Expect(newProgress(&bytes.Buffer{})).To(BeNil())
+		Expect(newProgress(&bytes.Buffer{}, false)).To(BeNil())
 		var p *progress
 		p.clear() // a nil progress is safe to clear
 	})
 
-	It("draws the first and the last count and erases itself", func() {
+	It("shows replied/expected, the outcomes so far and the time, redrawing at most every 100ms, and erases itself", func() {
 		var buf bytes.Buffer
-		p := &progress{w: &buf}
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := func() time.Time { return at }
+		p := startProgress(&buf, true, clock)
 		p.update(0, 3)
-		p.update(3, 3)
+		at = at.Add(20 * time.Millisecond)
+		p.reply(orchestrator.HostResult{Identity: "a", Outcome: orchestrator.OutcomeWouldChange})
+		p.update(1, 3) // too soon after the last drawing: not drawn
+		at = at.Add(1200 * time.Millisecond)
+		p.reply(orchestrator.HostResult{Identity: "b", Outcome: orchestrator.OutcomeFailed})
+		p.update(2, 3)
+		p.reply(orchestrator.HostResult{Identity: "c", Outcome: orchestrator.OutcomeOK})
+		p.update(3, 3) // the last always draws
 		p.clear()
-		Expect(buf.String()).To(HavePrefix("\r0/3 replied"))
-		Expect(buf.String()).To(HaveSuffix("\r3/3 replied\r\033[K"))
+		frames := strings.Split(strings.TrimPrefix(buf.String(), "\r"), "\r")
+		Expect(frames).To(Equal([]string{
+			"0/3 replied, 0 ok, 0 changed, 0 would change, 0 failed (0s)\033[K",
+			"1/3 replied, 0 ok, 0 changed, 1 would change, 1 failed (1.2s)\033[K",
+			"3/3 replied, 1 ok, 0 changed, 1 would change, 1 failed (1.2s)\033[K",
+			"\033[K",
+		}))
 	})
 })
