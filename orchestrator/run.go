@@ -501,11 +501,12 @@ func (r *runner) take(m inboxMsg, source string) {
 		r.unverified++
 	}
 	r.done(hr.Outcome == OutcomeFailed)
-	if r.req.Progress != nil {
-		r.req.Progress(r.replied, len(r.expected))
-	}
+	// The host's result first, so a count of replies includes it.
 	if r.req.OnReply != nil {
 		r.req.OnReply(hr)
+	}
+	if r.req.Progress != nil {
+		r.req.Progress(r.replied, len(r.expected))
 	}
 }
 

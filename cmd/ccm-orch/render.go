@@ -286,12 +286,12 @@ func (p *progress) update(replied, expected int) {
 	p.drawLocked(replied == expected)
 }
 
-// reply counts a host's outcome (Request.OnReply).
+// reply counts a host's outcome (Request.OnReply); the update that follows
+// it draws.
 func (p *progress) reply(h orchestrator.HostResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.outcomes[h.Outcome]++
-	p.drawLocked(false)
 }
 
 // drawLocked redraws the line, at most every progressInterval unless

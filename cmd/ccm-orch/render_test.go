@@ -146,7 +146,7 @@ var _ = Describe("progress", func() {
 		frames := strings.Split(strings.TrimPrefix(buf.String(), "\r"), "\r")
 		Expect(frames).To(Equal([]string{
 			"0/3 replied, 0 ok, 0 changed, 0 would change, 0 failed (0s)\033[K",
-			"1/3 replied, 0 ok, 0 changed, 1 would change, 1 failed (1.2s)\033[K",
+			"2/3 replied, 0 ok, 0 changed, 1 would change, 1 failed (1.2s)\033[K",
 			"3/3 replied, 1 ok, 0 changed, 1 would change, 1 failed (1.2s)\033[K",
 			"\033[K",
 		}))
