@@ -254,9 +254,9 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	a.jobsCtx = jobsCtx
 
-	// Every subscription feeds one channel read by one goroutine: an
-	// agent then costs two goroutines of its connection and this one while
-	// idle, however many subjects it listens on.
+	// Every request and discovery subscription feeds one channel read by
+	// one goroutine, the dispatcher, however many subjects the agent
+	// listens on (the micro service of WithService has its own).
 	msgs := make(chan *nats.Msg, subscriptionBuffer)
 	subs := newSubscriptions(a.nc, msgs)
 	stopDispatch := make(chan struct{})
@@ -588,15 +588,6 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 	if err == nil {
 		_ = a.publishSigned(m.Reply, b, a.signer.Sign(b))
 	}
-}
-
-// respond sends r to subject signed with the agent's key (nothing when
-// the request had no reply subject, an asynchronous request) and returns
-// its encoding and signature, nil when it could not be encoded.
-func (a *Agent) respond(subject string, r *protocol.FleetReply) (data []byte, sig string) {
-	data, sig = a.encodeReply(r)
-	a.sendReply(subject, r.RequestID, data, sig)
-	return data, sig
 }
 
 // encodeReply encodes and signs r; nil when it cannot be encoded.

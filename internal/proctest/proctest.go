@@ -10,23 +10,23 @@ import (
 	"syscall"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 )
 
 // PidIn waits (bounded) for a pid file written by a test command and
 // returns the pid.
 func PidIn(file string) int {
-	GinkgoHelper()
+	ginkgo.GinkgoHelper()
 	var pid int
-	Eventually(func() error {
+	gomega.Eventually(func() error {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return err
 		}
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err
-	}).WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(gomega.Succeed())
 	return pid
 }
 
@@ -43,7 +43,7 @@ func Running(pid int) bool {
 // KillAfter kills, when the spec ends, the sleep or sh processes named in
 // the pid files, so a failing spec leaves nothing running.
 func KillAfter(files ...string) {
-	DeferCleanup(func() {
+	ginkgo.DeferCleanup(func() {
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
