@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,8 +46,13 @@ func CheckEnsure(e *protocol.EnsureRequest) error {
 	if err != nil {
 		return err
 	}
-	var props map[string]any
-	if err := json.Unmarshal(e.Properties, &props); err != nil || props == nil {
+	// The agents' own strict decoding: a key twice or invalid UTF-8 is
+	// refused here as it would be there.
+	props, err := e.PropertiesMap()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", e.Type, resources.ErrInvalid, protocol.AsError(err).Message)
+	}
+	if props == nil {
 		return fmt.Errorf("%s: %w: properties must be a JSON object", e.Type, resources.ErrInvalid)
 	}
 	label := e.Type

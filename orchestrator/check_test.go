@@ -50,6 +50,17 @@ var _ = Describe("CheckEnsure", func() {
 			`file#/etc/motd: invalid resource: property content: expression failed: "1 +": unexpected token EOF (1:3)`),
 	)
 
+	DescribeTable("decodes the properties as strictly as the agents do",
+		func(raw string, want string) {
+			e := &protocol.EnsureRequest{Protocol: protocol.EnsureRequestProtocol, Type: "file", Properties: []byte(raw)}
+			err := orchestrator.CheckEnsure(e)
+			Expect(err).To(MatchError(ContainSubstring(want)))
+			Expect(errors.Is(err, resources.ErrInvalid)).To(BeTrue())
+		},
+		Entry("a key given twice", `{"name":"/etc/motd","name":"/etc/shadow"}`, `"name"`),
+		Entry("invalid UTF-8", "{\"name\":\"/etc/motd\xff\"}", "UTF-8"),
+	)
+
 	DescribeTable("leaves to the agents what depends on their facts",
 		func(typ string, props map[string]any) {
 			Expect(check(typ, props)).To(Succeed())
