@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Keys is the property names a type's properties accept, as their JSON
@@ -11,9 +12,21 @@ import (
 // object with fixed keys (control), nil otherwise.
 type Keys map[string]Keys
 
+// keysByType caches PropertyKeys by properties type: admission checks
+// every request's keys, and the schema of a type never changes.
+var keysByType sync.Map // reflect.Type -> Keys
+
 // PropertyKeys returns the property names a resource of type t accepts,
-// "name" included; embedded structs without a tag are flattened.
-func PropertyKeys(t Type) Keys { return keysOf(reflect.TypeOf(t.NewProperties())) }
+// "name" included; embedded structs without a tag are flattened. The
+// result is shared: callers must not change it.
+func PropertyKeys(t Type) Keys {
+	rt := reflect.TypeOf(t.NewProperties())
+	if k, ok := keysByType.Load(rt); ok {
+		return k.(Keys)
+	}
+	k, _ := keysByType.LoadOrStore(rt, keysOf(rt))
+	return k.(Keys)
+}
 
 // Names returns the top-level names, sorted.
 func (k Keys) Names() []string {
