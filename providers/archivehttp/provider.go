@@ -170,21 +170,12 @@ func (c ctxReader) Read(b []byte) (int, error) {
 // (safefs.OpenParent: untrusted links on the way wrap filetype.ErrSymlink);
 // a missing file or directory is not an error, a directory at the path is.
 func (p *Provider) Remove(_ context.Context, props *archivetype.Properties) error {
-	d, base, err := safefs.OpenParent(props.Name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	d, base, fi, err := safefs.OpenExisting(props.Name)
+	if err != nil || d == nil {
 		return err
 	}
 	defer d.Close()
-	fi, err := d.Lstat(base)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case fi.IsDir():
+	if fi.IsDir() {
 		return fmt.Errorf("%s is a directory", props.Name)
 	}
 	if err := d.Remove(base); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -177,21 +177,11 @@ func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 	if err := filetype.ValidatePath(name); err != nil {
 		return err
 	}
-	d, base, err := safefs.OpenParent(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	d, base, fi, err := safefs.OpenExisting(name)
+	if err != nil || d == nil {
 		return err
 	}
 	defer d.Close()
-	fi, err := d.Lstat(base)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	}
 	if fi.IsDir() && force {
 		if err := d.RemoveAll(base); err != nil {
 			return fmt.Errorf("could not remove directory: %w", err)

@@ -49,6 +49,29 @@ func OpenParent(name string) (*Dir, string, error) {
 	return d, base, nil
 }
 
+// OpenExisting opens the directory holding name and looks at name in it
+// without following a link (see Dir.Lstat). When name or a directory on
+// the way does not exist it returns a nil Dir and no error: there is
+// nothing to act on. Otherwise the caller closes the Dir.
+func OpenExisting(name string) (*Dir, string, fs.FileInfo, error) {
+	d, base, err := OpenParent(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil, nil
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	fi, err := d.Lstat(base)
+	if err != nil {
+		_ = d.Close()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", nil, nil
+		}
+		return nil, "", nil, err
+	}
+	return d, base, fi, nil
+}
+
 // frame is one directory of a walk: its descriptor and the path it was
 // reached by.
 type frame struct {
