@@ -154,10 +154,16 @@ func (sc *execScope) roots(list []procStat, buf []byte) map[int]uint64 {
 		roots[p] = s
 	}
 	sc.mu.Unlock()
+	self := os.Getpid()
 	for _, st := range list {
-		if pid > 0 && st.pgid == pid {
+		switch {
+		case pid > 0 && st.pgid == pid:
 			roots[st.pid] = st.start
-		} else if buf != nil && st.state != 'Z' {
+		case buf != nil && st.state != 'Z' && (st.ppid == self || st.ppid == 1):
+			// A process that left the command's tree was re-parented, to
+			// this process (a subreaper) or to init; whatever is below it
+			// is found by descending from the roots. So only those need
+			// their environment read, not every process of the host.
 			if v, ok := environValue(st.pid, MarkerEnv, buf); ok && v == sc.id {
 				roots[st.pid] = st.start
 			}
@@ -168,7 +174,12 @@ func (sc *execScope) roots(list []procStat, buf []byte) map[int]uint64 {
 
 // kill kills every process of the command. It is safe to call more than
 // once and from os/exec's cancel goroutine.
-func (sc *execScope) kill() {
+func (sc *execScope) kill() { sc.killFrom(nil) }
+
+// killFrom is kill whose first round looks at list, when given, instead of
+// listing the processes again: the process table finish has just read.
+// Nothing of the command can appear later without a parent in that list.
+func (sc *execScope) killFrom(list []procStat) {
 	if sc.cg != nil {
 		if err := sc.cg.kill(); err == nil {
 			return
@@ -180,9 +191,11 @@ func (sc *execScope) kill() {
 	buf := make([]byte, maxEnviron)
 	stopped := map[int]uint64{}
 	for range maxKillRounds {
-		list, err := listProcs()
-		if err != nil {
-			break
+		if list == nil {
+			var err error
+			if list, err = listProcs(); err != nil {
+				break
+			}
 		}
 		roots := sc.roots(list, buf)
 		for pid, start := range stopped {
@@ -191,6 +204,7 @@ func (sc *execScope) kill() {
 		if stopMembers(list, roots, stopped) == 0 {
 			break
 		}
+		list = nil
 	}
 	killStopped(stopped)
 }
@@ -198,9 +212,11 @@ func (sc *execScope) kill() {
 // finish stops following the command and kills whatever of it is left:
 // background processes do not outlive the command that started them.
 func (sc *execScope) finish() {
+	var list []procStat
 	if sc.followed {
 		sc.followed = false
-		if list, err := listProcs(); err == nil {
+		var err error
+		if list, err = listProcs(); err == nil {
 			procs.attribute(list)
 			sc.track(list)
 		}
@@ -218,7 +234,7 @@ func (sc *execScope) finish() {
 		}
 		return
 	}
-	sc.kill()
+	sc.killFrom(list)
 }
 
 // descendants returns roots (those still running as the same process) and
