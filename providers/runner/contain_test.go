@@ -2,12 +2,14 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"github.com/ccm-fleet/ccm/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,6 +64,30 @@ var _ = Describe("Exec containment", func() {
 				dir = GinkgoT().TempDir()
 				pidFile = filepath.Join(dir, "grandchild.pid")
 				proctest.KillAfter(pidFile)
+			})
+
+			It("kills no command for another: 200 run at once, each ends as it exits", func() {
+				r := newExec(m)
+				var wg sync.WaitGroup
+				errs := make(chan error, 200)
+				for i := range 200 {
+					wg.Go(func() {
+						res, err := r.Run(context.Background(), sh(fmt.Sprintf("sleep 0.0%d; exit %d", i%10, i%3), 30*time.Second))
+						switch {
+						case err != nil:
+							errs <- fmt.Errorf("command %d: %w", i, err)
+						case res.ExitCode != i%3:
+							errs <- fmt.Errorf("command %d: exit %d, want %d (killed?)", i, res.ExitCode, i%3)
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				var got []string
+				for err := range errs {
+					got = append(got, err.Error())
+				}
+				Expect(got).To(BeEmpty())
 			})
 
 			It("kills a setsid grandchild when the command times out", func() {

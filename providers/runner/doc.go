@@ -34,10 +34,14 @@
 //     When the cgroup cannot be made the supervisor logs once and uses:
 //   - MechanismSubreaper: this process becomes child subreaper
 //     (PR_SET_CHILD_SUBREAPER), so orphans reparent to it rather than to
-//     init. While a command runs its descendants are looked up in /proc every
-//     100ms (parent links, start time to tell reused pids apart); orphans that
-//     reparent here are owned by the commands running when they were first
-//     seen and killed with the last of them. To kill, processes are stopped
+//     init. While commands run, one scan of /proc every 100ms, for all of
+//     them, looks up their descendants (parent links, start time to tell
+//     reused pids apart); orphans that reparent here are owned by the
+//     commands running when they were first seen and killed with the last of
+//     them. At a command's end, the processes that carry its marker are
+//     looked for among the re-parented ones only (parent this process or
+//     init): whatever else is its own is below one of its roots. To kill,
+//     processes are stopped
 //     (SIGSTOP, so they cannot fork) round by round until no new one appears
 //     (bounded), then killed, each through a pidfd opened after checking its
 //     start time. The supervisor reaps those orphans' zombies: it waits only

@@ -99,11 +99,10 @@ func (t *processTable) follow(stop, done chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		list, err := listProcs()
+		list, err := t.scan()
 		if err != nil {
 			continue
 		}
-		t.attribute(list)
 		t.mu.Lock()
 		active := make([]*execScope, 0, len(t.active))
 		for sc := range t.active {
@@ -114,6 +113,21 @@ func (t *processTable) follow(stop, done chan struct{}) {
 			sc.track(list)
 		}
 	}
+}
+
+// scan lists the processes and notes the new orphans among them (see
+// attribute), with no child of an Exec between its start and its
+// registration: such a child has this process as parent and is not known
+// yet, so it would pass for an orphan and be killed with another command.
+func (t *processTable) scan() ([]procStat, error) {
+	t.start.Lock()
+	defer t.start.Unlock()
+	list, err := listProcs()
+	if err != nil {
+		return nil, err
+	}
+	t.attribute(list)
+	return list, nil
 }
 
 // attribute notes the orphans in list not seen before, owned by the commands

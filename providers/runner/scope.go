@@ -216,8 +216,7 @@ func (sc *execScope) finish() {
 	if sc.followed {
 		sc.followed = false
 		var err error
-		if list, err = listProcs(); err == nil {
-			procs.attribute(list)
+		if list, err = procs.scan(); err == nil {
 			sc.track(list)
 		}
 		orphans, stopped := procs.deactivate(sc)
