@@ -18,13 +18,13 @@ func (a *app) registerApply(cli *fisk.Application) {
 	c := &manifestFlags{}
 	cmd := cli.Command("apply", "Apply a manifest on every selected host (with --noop: audit it)")
 	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are sent with it").Required().ExistingFileVar(&c.path)
-	c.register(cmd, runFlagOptions{noop: true, timeout: true})
+	c.register(cmd, runFlagOptions{noop: true})
 	cmd.Action(func(*fisk.ParseContext) error { return a.applyManifest(c) })
 
 	audit := &manifestFlags{}
 	cmd = cli.Command("audit", "Report per resource which hosts drifted from a manifest, changing nothing (exit 5 on drift)")
 	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are sent with it").Required().ExistingFileVar(&audit.path)
-	audit.register(cmd, runFlagOptions{timeout: true})
+	audit.register(cmd, runFlagOptions{})
 	cmd.Action(func(*fisk.ParseContext) error {
 		audit.noop = true
 		return a.applyManifest(audit)

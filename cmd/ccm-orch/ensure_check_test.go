@@ -75,6 +75,10 @@ var _ = Describe("ccm-orch ensure with a resource every agent would refuse", Ord
 		Entry("a condition that does not parse", file(motd, "--if", "facts.os =="), `property control.if: expression failed`),
 		Entry("an ensure value the type lacks", []string{"ensure", "service", "nginx", "runing"}, `service#nginx: invalid resource: property ensure: "runing" is not one of running, stopped`),
 		Entry("an exec timeout that is not a duration", []string{"ensure", "exec", "/bin/true", "--timeout", "3x"}, `property timeout: "3x" is not a duration`),
+		Entry("--timeout on a type without a command (the reply deadline is --reply-timeout)", file(motd, "--timeout", "5s"),
+			"--timeout is only an exec command's own timeout; how long hosts have to reply is --reply-timeout"),
+		Entry("--timeout on apply", []string{"apply", "../../examples/webserver.yaml", "--timeout", "5s"}, "how long hosts have to reply is --reply-timeout"),
+		Entry("--timeout on discover", []string{"discover", "--timeout", "5s"}, "the discovery round's deadline is --discovery-timeout"),
 		Entry("a --where that does not parse", file("/tmp/ccm-check/motd", "--where", "os=~("), "os=~("),
 	)
 
