@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/choria-io/fisk"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -41,6 +44,11 @@ func (a *app) applyManifest(c *manifestFlags) error {
 	m, err := manifest.Load(c.path)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
+	}
+	// Refuse what every agent would refuse before connecting, so a typo
+	// sends nothing and records nothing.
+	if err := orchestrator.CheckManifest(m); err != nil {
+		return program.Exit(protocol.ExitError, fmt.Errorf("%s: %w", c.path, err))
 	}
 	if req.Manifest, err = manifest.NewBundle(m); err != nil {
 		return program.Exit(protocol.ExitError, err)
