@@ -21,9 +21,9 @@ import (
 // suite writes them to checkManifestDir.
 var checkManifests = map[string]string{
 	"provider": "ccm:\n  resources:\n    - file:\n        - /tmp/ccm-check/motd: {provider: posx, content: hi, owner: root, group: root, mode: '0644'}\n",
-	"mode": "ccm:\n  resources:\n    - file:\n        - defaults: {owner: root, group: root, mode: '0888'}\n        - /tmp/ccm-check/a: {content: hi, mode: '0644'}\n        - /tmp/ccm-check/b: {content: hi}\n",
+	"mode":     "ccm:\n  resources:\n    - file:\n        - defaults: {owner: root, group: root, mode: '0888'}\n        - /tmp/ccm-check/a: {content: hi, mode: '0644'}\n        - /tmp/ccm-check/b: {content: hi}\n",
 	"template": "ccm:\n  resources:\n    - file:\n        - /tmp/ccm-check/motd: {content: \"{{ lookup('facts.x' }}\", owner: root, group: root, mode: '0644'}\n",
-	"splat": "data: {x: {}}\nccm:\n  resources:\n    - exec:\n        - /bin/true:\n            '*': \"{{ data.x }}\"\n            control: {if: 'facts.os =='}\n",
+	"splat":    "data: {x: {}}\nccm:\n  resources:\n    - exec:\n        - /bin/true:\n            '*': \"{{ data.x }}\"\n            control: {if: 'facts.os =='}\n",
 	"relative": "ccm:\n  resources:\n    - file:\n        - tmp/motd: {content: hi, owner: root, group: root, mode: '0644'}\n",
 }
 
