@@ -16,8 +16,8 @@ const HostPlaceholder = "<host>"
 const (
 	minShapeIdentity = 3
 	minShapeValue    = 2
-	maxShapeFacts = 200
-	maxShapeDepth = 4
+	maxShapeFacts    = 200
+	maxShapeDepth    = 4
 )
 
 // shaper turns one host's messages into their shape: the message with

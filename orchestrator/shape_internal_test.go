@@ -56,7 +56,6 @@ var _ = Describe("grouping by message shape", func() {
 		Expect(res.Groups[0].Count).To(Equal(300))
 	})
 
-
 	It("puts hosts whose failures differ only by their own identity in one group", func() {
 		res := &Result{}
 		for i := range 300 {
