@@ -55,6 +55,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerDiscover(cli)
 	a.registerEnsure(cli)
 	a.registerApply(cli)
+	a.registerAssign(cli)
 	a.registerHistory(cli)
 	a.registerBench(cli)
 	a.registerKeys(cli)
