@@ -1,0 +1,276 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// fleetAgent is one in-process agent with its own facts, policy and state
+// directory, that can be stopped and started again.
+type fleetAgent struct {
+	b        *broker.Broker
+	identity string
+	facts    map[string]any
+	stateDir string
+	policy   string
+	agent    *agent.Agent
+	stop     func()
+}
+
+func (s *fleetAgent) start() {
+	nc, err := nats.Connect(s.b.ClientURL())
+	Expect(err).ToNot(HaveOccurred())
+	reg, err := providers.Builtin(providers.Options{})
+	Expect(err).ToNot(HaveOccurred())
+	ready := make(chan struct{})
+	a, err := agent.New(agent.Config{Identity: s.identity, StateDir: s.stateDir, Policy: s.policy, ShutdownTimeout: 10 * time.Second, HistoryRetry: 100 * time.Millisecond},
+		nc, engine.New(reg), s.facts, agent.WithReady(func() { close(ready) }))
+	Expect(err).ToNot(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stopped := false
+	s.agent = a
+	s.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		Eventually(done).WithTimeout(20 * time.Second).Should(Receive(BeNil()))
+		nc.Close()
+	}
+	Eventually(ready).WithTimeout(10 * time.Second).Should(BeClosed())
+}
+
+// assignmentRuns reads the history records of identity's runs of the
+// assignment name: their revision, trigger and reply.
+type assignmentRun struct {
+	Revision string
+	Trigger  string
+	Reply    *protocol.FleetReply
+}
+
+func assignmentRuns(js jetstream.JetStream, identity, name string) []assignmentRun {
+	var out []assignmentRun
+	err := jsstore.Read(context.Background(), js, jsstore.ReadOptions{Filter: protocol.HistorySubjects}, func(r jsstore.Record) error {
+		if r.Identity != identity || r.Header.Get(protocol.HeaderAssignment) != name {
+			return nil
+		}
+		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: 8 << 20})
+		if err != nil {
+			return err
+		}
+		out = append(out, assignmentRun{Revision: r.Header.Get(protocol.HeaderAssignmentRevision), Trigger: r.Header.Get(protocol.HeaderTrigger), Reply: reply})
+		return nil
+	})
+	Expect(err).ToNot(HaveOccurred())
+	return out
+}
+
+var _ = Describe("Assignments", Ordered, func() {
+	var (
+		b        *broker.Broker
+		dir      string
+		target   string
+		ops      signingKey
+		stranger signingKey
+		agents   []*fleetAgent
+		client   *orchestrator.Client
+		js       jetstream.JetStream
+	)
+
+	// writeManifest writes a manifest making <target>/<identity>/motd with
+	// text, and returns the parsed bundle as an assignment's manifest.
+	bundleOf := func(text string) json.RawMessage {
+		doc := fmt.Sprintf(`ccm:
+  resources:
+    - file:
+        - "%s/{{ lookup('facts.identity') }}":
+            ensure: directory
+            owner: root
+            group: root
+            mode: "0755"
+        - "%s/{{ lookup('facts.identity') }}/motd":
+            content: "%s\n"
+            owner: root
+            group: root
+            mode: "0644"
+`, target, target, text)
+		path := filepath.Join(dir, "site.yaml")
+		Expect(os.WriteFile(path, []byte(doc), 0o644)).To(Succeed())
+		m, err := manifest.Load(path)
+		Expect(err).ToNot(HaveOccurred())
+		bundle, err := manifest.NewBundle(m)
+		Expect(err).ToNot(HaveOccurred())
+		raw, err := json.Marshal(bundle)
+		Expect(err).ToNot(HaveOccurred())
+		return raw
+	}
+	motd := func(identity string) string {
+		b, err := os.ReadFile(filepath.Join(target, identity, "motd"))
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+	assign := func(name, text string, where []string, key signingKey, interval time.Duration) uint64 {
+		flt, err := protocol.NewFilter(where, nil)
+		Expect(err).ToNot(HaveOccurred())
+		if flt.Empty() {
+			flt = nil
+		}
+		rev, err := client.Assign(context.Background(), &protocol.Assignment{
+			Protocol: protocol.AssignmentProtocol, Name: name, Filter: flt,
+			Interval: protocol.Duration(interval), Manifest: bundleOf(text),
+		}, key.kp)
+		Expect(err).ToNot(HaveOccurred())
+		return rev
+	}
+
+	BeforeAll(func() {
+		dir = GinkgoT().TempDir()
+		target = filepath.Join(dir, "target")
+		ops = newSigningKey(dir, "ops")
+		stranger = newSigningKey(dir, "stranger")
+		policy := policyFile(dir, signerEntry("ops", ops.pub, "file"))
+		b = brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js, err = jetstream.New(nc)
+		Expect(err).ToNot(HaveOccurred())
+		ctx := context.Background()
+		_, err = jsstore.EnsureHistory(ctx, js, jsstore.HistoryConfig{})
+		Expect(err).ToNot(HaveOccurred())
+		_, err = jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{})
+		Expect(err).ToNot(HaveOccurred())
+		client = orchestrator.New(nc)
+		roles := []string{"web", "db", "web", "db"}
+		for i, role := range roles {
+			fa := &fleetAgent{b: b, identity: fmt.Sprintf("asg-%d", i), stateDir: filepath.Join(dir, fmt.Sprintf("state-%d", i)), policy: policy,
+				facts: map[string]any{"os": "debian", "role": role}}
+			fa.start()
+			DeferCleanup(func() { fa.stop() })
+			agents = append(agents, fa)
+		}
+	})
+
+	It("converges exactly the hosts its selector picks, without any request", func() {
+		rev := assign("web", "one", []string{"role=web"}, ops, time.Hour)
+		Expect(rev).To(BeNumerically(">", 0))
+		Eventually(func() string { return motd("asg-0") }).WithTimeout(20 * time.Second).Should(Equal("one\n"))
+		Eventually(func() string { return motd("asg-2") }).WithTimeout(20 * time.Second).Should(Equal("one\n"))
+		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-0", "web") }).Should(ContainElement(And(
+			HaveField("Revision", fmt.Sprint(rev)), HaveField("Trigger", protocol.TriggerChange),
+			HaveField("Reply.Error", BeNil()), HaveField("Reply.Events", HaveLen(2)))))
+		Consistently(func() bool {
+			_, err1 := os.Stat(filepath.Join(target, "asg-1"))
+			_, err3 := os.Stat(filepath.Join(target, "asg-3"))
+			return os.IsNotExist(err1) && os.IsNotExist(err3)
+		}).WithTimeout(time.Second).Should(BeTrue(), "the db hosts are not selected")
+		// history lists the scheduled run beside pushed ones
+		list, err := client.HistoryList(context.Background(), orchestrator.HistoryListOptions{Since: time.Now().Add(-time.Hour), Host: "asg-0", Limit: 100})
+		Expect(err).ToNot(HaveOccurred())
+		Expect(list).ToNot(BeEmpty())
+	})
+
+	It("brings a change of the manifest to the selected hosts within seconds", func() {
+		rev := assign("web", "two", []string{"role=web"}, ops, time.Hour)
+		Eventually(func() string { return motd("asg-0") }).WithTimeout(20 * time.Second).Should(Equal("two\n"))
+		Eventually(func() string { return motd("asg-2") }).WithTimeout(20 * time.Second).Should(Equal("two\n"))
+		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-2", "web") }).Should(ContainElement(HaveField("Revision", fmt.Sprint(rev))))
+	})
+
+	It("follows a host whose role changes: picks the assignment up, and drops it", func() {
+		db := agents[1]
+		db.agent.UpdateFacts(map[string]any{"os": "debian", "role": "web"})
+		Eventually(func() string { return motd("asg-1") }).WithTimeout(20 * time.Second).Should(Equal("two\n"))
+		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-1", "web") }).Should(ContainElement(HaveField("Trigger", protocol.TriggerFacts)))
+
+		db.agent.UpdateFacts(map[string]any{"os": "debian", "role": "db"})
+		// No longer selected: a new revision does not reach it.
+		assign("web", "three", []string{"role=web"}, ops, time.Hour)
+		Eventually(func() string { return motd("asg-0") }).WithTimeout(20 * time.Second).Should(Equal("three\n"))
+		Consistently(func() string { return motd("asg-1") }).WithTimeout(time.Second).Should(Equal("two\n"))
+	})
+
+	It("never applies an assignment signed by a key the policy does not trust, and records the refusal", func() {
+		assign("rogue", "rogue", []string{"role=db"}, stranger, time.Hour)
+		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-3", "rogue") }).WithTimeout(20 * time.Second).Should(ContainElement(
+			HaveField("Reply.Error.Code", protocol.CodeUnauthenticated)))
+		_, err := os.Stat(filepath.Join(target, "asg-3"))
+		Expect(os.IsNotExist(err)).To(BeTrue(), "nothing applied")
+		Expect(assignmentRuns(js, "asg-3", "rogue")).To(HaveEach(HaveField("Reply.Events", BeEmpty())))
+		var refused []agent.AuditRecord
+		for _, l := range (&securedAgent{stateDir: agents[3].stateDir}).auditLines() {
+			if strings.HasPrefix(l.RequestID, "rogue_") {
+				refused = append(refused, l)
+			}
+		}
+		Expect(refused).ToNot(BeEmpty())
+		Expect(refused[0].Decision).To(Equal(string(protocol.CodeUnauthenticated)))
+		Expect(refused[0].Signer.Key).To(Equal(stranger.pub))
+		Expect(client.RemoveAssignment(context.Background(), "rogue")).To(Succeed())
+	})
+
+	It("refuses both assignments declaring the same resource, applying neither", func() {
+		before := motd("asg-0")
+		assign("web-copy", "copy", []string{"role=web"}, ops, time.Hour)
+		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-0", "web-copy") }).WithTimeout(20 * time.Second).Should(ContainElement(
+			HaveField("Reply.Error.Message", ContainSubstring("is declared by assignments web and web-copy"))))
+		Expect(motd("asg-0")).To(Equal(before), "neither applied")
+		Expect(client.RemoveAssignment(context.Background(), "web-copy")).To(Succeed())
+	})
+
+	It("resumes its schedule after a restart without running again early, and runs every interval", func() {
+		a := agents[2]
+		count := func() int { return len(assignmentRuns(js, "asg-2", "web")) }
+		Eventually(func() string { return motd("asg-2") }).WithTimeout(20 * time.Second).Should(Equal("three\n"))
+		Eventually(count).Should(BeNumerically(">=", 3))
+		n := count()
+		a.stop()
+		a.start()
+		Consistently(count).WithTimeout(2*time.Second).Should(Equal(n), "the hour has not passed: no run after the restart")
+
+		// A short interval runs again on schedule, and a tamper is repaired
+		// by the next run.
+		assign("web", "four", []string{"role=web"}, ops, 2*time.Second)
+		Eventually(func() string { return motd("asg-2") }).WithTimeout(20 * time.Second).Should(Equal("four\n"))
+		Expect(os.WriteFile(filepath.Join(target, "asg-2", "motd"), []byte("tampered\n"), 0o644)).To(Succeed())
+		Eventually(func() string { return motd("asg-2") }).WithTimeout(20 * time.Second).Should(Equal("four\n"))
+		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-2", "web") }).Should(ContainElement(HaveField("Trigger", protocol.TriggerSchedule)))
+	})
+
+	It("stops applying a removed assignment", func() {
+		Expect(client.RemoveAssignment(context.Background(), "web")).To(Succeed())
+		// The agent forgets it (its state file no longer names it) ...
+		Eventually(func() string {
+			b, _ := os.ReadFile(filepath.Join(agents[0].stateDir, agent.AssignmentStateFileName))
+			return string(b)
+		}).WithTimeout(10 * time.Second).ShouldNot(ContainSubstring(`"web"`))
+		// ... and a change it would have repaired every 2s stays.
+		Expect(os.WriteFile(filepath.Join(target, "asg-0", "motd"), []byte("mine now\n"), 0o644)).To(Succeed())
+		Consistently(func() string { return motd("asg-0") }).WithTimeout(5 * time.Second).Should(Equal("mine now\n"))
+	})
+})
