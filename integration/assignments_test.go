@@ -88,6 +88,12 @@ func assignmentRuns(js jetstream.JetStream, identity, name string) []assignmentR
 	return out
 }
 
+func mustFilter(where ...string) *protocol.Filter {
+	f, err := protocol.NewFilter(where, nil)
+	Expect(err).ToNot(HaveOccurred())
+	return f
+}
+
 var _ = Describe("Assignments", Ordered, func() {
 	var (
 		b        *broker.Broker
@@ -241,6 +247,66 @@ var _ = Describe("Assignments", Ordered, func() {
 			HaveField("Reply.Error.Message", ContainSubstring("is declared by assignments web and web-copy"))))
 		Expect(motd("asg-0")).To(Equal(before), "neither applied")
 		Expect(client.RemoveAssignment(context.Background(), "web-copy")).To(Succeed())
+	})
+
+	It("reports each host's state in ccm-orch status: converged, refused by policy, failed and drift, with their exit codes", func() {
+		code, out, errOut := runOrch("status", "--assignment", "web", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), out+errOut)
+		Expect(out).To(MatchRegexp(`^web r\d+ \(role=web, apply every 1h0m0s\): 2 hosts: 2 converged\n  converged: asg-0, asg-2\n$`))
+
+		// ops may use files only: an exec assignment is refused by policy.
+		execRev, err := client.Assign(context.Background(), &protocol.Assignment{
+			Protocol: protocol.AssignmentProtocol, Name: "runner", Filter: mustFilter("role=db"), Interval: protocol.Duration(time.Hour),
+			Manifest: json.RawMessage(`{"manifest":{"ccm":{"resources":[{"exec":[{"/bin/touch ` + target + `/exec-ran":{}}]}]}}}`),
+		}, ops.kp)
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(func() int {
+			code, _, _ := runOrch("status", "--assignment", "runner", "--server", b.ClientURL())
+			return code
+		}).WithTimeout(20 * time.Second).Should(Equal(2))
+		_, out, _ = runOrch("status", "--assignment", "runner", "--server", b.ClientURL())
+		Expect(out).To(ContainSubstring(fmt.Sprintf("runner r%d (role=db, apply every 1h0m0s): 2 hosts: 2 refused", execRev)))
+		Expect(out).To(ContainSubstring("refused: asg-1, asg-3: exec#/bin/touch"))
+		Expect(out).To(ContainSubstring("not allowed resource type exec"))
+		Expect(filepath.Join(target, "exec-ran")).ToNot(BeAnExistingFile())
+		Expect(client.RemoveAssignment(context.Background(), "runner")).To(Succeed())
+
+		// A file below a missing directory fails.
+		_, err = client.Assign(context.Background(), &protocol.Assignment{
+			Protocol: protocol.AssignmentProtocol, Name: "broken", Filter: mustFilter("role=db"), Interval: protocol.Duration(time.Hour),
+			Manifest: json.RawMessage(`{"manifest":{"ccm":{"resources":[{"file":[{"` + target + `/missing/dir/f":{"content":"x","owner":"root","group":"root","mode":"0644"}}]}]}}}`),
+		}, ops.kp)
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(func() string {
+			_, out, _ := runOrch("status", "--assignment", "broken", "--server", b.ClientURL())
+			return out
+		}).WithTimeout(20 * time.Second).Should(ContainSubstring("2 hosts: 2 failed"))
+		code, _, _ = runOrch("status", "--assignment", "broken", "--where", "identity=asg-1", "--server", b.ClientURL())
+		Expect(code).To(Equal(2))
+		Expect(client.RemoveAssignment(context.Background(), "broken")).To(Succeed())
+
+		// A scheduled audit reports drift and changes nothing.
+		_, err = client.Assign(context.Background(), &protocol.Assignment{
+			Protocol: protocol.AssignmentProtocol, Name: "audit", Filter: mustFilter("role=db"), Interval: protocol.Duration(time.Hour), Noop: true,
+			Manifest: json.RawMessage(`{"manifest":{"ccm":{"resources":[{"file":[{"` + target + `/audited":{"content":"x","owner":"root","group":"root","mode":"0644"}}]}]}}}`),
+		}, ops.kp)
+		Expect(err).ToNot(HaveOccurred())
+		var rep orchestrator.StatusReport
+		Eventually(func() map[string]int {
+			code, out, _ := runOrch("status", "--assignment", "audit", "--json", "--server", b.ClientURL())
+			if code != 5 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Assignments) != 1 {
+				return nil
+			}
+			return rep.Assignments[0].Counts
+		}).WithTimeout(20 * time.Second).Should(Equal(map[string]int{"drift": 2}))
+		Expect(rep.Assignments[0].Hosts[0].Drift).To(Equal(1))
+		Expect(filepath.Join(target, "audited")).ToNot(BeAnExistingFile())
+		Expect(client.RemoveAssignment(context.Background(), "audit")).To(Succeed())
+
+		// A scheduled run is in history beside pushed requests.
+		code, out, _ = runOrch("history", "host", "asg-1", "--server", b.ClientURL())
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("assignment audit"))
 	})
 
 	It("resumes its schedule after a restart without running again early, and runs every interval", func() {

@@ -146,10 +146,14 @@ func DescribeRequest(r *protocol.HistoryRequest) string {
 	if r.Noop {
 		verb = "audit"
 	}
-	if r.Manifest == "" {
-		return verb + " a manifest"
+	what := verb + " a manifest"
+	if r.Manifest != "" {
+		what = verb + " " + r.Manifest
 	}
-	return verb + " " + r.Manifest
+	if r.Assignment != "" {
+		what = fmt.Sprintf("assignment %s r%d (%s): %s", r.Assignment, r.Revision, r.Trigger, what)
+	}
+	return what
 }
 
 // FilterString writes a filter as on the command line: its terms, then

@@ -107,6 +107,12 @@ ccm-orch assignments show web --history
 # Agents stop applying it; what it made stays
 ccm-orch assignments rm canary
 `,
+	"status": `
+# Every assignment on every host it selects (exit 0 converged, 5 drift or stale, 2 failed)
+ccm-orch status
+# One assignment on the Debian hosts, as JSON
+ccm-orch status --assignment web --where os=debian --json
+`,
 	"history init": `
 # Create the history stream and the node registry on an existing NATS (once)
 ccm-orch history init --server nats://nats.example.com:4222 --replicas 3 --max-age 90d

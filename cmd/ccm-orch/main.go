@@ -56,6 +56,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerEnsure(cli)
 	a.registerApply(cli)
 	a.registerAssign(cli)
+	a.registerStatus(cli)
 	a.registerHistory(cli)
 	a.registerBench(cli)
 	a.registerKeys(cli)
