@@ -266,4 +266,3 @@ func withIdentity(facts map[string]any, id string) map[string]any {
 	out["identity"] = id
 	return out
 }
-

@@ -38,7 +38,7 @@ func (a *app) registerAssign(cli *fisk.Application) {
 	cmd.Flag("interval", "How often each selected agent applies it again").Default(protocol.DefaultAssignmentInterval.String()).DurationVar(&c.interval)
 	cmd.Flag("splay", "Spread the hosts' runs over up to this long after each interval (each host keeps its own offset)").Default("0s").DurationVar(&c.splay)
 	cmd.Flag("noop", "A scheduled audit: report drift, change nothing").BoolVar(&c.noop)
-	cmd.Flag("data", "A YAML or JSON file of data merged over the manifest's data (its top-level keys win)").PlaceHolder("FILE").ExistingFileVar(&c.data)
+	cmd.Flag("data", "A YAML or JSON file of data merged over the manifest's data (its top-level keys win)").PlaceHolder("FILE").StringVar(&c.data)
 	cmd.Flag("key", "Sign the assignment with this nkeys seed file; agents apply it only when their policy lets this key").Envar("CCM_KEY").PlaceHolder("FILE").Required().StringVar(&c.key)
 	c.conn = connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error { return a.assign(c) })

@@ -88,7 +88,7 @@ ccm-orch audit site.yaml --where os=debian --json --key audit.seed
 # nginx kept in place on every web server: applied at once, then every 30 minutes
 ccm-orch assign web site.yaml --where role=web --key ops.seed
 # A scheduled audit of the database hosts every hour, spread over 10 minutes
-ccm-orch assign db-audit db.yaml --where role=db --interval 1h --splay 10m --noop --key audit.seed
+ccm-orch assign db-audit site.yaml --where role=db --interval 1h --splay 10m --noop --key audit.seed
 # Two hosts, with data of their own merged over the manifest's
 ccm-orch assign canary site.yaml --host web1 --host web2 --data canary.yaml --key ops.seed
 `,
