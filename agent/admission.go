@@ -284,6 +284,12 @@ func (a *Agent) guard(r *request) func(p *engine.Prepared) error {
 		if msg, ok := r.signer.allowsResource(res); !ok {
 			return fmt.Errorf("%w: %s", resources.ErrForbidden, msg)
 		}
+		// Health checks run commands: they need what an exec needs.
+		for _, hc := range p.Properties.Common().HealthChecks {
+			if msg, ok := r.signer.allowsResource(policyResource{Type: protocol.TypeExec, Name: hc.Command, Provider: "posix"}); !ok {
+				return fmt.Errorf("%w: health check %q: %s", resources.ErrForbidden, hc.Label(), msg)
+			}
+		}
 		return nil
 	}
 }

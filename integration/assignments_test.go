@@ -101,6 +101,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		target   string
 		ops      signingKey
 		stranger signingKey
+		checker  signingKey
 		agents   []*fleetAgent
 		client   *orchestrator.Client
 		js       jetstream.JetStream
@@ -159,7 +160,8 @@ var _ = Describe("Assignments", Ordered, func() {
 		target = filepath.Join(dir, "target")
 		ops = newSigningKey(dir, "ops")
 		stranger = newSigningKey(dir, "stranger")
-		policy := policyFile(dir, signerEntry("ops", ops.pub, "file"))
+		checker = newSigningKey(dir, "checker")
+		policy := policyFile(dir, signerEntry("ops", ops.pub, "file"), signerEntry("checker", checker.pub, "file, exec"))
 		b = brokertest.Start(GinkgoT())
 		nc, err := nats.Connect(b.ClientURL())
 		Expect(err).ToNot(HaveOccurred())
@@ -302,6 +304,36 @@ var _ = Describe("Assignments", Ordered, func() {
 		Expect(rep.Assignments[0].Hosts[0].Drift).To(Equal(1))
 		Expect(filepath.Join(target, "audited")).ToNot(BeAnExistingFile())
 		Expect(client.RemoveAssignment(context.Background(), "audit")).To(Succeed())
+
+		// Health checks need exec: ops may not send them; checker may, and
+		// a CRITICAL one fails the host.
+		healthy := func(name string, key signingKey) {
+			_, err := client.Assign(context.Background(), &protocol.Assignment{
+				Protocol: protocol.AssignmentProtocol, Name: name, Filter: mustFilter("role=db"), Interval: protocol.Duration(time.Hour),
+				Manifest: json.RawMessage(`{"manifest":{"ccm":{"resources":[{"file":[{"` + target + `/` + name + `":{"content":"x","owner":"root","group":"root","mode":"0644",` +
+					`"health_checks":[{"name":"web","command":"/bin/sh -c 'echo connection refused; exit 2'"}]}}]}]}}}`),
+			}, key.kp)
+			Expect(err).ToNot(HaveOccurred())
+		}
+		healthy("checked-ops", ops)
+		Eventually(func() string {
+			_, out, _ := runOrch("status", "--assignment", "checked-ops", "--server", b.ClientURL())
+			return out
+		}).WithTimeout(20 * time.Second).Should(And(ContainSubstring("refused: asg-1, asg-3: "), ContainSubstring(`forbidden: health check "web": exec#/bin/sh -c 'echo connection refused; exit 2': signer ops is not allowed resource type exec`)))
+		Expect(filepath.Join(target, "checked-ops")).ToNot(BeAnExistingFile(), "refused before anything was applied")
+		Expect(client.RemoveAssignment(context.Background(), "checked-ops")).To(Succeed())
+
+		healthy("checked", checker)
+		Eventually(func() string {
+			_, out, _ := runOrch("status", "--assignment", "checked", "--server", b.ClientURL())
+			return out
+		}).WithTimeout(20 * time.Second).Should(ContainSubstring("failed: asg-1, asg-3: file#" + target + "/checked: health check web: CRITICAL: connection refused"))
+		code, out, _ = runOrch("status", "--assignment", "checked", "--json", "--server", b.ClientURL())
+		Expect(code).To(Equal(2))
+		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
+		Expect(rep.Assignments[0].Hosts[0].Health).To(Equal(map[string]int{"CRITICAL": 1}))
+		Expect(filepath.Join(target, "checked")).To(BeAnExistingFile(), "the file applied, its check failed")
+		Expect(client.RemoveAssignment(context.Background(), "checked")).To(Succeed())
 
 		// A scheduled run is in history beside pushed requests.
 		code, out, _ = runOrch("history", "host", "asg-1", "--server", b.ClientURL())

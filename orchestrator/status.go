@@ -52,10 +52,13 @@ type HostStatus struct {
 	RequestID string    `json:"request_id,omitempty"`
 	Trigger   string    `json:"trigger,omitempty"`
 	// Changed, Drift and Failed count the last run's resources.
-	Changed int    `json:"changed"`
-	Drift   int    `json:"drift"`
-	Failed  int    `json:"failed"`
-	Message string `json:"message,omitempty"`
+	Changed int `json:"changed"`
+	Drift   int `json:"drift"`
+	Failed  int `json:"failed"`
+	// Health counts the last run's health checks by status (OK,
+	// WARNING, CRITICAL, UNKNOWN).
+	Health  map[string]int `json:"health,omitempty"`
+	Message string         `json:"message,omitempty"`
 }
 
 // AssignmentStatus is one assignment and every host it selects.
@@ -185,6 +188,12 @@ func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostS
 	}
 	h.Revision, h.Time, h.RequestID, h.Trigger = run.revision, run.time, run.id, run.trigger
 	for _, ev := range run.reply.Events {
+		for _, hc := range ev.HealthChecks {
+			if h.Health == nil {
+				h.Health = map[string]int{}
+			}
+			h.Health[hc.Status]++
+		}
 		switch {
 		case ev.Failed:
 			h.Failed++

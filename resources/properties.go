@@ -33,6 +33,8 @@ type CommonProperties struct {
 	Subscribe []string `json:"subscribe,omitempty"`
 	// Control decides whether the resource is managed at all.
 	Control *Control `json:"control,omitempty"`
+	// HealthChecks run after the resource is applied, also when it failed.
+	HealthChecks []HealthCheck `json:"health_checks,omitempty"`
 }
 
 // Common returns the common properties.
@@ -67,6 +69,14 @@ func (c *CommonProperties) ValidateCommon() error {
 		return Invalidf("property ensure is required")
 	case len(c.Ensure) > maxEnsure || !ensureRe.MatchString(c.Ensure):
 		return Invalidf("property ensure %q contains characters that are not allowed", c.Ensure)
+	}
+	if len(c.HealthChecks) > MaxHealthChecks {
+		return Invalidf("property health_checks: %d checks, the limit is %d", len(c.HealthChecks), MaxHealthChecks)
+	}
+	for i := range c.HealthChecks {
+		if err := c.HealthChecks[i].validate(); err != nil {
+			return Invalidf("property health_checks[%d]: %s", i, err)
+		}
 	}
 	for _, list := range []struct {
 		name string

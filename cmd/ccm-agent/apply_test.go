@@ -218,3 +218,50 @@ ccm:
 		Expect(out).To(MatchRegexp(`5 resources: 4 stable, 0 changed, 0 failed, 1 skipped, 0 refreshed in \d+ms`))
 	})
 })
+
+var _ = Describe("ccm-agent apply with health checks", func() {
+	It("runs them after the resource, fails on CRITICAL, and --monitor-only runs only them", func() {
+		dir := GinkgoT().TempDir()
+		site := filepath.Join(dir, "site.yaml")
+		write := func(exit int) {
+			doc := `ccm:
+  resources:
+    - file:
+        - ` + dir + `/conf:
+            content: "x"
+            owner: root
+            group: root
+            mode: "0644"
+            health_checks:
+              - name: web
+                command: "/bin/sh -c 'echo service says hi; exit ` + string(rune('0'+exit)) + `'"
+`
+			Expect(os.WriteFile(site, []byte(doc), 0o644)).To(Succeed())
+		}
+		write(0)
+		code, out, errOut := agent("apply", site, "--monitor-only")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring("  health web: OK service says hi\n"))
+		Expect(filepath.Join(dir, "conf")).ToNot(BeAnExistingFile(), "monitor only changes nothing")
+
+		write(2)
+		code, out, _ = agent("apply", site)
+		Expect(code).To(Equal(2))
+		Expect(out).To(ContainSubstring("  health web: CRITICAL service says hi\n"))
+		Expect(filepath.Join(dir, "conf")).To(BeAnExistingFile(), "the resource applied before its check")
+
+		code, out, _ = agent("apply", site, "--json", "--monitor-only")
+		Expect(code).To(Equal(2))
+		var rep struct {
+			Events []struct {
+				Changed      bool
+				HealthChecks []map[string]any `json:"health_checks"`
+			}
+		}
+		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
+		Expect(rep.Events).To(HaveLen(1))
+		Expect(rep.Events[0].Changed).To(BeFalse())
+		Expect(rep.Events[0].HealthChecks).To(ConsistOf(And(HaveKeyWithValue("status", "CRITICAL"), HaveKeyWithValue("code", BeNumerically("==", 2)),
+			HaveKeyWithValue("message", "service says hi"), HaveKeyWithValue("name", "web"))))
+	})
+})

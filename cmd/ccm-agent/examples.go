@@ -32,6 +32,8 @@ ccm-agent apply site.yaml --noop
 ccm-agent apply site.yaml
 # The manifest after data and templates are resolved, with a fact overridden
 ccm-agent apply site.yaml --render --fact role=web
+# Only the resources' health checks (exit 2 when one is CRITICAL)
+ccm-agent apply site.yaml --monitor-only
 `,
 	"ensure file": `
 # A file with its content, owner, group and mode
