@@ -33,6 +33,9 @@ type assignmentRun struct {
 	name     string
 	revision uint64
 	trigger  string
+	// flapping is the backoff of a watch repair of a file that keeps
+	// changing, "" otherwise
+	flapping string
 }
 
 // mark writes the run's assignment, revision and trigger in a history
@@ -44,6 +47,9 @@ func (r *assignmentRun) mark(h nats.Header) {
 	h.Set(protocol.HeaderAssignment, r.name)
 	h.Set(protocol.HeaderAssignmentRevision, strconv.FormatUint(r.revision, 10))
 	h.Set(protocol.HeaderTrigger, r.trigger)
+	if r.flapping != "" {
+		h.Set(protocol.HeaderFlapping, r.flapping)
+	}
 }
 
 // assigned is one assignment as this agent knows it: admitted (signer and
@@ -61,6 +67,8 @@ type assigned struct {
 	selected bool
 	next     time.Time
 	trigger  string
+	// watch is its watched files, nil when none
+	watch *watchState
 }
 
 // assignmentState is what the state file keeps of one assignment.
@@ -82,6 +90,8 @@ type assigner struct {
 	known map[string]*assigned
 	// facts are the facts the selection was last made with
 	facts map[string]any
+	// w watches the files of watch: true resources (nil until needed)
+	w *watcher
 }
 
 func newAssigner(a *Agent) *assigner {
@@ -132,6 +142,7 @@ func (s *assigner) run(ctx, jobs context.Context) {
 		return
 	}
 	defer func() { _ = w.Stop() }()
+	defer func() { s.w.close() }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -148,6 +159,10 @@ func (s *assigner) run(ctx, jobs context.Context) {
 			}
 		case <-a.assignFacts:
 			s.reselect()
+		case ev := <-s.w.events():
+			s.changed(ev)
+		case err := <-s.w.errors():
+			a.log.Warn("file watcher", "error", err)
 		case <-timer.C:
 		}
 		// Take every update already delivered before running, so a burst
@@ -188,8 +203,9 @@ func (s *assigner) update(e jetstream.KeyValueEntry) {
 	a := s.a
 	name := e.Key()
 	if e.Operation() != jetstream.KeyValuePut {
-		if _, ok := s.known[name]; ok {
+		if old, ok := s.known[name]; ok {
 			a.log.Info("assignment removed", "assignment", name)
+			s.unwatch(old)
 		}
 		delete(s.known, name)
 		if _, ok := s.state[name]; ok {
@@ -199,9 +215,14 @@ func (s *assigner) update(e jetstream.KeyValueEntry) {
 		return
 	}
 	as := s.admit(name, e.Revision(), e.Value())
+	if old := s.known[name]; old != nil {
+		// The new revision's first run decides what stays watched.
+		as.watch = old.watch
+	}
 	s.known[name] = as
 	st := s.state[name]
 	if as.refusal != nil {
+		s.unwatch(as)
 		a.log.Warn("assignment refused", "assignment", name, "revision", as.revision, "code", as.refusal.Code, "error", as.refusal.Message)
 		if st.Refused != as.revision && (as.spec == nil || as.spec.Selects(a.cfg.Identity, s.facts)) {
 			s.recordRefusal(as)
@@ -213,6 +234,7 @@ func (s *assigner) update(e jetstream.KeyValueEntry) {
 	}
 	as.selected = as.spec.Selects(a.cfg.Identity, s.facts)
 	if !as.selected {
+		s.unwatch(as)
 		return
 	}
 	if st.Revision == as.revision && !st.LastRun.IsZero() {
@@ -319,6 +341,7 @@ func (s *assigner) reselect() {
 		case was:
 			s.a.log.Info("assignment no longer selects this host", "assignment", as.name)
 			as.next = time.Time{}
+			s.unwatch(as)
 		}
 	}
 }
@@ -435,7 +458,12 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 		return
 	}
 	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.req.ID)
-	a.finish(r, a.execute(ctx, r))
+	reply := a.execute(ctx, r)
+	if as.trigger == protocol.TriggerWatch {
+		r.assignment.flapping = s.repaired(as, started, reply)
+	}
+	a.finish(r, reply)
+	s.rewatch(as, reply)
 }
 
 // answer records a run of as that did not happen, refused with e.

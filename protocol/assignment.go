@@ -27,6 +27,9 @@ const (
 	HeaderAssignmentRevision = "Ccm-Assignment-Revision"
 	// HeaderTrigger says why a scheduled run happened (see Trigger*).
 	HeaderTrigger = "Ccm-Trigger"
+	// HeaderFlapping is set on a watch repair of a file that keeps
+	// changing: the backoff before the next repair.
+	HeaderFlapping = "Ccm-Flapping"
 )
 
 // Triggers of an assignment run.
@@ -37,6 +40,8 @@ const (
 	TriggerSchedule = "schedule"
 	// TriggerFacts: the host's facts changed.
 	TriggerFacts = "facts"
+	// TriggerWatch: a watched file changed (watch: true).
+	TriggerWatch = "watch"
 )
 
 // DiscoveryAssignment is the discovery source of a scheduled run's history
