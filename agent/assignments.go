@@ -36,6 +36,8 @@ type assignmentRun struct {
 	// flapping is the backoff of a watch repair of a file that keeps
 	// changing, "" otherwise
 	flapping string
+	// request is the run's HistoryRequest, encoded
+	request string
 }
 
 // mark writes the run's assignment, revision and trigger in a history
@@ -49,6 +51,9 @@ func (r *assignmentRun) mark(h nats.Header) {
 	h.Set(protocol.HeaderTrigger, r.trigger)
 	if r.flapping != "" {
 		h.Set(protocol.HeaderFlapping, r.flapping)
+	}
+	if r.request != "" {
+		h.Set(protocol.HeaderRequest, r.request)
 	}
 }
 
@@ -443,7 +448,7 @@ func (s *assigner) newRun(as *assigned, started time.Time) *request {
 	if as.body != nil {
 		r.audit.Resources = as.body.refs()
 	}
-	s.recordRequest(as, fr)
+	r.assignment.request = s.requestOf(as, fr)
 	return r
 }
 
@@ -478,10 +483,10 @@ func (s *assigner) recordRefusal(as *assigned) {
 	s.answer(as, s.a.now(), as.refusal)
 }
 
-// recordRequest writes the history record of a run's request, so history
-// lists scheduled runs beside the ones an orchestrator sent.
-func (s *assigner) recordRequest(as *assigned, fr *protocol.FleetRequest) {
-	a := s.a
+// requestOf is the HistoryRequest of a run, as the header of its host
+// record carries it, so history shows scheduled runs beside pushed ones
+// (an agent may write only its own records, not a request record).
+func (s *assigner) requestOf(as *assigned, fr *protocol.FleetRequest) string {
 	hr := &protocol.HistoryRequest{
 		Protocol:   protocol.HistoryRequestProtocol,
 		RequestID:  fr.ID,
@@ -489,7 +494,7 @@ func (s *assigner) recordRequest(as *assigned, fr *protocol.FleetRequest) {
 		Noop:       fr.Noop,
 		Filter:     fr.Filter,
 		Discovery:  protocol.DiscoveryAssignment,
-		Expected:   []string{a.cfg.Identity},
+		Expected:   []string{s.a.cfg.Identity},
 		TTL:        fr.TTL,
 		Assignment: as.name,
 		Revision:   as.revision,
@@ -498,25 +503,11 @@ func (s *assigner) recordRequest(as *assigned, fr *protocol.FleetRequest) {
 	if as.spec != nil {
 		hr.Sender, hr.Manifest, hr.Timeout = as.spec.Author, as.spec.ManifestName, as.spec.Interval
 	}
-	if as.body != nil {
-		for _, r := range as.body.resources {
-			hr.Resources = append(hr.Resources, protocol.HistoryResource{Type: r.Type, Name: r.Name})
-		}
-	}
 	data, err := json.Marshal(hr)
 	if err != nil {
-		return
+		return ""
 	}
-	h := nats.Header{}
-	h.Set(protocol.HeaderSigner, a.publicKey)
-	h.Set(protocol.HeaderSignature, a.signer.Sign(data))
-	(&assignmentRun{name: as.name, revision: as.revision, trigger: as.trigger}).mark(h)
-	a.queueRecord(record{
-		subject: protocol.HistoryRequestSubject(fr.ID),
-		msgID:   protocol.HistoryMsgID(fr.ID, ""),
-		header:  h,
-		data:    data,
-	})
+	return string(data)
 }
 
 // save writes the state file (atomically); a failure is logged: the

@@ -30,6 +30,11 @@ const (
 	// HeaderFlapping is set on a watch repair of a file that keeps
 	// changing: the backoff before the next repair.
 	HeaderFlapping = "Ccm-Flapping"
+	// HeaderRequest, on a host record of a run an agent started on its
+	// own, is the run's HistoryRequest as compact JSON (without its
+	// resources): there is no request record, as an agent may write only
+	// its own records.
+	HeaderRequest = "Ccm-Request"
 )
 
 // Triggers of an assignment run.
