@@ -302,6 +302,18 @@ var _ = Describe("Assignments", Ordered, func() {
 			return rep.Assignments[0].Counts
 		}).WithTimeout(20 * time.Second).Should(Equal(map[string]int{"drift": 2}))
 		Expect(rep.Assignments[0].Hosts[0].Drift).To(Equal(1))
+		// The run is in history under its own id, rebuilt from the host
+		// record alone (an agent writes no request record).
+		runID := rep.Assignments[0].Hosts[0].RequestID
+		Expect(runID).To(HavePrefix("audit_r"))
+		code, out, errOut = runOrch("history", "show", runID, "--json", "--server", b.ClientURL())
+		Expect(code).To(Equal(5), errOut)
+		var shown map[string]any
+		Expect(json.Unmarshal([]byte(out), &shown)).To(Succeed())
+		Expect(shown).To(HaveKeyWithValue("request_id", runID))
+		code, out, _ = runOrch("history", "list", "--host", "asg-1", "--server", b.ClientURL())
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring(runID))
 		Expect(filepath.Join(target, "audited")).ToNot(BeAnExistingFile())
 		Expect(client.RemoveAssignment(context.Background(), "audit")).To(Succeed())
 
