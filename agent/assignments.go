@@ -83,6 +83,9 @@ type assignmentState struct {
 	// Refused is the revision whose refusal was recorded, so a restart
 	// does not record it again.
 	Refused uint64 `json:"refused,omitempty"`
+	// Created is when the last admitted revision was signed: a revision
+	// signed before it is an older one stored again, and is refused.
+	Created time.Time `json:"created,omitzero"`
 }
 
 // assigner follows the assignment store and runs the assignments that
@@ -226,6 +229,14 @@ func (s *assigner) update(e jetstream.KeyValueEntry) {
 	}
 	s.known[name] = as
 	st := s.state[name]
+	if as.refusal == nil && as.spec.Created.Before(st.Created) {
+		as.refusal = protocol.NewError(protocol.CodeUnauthenticated, "assignment %s revision %d was signed at %s, before the revision it replaces (signed at %s): an older revision stored again is not run (assign it anew to roll back)",
+			name, as.revision, as.spec.Created.Format(time.RFC3339Nano), st.Created.Format(time.RFC3339Nano))
+	}
+	if as.refusal == nil {
+		st.Created = as.spec.Created
+		s.state[name] = st
+	}
 	if as.refusal != nil {
 		s.unwatch(as)
 		a.log.Warn("assignment refused", "assignment", name, "revision", as.revision, "code", as.refusal.Code, "error", as.refusal.Message)

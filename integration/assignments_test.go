@@ -242,6 +242,24 @@ var _ = Describe("Assignments", Ordered, func() {
 		Expect(client.RemoveAssignment(context.Background(), "rogue")).To(Succeed())
 	})
 
+	It("refuses an older signed revision stored again (a replay), keeping the current one", func() {
+		kv, err := js.KeyValue(context.Background(), protocol.AssignmentsBucket)
+		Expect(err).ToNot(HaveOccurred())
+		first, err := kv.GetRevision(context.Background(), "web", 1)
+		Expect(err).ToNot(HaveOccurred())
+		rev, err := kv.Put(context.Background(), "web", first.Value())
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-0", "web") }).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			HaveField("Revision", fmt.Sprint(rev)), HaveField("Reply.Error.Code", protocol.CodeUnauthenticated),
+			HaveField("Reply.Error.Message", ContainSubstring("an older revision stored again is not run")))))
+		Expect(motd("asg-0")).To(Equal("three\n"), "revision 1 said one")
+		assign("web", "three", []string{"role=web"}, ops, time.Hour)
+		Eventually(func() string {
+			_, out, _ := runOrch("status", "--assignment", "web", "--server", b.ClientURL())
+			return out
+		}).WithTimeout(20 * time.Second).Should(ContainSubstring("2 hosts: 2 converged"))
+	})
+
 	It("refuses both assignments declaring the same resource, applying neither", func() {
 		before := motd("asg-0")
 		assign("web-copy", "copy", []string{"role=web"}, ops, time.Hour)
