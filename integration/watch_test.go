@@ -109,6 +109,11 @@ var _ = Describe("Watch-based repair", Ordered, func() {
 			return got[:min(len(got), 3)]
 		}).WithPolling(50 * time.Millisecond).WithTimeout(60 * time.Second).Should(HaveLen(3))
 		Expect(flaps()[before:before+3]).To(Equal([]string{"500ms", "1s", "2s"}), "the wait doubles with each repair")
+		_, out, _ := runOrch("status", "--json", "--server", fa.b.ClientURL())
+		var rep orchestrator.StatusReport
+		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed(), out)
+		Expect(rep.Assignments).To(HaveLen(1))
+		Expect(rep.Assignments[0].Hosts[0].Flapping).ToNot(BeEmpty(), "status says the file is flapping")
 		Eventually(content).WithTimeout(20*time.Second).Should(Equal("managed\n"), "repaired once it stops")
 	})
 

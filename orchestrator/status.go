@@ -57,8 +57,11 @@ type HostStatus struct {
 	Failed  int `json:"failed"`
 	// Health counts the last run's health checks by status (OK,
 	// WARNING, CRITICAL, UNKNOWN).
-	Health  map[string]int `json:"health,omitempty"`
-	Message string         `json:"message,omitempty"`
+	Health map[string]int `json:"health,omitempty"`
+	// Flapping is the backoff of the last watch repair of a file that
+	// keeps changing, "" when the last run was not one.
+	Flapping string `json:"flapping,omitempty"`
+	Message  string `json:"message,omitempty"`
 }
 
 // AssignmentStatus is one assignment and every host it selects.
@@ -88,6 +91,7 @@ type lastRun struct {
 	revision uint64
 	id       string
 	trigger  string
+	flapping string
 	reply    *protocol.FleetReply
 }
 
@@ -139,7 +143,7 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 			last[name] = byHost
 		}
 		if prev := byHost[r.Identity]; prev == nil || !r.Time.Before(prev.time) {
-			byHost[r.Identity] = &lastRun{time: r.Time, revision: rev, id: r.RequestID, trigger: r.Header.Get(protocol.HeaderTrigger), reply: reply}
+			byHost[r.Identity] = &lastRun{time: r.Time, revision: rev, id: r.RequestID, trigger: r.Header.Get(protocol.HeaderTrigger), flapping: r.Header.Get(protocol.HeaderFlapping), reply: reply}
 		}
 		return nil
 	})
@@ -186,7 +190,7 @@ func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostS
 		h.State, h.Message = StateStale, fmt.Sprintf("no run recorded in the last %s (twice the interval)", 2*interval)
 		return h
 	}
-	h.Revision, h.Time, h.RequestID, h.Trigger = run.revision, run.time, run.id, run.trigger
+	h.Revision, h.Time, h.RequestID, h.Trigger, h.Flapping = run.revision, run.time, run.id, run.trigger, run.flapping
 	for _, ev := range run.reply.Events {
 		for _, hc := range ev.HealthChecks {
 			if h.Health == nil {

@@ -159,7 +159,7 @@ var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, fun
 		Eventually(func() int {
 			code, _, _ := orch(with("status", "--json")...)
 			return code
-		}).WithTimeout(20 * time.Second).Should(Equal(0), "the web hosts ran it")
+		}).WithTimeout(20*time.Second).Should(Equal(0), "the web hosts ran it")
 		_, out, _ = orch(with("status", "--json")...)
 		validate("status.schema.json", out)
 		Expect(out).To(MatchRegexp(`"counts": \{\s*"converged": \d+\s*\}`))

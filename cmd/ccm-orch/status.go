@@ -94,6 +94,9 @@ func renderStatus(w io.Writer, rep *orchestrator.StatusReport) {
 				if s == orchestrator.StateDrift {
 					msg = fmt.Sprintf("%d resources would change", h.Drift)
 				}
+				if h.Flapping != "" {
+					msg = strings.TrimPrefix(msg+"; ", "; ") + "flapping: a watched file keeps changing, repairs backed off " + h.Flapping
+				}
 				if _, ok := groups[msg]; !ok {
 					order = append(order, msg)
 				}
