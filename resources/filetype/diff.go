@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unicode/utf8"
 
-	"github.com/ccm-fleet/ccm/internal/textdiff"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
 )
@@ -69,13 +67,13 @@ func diffFor(ctx context.Context, ac *resources.ApplyContext, fp Provider, props
 	summary := func(what string) string {
 		return fmt.Sprintf("%s: current %d bytes%s, desired %d bytes sha256:%s", what, curSize, sumText(curSum), wantSize, want.checksum)
 	}
+	limit := ac.Limit()
 	if props.Sensitive {
 		d.Summary = protocol.DiffSensitive
 		return d
 	}
-	limit := ac.Limit()
 	if curSize > limit || wantSize > limit {
-		d.Summary = summary(fmt.Sprintf("content differs (over the %d-byte diff limit)", limit))
+		d.Summary = resources.SizeSummary(limit, curSize, curSum, wantSize, want.checksum)
 		return d
 	}
 	var have []byte
@@ -101,11 +99,7 @@ func diffFor(ctx context.Context, ac *resources.ApplyContext, fp Provider, props
 		}
 		wantContent = b
 	}
-	if isBinary(have) || isBinary(wantContent) {
-		d.Summary = summary("binary content differs")
-		return d
-	}
-	d.Content = textdiff.Unified(props.Name+" (current)", props.Name+" (desired)", have, wantContent)
+	d.Content, d.Summary = resources.ContentDiff(props.Name, have, wantContent)
 	return d
 }
 
@@ -133,24 +127,3 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// isBinary reports content a line diff would not show usefully: a NUL
-// byte or invalid UTF-8 in its first 8 KiB.
-func isBinary(b []byte) bool {
-	const window = 8 << 10
-	head := b[:min(len(b), window)]
-	for _, c := range head {
-		if c == 0 {
-			return true
-		}
-	}
-	if utf8.Valid(head) {
-		return false
-	}
-	// A multi-byte rune cut at the window's end is not a sign of binary.
-	for k := 1; len(b) > window && k < utf8.UTFMax; k++ {
-		if utf8.Valid(head[:len(head)-k]) {
-			return false
-		}
-	}
-	return true
-}
