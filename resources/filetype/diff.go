@@ -126,4 +126,3 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
-
