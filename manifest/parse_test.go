@@ -180,7 +180,7 @@ ccm:
 			Expect(err).To(MatchError(resources.ErrInvalid))
 			Expect(err.Error()).To(Equal(want))
 		},
-		Entry("unknown top-level key", "datum: {}\n", `manifest: unknown key "datum" (allowed: data, hierarchy, overrides, ccm)`),
+		Entry("unknown top-level key", "datum: {}\n", `manifest: unknown key "datum" (allowed: data, sensitive_data, hierarchy, overrides, ccm)`),
 		Entry("unknown ccm key", "ccm: {fail_on_eror: true}\n", `ccm: unknown key "fail_on_eror" (allowed: fail_on_error, pre_message, post_message, resources)`),
 		Entry("unknown hierarchy key", "hierarchy: {ordr: []}\n", `hierarchy: unknown key "ordr" (allowed: order, merge)`),
 		Entry("bad merge", "hierarchy: {merge: shallow}\n", `hierarchy.merge: shallow is not "first" or "deep"`),
