@@ -109,6 +109,13 @@ type Result struct {
 	// ExitCode classifies the run as documented: 1, 2, 3, 5, 0 in that
 	// precedence, and 4 when no host matched.
 	ExitCode protocol.ExitCode `json:"exit_code"`
+	// Facts are the discovered hosts' facts by identity (empty when the
+	// hosts were given or the result was read from history); DiffGroups
+	// uses them with TemplateFacts.
+	Facts map[string]map[string]any `json:"-"`
+	// TemplateFacts are the fact paths the request's templates name (see
+	// TemplateFacts).
+	TemplateFacts []string `json:"-"`
 }
 
 // HostResult is what one asked host answered.

@@ -54,7 +54,7 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{RequestID: id, Noop: req.Noop, Async: req.Async}
+	res := &Result{RequestID: id, Noop: req.Noop, Async: req.Async, TemplateFacts: req.templateFacts()}
 
 	expected, explicit := req.explicitHosts()
 	keys := map[string]string{}
@@ -65,7 +65,9 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 			return nil, fmt.Errorf("run %s: %w", id, err)
 		}
 		res.Discovery, res.DiscoveryFallback = source, fallback
+		res.Facts = make(map[string]map[string]any, len(nodes))
 		for _, n := range nodes {
+			res.Facts[n.Identity] = n.Facts
 			expected = append(expected, n.Identity)
 			if n.PublicKey != "" {
 				keys[n.Identity] = n.PublicKey

@@ -20,6 +20,13 @@ const HostPlaceholder = "<host>"
 // otherwise stay in different groups. An identity shorter than 3
 // characters is never replaced, as it would match too much.
 func messageShape(message, identity string) string {
+	return replaceToken(message, identity, HostPlaceholder)
+}
+
+// replaceToken replaces each whole-token occurrence of value in message by
+// placeholder, by the rule messageShape documents; a value shorter than 3
+// characters is never replaced.
+func replaceToken(message, identity, placeholder string) string {
 	if len(identity) < 3 || !strings.Contains(message, identity) {
 		return message
 	}
@@ -34,7 +41,7 @@ func messageShape(message, identity string) string {
 		end := i + len(identity)
 		b.WriteString(message[from:i])
 		if (i == 0 || !tokenByte(message[i-1])) && (end == len(message) || !tokenByte(message[end])) {
-			b.WriteString(HostPlaceholder)
+			b.WriteString(placeholder)
 		} else {
 			b.WriteString(identity)
 		}
