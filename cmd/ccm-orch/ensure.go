@@ -39,10 +39,10 @@ type runFlags struct {
 	diff bool
 	// noColor turns colour off in diffs
 	noColor bool
-	mode       string
-	key        string
-	filter     filterFlags
-	conn       *connflags.Flags
+	mode    string
+	key     string
+	filter  filterFlags
+	conn    *connflags.Flags
 }
 
 // runFlagOptions say which of the run flags a command takes.
