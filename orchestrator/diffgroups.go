@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -154,4 +155,30 @@ func shapeWith(s, host string, repl []replacement) string {
 		s = replaceToken(s, r.value, r.placeholder)
 	}
 	return s
+}
+
+// HostFacts returns the facts the node registry holds for hosts, by
+// identity; hosts it does not hold (or no registry) are left out. It
+// serves DiffGroups for a result read from history, whose records keep no
+// facts: the facts are today's, not those of the run.
+func (c *Client) HostFacts(ctx context.Context, hosts []string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	if len(hosts) == 0 {
+		return out
+	}
+	view, err := c.registryNodes(ctx, DiscoverOptions{Timeout: DefaultDiscoveryTimeout})
+	if err != nil {
+		c.log.Debug("no facts from the node registry for diff grouping", "error", err)
+		return out
+	}
+	want := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		want[h] = true
+	}
+	for _, n := range view.nodes {
+		if want[n.Identity] {
+			out[n.Identity] = n.Facts
+		}
+	}
+	return out
 }

@@ -110,3 +110,74 @@ func CapText(s string, limit int) (string, bool) {
 	}
 	return cut, true
 }
+
+// SensitiveValue replaces the value of a content-bearing property of a
+// sensitive resource wherever its properties are recorded.
+const SensitiveValue = "[sensitive]"
+
+// visibleProperties are the properties of a sensitive resource still
+// recorded as they are: they name the resource and its attributes, never
+// its content.
+var visibleProperties = map[string]bool{
+	"name": true, "alias": true, "ensure": true, "provider": true,
+	"require": true, "subscribe": true, "control": true, "sensitive": true,
+	"owner": true, "group": true, "mode": true, "force": true, "purge": true,
+	"enable": true,
+}
+
+// RedactSensitive returns props unchanged unless they set sensitive to
+// true; then a copy in which every property but the resource's name and
+// attributes (name, alias, ensure, provider, require, subscribe, control,
+// sensitive, owner, group, mode, force, purge, enable) that has a value is
+// SensitiveValue.
+func RedactSensitive(props map[string]any) map[string]any {
+	if s, _ := props["sensitive"].(bool); !s {
+		return props
+	}
+	out := make(map[string]any, len(props))
+	for k, v := range props {
+		if !visibleProperties[k] && v != nil && v != "" {
+			v = SensitiveValue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// MaxReplyDiffBytes bounds the diff text of all the events of one reply
+// together (and so of its history record): past it, later content diffs
+// are left out with a summary saying so.
+const MaxReplyDiffBytes = 256 << 10
+
+// DiffLeftOut is the summary of a content diff left out of a reply whose
+// diffs already reached MaxReplyDiffBytes.
+const DiffLeftOut = "content differs (diff left out: the reply's diffs reached their size limit)"
+
+// CapDiffs keeps the content diffs of r's events within budget bytes in
+// event order; a diff past it keeps its changes and file lists but its
+// content becomes DiffLeftOut.
+func (r *FleetReply) CapDiffs(budget int) {
+	for _, ev := range r.Events {
+		if ev == nil || ev.Diff == nil {
+			continue
+		}
+		d := ev.Diff
+		if n := len(d.Content); n > 0 {
+			if n > budget {
+				d.Content, d.Summary, d.Truncated = "", DiffLeftOut, false
+			} else {
+				budget -= n
+			}
+		}
+		for i := range d.Files {
+			f := &d.Files[i]
+			if n := len(f.Content); n > 0 {
+				if n > budget {
+					f.Content, f.Summary, f.Truncated = "", DiffLeftOut, false
+				} else {
+					budget -= n
+				}
+			}
+		}
+	}
+}

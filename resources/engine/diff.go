@@ -10,21 +10,11 @@ import (
 
 // SensitiveValue replaces the value of a content-bearing property of a
 // sensitive resource in events.
-const SensitiveValue = "[sensitive]"
-
-// visibleProperties are the properties of a sensitive resource that events
-// still show: they name the resource and its attributes, never its content.
-var visibleProperties = map[string]bool{
-	"name": true, "alias": true, "ensure": true, "provider": true,
-	"require": true, "subscribe": true, "control": true, "sensitive": true,
-	"owner": true, "group": true, "mode": true, "force": true, "purge": true,
-	"enable": true,
-}
+const SensitiveValue = protocol.SensitiveValue
 
 // eventProperties returns the properties an event records: the type's
 // redacted copy when it holds credentials (Redactor), and for a sensitive
-// resource only the properties in visibleProperties, every other value
-// replaced by SensitiveValue.
+// resource the copy protocol.RedactSensitive makes.
 func eventProperties(p resources.Properties) any {
 	var v any = p
 	if r, ok := p.(Redactor); ok {
@@ -41,12 +31,8 @@ func eventProperties(p resources.Properties) any {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return map[string]any{"name": p.Common().Name, "sensitive": true}
 	}
-	for k, val := range m {
-		if !visibleProperties[k] && val != nil && val != "" {
-			m[k] = SensitiveValue
-		}
-	}
-	return m
+	m["sensitive"] = true
+	return protocol.RedactSensitive(m)
 }
 
 // eventDiff caps the diff of an outcome for an event and redacts it when
