@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -114,3 +115,35 @@ func indexOf(list []string, s string) int {
 	Fail("no " + s)
 	return -1
 }
+
+var _ = Describe("ccm-orch history show --diff", func() {
+	It("shows what a past audit found, grouped as live", func() {
+		fl := fleettest.StartWith(GinkgoT(), fleettest.Options{History: true}, 4, nil, "os=debian,rhel")
+		server := []string{"--server", fl.URL()}
+		dir := GinkgoT().TempDir()
+		for _, id := range fl.Identities {
+			Expect(os.Mkdir(filepath.Join(dir, id), 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(dir, id, "motd"), []byte("old\n"), 0o644)).To(Succeed())
+		}
+		code, out, errOut := orch(append([]string{"ensure", "file", dir + "/{{ lookup('facts.identity') }}/motd", "--noop", "--json",
+			"--content", "on {{ lookup('facts.os') }}\n", "--owner", "root", "--group", "root", "--mode", "0644"}, server...)...)
+		Expect(code).To(Equal(5), errOut)
+		var res struct {
+			RequestID string `json:"request_id"`
+		}
+		Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
+
+		Eventually(func() string {
+			_, out, _ := orch(append([]string{"history", "show", res.RequestID, "--diff"}, server...)...)
+			return out
+		}).WithTimeout(10 * time.Second).Should(ContainSubstring("Diffs (1 group):"))
+		code, out, _ = orch(append([]string{"history", "show", res.RequestID, "--diff"}, server...)...)
+		Expect(code).To(Equal(5))
+		Expect(out).To(ContainSubstring("file#" + dir + "/<host>/motd would change on 4 hosts: sim-0001, sim-0002, sim-0003, sim-0004\n" +
+			"    --- " + dir + "/<host>/motd (current)\n" +
+			"    +++ " + dir + "/<host>/motd (desired)\n" +
+			"    @@ -1 +1 @@\n" +
+			"    -old\n" +
+			"    +on <facts.os>\n"))
+	})
+})
