@@ -56,7 +56,7 @@ func (f fileSpec) request(noop bool, mode orchestrator.DiscoveryMode) (orchestra
 // args is the ccm-orch command line of the row.
 func (f fileSpec) args(url string, noop bool, mode orchestrator.DiscoveryMode) []string {
 	a := []string{"ensure", "file", f.path, "--content", f.content, "--owner", f.owner, "--group", f.group,
-		"--mode", "0644", "--discovery", string(mode), "--timeout", benchTimeout.String(),
+		"--mode", "0644", "--discovery", string(mode), "--reply-timeout", benchTimeout.String(),
 		"--discovery-timeout", benchTimeout.String(), "--server", url, "--key", f.key}
 	if noop {
 		a = append(a, "--noop")

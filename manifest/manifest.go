@@ -387,3 +387,57 @@ func entryProvider(e *entry) string {
 	}
 	return s
 }
+
+// Unexpanded is a resource as the manifest declares it, before data,
+// facts and templates: what can be checked without a host.
+type Unexpanded struct {
+	// Label names it in messages: resources[2] file#/etc/motd.
+	Label string
+	// Type is the resource type.
+	Type string
+	// Properties are its list's defaults overlaid with its own
+	// properties, "name" set to the name as written (one Unexpanded per
+	// name of a name list); templates are unexpanded.
+	Properties map[string]any
+	// Splat is the "*" values (its own, then its defaults'), each an
+	// object or a template giving one; when any is set, properties may be
+	// added that cannot be known before templates are expanded.
+	Splat []any
+}
+
+// Unexpanded lists the manifest's resources in declaration order, one per
+// name of a name list (a templated name list counts as one).
+func (m *Manifest) Unexpanded() []Unexpanded {
+	var out []Unexpanded
+	for _, e := range m.entries {
+		base := map[string]any{}
+		var splat []any
+		if e.splat != nil {
+			splat = append(splat, e.splat)
+		}
+		if e.defaults != nil {
+			base = cloneMap(e.defaults.props)
+			if e.defaults.splat != nil {
+				splat = append(splat, e.defaults.splat)
+			}
+		}
+		for k, v := range e.props {
+			base[k] = cloneValue(v)
+		}
+		names := []any{e.name}
+		if list, ok := e.name.([]any); ok {
+			names = list
+		}
+		for _, n := range names {
+			props := cloneMap(base)
+			props["name"] = n
+			out = append(out, Unexpanded{
+				Label:      fmt.Sprintf("resources[%d] %s#%s", e.index, e.typ, nameText(n)),
+				Type:       e.typ,
+				Properties: props,
+				Splat:      splat,
+			})
+		}
+	}
+	return out
+}

@@ -74,14 +74,8 @@ func checkProps(t resources.Type, props map[string]any) error {
 		}
 		return fmt.Errorf("%w: unknown property %q", resources.ErrInvalid, key)
 	}
-	if err := checkTemplates(props, ""); err != nil {
+	if err := checkTemplatesAndProvider(t, props); err != nil {
 		return fmt.Errorf("%w: %w", resources.ErrInvalid, err)
-	}
-	if p, ok := props["provider"].(string); ok && p != "" && !templates.HasTemplate(p) {
-		known := manifest.BuiltinProviders()[t.Name()]
-		if !slices.Contains(known, p) {
-			return fmt.Errorf("%w: %w %q for %s (known: %s)", resources.ErrInvalid, resources.ErrUnknownProvider, p, t.Name(), strings.Join(known, ", "))
-		}
 	}
 	first, templated := standIn(props, "", false)
 	_, errX := engine.Decode(t, first.(map[string]any))
@@ -91,6 +85,21 @@ func checkProps(t resources.Type, props map[string]any) error {
 	second, _ := standIn(props, "", true)
 	if _, err0 := engine.Decode(t, second.(map[string]any)); err0 != nil && err0.Error() == errX.Error() {
 		return errX
+	}
+	return nil
+}
+
+// checkTemplatesAndProvider compiles every template and condition of
+// props and checks that a literal provider: is one of the type's.
+func checkTemplatesAndProvider(t resources.Type, props map[string]any) error {
+	if err := checkTemplates(props, ""); err != nil {
+		return err
+	}
+	if p, ok := props["provider"].(string); ok && p != "" && !templates.HasTemplate(p) {
+		known := manifest.BuiltinProviders()[t.Name()]
+		if !slices.Contains(known, p) {
+			return fmt.Errorf("%w %q for %s (known: %s)", resources.ErrUnknownProvider, p, t.Name(), strings.Join(known, ", "))
+		}
 	}
 	return nil
 }
@@ -208,4 +217,37 @@ func replaceTemplates(s, repl string) string {
 	}
 	b.WriteString(s)
 	return b.String()
+}
+
+// CheckManifest validates a manifest's resources as far as that can be
+// done without a host, as CheckEnsure does for one resource: every
+// template and condition compiles, provider: names a provider of its type,
+// and property values are valid whatever the templates expand to. A
+// resource whose "*" may set more properties gets the first two checks
+// only. The error wraps resources.ErrInvalid and names the resource as
+// the manifest declares it (resources[2] file#/etc/motd).
+func CheckManifest(m *manifest.Manifest) error {
+	for _, u := range m.Unexpanded() {
+		t, err := builtinType(u.Type)
+		if err != nil {
+			return fmt.Errorf("%s: %w", u.Label, err)
+		}
+		if len(u.Splat) == 0 {
+			err = checkProps(t, u.Properties)
+		} else {
+			err = checkTemplatesAndProvider(t, u.Properties)
+			for _, s := range u.Splat {
+				if err == nil {
+					err = checkTemplates(s, "*")
+				}
+			}
+			if err != nil {
+				err = fmt.Errorf("%w: %w", resources.ErrInvalid, err)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", u.Label, err)
+		}
+	}
+	return nil
 }

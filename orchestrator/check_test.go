@@ -3,10 +3,12 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
@@ -79,5 +81,43 @@ var _ = Describe("CheckEnsure", func() {
 		_, err = orchestrator.New(nil).Run(context.Background(), orchestrator.Request{Ensure: e})
 		Expect(err).To(MatchError(orchestrator.ErrInvalid))
 		Expect(err).To(MatchError(ContainSubstring(`property mode: "0888"`)))
+	})
+})
+
+var _ = Describe("CheckManifest", func() {
+	It("accepts every example manifest", func() {
+		paths, err := filepath.Glob("../examples/*.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(paths).NotTo(BeEmpty())
+		for _, p := range paths {
+			m, err := manifest.Load(p)
+			Expect(err).NotTo(HaveOccurred(), p)
+			Expect(orchestrator.CheckManifest(m)).To(Succeed(), p)
+		}
+	})
+
+	DescribeTable("refuses, naming the resource as declared, what no agent would accept",
+		func(doc, want string) {
+			m, err := manifest.Parse([]byte(doc), manifest.ParseOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			err = orchestrator.CheckManifest(m)
+			Expect(err).To(MatchError(HavePrefix(want)))
+			Expect(errors.Is(err, resources.ErrInvalid)).To(BeTrue())
+		},
+		Entry("a bad mode inherited from defaults",
+			"ccm:\n  resources:\n    - file:\n        - defaults: {owner: root, group: root, mode: '0888'}\n        - /a: {content: x, mode: '0644'}\n        - /b: {content: x}\n",
+			`resources[0] file#/b: invalid resource: property mode: "0888" is not an octal number`),
+		Entry("each name of a name list",
+			"ccm:\n  resources:\n    - package:\n        name: [nginx, '{{ lookup(\"facts.x\" }}']\n",
+			`resources[0] package#{{ lookup("facts.x" }}: invalid resource: property name: expression failed: "lookup(\"facts.x\"": unexpected token EOF`),
+		Entry("a provider behind a * (the * itself is not known before templates)",
+			"ccm:\n  resources:\n    - service:\n        - nginx: {provider: systemdd, '*': '{{ data.svc }}'}\n",
+			`resources[0] service#nginx: invalid resource: unknown provider "systemdd" for service (known: systemd)`),
+	)
+
+	It("leaves to the agents what a * may set", func() {
+		m, err := manifest.Parse([]byte("data: {p: {mode: '0644'}}\nccm:\n  resources:\n    - file:\n        - /etc/motd: {owner: root, group: root, '*': '{{ data.p }}'}\n"), manifest.ParseOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(orchestrator.CheckManifest(m)).To(Succeed(), "mode comes from data through *")
 	})
 })

@@ -54,8 +54,11 @@ func TemplateFacts(texts ...[]byte) []string {
 
 // DiffGroups gathers the diffs of the result's events into groups of hosts
 // whose diff is the same once each host's identity and the values of the
-// facts in r.TemplateFacts (as r.Facts has them for the host) are replaced
-// by placeholders. Groups are sorted by resource, then largest first, then
+// facts in r.TemplateFacts (as discovery saw them, or LoadFacts read them
+// for a result from history) are replaced by placeholders. Unlike the
+// message groups, which replace every string fact, only the facts the
+// request's templates name are replaced: a diff shows file content, where
+// a fact value (a role "db") may well appear by chance. Groups are sorted by resource, then largest first, then
 // by first host. Events without a diff are left out.
 func DiffGroups(r *Result) []DiffGroup {
 	type key struct{ ref, outcome, diff string }
@@ -103,7 +106,7 @@ type replacement struct{ value, placeholder string }
 // they appear inside JSON strings, longest first so that a value holding
 // another is replaced whole.
 func (r *Result) hostReplacements(host string) []replacement {
-	facts := r.Facts[host]
+	facts := r.facts[host]
 	if facts == nil {
 		return nil
 	}
@@ -124,7 +127,7 @@ func (r *Result) hostReplacements(host string) []replacement {
 		}
 		enc, _ := json.Marshal(s)
 		s = strings.Trim(string(enc), `"`)
-		if s == host {
+		if len(s) < minShapeValue || s == host {
 			continue // the identity placeholder covers it
 		}
 		out = append(out, replacement{s, "<facts." + k + ">"})
@@ -148,7 +151,8 @@ func walkFacts(facts map[string]any, path string) (any, bool) {
 	return cur, true
 }
 
-// shapeWith replaces the host's identity, then its fact values.
+// shapeWith replaces the host's identity, then its fact values (see
+// shaper for the token rule).
 func shapeWith(s, host string, repl []replacement) string {
 	s = messageShape(s, host)
 	for _, r := range repl {
@@ -157,28 +161,27 @@ func shapeWith(s, host string, repl []replacement) string {
 	return s
 }
 
-// HostFacts returns the facts the node registry holds for hosts, by
-// identity; hosts it does not hold (or no registry) are left out. It
-// serves DiffGroups for a result read from history, whose records keep no
-// facts: the facts are today's, not those of the run.
-func (c *Client) HostFacts(ctx context.Context, hosts []string) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	if len(hosts) == 0 {
-		return out
+// LoadFacts sets the facts DiffGroups uses for a result read from history
+// (whose records keep no facts) to those the node registry holds today for
+// its expected hosts; hosts the registry does not hold, or no registry,
+// leave only the identity replaced.
+func (c *Client) LoadFacts(ctx context.Context, r *Result) {
+	if len(r.Expected) == 0 || len(r.TemplateFacts) == 0 {
+		return
 	}
 	view, err := c.registryNodes(ctx, DiscoverOptions{Timeout: DefaultDiscoveryTimeout})
 	if err != nil {
 		c.log.Debug("no facts from the node registry for diff grouping", "error", err)
-		return out
+		return
 	}
-	want := make(map[string]bool, len(hosts))
-	for _, h := range hosts {
+	want := make(map[string]bool, len(r.Expected))
+	for _, h := range r.Expected {
 		want[h] = true
 	}
+	r.facts = map[string]map[string]any{}
 	for _, n := range view.nodes {
 		if want[n.Identity] {
-			out[n.Identity] = n.Facts
+			r.facts[n.Identity] = n.Facts
 		}
 	}
-	return out
 }

@@ -104,17 +104,17 @@ type Result struct {
 	// HistoryError says why the request could not be recorded in history,
 	// when it could not.
 	HistoryError string `json:"history_error,omitempty"`
+	// facts are the expected hosts' facts as discovery saw them, by
+	// identity, for the groups' message shapes (see shaper); nil when the
+	// hosts were given or the result was rebuilt from history.
+	facts map[string]map[string]any
 	// Elapsed is how long the run took, discovery included.
 	Elapsed time.Duration `json:"elapsed"`
 	// ExitCode classifies the run as documented: 1, 2, 3, 5, 0 in that
 	// precedence, and 4 when no host matched.
 	ExitCode protocol.ExitCode `json:"exit_code"`
-	// Facts are the discovered hosts' facts by identity (empty when the
-	// hosts were given or the result was read from history); DiffGroups
-	// uses them with TemplateFacts.
-	Facts map[string]map[string]any `json:"-"`
 	// TemplateFacts are the fact paths the request's templates name (see
-	// TemplateFacts).
+	// TemplateFacts); DiffGroups replaces only their values.
 	TemplateFacts []string `json:"-"`
 }
 
@@ -179,9 +179,10 @@ type Group struct {
 	Outcome string `json:"outcome"`
 	// Message is the failure (errors joined with "; "), the noop message, or
 	// the request-level error as "code: message", with each host's identity
-	// replaced by HostPlaceholder: hosts whose messages differ only by their
-	// own identity share a group (see messageShape). Each host's own message
-	// is in its HostResult's events.
+	// replaced by HostPlaceholder and the values of its facts by
+	// <facts.KEY>: hosts whose messages differ only by their own identity
+	// and facts share a group (see shaper). Each host's own message is in
+	// its HostResult's events.
 	Message string `json:"message,omitempty"`
 	// Hosts are the identities in the group, sorted.
 	Hosts []string `json:"hosts"`
@@ -260,14 +261,15 @@ func (r *Result) summarize(names *refNamer) {
 			r.Summary.Hosts.NoReply++
 			continue
 		}
+		sh := newShaper(h.Identity, r.facts[h.Identity])
 		if h.Error != nil {
-			k := groupKey{outcome: GroupError, message: messageShape(string(h.Error.Code)+": "+h.Error.Message, h.Identity)}
+			k := groupKey{outcome: GroupError, message: sh.shape(string(h.Error.Code) + ": " + h.Error.Message)}
 			groups[k] = append(groups[k], h.Identity)
 		}
 		for _, ev := range h.Events {
 			named := names.name(ev, len(h.Events) == 1)
 			k := eventKey(ev, named.ref)
-			k.message = messageShape(k.message, h.Identity)
+			k.message = sh.shape(k.message)
 			r.Summary.Resources.count(k.outcome)
 			rr := resources[k.resource]
 			if rr == nil {

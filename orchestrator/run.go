@@ -65,10 +65,10 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 			return nil, fmt.Errorf("run %s: %w", id, err)
 		}
 		res.Discovery, res.DiscoveryFallback = source, fallback
-		res.Facts = make(map[string]map[string]any, len(nodes))
+		res.facts = make(map[string]map[string]any, len(nodes))
 		for _, n := range nodes {
-			res.Facts[n.Identity] = n.Facts
 			expected = append(expected, n.Identity)
+			res.facts[n.Identity] = n.Facts
 			if n.PublicKey != "" {
 				keys[n.Identity] = n.PublicKey
 			}

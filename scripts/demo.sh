@@ -32,7 +32,7 @@ say "Starting an embedded NATS broker (JetStream on) at $SERVER"
 "$BIN/ccm-orch" broker --listen "127.0.0.1:${PORT}" --store "$WORK/store" >"$WORK/broker.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do
-	"$BIN/ccm-orch" discover --timeout 200ms >/dev/null 2>&1
+	"$BIN/ccm-orch" discover --discovery-timeout 200ms >/dev/null 2>&1
 	[ $? -ne 1 ] && break   # 1: cannot connect yet; 4: connected, nobody there
 	sleep 0.1
 done

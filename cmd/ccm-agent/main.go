@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/choria-io/fisk"
+
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 )
 
@@ -29,11 +31,18 @@ func main() {
 // run executes one command line and returns its exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}}
+	cli, _ := a.newCLI()
+	return program.Run(cli, args, stderr)
+}
+
+// newCLI builds the command line with every command and its examples; the
+// error names commands without examples (a test holds it to nil).
+func (a *app) newCLI() (*fisk.Application, error) {
 	cli := program.New("ccm-agent", "CCM Fleet agent: applies resources (file, exec, package, service, archive, scaffold) on this host.", program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
 	a.registerApply(cli)
 	a.registerEnsure(cli)
 	a.registerFacts(cli)
 	a.registerRun(cli)
 	a.registerSimulate(cli)
-	return program.Run(cli, args, stderr)
+	return cli, program.AttachExamples(cli, examples)
 }

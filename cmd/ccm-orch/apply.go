@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/choria-io/fisk"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -18,13 +21,13 @@ func (a *app) registerApply(cli *fisk.Application) {
 	c := &manifestFlags{}
 	cmd := cli.Command("apply", "Apply a manifest on every selected host (with --noop: audit it)")
 	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are sent with it").Required().ExistingFileVar(&c.path)
-	c.register(cmd, runFlagOptions{noop: true, timeout: true})
+	c.register(cmd, runFlagOptions{noop: true})
 	cmd.Action(func(*fisk.ParseContext) error { return a.applyManifest(c) })
 
 	audit := &manifestFlags{}
 	cmd = cli.Command("audit", "Report per resource which hosts drifted from a manifest, changing nothing (exit 5 on drift)")
 	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are sent with it").Required().ExistingFileVar(&audit.path)
-	audit.register(cmd, runFlagOptions{timeout: true})
+	audit.register(cmd, runFlagOptions{})
 	cmd.Action(func(*fisk.ParseContext) error {
 		audit.noop = true
 		return a.applyManifest(audit)
@@ -41,6 +44,11 @@ func (a *app) applyManifest(c *manifestFlags) error {
 	m, err := manifest.Load(c.path)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
+	}
+	// Refuse what every agent would refuse before connecting, so a typo
+	// sends nothing and records nothing.
+	if err := orchestrator.CheckManifest(m); err != nil {
+		return program.Exit(protocol.ExitError, fmt.Errorf("%s: %w", c.path, err))
 	}
 	if req.Manifest, err = manifest.NewBundle(m); err != nil {
 		return program.Exit(protocol.ExitError, err)

@@ -140,11 +140,13 @@ var _ = Describe("ccm-orch", func() {
 			for _, line := range l[:fleetSize/2] {
 				var h map[string]any
 				Expect(json.Unmarshal([]byte(line), &h)).To(Succeed())
+				Expect(h).To(HaveKeyWithValue("kind", "host_result"))
 				Expect(h).To(HaveKeyWithValue("outcome", "changed"))
 				Expect(h).To(HaveKey("identity"))
 			}
 			var res map[string]any
 			Expect(json.Unmarshal([]byte(l[len(l)-1]), &res)).To(Succeed())
+			Expect(res).To(HaveKeyWithValue("kind", "result"))
 			Expect(res).To(HaveKeyWithValue("replied", float64(fleetSize/2)))
 		})
 

@@ -49,9 +49,10 @@ type runFlags struct {
 type runFlagOptions struct {
 	// noop adds --noop (audit is always a dry run and has none).
 	noop bool
-	// timeout adds --timeout as an alias of --reply-timeout (exec has a
-	// --timeout of its own, the command's).
-	timeout bool
+	// execTimeout says the command has an exec --timeout of its own (the
+	// command's); the others refuse --timeout with a pointer to
+	// --reply-timeout, so the flag has one meaning everywhere.
+	execTimeout bool
 }
 
 func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
@@ -59,11 +60,11 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	if o.noop {
 		cmd.Flag("noop", "Report what would change without changing anything (exit 5 on drift)").BoolVar(&c.noop)
 	}
-	if o.timeout {
-		cmd.Flag("timeout", "How long each host has to reply once asked (default 10s; same as --reply-timeout)").PlaceHolder("DURATION").DurationVar(&c.timeout)
+	if !o.execTimeout {
+		refuseFlag(cmd, "timeout", "--timeout is only an exec command's own timeout; how long hosts have to reply is --reply-timeout")
 	}
 	cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION").DurationVar(&c.timeout)
-	cmd.Flag("discovery-timeout", "Longest discovery round").Default("2s").DurationVar(&c.discovery)
+	cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s").DurationVar(&c.discovery)
 	registerDiscoveryMode(cmd, &c.mode)
 	cmd.Flag("ttl", "How long after sending hosts may still start the request").Default("1m").DurationVar(&c.ttl)
 	cmd.Flag("batch", "Ask at most N hosts (or N% of them) at a time, the next as soon as one finishes").PlaceHolder("N|N%").StringVar(&c.batch)
@@ -113,7 +114,7 @@ type ensureFlags struct {
 
 func (c *ensureFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
 	c.common.Register(cmd, t)
-	c.runFlags.register(cmd, runFlagOptions{noop: true, timeout: !t.Has("timeout")})
+	c.runFlags.register(cmd, runFlagOptions{noop: true, execTimeout: t.Has("timeout")})
 }
 
 // request builds the orchestrator request; every error is a usage error.
@@ -131,6 +132,15 @@ func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrat
 		return req, err
 	}
 	return req, nil
+}
+
+// refuseFlag adds a hidden flag that fails the command line with why: a
+// spelling that would mean something else here than elsewhere.
+func refuseFlag(cmd *fisk.CmdClause, name, why string) {
+	var ignored string
+	cmd.Flag(name, why).Hidden().PreAction(func(*fisk.ParseContext) error {
+		return errors.New(why)
+	}).StringVar(&ignored)
 }
 
 // parseBatch reads --batch: "" (no batching), "N" or "N%".
@@ -212,8 +222,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 		req.OnReply = progress.reply
 	}
 	if c.jsonl {
-		enc := json.NewEncoder(a.Stdout)
-		req.OnReply = func(h orchestrator.HostResult) { _ = enc.Encode(h) }
+		req.OnReply = func(h orchestrator.HostResult) { _ = writeLine(a.Stdout, lineHostResult, h) }
 	}
 	res, runErr := orchestrator.New(nc, clientOpts...).Run(ctx, req)
 	progress.clear()
@@ -227,7 +236,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 			}
 			fmt.Fprintln(a.Stdout, string(b))
 		case c.jsonl:
-			_ = json.NewEncoder(a.Stdout).Encode(res)
+			_ = writeLine(a.Stdout, lineResult, res)
 		case c.async:
 			if len(res.Expected) > 0 {
 				fmt.Fprintln(a.Stdout, res.RequestID)

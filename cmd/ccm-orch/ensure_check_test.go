@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +17,23 @@ import (
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
+// checkManifests are manifests every agent would refuse, by name; the
+// suite writes them to checkManifestDir.
+var checkManifests = map[string]string{
+	"provider": "ccm:\n  resources:\n    - file:\n        - /tmp/ccm-check/motd: {provider: posx, content: hi, owner: root, group: root, mode: '0644'}\n",
+	"mode":     "ccm:\n  resources:\n    - file:\n        - defaults: {owner: root, group: root, mode: '0888'}\n        - /tmp/ccm-check/a: {content: hi, mode: '0644'}\n        - /tmp/ccm-check/b: {content: hi}\n",
+	"template": "ccm:\n  resources:\n    - file:\n        - /tmp/ccm-check/motd: {content: \"{{ lookup('facts.x' }}\", owner: root, group: root, mode: '0644'}\n",
+	"splat":    "data: {x: {}}\nccm:\n  resources:\n    - exec:\n        - /bin/true:\n            '*': \"{{ data.x }}\"\n            control: {if: 'facts.os =='}\n",
+	"relative": "ccm:\n  resources:\n    - file:\n        - tmp/motd: {content: hi, owner: root, group: root, mode: '0644'}\n",
+}
+
+var checkManifestDir = filepath.Join(os.TempDir(), fmt.Sprintf("ccm-check-manifests-%d", os.Getpid()))
+
+// manifestArgs applies one of checkManifests.
+func manifestArgs(name string) []string {
+	return []string{"apply", filepath.Join(checkManifestDir, name+".yaml")}
+}
+
 var _ = Describe("ccm-orch ensure with a resource every agent would refuse", Ordered, func() {
 	var (
 		fl     *fleettest.Fleet
@@ -22,6 +42,11 @@ var _ = Describe("ccm-orch ensure with a resource every agent would refuse", Ord
 		stream jetstream.Stream
 	)
 	BeforeAll(func() {
+		Expect(os.MkdirAll(checkManifestDir, 0o700)).To(Succeed())
+		DeferCleanup(os.RemoveAll, checkManifestDir)
+		for name, doc := range checkManifests {
+			Expect(os.WriteFile(filepath.Join(checkManifestDir, name+".yaml"), []byte(doc), 0o600)).To(Succeed())
+		}
 		fl = fleettest.StartWith(GinkgoT(), fleettest.Options{History: true}, 4, nil, "os=debian,rhel")
 		server = []string{"--server", fl.URL()}
 		nc := fl.Connect(GinkgoT())
@@ -75,6 +100,15 @@ var _ = Describe("ccm-orch ensure with a resource every agent would refuse", Ord
 		Entry("a condition that does not parse", file(motd, "--if", "facts.os =="), `property control.if: expression failed`),
 		Entry("an ensure value the type lacks", []string{"ensure", "service", "nginx", "runing"}, `service#nginx: invalid resource: property ensure: "runing" is not one of running, stopped`),
 		Entry("an exec timeout that is not a duration", []string{"ensure", "exec", "/bin/true", "--timeout", "3x"}, `property timeout: "3x" is not a duration`),
+		Entry("--timeout on a type without a command (the reply deadline is --reply-timeout)", file(motd, "--timeout", "5s"),
+			"--timeout is only an exec command's own timeout; how long hosts have to reply is --reply-timeout"),
+		Entry("--timeout on apply", []string{"apply", "../../examples/webserver.yaml", "--timeout", "5s"}, "how long hosts have to reply is --reply-timeout"),
+		Entry("--timeout on discover", []string{"discover", "--timeout", "5s"}, "the discovery round's deadline is --discovery-timeout"),
+		Entry("a manifest with a provider its type lacks", manifestArgs("provider"), `provider.yaml: resources[0] file#/tmp/ccm-check/motd: invalid resource: unknown provider "posx" for file (known: posix)`),
+		Entry("a manifest with mode 0888 from its list's defaults", manifestArgs("mode"), `mode.yaml: resources[0] file#/tmp/ccm-check/b: invalid resource: property mode: "0888" is not an octal number`),
+		Entry("a manifest with a template that does not parse", manifestArgs("template"), `template.yaml: resources[0] file#/tmp/ccm-check/motd: invalid resource: property content: expression failed`),
+		Entry("a manifest whose * cannot be known with a bad condition", manifestArgs("splat"), `splat.yaml: resources[0] exec#/bin/true: invalid resource: property control.if: expression failed`),
+		Entry("an audit of a manifest with a relative path", append([]string{"audit"}, manifestArgs("relative")[1:]...), `relative.yaml: resources[0] file#tmp/motd: invalid resource: property name: "tmp/motd" is not an absolute path`),
 		Entry("a --where that does not parse", file("/tmp/ccm-check/motd", "--where", "os=~("), "os=~("),
 	)
 

@@ -197,9 +197,7 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 				}
 				_ = out.Flush()
 				if diff {
-					if len(run.Result.TemplateFacts) > 0 {
-						run.Result.Facts = c.HostFacts(ctx, run.Result.Expected)
-					}
+					c.LoadFacts(ctx, run.Result)
 					renderDiffGroups(a.Stdout, orchestrator.DiffGroups(run.Result), diffview.Colour(a.Stdout, noColor))
 				}
 			}

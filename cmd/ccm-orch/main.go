@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/choria-io/fisk"
+
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 )
 
@@ -41,6 +43,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 // commands (broker) the way a signal would.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}, ctx: ctx}
+	cli, _ := a.newCLI()
+	return program.Run(cli, args, stderr)
+}
+
+// newCLI builds the command line with every command and its examples; the
+// error names commands without examples (a test holds it to nil).
+func (a *app) newCLI() (*fisk.Application, error) {
 	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.", program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
 	a.registerBroker(cli)
 	a.registerDiscover(cli)
@@ -49,5 +58,5 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	a.registerHistory(cli)
 	a.registerBench(cli)
 	a.registerKeys(cli)
-	return program.Run(cli, args, stderr)
+	return cli, program.AttachExamples(cli, examples)
 }

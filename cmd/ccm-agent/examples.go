@@ -1,0 +1,74 @@
+package main
+
+import "github.com/ccm-fleet/ccm/cmd/internal/program"
+
+// examples are shown at the end of each command's --help and as cheats
+// (ccm-agent cheat ensure). Every command line here is parsed by a test.
+var examples = program.Examples{
+	"version": `
+# The version, commit, build date and Go version of this binary
+ccm-agent version
+`,
+	"cheat": `
+# Every command's examples, as cheat sheets
+ccm-agent cheat --list
+ccm-agent cheat ensure
+`,
+	"run": `
+# Serve the fleet with everything in /etc/ccm/agent.yaml (what ccm-agent.service runs)
+ccm-agent run --config /etc/ccm/agent.yaml
+# The same with the connection and policy on the command line, JSON logs
+ccm-agent run --server nats://nats.example.com:4222 --creds /etc/ccm/agent.creds --policy /etc/ccm/policy.yaml --log-format json
+# Custom facts for --where filters
+ccm-agent run --config /etc/ccm/agent.yaml --fact role=web --facts-file /etc/ccm/facts.yaml
+`,
+	"simulate": `
+# 100 agents in one process against a lab broker, half debian, half rhel
+ccm-agent simulate --count 100 --vary os=debian,rhel --fact role=web --insecure --server nats://127.0.0.1:4222
+`,
+	"apply": `
+# What a manifest would change on this host, then apply it
+ccm-agent apply site.yaml --noop
+ccm-agent apply site.yaml
+# The manifest after data and templates are resolved, with a fact overridden
+ccm-agent apply site.yaml --render --fact role=web
+`,
+	"ensure file": `
+# A file with its content, owner, group and mode
+ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644
+# Would it change? (exit 5 when it would)
+ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644 --noop
+# Removed, even as a non-empty directory
+ccm-agent ensure file /srv/old absent --force
+`,
+	"ensure exec": `
+# Run once: skipped when the file exists
+ccm-agent ensure exec "/usr/bin/tar -xzf /tmp/app.tgz -C /opt" --creates /opt/app
+# Killed with its children after 30s; exit codes 0 and 2 both mean success
+ccm-agent ensure exec "/usr/local/bin/sync-data" --timeout 30s --returns 0 --returns 2 --env LANG=C
+`,
+	"ensure package": `
+ccm-agent ensure package nginx present
+ccm-agent ensure package nginx latest --noop
+ccm-agent ensure package telnet absent
+`,
+	"ensure service": `
+ccm-agent ensure service nginx running --enable
+ccm-agent ensure service apache2 stopped --disable
+`,
+	"ensure archive": `
+# Download, verify and extract (skipped where /opt/app/bin/app exists)
+ccm-agent ensure archive /opt/app.tar.gz --url https://files.example.com/app-1.4.tar.gz --checksum 4f1c3b5e3a9b8d2f0c1e7a6b5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c --extract-parent /opt/app --creates /opt/app/bin/app --owner root --group root
+`,
+	"ensure scaffold": `
+# Render a template directory into /etc/app, removing files it no longer renders
+ccm-agent ensure scaffold /etc/app --source ./templates/app --purge
+`,
+	"facts": `
+# Every fact of this host, and one by its dotted path
+ccm-agent facts
+ccm-agent facts host.info.platformFamily
+# With a custom fact, as JSON
+ccm-agent facts --fact role=web --json
+`,
+}

@@ -1,0 +1,116 @@
+package main
+
+import "github.com/ccm-fleet/ccm/cmd/internal/program"
+
+// examples are shown at the end of each command's --help and as cheats
+// (ccm-orch cheat ensure). Every command line here is parsed by a test.
+var examples = program.Examples{
+	"version": `
+# The version, commit, build date and Go version of this binary
+ccm-orch version
+`,
+	"cheat": `
+# Every command's examples, as cheat sheets
+ccm-orch cheat --list
+ccm-orch cheat ensure
+# Save them for the cheat tool
+ccm-orch cheat --save /tmp/cheats
+`,
+	"broker": `
+# A lab broker on this host, its JetStream store kept across restarts
+ccm-orch broker --listen 0.0.0.0:4222 --store /var/lib/ccm-broker
+# One of a cluster of three (run the same on the others with their own --name)
+ccm-orch broker --name b1 --store /var/lib/ccm-broker --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.1:6222,nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222
+# Cap the store and require client certificates
+ccm-orch broker --store /var/lib/ccm-broker --max-store 20GiB --tlscert server.pem --tlskey server-key.pem --tlsca ca.pem --tls-verify
+`,
+	"discover": `
+# Every host, with its key facts
+ccm-orch discover
+# The Debian 12 web servers, as JSON
+ccm-orch discover --where os=debian --where 'platform_version>=12' --where role=web --json
+# Hosts by identity or /regex/, asking every agent rather than the registry
+ccm-orch discover --host web1 --host '/^db[0-9]+$/' --discovery broadcast
+`,
+	"ensure file": `
+# The same motd on every Debian host, audited first (exit 5 on drift), then applied
+ccm-orch ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644 --where os=debian --noop --key ops.seed
+ccm-orch ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644 --where os=debian --key ops.seed
+# A directory, 10 hosts at a time, stopping after 3 failures
+ccm-orch ensure file /srv/app directory --owner app --group app --mode 0755 --batch 10 --max-failures 3 --key ops.seed
+# Content templated from each host's facts
+ccm-orch ensure file /etc/app/host.conf --content "name={{ lookup('facts.identity') }}" --owner root --group root --mode 0644 --key ops.seed
+`,
+	"ensure exec": `
+# Run a command once: --creates makes it idempotent
+ccm-orch ensure exec "/usr/bin/tar -xzf /tmp/app.tgz -C /opt" --creates /opt/app --where role=app --key ops.seed
+# The command's own timeout is --timeout; how long hosts have to reply is --reply-timeout
+ccm-orch ensure exec "/usr/local/bin/backup" --timeout 10m --reply-timeout 11m --host db1 --key ops.seed
+# Run only where a guard command succeeds, printing each host's reply as a JSON line
+ccm-orch ensure exec "/usr/sbin/nginx -s reload" --onlyif "/usr/sbin/nginx -t" --where role=web --jsonl --key ops.seed
+`,
+	"ensure package": `
+# nginx installed everywhere it runs
+ccm-orch ensure package nginx present --where role=web --key ops.seed
+# A pinned version, audited without changing anything
+ccm-orch ensure package openssl 3.0.15-1~deb12u1 --where os=debian --noop --key ops.seed
+# Removed
+ccm-orch ensure package telnet absent --key ops.seed
+`,
+	"ensure service": `
+# Running and enabled at boot on the web servers
+ccm-orch ensure service nginx running --enable --where role=web --key ops.seed
+# Stopped, a quarter of the hosts at a time with a pause between hosts
+ccm-orch ensure service apache2 stopped --disable --batch 25% --batch-sleep 2s --key ops.seed
+`,
+	"ensure archive": `
+# Download, verify and extract a release (skipped where /opt/app/bin/app exists)
+ccm-orch ensure archive /opt/app.tar.gz --url https://files.example.com/app-1.4.tar.gz --checksum 4f1c3b5e3a9b8d2f0c1e7a6b5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c --extract-parent /opt/app --creates /opt/app/bin/app --owner root --group root --key ops.seed
+`,
+	"ensure scaffold": `
+# Render a template directory into /etc/app on every app host, removing files it no longer renders
+ccm-orch ensure scaffold /etc/app --source ./templates/app --purge --where role=app --key ops.seed
+`,
+	"apply": `
+# What would change (exit 5 on drift), then apply it, 10% of the hosts at a time
+ccm-orch apply site.yaml --where role=web --noop --key ops.seed
+ccm-orch apply site.yaml --where role=web --batch 10% --max-failures 2 --key ops.seed
+# Send and return at once; read the replies later with ccm-orch history show ID
+ccm-orch apply site.yaml --async --key ops.seed
+`,
+	"audit": `
+# Which hosts drifted from the manifest, per resource, changing nothing
+ccm-orch audit site.yaml --key audit.seed
+# As one JSON document, for a compliance report
+ccm-orch audit site.yaml --where os=debian --json --key audit.seed
+`,
+	"history init": `
+# Create the history stream and the node registry on an existing NATS (once)
+ccm-orch history init --server nats://nats.example.com:4222 --replicas 3 --max-age 90d
+`,
+	"history list": `
+# Requests of the last 24 hours
+ccm-orch history list
+# The last 50 requests that involved web1 this week
+ccm-orch history list --since 7d --host web1 --limit 50
+`,
+	"history show": `
+# A request's report rebuilt from history, late replies included
+ccm-orch history show 0123456789abcdefghij
+ccm-orch history show 0123456789abcdefghij --json
+`,
+	"history host": `
+# One host's timeline of results this week
+ccm-orch history host web1 --since 7d
+`,
+	"bench": `
+# The benchmark table for 1,000 simulated agents
+ccm-orch bench --agents 1000 --rounds 5
+# Only the noop and floor rows, with CPU profiles
+ccm-orch bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
+`,
+	"keys new": `
+# A signing key: keep ops.seed secret, put the contents of ops.pub in the agents' policy
+ccm-orch keys new ops --dir /root/.ccm
+`,
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
+)
+
+// outputSchemas compiles every schema under schemas/ and returns them by
+// file name.
+func outputSchemas() map[string]*jsonschema.Schema {
+	GinkgoHelper()
+	paths, err := filepath.Glob("../../schemas/*.schema.json")
+	Expect(err).NotTo(HaveOccurred())
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	for _, p := range paths {
+		f, err := os.Open(p)
+		Expect(err).NotTo(HaveOccurred())
+		doc, err := jsonschema.UnmarshalJSON(f)
+		f.Close()
+		Expect(err).NotTo(HaveOccurred(), p)
+		Expect(c.AddResource("https://github.com/ccm-fleet/ccm/schemas/"+filepath.Base(p), doc)).To(Succeed())
+	}
+	out := map[string]*jsonschema.Schema{}
+	for _, p := range paths {
+		s, err := c.Compile("https://github.com/ccm-fleet/ccm/schemas/" + filepath.Base(p))
+		Expect(err).NotTo(HaveOccurred(), p)
+		out[filepath.Base(p)] = s
+	}
+	return out
+}
+
+// instance decodes one JSON document the way the validator reads it.
+func instance(doc string) any {
+	GinkgoHelper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	Expect(err).NotTo(HaveOccurred(), doc)
+	return v
+}
+
+var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, func() {
+	var (
+		fl      *fleettest.Fleet
+		server  []string
+		schemas map[string]*jsonschema.Schema
+		dir     string
+		// seen counts the documents validated per schema, so a schema
+		// nothing was checked against fails the suite.
+		seen = map[string]int{}
+	)
+	BeforeAll(func() {
+		schemas = outputSchemas()
+		fl = fleettest.StartWith(GinkgoT(), fleettest.Options{History: true, Config: agent.Config{HistoryRetry: 100 * time.Millisecond}},
+			6, nil, "os=debian,rhel", "role=web,db")
+		server = []string{"--server", fl.URL()}
+		dir = GinkgoT().TempDir()
+	})
+	with := func(args ...string) []string { return append(args, server...) }
+	validate := func(schema, doc string) {
+		GinkgoHelper()
+		s := schemas[schema]
+		Expect(s).NotTo(BeNil(), schema)
+		Expect(s.Validate(instance(doc))).To(Succeed(), "%s:\n%s", schema, doc)
+		seen[schema]++
+	}
+	// requestID is the id of a --json result.
+	requestID := func(doc string) string {
+		var r struct {
+			RequestID string `json:"request_id"`
+		}
+		Expect(json.Unmarshal([]byte(doc), &r)).To(Succeed())
+		return r.RequestID
+	}
+	var ids []string
+
+	It("describes discover --json", func() {
+		code, out, errOut := orch(with("discover", "--json")...)
+		Expect(code).To(Equal(0), errOut)
+		validate("discover.schema.json", out)
+	})
+
+	It("describes ensure --json for changes, failures, drift and no reply", func() {
+		motd := filepath.Join(dir, "{{ lookup('facts.identity') }}", "motd")
+		for _, args := range [][]string{
+			{"ensure", "file", motd, "--content", "hi", "--owner", "root", "--group", "root", "--mode", "0644", "--json"},
+			{"ensure", "file", motd, "--content", "changed", "--owner", "root", "--group", "root", "--mode", "0644", "--noop", "--json"},
+			{"ensure", "exec", "/bin/false", "--where", "role=db", "--json"},
+			{"ensure", "exec", "/bin/true", "--host", "sim-0001", "--host", "ghost-1", "--reply-timeout", "300ms", "--json"},
+			{"ensure", "package", "no-such-package-ccm", "--provider", "apt", "--noop", "--where", "os=rhel", "--json"},
+		} {
+			_, out, errOut := orch(with(args...)...)
+			Expect(out).NotTo(BeEmpty(), errOut)
+			validate("result.schema.json", out)
+			ids = append(ids, requestID(out))
+		}
+	})
+
+	It("describes every --jsonl line, each saying its kind", func() {
+		manifest := filepath.Join(dir, "site.yaml")
+		Expect(os.WriteFile(manifest, []byte("ccm:\n  resources:\n    - exec:\n        - /bin/true: {}\n        - /bin/false:\n            control: {if: \"facts.os == 'rhel'\"}\n"), 0o600)).To(Succeed())
+		code, out, errOut := orch(with("apply", manifest, "--jsonl")...)
+		Expect(code).To(Equal(2), errOut+out)
+		l := lines(out)
+		Expect(l).To(HaveLen(6 + 1))
+		kinds := map[string]int{}
+		for _, line := range l {
+			validate("run-line.schema.json", line)
+			var k struct{ Kind string }
+			Expect(json.Unmarshal([]byte(line), &k)).To(Succeed())
+			kinds[k.Kind]++
+		}
+		Expect(kinds).To(Equal(map[string]int{"host_result": 6, "result": 1}))
+		var last struct{ Kind string }
+		Expect(json.Unmarshal([]byte(l[len(l)-1]), &last)).To(Succeed())
+		Expect(last.Kind).To(Equal("result"), "the result is the last line")
+
+		code, out, errOut = orch(with("audit", manifest, "--json")...)
+		Expect(code).To(Equal(5), "under noop every exec would run: "+errOut)
+		validate("result.schema.json", out)
+	})
+
+	It("describes history list, show and host --json", func() {
+		code, out, errOut := orch(with("history", "list", "--json")...)
+		Expect(code).To(Equal(0), errOut)
+		validate("history-list.schema.json", out)
+		for _, id := range ids {
+			_, out, errOut = orch(with("history", "show", id, "--json")...)
+			Expect(out).NotTo(BeEmpty(), errOut)
+			validate("result.schema.json", out)
+		}
+		code, out, errOut = orch(with("history", "host", "sim-0001", "--json")...)
+		Expect(code).To(Equal(0), errOut)
+		validate("history-host.schema.json", out)
+	})
+
+	It("are strict: a key they do not describe or a missing required key fails", func() {
+		_, out, _ := orch(with("ensure", "exec", "/bin/true", "--host", "sim-0002", "--json")...)
+		var doc map[string]any
+		Expect(json.Unmarshal([]byte(out), &doc)).To(Succeed())
+		enc := func(v any) string {
+			var b bytes.Buffer
+			Expect(json.NewEncoder(&b).Encode(v)).To(Succeed())
+			return b.String()
+		}
+		doc["colour"] = "red"
+		Expect(schemas["result.schema.json"].Validate(instance(enc(doc)))).NotTo(Succeed())
+		delete(doc, "colour")
+		delete(doc, "exit_code")
+		Expect(schemas["result.schema.json"].Validate(instance(enc(doc)))).NotTo(Succeed())
+		Expect(schemas["run-line.schema.json"].Validate(instance(`{"identity":"a","outcome":"ok","events":[],"error":null,"duration":1}`))).
+			NotTo(Succeed(), "a --jsonl line without its kind")
+	})
+
+	It("were each checked against real output", func() {
+		for name := range schemas {
+			if name == "manifest.schema.json" {
+				continue // the manifest package's tests check it
+			}
+			Expect(seen).To(HaveKey(name), "no real output was validated against "+name)
+		}
+	})
+})
