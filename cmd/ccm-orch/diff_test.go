@@ -90,6 +90,7 @@ var _ = Describe("ccm-orch audit --diff", func() {
 			}
 		}
 		Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())
+		Expect(outputSchemas()["result.schema.json"].Validate(instance(out))).To(Succeed(), "the published result schema accepts diffs")
 		withDiff := map[string]bool{}
 		for _, h := range res.Hosts {
 			if h.Events[0].Diff != nil {
