@@ -170,3 +170,21 @@ func TestUnifiedBoundedOnHostileInput(t *testing.T) {
 		t.Fatalf("want 3000 removed lines, got %d", n)
 	}
 }
+
+func FuzzUnified(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nB\nc\n")
+	f.Add("", "x")
+	f.Add("x\ny", "x\ny\n")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		d := textdiff.Unified("a", "b", []byte(a), []byte(b))
+		if a == b {
+			if d != "" {
+				t.Fatal("equal inputs gave a diff")
+			}
+			return
+		}
+		if got := apply(t, a, d); got != b {
+			t.Fatalf("applying the diff of %q and %q gave %q\n%s", a, b, got, d)
+		}
+	})
+}
