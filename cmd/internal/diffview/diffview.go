@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -27,8 +29,10 @@ func Colour(w io.Writer, noColor bool) bool {
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	// A terminal answers the termios query; /dev/null, also a character
+	// device, does not.
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // Write prints d, every line starting with indent.
