@@ -69,19 +69,16 @@ func DiffGroups(r *Result) []DiffGroup {
 			if ev == nil || ev.Diff.Empty() {
 				continue
 			}
-			raw, err := json.Marshal(ev.Diff)
+			shape := func(t string) string { return shapeWith(t, h.Identity, repl) }
+			shaped := shapeDiff(ev.Diff, shape)
+			raw, err := json.Marshal(shaped)
 			if err != nil {
 				continue
 			}
-			shaped := shapeWith(string(raw), h.Identity, repl)
-			k := key{shapeWith(ev.ResourceID(), h.Identity, repl), ev.Outcome(), shaped}
+			k := key{shape(ev.ResourceID()), ev.Outcome(), string(raw)}
 			g, ok := groups[k]
 			if !ok {
-				var d protocol.Diff
-				if err := json.Unmarshal([]byte(shaped), &d); err != nil {
-					d = *ev.Diff
-				}
-				g = &DiffGroup{Resource: k.ref, Outcome: k.outcome, Diff: &d}
+				g = &DiffGroup{Resource: k.ref, Outcome: k.outcome, Diff: shaped}
 				groups[k] = g
 			}
 			g.Hosts = append(g.Hosts, h.Identity)
@@ -102,9 +99,8 @@ func DiffGroups(r *Result) []DiffGroup {
 // replacement is a host's fact value and its placeholder.
 type replacement struct{ value, placeholder string }
 
-// hostReplacements lists the values of the template facts of host, as
-// they appear inside JSON strings, longest first so that a value holding
-// another is replaced whole.
+// hostReplacements lists the values of the template facts of host,
+// longest first so that a value holding another is replaced whole.
 func (r *Result) hostReplacements(host string) []replacement {
 	facts := r.facts[host]
 	if facts == nil {
@@ -125,8 +121,6 @@ func (r *Result) hostReplacements(host string) []replacement {
 		default:
 			continue
 		}
-		enc, _ := json.Marshal(s)
-		s = strings.Trim(string(enc), `"`)
 		if len(s) < minShapeValue || s == host {
 			continue // the identity placeholder covers it
 		}
@@ -184,4 +178,27 @@ func (c *Client) LoadFacts(ctx context.Context, r *Result) {
 			r.facts[n.Identity] = n.Facts
 		}
 	}
+}
+
+// shapeDiff returns a copy of d with shape applied to every text in it.
+func shapeDiff(d *protocol.Diff, shape func(string) string) *protocol.Diff {
+	c := *d
+	c.Content, c.Summary = shape(d.Content), shape(d.Summary)
+	c.Changes = make([]protocol.Change, len(d.Changes))
+	for i, ch := range d.Changes {
+		c.Changes[i] = protocol.Change{Field: ch.Field, From: shape(ch.From), To: shape(ch.To)}
+	}
+	c.Files = make([]protocol.FileDiff, len(d.Files))
+	for i, f := range d.Files {
+		c.Files[i] = protocol.FileDiff{Path: shape(f.Path), Content: shape(f.Content), Summary: shape(f.Summary), Truncated: f.Truncated}
+	}
+	shapeAll := func(list []string) []string {
+		out := make([]string, len(list))
+		for i, p := range list {
+			out[i] = shape(p)
+		}
+		return out
+	}
+	c.Added, c.Purged = shapeAll(d.Added), shapeAll(d.Purged)
+	return &c
 }
