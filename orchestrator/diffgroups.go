@@ -58,8 +58,9 @@ func TemplateFacts(texts ...[]byte) []string {
 // for a result from history) are replaced by placeholders. Unlike the
 // message groups, which replace every string fact, only the facts the
 // request's templates name are replaced: a diff shows file content, where
-// a fact value (a role "db") may well appear by chance. Groups are sorted by resource, then largest first, then
-// by first host. Events without a diff are left out.
+// a fact value (a role "db") may well appear by chance. Groups are sorted
+// by resource, then largest first, then by first host. Events without a
+// diff are left out.
 func DiffGroups(r *Result) []DiffGroup {
 	type key struct{ ref, outcome, diff string }
 	groups := map[key]*DiffGroup{}
