@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -82,7 +83,7 @@ func installable(ctx context.Context) string {
 	if st := dpkgStatus(ctx); st != "" {
 		return fmt.Sprintf("%s is %s on this host (by hand, or by a killed earlier run: dpkg --purge %s); the test would replace it", packaging.Name, st, packaging.Name)
 	}
-	for _, p := range []string{"/usr/bin/ccm-agent", "/usr/bin/ccm-orch", packaging.AgentConfig, packaging.PolicyConfig, packaging.AgentUnit, packaging.BrokerUnit} {
+	for _, p := range []string{"/usr/bin/ccm-agent", "/usr/bin/ccm-orch", packaging.AgentConfig, packaging.PolicyConfig, packaging.AgentUnit, packaging.BrokerUnit, packaging.AgentState} {
 		if _, err := os.Lstat(p); err == nil {
 			return p + " exists on this host without the package; the test would overwrite it"
 		}
@@ -99,17 +100,7 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		}
 
 		By("building the amd64 .deb and .rpm")
-		root, err := filepath.Abs("../..")
-		Expect(err).NotTo(HaveOccurred())
-		out := GinkgoT().TempDir()
-		built, err := packaging.Build(ctx, packaging.Config{
-			Root: root, Out: out,
-			Version: testVersion, Commit: testCommit, Date: testDate,
-			Arches: []string{"amd64"}, Formats: []string{"deb", "rpm"},
-		}, slog.New(slog.NewTextHandler(GinkgoWriter, nil)))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(built).To(HaveLen(2))
-		debFile, rpmFile := built[0], built[1]
+		debFile, rpmFile := buildPackages(ctx)
 		Expect(filepath.Base(debFile)).To(Equal("ccm-fleet_9.8.7~test.1-1_amd64.deb"))
 		Expect(filepath.Base(rpmFile)).To(HavePrefix("ccm-fleet-9.8.7"))
 		Expect(rpmFile).To(HaveSuffix(".x86_64.rpm"))
@@ -215,6 +206,47 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 			Expect(p).NotTo(BeAnExistingFile())
 		}
 	})
+})
+
+// built holds the packages the suite built once, for every spec.
+var built struct {
+	sync.Mutex
+	deb, rpm string
+}
+
+// buildPackages builds the amd64 .deb and .rpm with the test's stamp, once
+// per suite run.
+func buildPackages(ctx context.Context) (deb, rpm string) {
+	GinkgoHelper()
+	built.Lock()
+	defer built.Unlock()
+	if built.deb != "" {
+		return built.deb, built.rpm
+	}
+	root, err := filepath.Abs("../..")
+	Expect(err).NotTo(HaveOccurred())
+	out, err := os.MkdirTemp("", "ccm-packages-")
+	Expect(err).NotTo(HaveOccurred())
+	packagesDir = out
+	files, err := packaging.Build(ctx, packaging.Config{
+		Root: root, Out: out,
+		Version: testVersion, Commit: testCommit, Date: testDate,
+		Arches: []string{"amd64"}, Formats: []string{"deb", "rpm"},
+	}, slog.New(slog.NewTextHandler(GinkgoWriter, nil)))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(files).To(HaveLen(2))
+	built.deb, built.rpm = files[0], files[1]
+	return built.deb, built.rpm
+}
+
+// packagesDir is where buildPackages put the packages, removed after the
+// suite.
+var packagesDir string
+
+var _ = AfterSuite(func() {
+	if packagesDir != "" {
+		Expect(os.RemoveAll(packagesDir)).To(Succeed())
+	}
 })
 
 // goVersion is the Go version the binaries were built with: the go
