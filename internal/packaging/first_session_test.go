@@ -93,7 +93,7 @@ func freePort() int {
 
 var _ = Describe("a new operator's first session", Label("real"), func() {
 	It("installs the package, configures agent.yaml only, and is told about mistakes before the fleet is", func(sctx SpecContext) {
-		ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
+		ctx, cancel := context.WithTimeout(sctx, 20*time.Minute) // building both packages took 8.5 min on 2 busy cores
 		defer cancel()
 		if reason := installable(ctx); reason != "" {
 			Skip(reason)

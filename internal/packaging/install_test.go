@@ -93,7 +93,7 @@ func installable(ctx context.Context) string {
 
 var _ = Describe("the ccm-fleet package", Label("real"), func() {
 	It("installs with its files, units and modes, starts nothing, and removes and purges cleanly", func(sctx SpecContext) {
-		ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
+		ctx, cancel := context.WithTimeout(sctx, 20*time.Minute) // building both packages took 8.5 min on 2 busy cores
 		defer cancel()
 		if reason := installable(ctx); reason != "" {
 			Skip(reason)
