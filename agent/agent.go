@@ -540,7 +540,7 @@ func (a *Agent) execute(ctx context.Context, r *request) *protocol.FleetReply {
 		return reply
 	}
 	// Remote requests see facts only: no environment, no files.
-	opts := engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env, Guard: a.guard(r)}
+	opts := engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env, Guard: a.guard(r), DiffLimit: a.cfg.DiffMaxBytes}
 	ev, err := a.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
 		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", err)

@@ -7,6 +7,9 @@ import "github.com/choria-io/fisk"
 // properties alias, provider and control.if/unless.
 type Common struct {
 	Name, Ensure, Alias, Provider, If, Unless string
+	// Sensitive keeps the resource's content out of diffs, events, logs
+	// and history.
+	Sensitive bool
 }
 
 // Register adds the name and ensure arguments and the common property
@@ -18,6 +21,7 @@ func (c *Common) Register(cmd *fisk.CmdClause, t TypeFlags) {
 	cmd.Flag("provider", "Force a provider instead of choosing one by facts").StringVar(&c.Provider)
 	cmd.Flag("if", "Manage only where this expression is true, e.g. \"facts.os == 'debian'\"").PlaceHolder("EXPR").StringVar(&c.If)
 	cmd.Flag("unless", "Do not manage where this expression is true").PlaceHolder("EXPR").StringVar(&c.Unless)
+	cmd.Flag("sensitive", "Keep the content out of diffs, events, logs and history (diffs say \"content differs; sensitive\")").UnNegatableBoolVar(&c.Sensitive)
 }
 
 // Properties merges the common properties into the type's properties.
@@ -27,6 +31,9 @@ func (c *Common) Properties(typeProps map[string]any) map[string]any {
 		if v != "" {
 			typeProps[k] = v
 		}
+	}
+	if c.Sensitive {
+		typeProps["sensitive"] = true
 	}
 	if c.If != "" || c.Unless != "" {
 		control := map[string]any{}
