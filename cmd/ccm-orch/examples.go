@@ -83,6 +83,8 @@ ccm-orch apply site.yaml --async --key ops.seed
 ccm-orch audit site.yaml --key audit.seed
 # As one JSON document, for a compliance report
 ccm-orch audit site.yaml --where os=debian --json --key audit.seed
+# How each host drifted: content diffs, hosts with the same diff grouped
+ccm-orch audit site.yaml --diff --key audit.seed
 `,
 	"history init": `
 # Create the history stream and the node registry on an existing NATS (once)
@@ -95,8 +97,8 @@ ccm-orch history list
 ccm-orch history list --since 7d --host web1 --limit 50
 `,
 	"history show": `
-# A request's report rebuilt from history, late replies included
-ccm-orch history show 0123456789abcdefghij
+# A request's report rebuilt from history, late replies included, with the diffs it found
+ccm-orch history show 0123456789abcdefghij --diff
 ccm-orch history show 0123456789abcdefghij --json
 `,
 	"history host": `
