@@ -95,9 +95,10 @@ type compiled struct {
 type entry struct {
 	rule  string // e.g. file.paths[0]
 	value string // cleaned
+	raw   string // as written
 }
 
-func (e entry) String() string { return fmt.Sprintf("%s %q", e.rule, e.value) }
+func (e entry) String() string { return fmt.Sprintf("%s %q", e.rule, e.raw) }
 
 // Set reports whether r restricts anything.
 func (r *Rules) Set() bool {
@@ -239,7 +240,7 @@ func compileList(rule string, list []string, check func(string) (string, error))
 				return nil, bad("%s %.80q: the same as %s, so it can never decide anything", where, raw, e.rule)
 			}
 		}
-		out = append(out, entry{rule: where, value: v})
+		out = append(out, entry{rule: where, value: v, raw: raw})
 	}
 	return out, nil
 }

@@ -63,7 +63,7 @@ var _ = Describe("Compile", func() {
 		Entry("package scope without package", &scope.Rules{Package: &scope.Names{Names: []string{"nginx"}}}, nil, []string{"service"}, "package: the signer is not allowed package"),
 		Entry("deny service without service", nil, &scope.Rules{Service: &scope.Names{Names: []string{"sshd"}}}, []string{"package"}, "deny.service: the signer is not allowed service"),
 		Entry("path shadowed by a deny of its parent", &scope.Rules{File: &scope.Files{Paths: []string{"/etc/nginx/"}}}, &scope.Rules{File: &scope.Files{Paths: []string{"/etc"}}}, all,
-			`file.paths[0] "/etc/nginx": everything it allows is denied by deny.file.paths[0] "/etc"`),
+			`file.paths[0] "/etc/nginx/": everything it allows is denied by deny.file.paths[0] "/etc"`),
 		Entry("path shadowed by the same deny", &scope.Rules{File: &scope.Files{Paths: []string{"/srv/www"}}}, &scope.Rules{File: &scope.Files{Paths: []string{"/srv/www/"}}}, all, "deny.file.paths[0]"),
 		Entry("command shadowed by a wider deny", &scope.Rules{Exec: &scope.Exec{Commands: []string{"/usr/bin/systemctl restart nginx"}}}, &scope.Rules{Exec: &scope.Exec{Commands: []string{"/usr/bin/systemctl **"}}}, all,
 			`exec.commands[0] "/usr/bin/systemctl restart nginx": every command it allows is denied by deny.exec.commands[0] "/usr/bin/systemctl **"`),
