@@ -144,4 +144,38 @@ var _ = Describe("ccm-orch policy check", func() {
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(ContainSubstring("signers[0] web: exec: the signer is not allowed exec, so the rule can never apply"))
 	})
+
+	It("shows the split of dist/policy.yaml: ops everything, the web team nginx on web hosts, auditors noop only", func() {
+		data, err := os.ReadFile("../../dist/policy.yaml")
+		Expect(err).ToNot(HaveOccurred())
+		policy = write("dist-policy.yaml", string(data)) // its keys are valid, their seeds thrown away
+		ensure := func(typ, props string) string {
+			return write(typ+"-req.json", `{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"`+typ+`","properties":`+props+`}`)
+		}
+		reload := ensure("exec", `{"name":"/usr/bin/systemctl reload nginx"}`)
+		key := ensure("file", `{"name":"/etc/nginx/ssl/site.key","content":"x","owner":"root","group":"root","mode":"0600"}`)
+		sshd := ensure("service", `{"name":"ssh","ensure":"stopped"}`)
+		for _, c := range []struct {
+			key, req, facts string
+			noop            bool
+			code            int
+			want            string
+		}{
+			{"web", reload, webFacts, false, 0, `by exec.commands[2] "/usr/bin/systemctl reload nginx"`},
+			{"web", reload, dbFacts, false, 2, `by hosts ["role=web"]`},
+			{"web", key, webFacts, false, 2, `by deny.file.paths[0] "/etc/nginx/ssl/"`},
+			{"web", sshd, webFacts, false, 2, "by service.names (no entry matches: default deny)"},
+			{"ops", sshd, dbFacts, false, 0, "allowed type \"service\""},
+			{"audit", sshd, webFacts, false, 2, "by noop_only: true"},
+			{"audit", sshd, webFacts, true, 0, "allowed noop \"true\""},
+		} {
+			args := []string{"--key", c.key, "--request", c.req, "--facts", c.facts}
+			if c.noop {
+				args = append(args, "--noop")
+			}
+			code, out, errOut := check(args...)
+			Expect(code).To(Equal(c.code), "%v: %s%s", args, out, errOut)
+			Expect(out).To(ContainSubstring(c.want), "%v", args)
+		}
+	})
 })
