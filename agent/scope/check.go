@@ -95,14 +95,14 @@ func (s *Scope) Resource(r Resolver, props resources.Properties, provider string
 		}
 		out = append(out, s.execEnv(r, p)...)
 	case *filetype.Properties:
-		out = s.paths(r, "name", p.Name, out)
+		out = s.paths(r, "name", p.Name, false, out)
 	case *archivetype.Properties:
-		out = s.paths(r, "name", p.Name, out)
+		out = s.paths(r, "name", p.Name, false, out)
 		if p.ExtractParent != "" {
-			out = s.paths(r, "extract_parent", p.ExtractParent, out)
+			out = s.paths(r, "extract_parent", p.ExtractParent, true, out)
 		}
 	case *scaffoldtype.Properties:
-		out = s.paths(r, "target", p.Name, out)
+		out = s.paths(r, "target", p.Name, true, out)
 		if s.execSet() {
 			for i, post := range p.Post {
 				for _, glob := range slices.Sorted(maps.Keys(post)) {
@@ -298,8 +298,10 @@ func (s *Scope) names(typ string, allow, deny []entry, name string, out []Decisi
 // paths judges a path the resource writes: where it leads (its
 // directories' links resolved, and its own when it is a link) must be
 // inside a file.paths prefix and nowhere inside a deny.file.paths one,
-// the prefixes' own links resolved as well.
-func (s *Scope) paths(r Resolver, check, p string, out []Decision) []Decision {
+// the prefixes' own links resolved as well. A tree (an archive's
+// extract_parent, a scaffold's target) is a directory written below at
+// will: a deny prefix below it refuses it too.
+func (s *Scope) paths(r Resolver, check, p string, tree bool, out []Decision) []Decision {
 	if len(s.allow.paths) == 0 && len(s.deny.paths) == 0 {
 		return out
 	}
@@ -331,6 +333,11 @@ func (s *Scope) paths(r Resolver, check, p string, out []Decision) []Decision {
 			d.Rule = e.String()
 			return append(out, d)
 		}
+		if tree && below(e, append([]string{p}, forms...)...) {
+			d.Rule = e.String()
+			d.Reason = "it is below this " + check + ", where the resource may write anything"
+			return append(out, d)
+		}
 	}
 	if len(s.allow.paths) == 0 {
 		d.Allowed, d.Rule = true, "file.paths (not restricted)"
@@ -352,6 +359,18 @@ func (s *Scope) paths(r Resolver, check, p string, out []Decision) []Decision {
 	}
 	d.Allowed, d.Rule = true, by
 	return append(out, d)
+}
+
+// below reports whether deny entry e (as written or resolved) is inside
+// one of dirs.
+func below(e entry, dirs ...string) bool {
+	rp, err := resolvePath(e.value, true)
+	for _, d := range dirs {
+		if within(e.value, d) || (err == nil && within(rp, d)) {
+			return true
+		}
+	}
+	return false
 }
 
 func firstErr(errs ...error) error {

@@ -190,6 +190,16 @@ var _ = Describe("Scope", func() {
 				p.Name = dir + "/outside"
 				return p
 			}, false, "default deny"),
+			Entry("archive extracted above a denied directory", func() resources.Properties {
+				p := &archivetype.Properties{URL: "https://example.com/a.tar.gz", ExtractParent: www(), Creates: www() + "/x", Owner: "root", Group: "root"}
+				p.Name = www() + "/a.tar.gz"
+				return p
+			}, false, "deny.file.paths[0]"),
+			Entry("scaffold rendered above a denied directory", func() resources.Properties {
+				p := &scaffoldtype.Properties{Source: "/srv/tmpl"}
+				p.Name = www()
+				return p
+			}, false, "where the resource may write anything"),
 			Entry("scaffold target inside", func() resources.Properties {
 				p := &scaffoldtype.Properties{Source: "/srv/tmpl"}
 				p.Name = www() + "/site"
