@@ -65,6 +65,7 @@ var _ = Describe("Scope", func() {
 					"/usr/bin/python3 -c print(1)",
 					dir + "/busybox **",
 					"/usr/bin/journalctl -u nginx **",
+					"/bin/sh -c 'systemctl reload nginx'",
 				},
 				Environment: []string{"LANG=*"},
 				Cwd:         []string{"/srv"},
@@ -97,6 +98,9 @@ var _ = Describe("Scope", func() {
 			Entry("busybox sh", func() resources.Properties { return execProps(dir + "/busybox sh -c id") }, "", false, "spells out every argument"),
 			Entry("a link named like an allowed command", func() resources.Properties { return execProps(dir + "/touch /srv/ok") }, "", false, "default deny"),
 			Entry("the shell provider", func() resources.Properties { return execProps("/usr/bin/touch /srv/ok") }, "shell", false, "default deny"),
+			Entry("the shell provider, its line spelled out", func() resources.Properties { return execProps("systemctl reload nginx") }, "shell", true, "exec.commands[8]"),
+			Entry("the shell provider, another line", func() resources.Properties { return execProps("systemctl reload nginx; id") }, "shell", false, "default deny"),
+			Entry("sh -c spelled out, through the posix provider", func() resources.Properties { return execProps("/usr/bin/sh -c 'systemctl reload nginx'") }, "", true, "exec.commands[8]"),
 			Entry("a relative executable", func() resources.Properties { return execProps("./touch /srv/ok") }, "", false, "relative path"),
 			Entry("a command not found", func() resources.Properties { return execProps("nosuchcommand-xyz") }, "", false, "not found"),
 			Entry("onlyif is a command too", func() resources.Properties {
