@@ -184,6 +184,11 @@ func (s *Scope) command(r Resolver, check, line, provider, searchPath string, po
 	}
 	k := kindOf(cmd.invoked, cmd.target)
 	for _, p := range s.allow.cmds {
+		// The name a pattern starts its executable by is its last word as
+		// written: no need to resolve patterns of other names.
+		if baseName(p.words[0]) != baseName(cmd.invoked) {
+			continue
+		}
 		pr := r.pattern(p.words[0])
 		if pr.target != cmd.target || baseName(pr.invoked) != baseName(cmd.invoked) {
 			continue
