@@ -6,10 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 var _ = Describe("ccm-orch policy check", func() {
@@ -110,6 +114,39 @@ var _ = Describe("ccm-orch policy check", func() {
 		Expect(json.Unmarshal([]byte(out), &doc)).To(Succeed())
 		Expect(doc["allowed"]).To(BeTrue())
 		Expect(doc["decisions"]).To(ContainElement(HaveKeyWithValue("rule", "noop_only: true")))
+	})
+
+	It("judges a fleet request carrying a manifest bundle, its files included", func() {
+		Expect(os.MkdirAll(filepath.Join(dir, "files"), 0o755)).To(Succeed())
+		write("files/site.conf", "server {}\n")
+		m := write("bundled.yaml", `ccm:
+  resources:
+    - file:
+        - `+dir+`/nginx/site.conf:
+            source: files/site.conf
+            owner: root
+            group: root
+            mode: "0644"
+        - /etc/passwd:
+            source: files/site.conf
+            owner: root
+            group: root
+            mode: "0644"
+`)
+		loaded, err := manifest.Load(m)
+		Expect(err).ToNot(HaveOccurred())
+		bundle, err := manifest.NewBundle(loaded)
+		Expect(err).ToNot(HaveOccurred())
+		req := protocol.NewFleetRequest("r1", time.Now(), time.Minute)
+		req.Manifest, err = json.Marshal(bundle)
+		Expect(err).ToNot(HaveOccurred())
+		b, err := json.Marshal(req)
+		Expect(err).ToNot(HaveOccurred())
+		code, out, errOut := check("--key", "web", "--request", write("fleet-manifest.json", string(b)), "--facts", webFacts)
+		Expect(code).To(Equal(2), out+errOut)
+		Expect(out).To(ContainSubstring(`file#` + dir + `/nginx/site.conf: allowed name`))
+		Expect(out).To(ContainSubstring(`file#/etc/passwd: denied name "/etc/passwd" by file.paths (no prefix holds /etc/passwd: default deny)`))
+		Expect(filepath.Join(dir, "nginx", "site.conf")).ToNot(BeAnExistingFile())
 	})
 
 	It("exits 4 when a fleet request's filter leaves the host out", func() {
