@@ -151,6 +151,9 @@ var _ = Describe("Scope", func() {
 			Expect(os.WriteFile(filepath.Join(dir, "outside", "shadow"), nil, 0o600)).To(Succeed())
 			Expect(os.Symlink(filepath.Join(dir, "outside", "shadow"), filepath.Join(dir, "www", "shadow"))).To(Succeed())
 			Expect(os.Symlink(filepath.Join(dir, "www"), filepath.Join(dir, "alias"))).To(Succeed())
+			Expect(os.Symlink(filepath.Join(dir, "www", "loop2"), filepath.Join(dir, "www", "loop1"))).To(Succeed())
+			Expect(os.Symlink(filepath.Join(dir, "www", "loop1"), filepath.Join(dir, "www", "loop2"))).To(Succeed())
+			Expect(os.Symlink(filepath.Join(dir, "outside", "missing"), filepath.Join(dir, "www", "dangling"))).To(Succeed())
 			var err error
 			s, err = scope.Compile(&scope.Rules{File: &scope.Files{Paths: []string{www() + "/"}}},
 				&scope.Rules{File: &scope.Files{Paths: []string{filepath.Join(dir, "www", "secret")}}}, []string{"file", "archive", "scaffold"})
@@ -178,6 +181,9 @@ var _ = Describe("Scope", func() {
 			Entry("through a linked directory", func() resources.Properties { return file(www() + "/link/x") }, false, "default deny"),
 			Entry("through a relative link", func() resources.Properties { return file(www() + "/rel/x") }, false, "default deny"),
 			Entry("a link itself pointing outside", func() resources.Properties { return file(www() + "/shadow") }, false, "default deny"),
+			Entry("through a symbolic link loop", func() resources.Properties { return file(www() + "/loop1/x") }, false, "too many levels of symbolic links"),
+			Entry("through a dangling link to a directory not made yet", func() resources.Properties { return file(www() + "/dangling/x") }, false, "default deny"),
+			Entry("a dangling link itself", func() resources.Properties { return file(www() + "/dangling") }, false, "default deny"),
 			Entry("through a link to the allowed directory", func() resources.Properties { return file(dir + "/alias/site/x") }, true, "file.paths[0]"),
 			Entry("archive extract_parent outside", func() resources.Properties {
 				p := &archivetype.Properties{URL: "https://example.com/a.tar.gz", ExtractParent: dir + "/outside", Creates: dir + "/outside/x", Owner: "root", Group: "root"}
