@@ -24,6 +24,9 @@ const maxPolicyCheckRequest = protocol.DefaultMaxBytes
 type policyCheckFlags struct {
 	policy, key, request, manifest, facts string
 	noop, json                            bool
+	// requestSet is whether --request was given: fisk reads a lone "-"
+	// as an empty value, which means stdin here
+	requestSet bool
 }
 
 func (a *app) registerPolicy(cli *fisk.Application) {
@@ -32,7 +35,7 @@ func (a *app) registerPolicy(cli *fisk.Application) {
 	cmd := pol.Command("check", "Judge a request or manifest against one signer of a policy, offline, as an agent with the given facts would: one line per decision with the rule that made it (exit 0 allowed, 2 forbidden, 4 the request's filter leaves the host out, 1 usage or a policy that does not load)")
 	cmd.Arg("policy", "The agent policy file (YAML or JSON)").Required().StringVar(&c.policy)
 	cmd.Flag("key", "The signer to judge: its name in the policy (or its public key)").Required().PlaceHolder("NAME").StringVar(&c.key)
-	cmd.Flag("request", "A request file: a fleet request (io.choria.ccm.v1.fleet.request) or an ensure request (io.choria.ccm.v1.resource.ensure.request), JSON or YAML; - for stdin").PlaceHolder("FILE").StringVar(&c.request)
+	cmd.Flag("request", "A request file: a fleet request (io.choria.ccm.v1.fleet.request) or an ensure request (io.choria.ccm.v1.resource.ensure.request), JSON or YAML; - for stdin").PlaceHolder("FILE").IsSetByUser(&c.requestSet).StringVar(&c.request)
 	cmd.Flag("manifest", "A manifest file, as ccm-orch apply sends it").PlaceHolder("FILE").StringVar(&c.manifest)
 	cmd.Flag("facts", "The facts (YAML or JSON map) of the host the request would reach; templates, conditions and hosts scopes see them").Required().PlaceHolder("FILE").StringVar(&c.facts)
 	cmd.Flag("noop", "Judge the request as a dry run (as with --noop or audit)").UnNegatableBoolVar(&c.noop)
@@ -42,6 +45,9 @@ func (a *app) registerPolicy(cli *fisk.Application) {
 
 // policyCheck runs ccm-orch policy check.
 func (a *app) policyCheck(c *policyCheckFlags) error {
+	if c.requestSet && c.request == "" {
+		c.request = "-"
+	}
 	if (c.request == "") == (c.manifest == "") {
 		return program.Exit(protocol.ExitError, errors.New("policy check: give one of --request FILE or --manifest FILE"))
 	}

@@ -149,6 +149,20 @@ var _ = Describe("ccm-orch policy check", func() {
 		Expect(filepath.Join(dir, "nginx", "site.conf")).ToNot(BeAnExistingFile())
 	})
 
+	It("reads the request from stdin with --request -", func() {
+		r, w, err := os.Pipe()
+		Expect(err).ToNot(HaveOccurred())
+		_, err = w.WriteString(`{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"exec","properties":{"name":"/usr/bin/env sh -c id"}}`)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(w.Close()).To(Succeed())
+		saved := os.Stdin
+		os.Stdin = r
+		DeferCleanup(func() { os.Stdin = saved; _ = r.Close() })
+		code, out, errOut := check("--key", "web", "--request", "-", "--facts", webFacts)
+		Expect(code).To(Equal(2), out+errOut)
+		Expect(out).To(ContainSubstring(`denied command "/usr/bin/env sh -c id" by exec.commands (no pattern matches: default deny)`))
+	})
+
 	It("exits 4 when a fleet request's filter leaves the host out", func() {
 		fleet := write("fleet.json", `{"protocol":"io.choria.ccm.v1.fleet.request","id":"r1","created":"2026-01-02T03:04:05Z","filter":{"where":[{"key":"role","op":"=","value":"db"}]},"ensure":{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"service","properties":{"name":"nginx"}}}`)
 		code, out, _ := check("--key", "web", "--request", fleet, "--facts", webFacts)
