@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -72,6 +73,9 @@ type Agent struct {
 	publicKey string
 	replay    *replayCache
 	audit     *auditLog
+	// resolver finds commands and paths as they will run, for the
+	// signers' scopes
+	resolver scope.Resolver
 	// observePolicy, when set (tests only), sees every resource the policy
 	// is asked about, at admission and as the engine will run it
 	observePolicy func(requestID string, r policyResource)
@@ -138,6 +142,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
 		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		factsChanged: make(chan struct{}, 1),
+		resolver:     scope.HostResolver(),
 
 		subjectsChanged: make(chan struct{}, 1),
 	}

@@ -115,4 +115,10 @@ ccm-orch bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
 # A signing key: keep ops.seed secret, put the contents of ops.pub in the agents' policy
 ccm-orch keys new ops --dir /root/.ccm
 `,
+	"policy check": `
+# Would an agent with web1's facts run this manifest for the web team? One line per decision, exit 2 if not
+ccm-orch policy check /etc/ccm/policy.yaml --key web --manifest site.yaml --facts web1-facts.yaml
+# A CCM ensure request, judged as a noop run for the auditors, as JSON
+ccm-orch policy check policy.yaml --key audit --request nginx.json --facts db1-facts.yaml --noop --json
+`,
 }
