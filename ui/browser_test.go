@@ -187,6 +187,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		res := ensure(false, "managed\n")
 		Eventually(func() int { return count(fmt.Sprintf(`tr.run[data-request=%q]`, res.RequestID)) }).WithTimeout(20 * time.Second).Should(Equal(1))
 		Expect(text("#count-runs")).To(Equal(strconv.Itoa(before + 1)))
+		Eventually(func() string { return text(fmt.Sprintf(`tr.run[data-request=%q] td.replied`, res.RequestID)) }).Should(Equal(strconv.Itoa(hosts)))
 		Expect(eval(`window.ccmMarker || 0`)).To(BeEquivalentTo(42), "the page was updated in place, not reloaded")
 		screenshot("runs")
 

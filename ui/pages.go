@@ -211,16 +211,40 @@ func (s *Server) lastOutcomes() map[string]lastOutcome {
 	return out
 }
 
+// runRow is a run in the listing; Waiting is set while its hosts may
+// still reply (before its deadline): the hosts not heard from are waited
+// for, not yet "no reply".
+type runRow struct {
+	orchestrator.HistorySummary
+	Waiting bool
+}
+
 type runsView struct {
 	layout
-	Runs  []orchestrator.HistorySummary
+	Runs  []runRow
 	Pager pager
+}
+
+// collecting says whether a run created at created with reply deadline
+// timeout may still get replies at now (a little slack for the hosts' own
+// clocks and the record's way to the stream).
+func collecting(created time.Time, timeout time.Duration, now time.Time) bool {
+	return now.Before(created.Add(timeout + 2*time.Second))
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 	v := runsView{layout: s.layout("Runs", "runs")}
 	v.Pager = newPager(r, pageNumber(r), s.fleet.index.Len(), runsPerPage)
-	v.Runs = s.fleet.index.Runs(v.Pager.First, runsPerPage)
+	now := s.opts.Now()
+	for _, sum := range s.fleet.index.Runs(v.Pager.First, runsPerPage) {
+		row := runRow{HistorySummary: sum}
+		if sum.Hosts.NoReply > 0 {
+			if run := s.fleet.index.Run(sum.RequestID); run != nil {
+				row.Waiting = collecting(run.Request.Created, time.Duration(run.Request.Timeout), now)
+			}
+		}
+		v.Runs = append(v.Runs, row)
+	}
 	s.render(w, "runs", v)
 }
 
@@ -233,6 +257,8 @@ type groupView struct {
 
 type runView struct {
 	layout
+	// Waiting is set while the hosts not heard from may still reply.
+	Waiting bool
 	Run     *orchestrator.HistoryRun
 	Asked   string
 	Filter  string
@@ -248,7 +274,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := runView{layout: s.layout("Run "+id, "runs"), Run: run, Asked: orchestrator.DescribeRequest(run.Request),
-		Filter: orchestrator.FilterString(run.Request.Filter), NoReply: run.Result.NoReply}
+		Filter: orchestrator.FilterString(run.Request.Filter), NoReply: run.Result.NoReply,
+		Waiting: len(run.Result.NoReply) > 0 && collecting(run.Request.Created, time.Duration(run.Request.Timeout), s.opts.Now())}
 	byHost := map[string]orchestrator.HostResult{}
 	for _, h := range run.Result.Hosts {
 		byHost[h.Identity] = h

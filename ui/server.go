@@ -113,3 +113,8 @@ func parsePages() (map[string]*template.Template, error) {
 	}
 	return out, nil
 }
+
+// Counts says how many hosts and runs the dashboard holds so far.
+func (s *Server) Counts() (hosts, runs int) {
+	return len(s.fleet.nodeList()), s.fleet.index.Len()
+}
