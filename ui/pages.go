@@ -44,8 +44,8 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"dur": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"join": strings.Join,
+	"dur":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"join":    strings.Join,
 	"pathesc": url.PathEscape,
 }
 
