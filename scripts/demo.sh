@@ -2,7 +2,8 @@
 # make demo: a whole CCM Fleet on one machine. Starts an embedded broker and
 # six simulated agents, changes a file on the Debian half of the fleet, shows
 # that a second run is stable, tampers with one host and finds exactly that
-# drift with a noop run, then cleans up.
+# drift with a noop run, serves the dashboard until Ctrl-C (DEMO_NO_UI=1:
+# no dashboard; DEMO_NO_WAIT=1 or no terminal: do not wait), then cleans up.
 set -uo pipefail
 
 BIN=${BIN:-bin}
@@ -103,5 +104,27 @@ rc=$?
 
 say "Each agent's audit log has a line per request with the signer and the decision"
 run tail -n 2 "$WORK/agents/sim-0001/audit.log"
+
+if [ -z "${DEMO_NO_UI:-}" ]; then
+	UI_ADDR="127.0.0.1:${DEMO_UI_PORT:-8080}"
+	say "The fleet in a browser: a read-only dashboard of hosts, runs, drift and health"
+	printf '$ %s\n' "$BIN/ccm-orch ui --listen $UI_ADDR"
+	"$BIN/ccm-orch" ui --listen "$UI_ADDR" >"$WORK/ui.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 50); do
+		(exec 3<>"/dev/tcp/${UI_ADDR%:*}/${UI_ADDR#*:}") 2>/dev/null && break
+		sleep 0.1
+	done
+	(exec 3<>"/dev/tcp/${UI_ADDR%:*}/${UI_ADDR#*:}") 2>/dev/null || { cat "$WORK/ui.log" >&2; fail "the dashboard did not start"; }
+	printf 'Dashboard: http://%s/\n' "$UI_ADDR"
+	if [ -t 0 ] && [ -z "${DEMO_NO_WAIT:-}" ]; then
+		printf 'Open it, run more ccm-orch commands against %s, then press Ctrl-C to stop the demo.\n' "$SERVER"
+		trap 'printf "\n"' INT
+		while kill -0 "${pids[-1]}" 2>/dev/null; do sleep 1; done
+		trap - INT
+	else
+		printf '(not waiting: stdin is not a terminal or DEMO_NO_WAIT is set)\n'
+	fi
+fi
 
 say "Done: stopping agents and broker, removing $DEMO_DIR"

@@ -111,6 +111,12 @@ ccm-orch bench --agents 1000 --rounds 5
 # Only the noop and floor rows, with CPU profiles
 ccm-orch bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
 `,
+	"ui": `
+# The dashboard on this machine, reading the fleet's NATS with a read-only context
+ccm-orch ui --context fleet-readonly
+# On another address, keeping the newest 50,000 runs in memory
+ccm-orch ui --listen 127.0.0.1:9090 --max-runs 50000 --server nats://nats.example.com:4222
+`,
 	"keys new": `
 # A signing key: keep ops.seed secret, put the contents of ops.pub in the agents' policy
 ccm-orch keys new ops --dir /root/.ccm

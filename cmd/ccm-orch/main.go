@@ -59,5 +59,6 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerBench(cli)
 	a.registerKeys(cli)
 	a.registerPolicy(cli)
+	a.registerUI(cli)
 	return cli, program.AttachExamples(cli, examples)
 }
