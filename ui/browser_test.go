@@ -205,6 +205,12 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		Expect(os.WriteFile(filepath.Join(dir, tampered+".conf"), []byte("tampered\n"), 0o644)).To(Succeed())
 		res := ensure(true, "managed\n")
 		Expect(res.Summary.Hosts.WouldChange).To(Equal(1))
+
+		// The audit's run page shows how the tampered host differs.
+		run(chromedp.Navigate(base + "/runs/" + res.RequestID))
+		Eventually(func() int { return count("details.group") }).Should(BeNumerically(">=", 2))
+		eval(`document.querySelectorAll("details.group").forEach(d => d.open = true); 0`)
+		Eventually(func() string { return text("pre.unified") }).Should(And(ContainSubstring("-tampered"), ContainSubstring("+managed")))
 		run(chromedp.Navigate(base + "/drift"))
 		row := fmt.Sprintf(`#matrix tr[data-resource=%q]`, "file#"+filepath.Join(dir, "<host>.conf"))
 		Eventually(func() any {
