@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,16 +33,9 @@ func (b *bencher) uiRows(ctx context.Context) ([]Row, error) {
 	defer s.stop()
 	b.logf("ui: %d registry entries, %d runs of %d hosts", uiHosts, uiRuns, uiRunHosts)
 	now := time.Now().UTC()
-	vary := []agent.Vary{{Key: "role", Values: []string{"web", "db", "cache"}}}
-	var ids []string
-	for i := range uiHosts {
-		facts := agent.SimulatedFacts(i, "node", registryFacts, vary)
-		rec := protocol.NodeRecord{Protocol: protocol.NodeProtocol, Identity: facts["identity"].(string),
-			Facts: protocol.ScalarFacts(facts), Version: "bench", Started: now, LastSeen: now}
-		ids = append(ids, rec.Identity)
-		if err := b.publishJSON(s, "$KV."+protocol.NodesBucket+"."+rec.Identity, &rec); err != nil {
-			return nil, err
-		}
+	ids, err := b.writeRegistry(s, 0, uiHosts, []agent.Vary{{Key: "role", Values: []string{"web", "db", "cache"}}})
+	if err != nil {
+		return nil, err
 	}
 	for r := range uiRuns {
 		id := fmt.Sprintf("uibench%012d", r)
@@ -132,14 +124,4 @@ func (b *bencher) uiRows(ctx context.Context) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-// publishJSON publishes v asynchronously on subject through JetStream.
-func (b *bencher) publishJSON(s *site, subject string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = s.js.PublishAsync(subject, data)
-	return err
 }

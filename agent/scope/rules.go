@@ -10,6 +10,7 @@ import (
 	"github.com/kballard/go-shellquote"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/exectype"
 )
 
 // ErrRule is wrapped by every error about a rule of a scope: one that does
@@ -304,27 +305,12 @@ func checkEnv(s string) (string, error) {
 	switch {
 	case !ok:
 		return "", errors.New("not KEY=VALUE (use KEY=* for any value)")
-	case !validEnvKey(key):
+	case !exectype.ValidEnvKey(key):
 		return "", fmt.Errorf("key %q is not a variable name", key)
 	case strings.ContainsRune(s, 0):
 		return "", errors.New("contains a NUL byte")
 	}
 	return s, nil
-}
-
-// validEnvKey reports whether k is letters, digits and _, not starting
-// with a digit.
-func validEnvKey(k string) bool {
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch {
-		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return k != ""
 }
 
 // compilePatterns checks and splits command patterns.

@@ -124,19 +124,7 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		}
 
 		By("installing the .deb with dpkg, holding the host's package lock")
-		release, err := apttest.LockHost(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(release)
-		DeferCleanup(func() {
-			// Whatever happened, leave no trace: purge is a no-op when the
-			// package is not installed.
-			cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
-			defer ccancel()
-			if out, err := exec.CommandContext(cctx, "dpkg", "--purge", packaging.Name).CombinedOutput(); err != nil {
-				GinkgoWriter.Printf("cleanup dpkg --purge %s: %v: %s\n", packaging.Name, err, out)
-			}
-		})
-		run(ctx, "dpkg", "-i", debFile)
+		install(ctx, debFile)
 		Expect(dpkgStatus(ctx)).To(Equal("installed"))
 
 		By("finding the stamped binaries in /usr/bin")
@@ -207,6 +195,26 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		}
 	})
 })
+
+// install installs the .deb holding the host's package lock until the
+// spec ends, and then purges it whatever happened (a no-op when it is not
+// installed) and removes the agent state directory (which outlives a
+// purge, as on a real host, but was made by the test).
+func install(ctx context.Context, deb string) {
+	GinkgoHelper()
+	release, err := apttest.LockHost(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(release)
+	DeferCleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+		defer ccancel()
+		if out, err := exec.CommandContext(cctx, "dpkg", "--purge", packaging.Name).CombinedOutput(); err != nil {
+			GinkgoWriter.Printf("cleanup dpkg --purge %s: %v: %s\n", packaging.Name, err, out)
+		}
+		Expect(os.RemoveAll(packaging.AgentState)).To(Succeed())
+	})
+	run(ctx, "dpkg", "-i", deb)
+}
 
 // built holds the packages the suite built once, for every spec.
 var built struct {
