@@ -33,6 +33,12 @@ type Options struct {
 	LiveInterval time.Duration
 	// Now is the clock, for tests; default time.Now.
 	Now func() time.Time
+	// AuthToken, when set (at least MinTokenLength characters), is needed
+	// by every request: as "Authorization: Bearer TOKEN", or typed in once
+	// at /login, which sets a cookie.
+	AuthToken string
+	// SecureCookie marks the login cookie Secure (served over HTTPS).
+	SecureCookie bool
 }
 
 // Server is the dashboard: an http.Handler over the fleet's registry and
@@ -44,6 +50,8 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	hub   *hub
+	// handler is mux, behind the token check when there is one.
+	handler http.Handler
 }
 
 // New prepares a dashboard reading over nc; Run must be running for it to
@@ -57,6 +65,9 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.AuthToken != "" && len(opts.AuthToken) < MinTokenLength {
+		return nil, fmt.Errorf("ui: the auth token has %d characters; use at least %d", len(opts.AuthToken), MinTokenLength)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -78,6 +89,10 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /hosts/{id}", s.hostPage)
 	s.mux.HandleFunc("GET /drift", s.driftPage)
 	s.mux.HandleFunc("GET /events", s.hub.serve)
+	s.handler = s.mux
+	if opts.AuthToken != "" {
+		s.handler = authenticated(opts.AuthToken, opts.SecureCookie, s.mux)
+	}
 	return s, nil
 }
 
@@ -98,7 +113,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	s.mux.ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, r)
 }
 
 // parsePages parses each page with the layout.

@@ -114,8 +114,10 @@ ccm-orch bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
 	"ui": `
 # The dashboard on this machine, reading the fleet's NATS with a read-only context
 ccm-orch ui --context fleet-readonly
-# On another address, keeping the newest 50,000 runs in memory
+# On another port, keeping the newest 50,000 runs in memory
 ccm-orch ui --listen 127.0.0.1:9090 --max-runs 50000 --server nats://nats.example.com:4222
+# On the network: HTTPS and a token are required there
+ccm-orch ui --listen 0.0.0.0:8443 --https-cert /etc/ccm/ui.pem --https-key /etc/ccm/ui-key.pem --auth-token /etc/ccm/ui.token
 `,
 	"keys new": `
 # A signing key: keep ops.seed secret, put the contents of ops.pub in the agents' policy
