@@ -81,7 +81,7 @@ func (b *base) Status(ctx context.Context, props *exectype.Properties) (*protoco
 		if err != nil {
 			return nil, fmt.Errorf("%s provider: creates: %w", b.name, err)
 		}
-		st.Metadata.CreatesSatisfied = ok
+		st.CreatesSatisfied = ok
 	}
 	return st, nil
 }

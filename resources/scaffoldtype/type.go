@@ -87,7 +87,6 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 		return &resources.Outcome{State: current, Changed: n > 0, NoopMessage: msg}, nil
 	}
 
-	var final *protocol.ScaffoldState
 	switch resolved.Ensure {
 	case EnsureAbsent:
 		log.Info("removing scaffold files", "files", len(current.Metadata.Changed)+len(current.Metadata.Stable))
@@ -96,8 +95,7 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 		}
 	default:
 		log.Info("rendering scaffold", "source", resolved.Source, "engine", resolved.Engine)
-		final, err = prov.Scaffold(ctx, env, &resolved, false)
-		if err != nil {
+		if _, err := prov.Scaffold(ctx, env, &resolved, false); err != nil {
 			return &resources.Outcome{State: current, Changed: true}, fmt.Errorf("scaffold %s: render: %w", in.Name, err)
 		}
 	}
@@ -106,14 +104,13 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if err != nil {
 		return &resources.Outcome{State: current, Changed: true}, fmt.Errorf("scaffold %s: status after apply: %w", in.Name, err)
 	}
-	if final == nil {
-		final = after
-	}
 	if !IsDesired(&resolved, after) {
 		return &resources.Outcome{State: after, Changed: true}, fmt.Errorf("scaffold %s: %w: %d files changed and %d purged remain",
 			in.Name, resources.ErrDesiredStateFailed, len(after.Metadata.Changed), len(after.Metadata.Purged))
 	}
-	return &resources.Outcome{State: final, Changed: true}, nil
+	// The state reported is the one read again after the change (every
+	// file stable), as CCM reports it.
+	return &resources.Outcome{State: after, Changed: true}, nil
 }
 
 // IsDesired reports whether state shows the target in the state props ask
