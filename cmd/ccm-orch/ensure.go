@@ -175,6 +175,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			return a.send(&c.runFlags, req, renderResult)
 		})
 	}
+	a.registerEnsureRequest(ens)
 }
 
 // usageError makes err exit 1 unless it already carries an exit code.
