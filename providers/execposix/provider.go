@@ -92,12 +92,20 @@ func (b *base) run(ctx context.Context, props *exectype.Properties, path string,
 	if b.runner == nil {
 		return nil, fmt.Errorf("%s provider: %w", b.name, ErrNoRunner)
 	}
+	// The same fixed base on every host and from every caller: CCM's PATH
+	// (or the resource's path) and locale, then the resource's environment;
+	// never the agent's or the caller's own environment.
+	searchPath := props.Path
+	if searchPath == "" {
+		searchPath = exectype.BasePath
+	}
 	cmd := runner.Command{
 		Path:       path,
 		Args:       args,
 		Dir:        props.Cwd,
+		BaseEnv:    exectype.BaseEnvironment(),
 		Env:        props.Environment,
-		SearchPath: props.Path,
+		SearchPath: searchPath,
 		Timeout:    props.TimeoutDuration(),
 		MaxOutput:  exectype.MaxOutput,
 	}
