@@ -77,6 +77,9 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if err != nil {
 		return nil, fmt.Errorf("scaffold %s: status: %w", in.Name, err)
 	}
+	if resolved.Ensure != EnsureAbsent && current.Metadata != nil && len(current.Metadata.Changed)+len(current.Metadata.Stable) == 0 {
+		return &resources.Outcome{State: current}, fmt.Errorf("scaffold %s: source %s: %w", in.Name, in.Source, ErrNothingRendered)
+	}
 	if IsDesired(&resolved, current) {
 		log.Debug("scaffold is in its desired state")
 		return &resources.Outcome{State: current}, nil
@@ -125,7 +128,8 @@ func IsDesired(props *Properties, state *protocol.ScaffoldState) bool {
 		// Purged files do not belong to the scaffold and never matter here.
 		return !md.TargetExists || (len(md.Changed) == 0 && len(md.Stable) == 0)
 	}
-	if !md.TargetExists || len(md.Changed) > 0 {
+	// At least one stable file must exist.
+	if !md.TargetExists || len(md.Changed) > 0 || len(md.Stable) == 0 {
 		return false
 	}
 	return !props.Purge || len(md.Purged) == 0
