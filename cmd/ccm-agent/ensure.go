@@ -51,7 +51,10 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			return a.ensure(typeName, c, c.common.Properties(props))
+			if props, err = c.common.Properties(props); err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			return a.ensure(typeName, c, props)
 		})
 	}
 	a.registerEnsureAPI(ens, noop)

@@ -25,11 +25,18 @@ const maxRequestFileBytes = protocol.DefaultMaxBytes
 // ensure request --request FILE" is the same.
 func (a *app) registerEnsureRequest(ens *fisk.CmdClause) {
 	cmd := ens.Command("request", "Send a CCM ensure request document ("+protocol.EnsureRequestProtocol+", JSON or YAML) to every selected host").Default()
-	var file string
-	cmd.Flag("request", "File holding the request document, or - for stdin").PlaceHolder("FILE|-").StringVar(&file)
+	var (
+		file string
+		set  bool
+	)
+	cmd.Flag("request", "File holding the request document, or - for stdin").PlaceHolder("FILE|-").IsSetByUser(&set).StringVar(&file)
 	c := &runFlags{}
 	c.register(cmd, runFlagOptions{noop: true})
 	cmd.Action(func(*fisk.ParseContext) error {
+		if set && file == "" {
+			// The command line parser reads a lone "-" as an empty value.
+			file = "-"
+		}
 		if file == "" {
 			return usageError(errors.New("ensure needs a resource type (file, exec, package, service, archive, scaffold) or --request FILE"))
 		}
