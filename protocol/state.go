@@ -64,6 +64,12 @@ type ExecMetadata struct {
 	Provider string `json:"provider"`
 	// Output is the bounded combined output of the command when logoutput is set.
 	Output string `json:"output,omitempty"`
+	// LegacyExitCode and LegacyCreatesSatisfied are read from events of
+	// agents (and history records) older than ExecState's top-level fields,
+	// which kept them here as exit_code and creates_satisfied; they are
+	// never written. Use ExecState.ExitCode and ExecState.CreatesSatisfied.
+	LegacyExitCode         *int  `json:"exit_code,omitempty"`
+	LegacyCreatesSatisfied *bool `json:"creates_satisfied,omitempty"`
 }
 
 // ExecState is the state of an exec resource. ExitCode and CreatesSatisfied
