@@ -340,6 +340,19 @@ var _ = Describe("Coming from CCM", Ordered, func() {
 			Expect(out).To(ContainSubstring(`"group": "root"`))
 		})
 
+		It("file --content-file (and --contents-file), archive --headers", func() {
+			Expect(os.WriteFile(filepath.Join(dir, "motd.tpl"), []byte("host {{ lookup('facts.os') }}\n"), 0o644)).To(Succeed())
+			for _, flag := range []string{"--content-file", "--contents-file"} {
+				code, out := run("ensure", "--noop", "file", filepath.Join(dir, "motd"), flag, "motd.tpl", "--owner", "root:root", "--mode", "0644", "--fact", "os=debian", "--json")
+				Expect(code).To(Equal(5), out)
+				Expect(out).To(ContainSubstring(`"content": "host debian\n"`))
+			}
+			code, out := run("ensure", "--noop", "archive", filepath.Join(dir, "a.tar.gz"), "--url", "https://example.invalid/a.tar.gz",
+				"--headers", "X-Token:abc", "--owner", "root:root", "--json")
+			Expect(code).To(Equal(5), out)
+			Expect(out).To(ContainSubstring(`"X-Token": "[redacted]"`))
+		})
+
 		It("exec --refresh-only and -e", func() {
 			code, out := run("ensure", "exec", "/usr/bin/touch "+filepath.Join(dir, "never"), "--refresh-only", "-e", "A=1", "--json")
 			Expect(code).To(Equal(0), out)
@@ -390,6 +403,8 @@ var _ = Describe("Coming from CCM", Ordered, func() {
 				"docs: manage a service (YAML)":  "protocol: io.choria.ccm.v1.resource.ensure.request\ntype: service\nproperties:\n  name: nginx\n  ensure: running\n",
 				"docs: create a file (JSON)": `{"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "file", "properties": {"name": "/etc/motd", "ensure": "present",
 					"content": "Welcome to this server\n", "owner": "root", "group": "root", "mode": "0644"}}`,
+				"docs: exec with creates (JSON)": `{"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "exec", "properties": {"name": "/usr/bin/touch /tmp/hello",
+					"creates": "/tmp/hello", "timeout": "30s", "cwd": "/tmp"}}`,
 				"docs: dry-run remove a package (JSON)": `{"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "package", "properties": {"name": "vim", "ensure": "absent"}}`,
 				"seed 001: exec with creates (YAML)": fmt.Sprintf("protocol: io.choria.ccm.v1.resource.ensure.request\ntype: exec\nproperties:\n  name: extract-archive\n  command: /usr/bin/touch %s\n  creates: %s\n",
 					filepath.Join(dir, "extracted"), filepath.Join(dir, "extracted")),

@@ -94,6 +94,10 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 	if env == nil {
 		env = templates.New(nil, nil)
 	}
+	if props.Data != nil {
+		// The scaffold's own data replaces the run's data entirely.
+		env = templates.New(env.Facts(), props.Data)
+	}
 	if _, err := targetExists(props.Name); err != nil {
 		return nil, err
 	}

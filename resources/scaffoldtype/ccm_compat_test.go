@@ -75,6 +75,18 @@ var _ = Describe("Scaffold sources, as seed 001 describes them", func() {
 		Entry("a relative file URL", "file:tpl"),
 	)
 
+	It("renders with the scaffold's own data instead of the run's, facts still available (CCM's data property)", func() {
+		src := filepath.Join(workDir, "tpl")
+		write(filepath.Join(src, "a.conf"), "port=[[ data.port ]] host=[[ facts.hostname ]]\n")
+		p := &scaffoldtype.Properties{Source: "tpl", Data: map[string]any{"port": 9090}}
+		p.Name = target
+		Expect(p.Validate()).To(Succeed())
+		env := templates.New(map[string]any{"hostname": "web01"}, map[string]any{"port": 8080})
+		_, err := scaffoldtype.Type{}.Apply(context.Background(), &resources.ApplyContext{WorkingDir: workDir, Env: env}, p, prov)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(read(filepath.Join(target, "a.conf"))).To(Equal("port=9090 host=web01\n"))
+	})
+
 	It("keeps a URL unresolved against the working directory (seed 001's source resolution)", func() {
 		Expect(scaffoldtype.ResolveSource("https://example.com/t", "/srv/m")).To(Equal("https://example.com/t"))
 		Expect(scaffoldtype.ResolveSource("tpl", "/srv/m")).To(Equal("/srv/m/tpl"))

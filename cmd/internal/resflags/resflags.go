@@ -2,6 +2,7 @@ package resflags
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -21,7 +22,11 @@ const (
 	Map                 // repeatable --flag K:V or K=V, an object
 	Pairs               // repeatable --flag K=V, a list of single-key objects
 	Switch              // --flag sets the property to Value; switches of one property conflict
+	FileText            // --flag FILE: the property is the text of the local file FILE
 )
+
+// maxFileText bounds a file read by a FileText flag.
+const maxFileText = 1 << 20
 
 // Flag maps one command line flag to one property.
 type Flag struct {
@@ -60,6 +65,7 @@ var Table = []TypeFlags{
 		EnsureHelp: "present (default), absent or directory",
 		Flags: []Flag{
 			{Name: "content", Property: "content", Aliases: []string{"contents"}, Help: "File content (templates allowed)"},
+			{Name: "content-file", Property: "content", Kind: FileText, Aliases: []string{"contents-file"}, Help: "File content read from this local file (templates allowed)"},
 			{Name: "source", Property: "source", Help: "Copy content from this local file"},
 			{Name: "owner", Property: "owner", Help: "Owner user name, or OWNER:GROUP (required for present and directory)"},
 			{Name: "group", Property: "group", Help: "Group name (required for present and directory)"},
@@ -117,7 +123,7 @@ var Table = []TypeFlags{
 			{Name: "group", Property: "group", Help: "Group of the archive file"},
 			{Name: "username", Property: "username", Help: "HTTP Basic Authentication user"},
 			{Name: "password", Property: "password", Envar: "CCM_ARCHIVE_PASSWORD", Help: "HTTP Basic Authentication password (or env CCM_ARCHIVE_PASSWORD)"},
-			{Name: "header", Property: "headers", Kind: Map, Sep: ":", Short: 'H', Help: "Extra HTTP header Name:Value (repeatable)"},
+			{Name: "header", Property: "headers", Kind: Map, Sep: ":", Short: 'H', Aliases: []string{"headers"}, Help: "Extra HTTP header Name:Value (repeatable)"},
 		},
 	},
 	{
@@ -184,7 +190,7 @@ func Register(cmd *fisk.CmdClause, t TypeFlags) *Values {
 // bind makes fc fill the value of f (the same value for f and its aliases).
 func (v *Values) bind(fc *fisk.FlagClause, f Flag) {
 	switch f.Kind {
-	case String:
+	case String, FileText:
 		s, ok := v.strs[f.Name]
 		if !ok {
 			s = new(string)
@@ -233,9 +239,18 @@ func (v *Values) Properties() (map[string]any, error) {
 		if !v.isSet(f) && !(f.Envar != "" && os.Getenv(f.Envar) != "") {
 			continue
 		}
+		if _, dup := props[f.Property]; dup && f.Kind != Switch {
+			return nil, fmt.Errorf("--%s and another flag both set property %s: use one", f.Name, f.Property)
+		}
 		switch f.Kind {
 		case String:
 			props[f.Property] = *v.strs[f.Name]
+		case FileText:
+			text, err := readFileText(*v.strs[f.Name])
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", f.Name, err)
+			}
+			props[f.Property] = text
 		case Bool:
 			props[f.Property] = *v.bools[f.Name]
 		case Switch:
@@ -286,6 +301,23 @@ func (v *Values) Properties() (map[string]any, error) {
 		return nil, err
 	}
 	return props, nil
+}
+
+// readFileText reads the text of a local file, at most maxFileText bytes.
+func readFileText(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileText+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxFileText {
+		return "", fmt.Errorf("%s: more than %d bytes", path, maxFileText)
+	}
+	return string(b), nil
 }
 
 // has reports whether the flags include one called name.
