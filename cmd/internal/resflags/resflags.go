@@ -15,14 +15,14 @@ type Kind int
 
 // Kinds of flag.
 const (
-	String  Kind = iota // --flag VALUE
-	Strings             // repeatable --flag VALUE, a list
-	Bool                // --flag / --no-flag
-	Ints                // repeatable --flag N, a list of numbers
-	Map                 // repeatable --flag K:V or K=V, an object
-	Pairs               // repeatable --flag K=V, a list of single-key objects
-	Switch              // --flag sets the property to Value; switches of one property conflict
-	FileText            // --flag FILE: the property is the text of the local file FILE
+	String   Kind = iota // --flag VALUE
+	Strings              // repeatable --flag VALUE, a list
+	Bool                 // --flag / --no-flag
+	Ints                 // repeatable --flag N, a list of numbers
+	Map                  // repeatable --flag K:V or K=V, an object
+	Pairs                // repeatable --flag K=V, a list of single-key objects
+	Switch               // --flag sets the property to Value; switches of one property conflict
+	FileText             // --flag FILE: the property is the text of the local file FILE
 )
 
 // maxFileText bounds a file read by a FileText flag.
