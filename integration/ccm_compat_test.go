@@ -317,6 +317,37 @@ var _ = Describe("Coming from CCM", Ordered, func() {
 		})
 	})
 
+	DescribeTable("the response schema refuses what is not CCM's shape",
+		func(doc string) {
+			Expect(schema.Validate(schemaInstance([]byte(doc)))).NotTo(Succeed())
+		},
+		Entry("another protocol", `{"protocol":"io.choria.ccm.v1.resource.ensure.request","error":"x"}`),
+		Entry("both error and state", `{"protocol":"io.choria.ccm.v1.resource.ensure.response","error":"x","state":{}}`),
+		Entry("neither", `{"protocol":"io.choria.ccm.v1.resource.ensure.response"}`),
+		Entry("a failed event with a status", `{"protocol":"io.choria.ccm.v1.resource.ensure.response","state":{"protocol":"io.choria.ccm.v1.transaction.event",
+			"event_id":"1","timestamp":"2026-01-01T00:00:00Z","type":"file","provider":"posix","name":"/x","requested_ensure":"present","final_ensure":"",
+			"duration":1,"properties":{},"status":{"timestamp":"2026-01-01T00:00:00Z","protocol":"io.choria.ccm.v1.resource.file.state","type":"file",
+			"name":"/x","ensure":"absent","changed":false,"refreshed":false,"stable":false,"noop":false},"error":["x"],"changed":false,"refreshed":false,
+			"failed":true,"skipped":false,"noop":false,"unmet_requirements":[]}}`),
+		Entry("an exec exit code under metadata", `{"protocol":"io.choria.ccm.v1.resource.ensure.response","state":{"protocol":"io.choria.ccm.v1.transaction.event",
+			"event_id":"1","timestamp":"2026-01-01T00:00:00Z","type":"exec","provider":"posix","name":"/bin/true","requested_ensure":"present","final_ensure":"present",
+			"duration":1,"properties":{},"status":{"timestamp":"2026-01-01T00:00:00Z","protocol":"io.choria.ccm.v1.resource.exec.state","type":"exec",
+			"name":"/bin/true","ensure":"present","changed":true,"refreshed":false,"stable":true,"noop":false,"metadata":{"exit_code":0}},"error":[],"changed":true,"refreshed":false,
+			"failed":false,"skipped":false,"noop":false,"unmet_requirements":[]}}`),
+	)
+
+	DescribeTable("the request schema refuses what ensure api pipe refuses",
+		func(doc string) {
+			Expect(reqSchema.Validate(schemaInstance([]byte(doc)))).NotTo(Succeed())
+			r := pipe(doc)
+			Expect(r.resp).To(HaveKey("error"))
+		},
+		Entry("an unknown property", `{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"file","properties":{"name":"/x","colour":"red"}}`),
+		Entry("no name", `{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"package","properties":{"ensure":"present"}}`),
+		Entry("an unknown type", `{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"pakage","properties":{"name":"x"}}`),
+		Entry("an unknown member", `{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"file","properties":{"name":"/x"},"extra":1}`),
+	)
+
 	Describe("CCM's documented command lines", func() {
 		run := func(args ...string) (int, string) {
 			GinkgoHelper()
@@ -338,6 +369,7 @@ var _ = Describe("Coming from CCM", Ordered, func() {
 			code, out = run("ensure", "file", path, "--owner", "root:root", "--mode", "0644", "--contents", "hi", "--json")
 			Expect(code).To(Equal(0), out)
 			Expect(out).To(ContainSubstring(`"group": "root"`))
+			Expect(schema.Validate(schemaInstance([]byte(out)))).To(Succeed(), "ensure --json prints the same response")
 		})
 
 		It("file --content-file (and --contents-file), archive --headers", func() {
