@@ -59,6 +59,20 @@ var _ = Describe("The environment of an exec command", func() {
 		})).To(Equal([]string{"APP=1", "LANG=en_US.UTF-8", "LC_ALL=C", "PATH=" + exectype.BasePath}))
 	})
 
+	It("runs in / unless the resource sets cwd, whatever the caller's directory", func() {
+		run := func(mutate ...func(*exectype.Properties)) string {
+			GinkgoHelper()
+			out, err := exectype.Type{}.Apply(context.Background(), &resources.ApplyContext{},
+				newProps("pwd", append(mutate, func(p *exectype.Properties) { p.LogOutput = true })...), provider(posixFactory()))
+			Expect(err).NotTo(HaveOccurred())
+			return strings.TrimSpace(out.State.(*protocol.ExecState).Metadata.Output)
+		}
+		GinkgoT().Chdir(GinkgoT().TempDir())
+		Expect(run()).To(Equal("/"))
+		dir := GinkgoT().TempDir()
+		Expect(run(func(p *exectype.Properties) { p.Cwd = dir })).To(Equal(dir))
+	})
+
 	It("uses the resource's path instead of the base PATH, for lookup and for the command", func() {
 		bin := GinkgoT().TempDir()
 		Expect(os.Symlink("/usr/bin/env", filepath.Join(bin, "env"))).To(Succeed())
