@@ -27,8 +27,9 @@ import (
 //  5. the message's reply subject equal to the signed one
 //     (unauthenticated),
 //  6. targets and filter include this host (otherwise ignored),
-//  7. the body parsed (bad_request) and the policy allows every resource
-//     (forbidden),
+//  7. the body parsed (bad_request) and the policy allows this host (the
+//     signer's hosts scope), the request (noop_only) and every resource
+//     as parsed (types, literal providers) (forbidden),
 //
 // then an audit line, then the queue (busy when full). Every outcome ends
 // in finish, which writes the request's audit line with its decision.
@@ -153,8 +154,13 @@ func (a *Agent) admit(r *request) *protocol.Error {
 				a.observePolicy(req.ID, res)
 			}
 		}
-		if msg, ok := r.signer.allows(b.resources, req.Noop); !ok {
-			return protocol.NewError(protocol.CodeForbidden, "%s", msg)
+		if d, refused := refusal(r.signer.CheckRequest(req.Noop, a.currentFacts().all)); refused {
+			r.audit.Rule, r.audit.Value = d.Rule, d.Value
+			return protocol.NewError(protocol.CodeForbidden, "%s", r.signer.refusalMessage("", d))
+		}
+		if ref, ok := r.signer.allows(b.resources, req.Noop); !ok {
+			r.audit.Rule, r.audit.Value = ref.rule, ref.value
+			return protocol.NewError(protocol.CodeForbidden, "%s", ref.msg)
 		}
 	}
 
@@ -241,19 +247,21 @@ func (b *body) refs() []string {
 }
 
 // guard is the engine's check of each resource as it will run it
-// (expanded, decoded, provider chosen) against the signer's policy; nil
-// without a signer to check (insecure mode).
+// (expanded, decoded, provider chosen) against the signer's policy: its
+// type and provider, and its scopes (commands, paths, names); nil without
+// a signer to check (insecure mode). A refusal names the rule and value in
+// the request's audit line.
 func (a *Agent) guard(r *request) func(p *engine.Prepared) error {
 	if r.signer == nil {
 		return nil
 	}
 	return func(p *engine.Prepared) error {
-		res := policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()}
 		if a.observePolicy != nil {
-			a.observePolicy(r.req.ID, res)
+			a.observePolicy(r.req.ID, policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()})
 		}
-		if msg, ok := r.signer.allowsResource(res); !ok {
-			return fmt.Errorf("%w: %s", resources.ErrForbidden, msg)
+		if d, refused := refusal(r.signer.CheckResource(p, a.resolver)); refused {
+			r.audit.Rule, r.audit.Value = d.Rule, d.Value
+			return fmt.Errorf("%w: %s", resources.ErrForbidden, r.signer.refusalMessage("", d))
 		}
 		return nil
 	}

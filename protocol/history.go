@@ -68,6 +68,10 @@ type HistoryRequest struct {
 	Manifest string `json:"manifest,omitempty"`
 	// Resources are the resources a manifest declares, in order.
 	Resources []HistoryResource `json:"resources,omitempty"`
+	// TemplateFacts are the fact paths the request's templates name, so
+	// that diffs read back from history group across hosts as they did
+	// live; absent in records written before diffs.
+	TemplateFacts []string `json:"template_facts,omitempty"`
 }
 
 // DecodeHistoryRequest strictly decodes a request record and checks its

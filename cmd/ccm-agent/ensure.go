@@ -27,12 +27,14 @@ type commonFlags struct {
 	noop  *bool
 	json  bool
 	facts factFlags
+	diff  diffFlags
 }
 
 func (c *commonFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
 	c.common.Register(cmd, t)
 	cmd.Flag("json", "Print the io.choria.ccm.v1.resource.ensure.response document").BoolVar(&c.json)
 	c.facts.register(cmd)
+	c.diff.register(cmd)
 }
 
 func (a *app) registerEnsure(cli *fisk.Application) {
@@ -82,7 +84,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	}
 	eng := engine.New(reg, engine.WithLogger(log))
 	env := templates.New(fs, nil, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
-	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd},
+	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
 		engine.Spec{Type: typeName, Properties: props})
 
 	if c.json {
@@ -98,6 +100,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, cleanInvalid(err))
 	} else {
 		fmt.Fprintln(a.Stdout, describeEvent(ev))
+		c.diff.write(a.Stdout, ev)
 	}
 	if code := protocol.EventsExitCode(*c.noop, ev); code != protocol.ExitOK {
 		return program.Exit(code, nil)

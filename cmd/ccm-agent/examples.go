@@ -36,8 +36,8 @@ ccm-agent apply site.yaml --render --fact role=web
 	"ensure file": `
 # A file with its content, owner, group and mode
 ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644
-# Would it change? (exit 5 when it would)
-ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644 --noop
+# Would it change, and how? (exit 5 when it would)
+ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644 --noop --diff
 # Removed, even as a non-empty directory
 ccm-agent ensure file /srv/old absent --force
 `,

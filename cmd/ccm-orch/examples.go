@@ -90,6 +90,8 @@ ccm-orch apply site.yaml --async --key ops.seed
 ccm-orch audit site.yaml --key audit.seed
 # As one JSON document, for a compliance report
 ccm-orch audit site.yaml --where os=debian --json --key audit.seed
+# How each host drifted: content diffs, hosts with the same diff grouped
+ccm-orch audit site.yaml --diff --key audit.seed
 `,
 	"history init": `
 # Create the history stream and the node registry on an existing NATS (once)
@@ -102,8 +104,8 @@ ccm-orch history list
 ccm-orch history list --since 7d --host web1 --limit 50
 `,
 	"history show": `
-# A request's report rebuilt from history, late replies included
-ccm-orch history show 0123456789abcdefghij
+# A request's report rebuilt from history, late replies included, with the diffs it found
+ccm-orch history show 0123456789abcdefghij --diff
 ccm-orch history show 0123456789abcdefghij --json
 `,
 	"history host": `
@@ -119,5 +121,11 @@ ccm-orch bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
 	"keys new": `
 # A signing key: keep ops.seed secret, put the contents of ops.pub in the agents' policy
 ccm-orch keys new ops --dir /root/.ccm
+`,
+	"policy check": `
+# Would an agent with web1's facts run this manifest for the web team? One line per decision, exit 2 if not
+ccm-orch policy check /etc/ccm/policy.yaml --key web --manifest site.yaml --facts web1-facts.yaml
+# A CCM ensure request, judged as a noop run for the auditors, as JSON
+ccm-orch policy check policy.yaml --key audit --request nginx.json --facts db1-facts.yaml --noop --json
 `,
 }

@@ -58,5 +58,6 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerHistory(cli)
 	a.registerBench(cli)
 	a.registerKeys(cli)
+	a.registerPolicy(cli)
 	return cli, program.AttachExamples(cli, examples)
 }

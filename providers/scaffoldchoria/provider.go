@@ -84,6 +84,12 @@ func (p *Provider) Scaffold(ctx context.Context, env *templates.Env, props *scaf
 }
 
 func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffoldtype.Properties, noop bool) (*protocol.ScaffoldState, error) {
+	return p.renderThen(ctx, env, props, noop, nil)
+}
+
+// renderThen is render calling inspect, when set, with the staged render and
+// the actions found before anything is purged (see diff.go).
+func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *scaffoldtype.Properties, noop bool, inspect func(stage string, tgt *safefs.Dir, result []scaffold.ManagedFile)) (*protocol.ScaffoldState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
 	}
@@ -164,6 +170,9 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
 	}
 
+	if inspect != nil {
+		inspect(stage, tgt, result)
+	}
 	st := newState(props, tgt != nil)
 	md := st.Metadata
 	for _, f := range result {

@@ -58,6 +58,9 @@ type RunOptions struct {
 	// exact value Apply would run. An error (wrap resources.ErrForbidden)
 	// fails Prepare, so a manifest is refused before anything is applied.
 	Guard func(p *Prepared) error
+	// DiffLimit is the content size, in bytes on each side, above which a
+	// diff is a summary line; 0 means resources.DefaultDiffLimit.
+	DiffLimit int64
 }
 
 // Session is one run. Its methods may be called from one goroutine at a time.
@@ -142,6 +145,9 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	managed, err := s.managed(c.Control)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err)
+	}
+	if s.opts.Env.Sensitive(spec.Properties, expanded) {
+		c.Sensitive = true
 	}
 	p := &Prepared{Type: t, Properties: props, Managed: managed}
 	if !managed {
@@ -274,6 +280,7 @@ func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		WorkingDir: s.opts.WorkingDir,
 		Env:        s.opts.Env,
 		Log:        log,
+		DiffLimit:  s.opts.DiffLimit,
 	}
 	out, err := p.Type.Apply(ctx, ac, p.Properties, prov)
 	if out == nil {
@@ -283,6 +290,9 @@ func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	ev.Refreshed = out.Refreshed
 	if s.opts.Noop {
 		ev.NoopMessage = out.NoopMessage
+	}
+	if out.Changed || out.Refreshed {
+		ev.Diff = eventDiff(out.Diff, c.Sensitive)
 	}
 	if err != nil {
 		ev.Failed = true
@@ -326,13 +336,6 @@ func (s *Session) provider(f resources.Factory) (resources.Provider, error) {
 // redacted copy.
 type Redactor interface {
 	Redacted() any
-}
-
-func eventProperties(p resources.Properties) any {
-	if r, ok := p.(Redactor); ok {
-		return r.Redacted()
-	}
-	return p
 }
 
 // Ensure prepares and applies one resource. The error is non-nil only when

@@ -88,7 +88,8 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *protocol.ExecState, d decision, log *slog.Logger) (*resources.Outcome, error) {
 	log.Info("executing", "reason", d.reason)
 	res, runErr := prov.Execute(ctx, p, p.CommandLine())
-	if res != nil && p.LogOutput {
+	// A sensitive command's output stays out of logs and the state.
+	if res != nil && p.LogOutput && !p.Sensitive {
 		logOutput(log, res)
 	}
 	if runErr != nil {
@@ -106,7 +107,7 @@ func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *p
 	}
 	code := res.ExitCode
 	after.ExitCode = &code
-	if p.LogOutput {
+	if p.LogOutput && !p.Sensitive {
 		after.Metadata.Output = combinedOutput(res)
 	}
 	after.Changed, after.Refreshed = true, d.refresh

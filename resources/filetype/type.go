@@ -67,10 +67,11 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	if pl.action == actionNone {
 		return &resources.Outcome{State: cur}, nil
 	}
+	diff := diffFor(ctx, ac, fp, fprops, want, cur, pl, content, source)
 	if ac.Noop {
 		msg := pl.noopMessage()
 		log.Info("noop: file would change", "action", pl.action.String(), "message", msg)
-		return &resources.Outcome{State: cur, Changed: true, NoopMessage: msg}, nil
+		return &resources.Outcome{State: cur, Changed: true, NoopMessage: msg, Diff: diff}, nil
 	}
 
 	log.Info("changing file", "action", pl.action.String(), "differs", strings.Join(pl.diffs, ", "))
@@ -82,9 +83,9 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 		return &resources.Outcome{State: cur, Changed: true}, fmt.Errorf("file %s: after %s: %w", name, pl.action, err)
 	}
 	if diffs := unmet(want, after); len(diffs) > 0 {
-		return &resources.Outcome{State: after, Changed: true}, fmt.Errorf("file %s: %w: %s", name, resources.ErrDesiredStateFailed, strings.Join(diffs, ", "))
+		return &resources.Outcome{State: after, Changed: true, Diff: diff}, fmt.Errorf("file %s: %w: %s", name, resources.ErrDesiredStateFailed, strings.Join(diffs, ", "))
 	}
-	return &resources.Outcome{State: after, Changed: true}, nil
+	return &resources.Outcome{State: after, Changed: true, Diff: diff}, nil
 }
 
 // act performs the plan through the provider.

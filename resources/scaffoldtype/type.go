@@ -28,6 +28,14 @@ type Provider interface {
 	Remove(ctx context.Context, props *Properties, state *protocol.ScaffoldState) error
 }
 
+// Differ is implemented by providers that can say what an apply would
+// change in detail: files added and purged, and per-file content diffs of
+// the files updated, each over limit bytes (either side) as a summary line.
+// It changes nothing and honours ctx.
+type Differ interface {
+	Diff(ctx context.Context, env *templates.Env, props *Properties, limit int64) (*protocol.Diff, error)
+}
+
 // Type is the scaffold resource type.
 type Type struct{}
 
@@ -85,9 +93,10 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 		return &resources.Outcome{State: current}, nil
 	}
 
+	diff := scaffoldDiff(ctx, ac, prov, env, &resolved, log)
 	if ac.Noop {
 		n, msg := noopReport(&resolved, current)
-		return &resources.Outcome{State: current, Changed: n > 0, NoopMessage: msg}, nil
+		return &resources.Outcome{State: current, Changed: n > 0, NoopMessage: msg, Diff: diff}, nil
 	}
 
 	switch resolved.Ensure {
@@ -113,7 +122,22 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	}
 	// The state reported is the one read again after the change (every
 	// file stable), as CCM reports it.
-	return &resources.Outcome{State: after, Changed: true}, nil
+	return &resources.Outcome{State: after, Changed: true, Diff: diff}, nil
+}
+
+// scaffoldDiff asks a provider that implements Differ what would change; a
+// failure is logged and gives no diff, never fails the resource.
+func scaffoldDiff(ctx context.Context, ac *resources.ApplyContext, prov Provider, env *templates.Env, props *Properties, log *slog.Logger) *protocol.Diff {
+	df, ok := prov.(Differ)
+	if !ok {
+		return nil
+	}
+	d, err := df.Diff(ctx, env, props, ac.Limit())
+	if err != nil {
+		log.Warn("could not compute the scaffold's diff", "error", err)
+		return nil
+	}
+	return d
 }
 
 // IsDesired reports whether state shows the target in the state props ask

@@ -16,6 +16,9 @@ type Common struct {
 	typeName string
 	// third is scaffold's third argument (CCM's NAME SOURCE ENSURE).
 	third string
+	// Sensitive keeps the resource's content out of diffs, events, logs
+	// and history.
+	Sensitive bool
 }
 
 // Register adds the name and ensure arguments and the common property
@@ -37,6 +40,7 @@ func (c *Common) Register(cmd *fisk.CmdClause, t TypeFlags) {
 	cmd.Flag("provider", "Force a provider instead of choosing one by facts").StringVar(&c.Provider)
 	cmd.Flag("if", "Manage only where this expression is true, e.g. \"facts.os == 'debian'\"").PlaceHolder("EXPR").StringVar(&c.If)
 	cmd.Flag("unless", "Do not manage where this expression is true").PlaceHolder("EXPR").StringVar(&c.Unless)
+	cmd.Flag("sensitive", "Keep the content out of diffs, events, logs and history (diffs say \"content differs; sensitive\")").UnNegatableBoolVar(&c.Sensitive)
 }
 
 // Properties merges the common properties into the type's properties,
@@ -63,6 +67,9 @@ func (c *Common) Properties(typeProps map[string]any) (map[string]any, error) {
 		if v != "" {
 			typeProps[k] = v
 		}
+	}
+	if c.Sensitive {
+		typeProps["sensitive"] = true
 	}
 	if c.If != "" || c.Unless != "" {
 		control := map[string]any{}
