@@ -123,7 +123,10 @@ func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrat
 	if err != nil {
 		return req, err
 	}
-	if req.Ensure, err = protocol.NewEnsureRequest(typeName, c.common.Properties(props)); err != nil {
+	if props, err = c.common.Properties(props); err != nil {
+		return req, err
+	}
+	if req.Ensure, err = protocol.NewEnsureRequest(typeName, props); err != nil {
 		return req, err
 	}
 	// Refuse what every agent would refuse before connecting, so a typo
@@ -182,6 +185,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			return a.send(&c.runFlags, req, renderResult)
 		})
 	}
+	a.registerEnsureRequest(ens)
 }
 
 // usageError makes err exit 1 unless it already carries an exit code.

@@ -71,6 +71,13 @@ ccm-orch ensure archive /opt/app.tar.gz --url https://files.example.com/app-1.4.
 # Render a template directory into /etc/app on every app host, removing files it no longer renders
 ccm-orch ensure scaffold /etc/app --source ./templates/app --purge --where role=app --key ops.seed
 `,
+	"ensure request": `
+# A CCM request file (what ccm ensure api pipe reads) on every web host, audited first
+ccm-orch ensure --request motd.json --where role=web --noop --key ops.seed
+ccm-orch ensure --request motd.json --where role=web --key ops.seed
+# The request document on stdin, 10 hosts at a time
+ccm-orch ensure --request - --batch 10 --key ops.seed
+`,
 	"apply": `
 # What would change (exit 5 on drift), then apply it, 10% of the hosts at a time
 ccm-orch apply site.yaml --where role=web --noop --key ops.seed

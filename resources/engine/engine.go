@@ -299,13 +299,16 @@ func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		ev.Errors = append(ev.Errors, err.Error())
 		log.Error("failed", "error", err)
 	}
-	if out.State != nil {
+	// As CCM: a failed resource has no status and no final ensure; any
+	// other has the state the type read last (after a change, read again),
+	// stable unless it failed or, under noop, would change.
+	if out.State != nil && !ev.Failed {
 		st := out.State.Common()
 		st.Changed = ev.Changed
 		st.Refreshed = ev.Refreshed
 		st.Noop = ev.Noop
 		st.NoopMessage = ev.NoopMessage
-		st.Stable = !ev.Changed && !ev.Refreshed && !ev.Failed
+		st.Stable = !(ev.Noop && (ev.Changed || ev.Refreshed))
 		ev.Status = out.State
 		ev.FinalEnsure = st.Ensure
 	}

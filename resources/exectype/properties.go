@@ -26,7 +26,8 @@ type Properties struct {
 	Command string `json:"command,omitempty"`
 	// Cwd is the absolute working directory of the command.
 	Cwd string `json:"cwd,omitempty"`
-	// Environment holds KEY=VALUE pairs added to the inherited environment.
+	// Environment holds KEY=VALUE pairs added to the base environment
+	// (BasePath and BaseEnvironment).
 	Environment []string `json:"environment,omitempty"`
 	// Path is the colon separated search path, of absolute directories, used
 	// to find the executable and given to the command as PATH.

@@ -106,7 +106,7 @@ func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *p
 		return &resources.Outcome{State: before, Changed: true, Refreshed: d.refresh}, err
 	}
 	code := res.ExitCode
-	after.Metadata.ExitCode = &code
+	after.ExitCode = &code
 	if p.LogOutput && !p.Sensitive {
 		after.Metadata.Output = combinedOutput(res)
 	}
@@ -121,7 +121,7 @@ func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *p
 		}
 		return out, fmt.Errorf("exec %s: %w: %s", p.Name, resources.ErrDesiredStateFailed, msg)
 	}
-	if p.Creates != "" && !after.Metadata.CreatesSatisfied {
+	if p.Creates != "" && !after.CreatesSatisfied {
 		log.Warn("command succeeded but did not create its creates file", "creates", p.Creates)
 	}
 	log.Info("executed", "exit_code", code)

@@ -75,7 +75,7 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	}
 
 	log.Info("changing file", "action", pl.action.String(), "differs", strings.Join(pl.diffs, ", "))
-	if err := act(ctx, fp, fprops, pl, content, source); err != nil {
+	if err := act(ctx, fp, fprops, pl, want.mode, content, source); err != nil {
 		return &resources.Outcome{State: cur}, fmt.Errorf("file %s: %w", name, err)
 	}
 	after, err := fp.Status(ctx, name)
@@ -89,13 +89,13 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 }
 
 // act performs the plan through the provider.
-func act(ctx context.Context, fp Provider, props *Properties, pl plan, content []byte, source string) error {
+// mode is the desired mode (for a directory, with its search bits).
+func act(ctx context.Context, fp Provider, props *Properties, pl plan, mode string, content []byte, source string) error {
 	if pl.replace {
 		if err := fp.Remove(ctx, props.Name, props.Force); err != nil {
 			return err
 		}
 	}
-	mode := string(props.Mode)
 	switch pl.action {
 	case actionRemove:
 		return fp.Remove(ctx, props.Name, props.Force)
@@ -117,6 +117,9 @@ func resolveDesired(ctx context.Context, ac *resources.ApplyContext, props *Prop
 		owner:  props.Owner,
 		group:  props.Group,
 		mode:   string(props.Mode),
+	}
+	if props.Ensure == EnsureDirectory {
+		want.mode = DirectoryMode(want.mode)
 	}
 	if props.Ensure != EnsurePresent {
 		return want, nil, "", nil
