@@ -88,9 +88,16 @@ func (s *Scope) Resource(r Resolver, props resources.Properties, provider string
 		if !s.execSet() {
 			return nil
 		}
+		// The exec provider looks commands and guards up in the
+		// resource's path, else in exectype.BasePath, never in the
+		// agent's own PATH: judge them where they will be found.
+		search := p.Path
+		if search == "" {
+			search = exectype.BasePath
+		}
 		for _, c := range []struct{ check, line string }{{"command", p.CommandLine()}, {"onlyif", p.OnlyIf}, {"unless", p.Unless}} {
 			if c.line != "" {
-				out = append(out, s.command(r, c.check, c.line, provider, p.Path, false))
+				out = append(out, s.command(r, c.check, c.line, provider, search, false))
 			}
 		}
 		out = append(out, s.execEnv(r, p)...)

@@ -82,6 +82,15 @@ var _ = Describe("Scope", func() {
 			},
 			Entry("exact pattern", func() resources.Properties { return execProps("/usr/bin/touch /srv/ok") }, "posix", true, "exec.commands[0]"),
 			Entry("found in PATH", func() resources.Properties { return execProps("touch /srv/ok") }, "", true, "exec.commands[0]"),
+			Entry("looked up in exec's base PATH, not the agent's", func() resources.Properties {
+				// The agent's own PATH (the resolver's) finds the
+				// look-alike first; the exec provider never looks there.
+				r.SearchPath = dir + ":/usr/bin:/bin"
+				return execProps("touch /srv/ok")
+			}, "", true, "exec.commands[0]"),
+			Entry("looked up in the resource's path when it gives one", func() resources.Properties {
+				return execProps("touch /srv/ok", func(p *exectype.Properties) { p.Path = dir })
+			}, "", false, "default deny"),
 			Entry("through a linked directory (/bin -> usr/bin)", func() resources.Properties { return execProps("/bin/touch /srv/ok") }, "", true, "exec.commands[0]"),
 			Entry("other argument", func() resources.Properties { return execProps("/usr/bin/touch /etc/shadow") }, "", false, "default deny"),
 			Entry("one-word wildcard", func() resources.Properties { return execProps("/usr/bin/systemctl restart nginx") }, "", true, "exec.commands[1]"),

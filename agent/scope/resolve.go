@@ -20,9 +20,10 @@ const DefaultShell = "/bin/sh"
 // Resolver finds commands and paths the way the host will when the
 // resource runs.
 type Resolver struct {
-	// SearchPath is the PATH a command without a slash is looked up in
-	// when its resource gives no path: the agent's own PATH, as the
-	// command runner uses it.
+	// SearchPath is the PATH a scaffold post command without a slash is
+	// looked up in: the agent's own, as the scaffold library runs them.
+	// Exec commands and guards are looked up where the exec provider
+	// looks: the resource's path, else exectype.BasePath.
 	SearchPath string
 	// Shell is what the exec shell provider runs a command line with.
 	Shell string
