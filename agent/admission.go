@@ -27,8 +27,9 @@ import (
 //  5. the message's reply subject equal to the signed one
 //     (unauthenticated),
 //  6. targets and filter include this host (otherwise ignored),
-//  7. the body parsed (bad_request) and the policy allows every resource
-//     (forbidden),
+//  7. the body parsed (bad_request) and the policy allows this host (the
+//     signer's hosts scope), the request (noop_only) and every resource
+//     as parsed (types, literal providers) (forbidden),
 //
 // then an audit line, then the queue (busy when full). Every outcome ends
 // in finish, which writes the request's audit line with its decision.
@@ -139,7 +140,7 @@ func (a *Agent) admit(r *request) *protocol.Error {
 		a.stats.badRequest.Add(1)
 		return protocol.AsError(bodyErr)
 	}
-	if e := a.authorize(req.ID, r.signer, b, req.Noop); e != nil {
+	if e := a.authorize(req.ID, r.signer, b, req.Noop, &r.audit); e != nil {
 		return e
 	}
 
@@ -180,11 +181,12 @@ func (a *Agent) authenticate(data []byte, signerKey, sig string) (s *Signer, sig
 	return nil, true, nil
 }
 
-// authorize asks the signer's policy about every resource of b as parsed
-// (forbidden when one is refused, or noop_only and not noop); nil s has no
-// policy to ask (insecure mode). The engine asks again about each resource
-// as it will run it (see guard).
-func (a *Agent) authorize(id string, s *Signer, b *body, noop bool) *protocol.Error {
+// authorize asks the signer's policy about the request (its hosts scope
+// against this host's facts, noop_only) and every resource of b as parsed
+// (types, literal providers): forbidden, with the rule and value in audit,
+// when one is refused; nil s has no policy to ask (insecure mode). The
+// engine asks again about each resource as it will run it (see guard).
+func (a *Agent) authorize(id string, s *Signer, b *body, noop bool, audit *AuditRecord) *protocol.Error {
 	if s == nil {
 		return nil
 	}
@@ -193,8 +195,13 @@ func (a *Agent) authorize(id string, s *Signer, b *body, noop bool) *protocol.Er
 			a.observePolicy(id, res)
 		}
 	}
-	if msg, ok := s.allows(b.resources, noop); !ok {
-		return protocol.NewError(protocol.CodeForbidden, "%s", msg)
+	if d, refused := refusal(s.CheckRequest(noop, a.currentFacts().all)); refused {
+		audit.Rule, audit.Value = d.Rule, d.Value
+		return protocol.NewError(protocol.CodeForbidden, "%s", s.refusalMessage("", d))
+	}
+	if ref, ok := s.allows(b.resources, noop); !ok {
+		audit.Rule, audit.Value = ref.rule, ref.value
+		return protocol.NewError(protocol.CodeForbidden, "%s", ref.msg)
 	}
 	return nil
 }
@@ -270,25 +277,21 @@ func (b *body) refs() []string {
 }
 
 // guard is the engine's check of each resource as it will run it
-// (expanded, decoded, provider chosen) against the signer's policy; nil
-// without a signer to check (insecure mode).
+// (expanded, decoded, provider chosen) against the signer's policy: its
+// type and provider, and its scopes (commands, paths, names); nil without
+// a signer to check (insecure mode). A refusal names the rule and value in
+// the request's audit line.
 func (a *Agent) guard(r *request) func(p *engine.Prepared) error {
 	if r.signer == nil {
 		return nil
 	}
 	return func(p *engine.Prepared) error {
-		res := policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()}
 		if a.observePolicy != nil {
-			a.observePolicy(r.req.ID, res)
+			a.observePolicy(r.req.ID, policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()})
 		}
-		if msg, ok := r.signer.allowsResource(res); !ok {
-			return fmt.Errorf("%w: %s", resources.ErrForbidden, msg)
-		}
-		// Health checks run commands: they need what an exec needs.
-		for _, hc := range p.Properties.Common().HealthChecks {
-			if msg, ok := r.signer.allowsResource(policyResource{Type: protocol.TypeExec, Name: hc.Command, Provider: "posix"}); !ok {
-				return fmt.Errorf("%w: health check %q: %s", resources.ErrForbidden, hc.Label(), msg)
-			}
+		if d, refused := refusal(r.signer.CheckResource(p, a.resolver)); refused {
+			r.audit.Rule, r.audit.Value = d.Rule, d.Value
+			return fmt.Errorf("%w: %s", resources.ErrForbidden, r.signer.refusalMessage("", d))
 		}
 		return nil
 	}

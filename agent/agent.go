@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -74,6 +75,9 @@ type Agent struct {
 	publicKey string
 	replay    *replayCache
 	audit     *auditLog
+	// resolver finds commands and paths as they will run, for the
+	// signers' scopes
+	resolver scope.Resolver
 	// observePolicy, when set (tests only), sees every resource the policy
 	// is asked about, at admission and as the engine will run it
 	observePolicy func(requestID string, r policyResource)
@@ -140,6 +144,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
 		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		factsChanged: make(chan struct{}, 1),
+		resolver:     scope.HostResolver(),
 
 		subjectsChanged: make(chan struct{}, 1),
 		assignFacts:     make(chan struct{}, 1),
@@ -552,7 +557,7 @@ func (a *Agent) execute(ctx context.Context, r *request) *protocol.FleetReply {
 		return reply
 	}
 	// Remote requests see facts only: no environment, no files.
-	opts := engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env, Guard: a.guard(r)}
+	opts := engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env, Guard: a.guard(r), DiffLimit: a.cfg.DiffMaxBytes}
 	ev, err := a.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
 		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", err)

@@ -74,6 +74,8 @@ type assigned struct {
 	trigger  string
 	// watch is its watched files, nil when none
 	watch *watchState
+	// audit holds the policy rule and value of a refusal
+	audit AuditRecord
 }
 
 // assignmentState is what the state file keeps of one assignment.
@@ -305,7 +307,7 @@ func (s *assigner) admit(name string, revision uint64, value []byte) *assigned {
 		return as
 	}
 	as.body = b
-	as.refusal = a.authorize(runID(name, revision), signer, b, spec.Noop)
+	as.refusal = a.authorize(runID(name, revision), signer, b, spec.Noop, &as.audit)
 	return as
 }
 
@@ -453,6 +455,7 @@ func (s *assigner) newRun(as *assigned, started time.Time) *request {
 	}
 	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: r.msg.Subject, Identity: a.cfg.Identity}
 	r.audit.Signer.Key = as.signerKey
+	r.audit.Rule, r.audit.Value = as.audit.Rule, as.audit.Value
 	if as.signer != nil {
 		r.audit.Signer.Name = as.signer.Name
 	}

@@ -54,6 +54,12 @@ type AuditRecord struct {
 	Decision string `json:"decision"`
 	// Message says why a request was refused.
 	Message string `json:"message,omitempty"`
+	// Rule is the policy rule that refused the request, as written
+	// (`file.paths (no prefix holds /etc/shadow: default deny)`,
+	// `deny.exec.commands[0] "/bin/sh **"`), and Value the value it
+	// refused (a path, a command, a host), for a forbidden request.
+	Rule  string `json:"rule,omitempty"`
+	Value string `json:"value,omitempty"`
 	// Result is the outcome of an accepted request once it finished.
 	Result *AuditResult `json:"result,omitempty"`
 }
@@ -165,6 +171,7 @@ func encodeAudit(rec *AuditRecord) ([]byte, error) {
 	r.RequestID = clip(r.RequestID)
 	r.Subject = clip(r.Subject)
 	r.Message = clip(r.Message)
+	r.Rule, r.Value = clip(r.Rule), clip(r.Value)
 	r.Resources = slices.Clone(r.Resources)
 	if r.Resources == nil {
 		r.Resources = []string{}

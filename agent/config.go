@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -68,6 +69,10 @@ type Config struct {
 	QueueLength int `json:"queue_length" yaml:"queue_length"`
 	// MaxRequestBytes bounds a request; default 1 MiB.
 	MaxRequestBytes int `json:"max_request_bytes" yaml:"max_request_bytes"`
+	// DiffMaxBytes is the content size, on each side, above which a file's
+	// diff is a summary line (sizes and checksums) instead of a line diff;
+	// default 64 KiB, at most 16 MiB.
+	DiffMaxBytes int64 `json:"diff_max_bytes" yaml:"diff_max_bytes"`
 	// DefaultTTL is the lifetime of requests that do not give one; default 1m.
 	DefaultTTL time.Duration `json:"default_ttl" yaml:"default_ttl"`
 	// ShutdownTimeout is how long a stopping agent lets accepted requests
@@ -277,6 +282,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = protocol.DefaultMaxBytes
 	}
+	if c.DiffMaxBytes <= 0 {
+		c.DiffMaxBytes = resources.DefaultDiffLimit
+	}
 	if c.DefaultTTL <= 0 {
 		c.DefaultTTL = DefaultTTL
 	}
@@ -320,6 +328,9 @@ func (c Config) Validate() error {
 	}
 	if c.QueueLength > 1<<16 {
 		return fmt.Errorf("%w: queue_length %d is more than 65536", ErrConfig, c.QueueLength)
+	}
+	if c.DiffMaxBytes > 16<<20 {
+		return fmt.Errorf("%w: diff_max_bytes %d is more than 16 MiB", ErrConfig, c.DiffMaxBytes)
 	}
 	if c.MaxRequestBytes > 64<<20 {
 		return fmt.Errorf("%w: max_request_bytes %d is more than 64 MiB", ErrConfig, c.MaxRequestBytes)

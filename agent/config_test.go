@@ -67,6 +67,7 @@ var _ = Describe("Config", func() {
 		Entry("unknown key", "identiti: x\n", "identiti"),
 		Entry("bad identity", "identity: 'web 1'\n", "identity"),
 		Entry("too much concurrency", "identity: a\nmax_concurrent: 5000\n", "max_concurrent"),
+		Entry("a diff limit over 16 MiB", "identity: a\ndiff_max_bytes: 20000000\n", "diff_max_bytes 20000000 is more than 16 MiB"),
 		Entry("wrong type, named by key", "identity: a\nqueue_length: lots\n", "queue_length: expected a whole number, got string"),
 		Entry("a heartbeat too short", "identity: a\nheartbeat: 10ms\n", "heartbeat 10ms must be between 100ms and 1h0m0s"),
 		Entry("a registry ttl under two heartbeats", "identity: a\nheartbeat: 10s\nregistry_ttl: 15s\n", "registry_ttl 15s must be at least 1s and at least two heartbeats (20s)"),

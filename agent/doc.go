@@ -7,9 +7,11 @@
 // decodes it strictly, refuses it when its lifetime is off or over, answers
 // a request id it has seen before from its persisted replay cache without
 // running it again, checks the signed reply subject, ignores it when its
-// filter or target list does not select this host, refuses resources the
-// signer is not allowed, writes an audit line (no audit line, no run), queues it (answering busy when the bounded queue is
-// full), runs it through the resources engine with templates over facts only
+// filter or target list does not select this host, refuses a host or a
+// resource outside the signer's types and scopes (package scope), writes
+// an audit line (no audit line, no run), queues it (answering busy when
+// the bounded queue is full), runs it through the resources engine with
+// templates over facts only
 // (no environment, no file reads), and replies with the transaction events.
 // A manifest request's bundle is unpacked into a fresh private directory
 // below os.TempDir(), run as one manifest and removed afterwards.
@@ -33,6 +35,9 @@
 //
 // Every reply is signed with the agent's own key (agent.nk in the state
 // directory), whose public key it announces in discovery and the registry.
+//
+// Policy.CheckOffline judges a request against a policy without an agent
+// (ccm-orch policy check), with the agent's own code.
 //
 // Simulation runs many agents in one process, each with its own connection,
 // identity and facts, for demos, tests and benchmarks.

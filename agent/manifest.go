@@ -46,6 +46,7 @@ func (a *Agent) runManifest(ctx context.Context, r *request, reply *protocol.Fle
 		AllowFiles:   false,
 		Guard:        a.guard(r),
 		Log:          a.log.With("request", r.req.ID),
+		DiffLimit:    a.cfg.DiffMaxBytes,
 	})
 	if err != nil {
 		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", manifestMessage(err))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -53,6 +54,16 @@ type Signer struct {
 	Shell bool `json:"shell" yaml:"shell"`
 	// NoopOnly allows only noop requests.
 	NoopOnly bool `json:"noop_only" yaml:"noop_only"`
+	// Rules are the signer's scopes (hosts, exec, file, package,
+	// service), written beside allow: once one is set for a type, only
+	// what it describes is allowed (see package scope).
+	scope.Rules
+	// Deny are rules of the same shapes that refuse what they describe,
+	// whatever the scopes allow.
+	Deny *scope.Rules `json:"deny,omitempty" yaml:"deny"`
+
+	// scope is Rules and Deny compiled by Validate; nil without any.
+	scope *scope.Scope
 }
 
 // LoadPolicy reads and validates a policy file (YAML or JSON, decoded by
@@ -90,7 +101,10 @@ func ParsePolicy(data []byte) (*Policy, error) {
 }
 
 // Validate checks the policy: unique names and keys, keys that are user
-// public keys, known types, a bounded clock skew.
+// public keys, known types, a bounded clock skew, and each signer's scopes
+// (see scope.Compile: a rule that does not parse, a scope for a type the
+// signer is not allowed, an allow entry a deny entry shadows), which it
+// compiles.
 func (p *Policy) Validate() error {
 	bad := func(format string, args ...any) error {
 		return &fileError{msg: fmt.Sprintf(format, args...), sentinel: ErrPolicy}
@@ -134,6 +148,11 @@ func (p *Policy) Validate() error {
 		if s.Shell && !slices.Contains(s.Allow, protocol.TypeExec) {
 			return bad("%s: shell: true needs exec in allow", where)
 		}
+		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow)
+		if err != nil {
+			return bad("%s: %s", where, strings.TrimPrefix(err.Error(), scope.ErrRule.Error()+": "))
+		}
+		p.Signers[i].scope = sc
 	}
 	return nil
 }
@@ -171,30 +190,43 @@ type policyResource struct {
 // ref is the resource's type#name.
 func (r policyResource) ref() string { return r.Type + "#" + r.Name }
 
-// allows checks that signer s may apply every resource of a request
-// (noop says whether it is a dry run) and returns a message naming the
-// first resource and rule that refuse it.
-func (s *Signer) allows(resources []policyResource, noop bool) (string, bool) {
+// allows checks that signer s may apply every resource of a request as
+// parsed (noop says whether it is a dry run): noop_only, each literal
+// type and exec provider. A refusal names the first resource and the rule
+// that refuses it.
+func (s *Signer) allows(resources []policyResource, noop bool) (policyRefusal, bool) {
 	if s.NoopOnly && !noop {
-		return fmt.Sprintf("signer %s may only send noop requests (noop_only)", s.Name), false
+		return policyRefusal{msg: fmt.Sprintf("signer %s may only send noop requests (noop_only)", s.Name), rule: "noop_only: true", value: "noop: false"}, false
 	}
 	for _, r := range resources {
-		if msg, ok := s.allowsResource(r); !ok {
-			return msg, false
+		if ref, ok := s.allowsResource(r); !ok {
+			return ref, false
 		}
 	}
-	return "", true
+	return policyRefusal{}, true
+}
+
+// policyRefusal is why the policy refuses a request: the message of the
+// reply, and the rule and value the audit line names.
+type policyRefusal struct {
+	msg, rule, value string
 }
 
 // allowsResource checks one resource: its type must be allowed, and an
 // exec resource may use a provider other than posix only with shell: true
 // (an unknown provider, "*", counts as other).
-func (s *Signer) allowsResource(r policyResource) (string, bool) {
+func (s *Signer) allowsResource(r policyResource) (policyRefusal, bool) {
 	if !slices.Contains(s.Allow, r.Type) {
-		return fmt.Sprintf("%s: signer %s is not allowed resource type %s (allow: %s)", r.ref(), s.Name, r.Type, strings.Join(s.Allow, ", ")), false
+		return policyRefusal{
+			msg:  fmt.Sprintf("%s: signer %s is not allowed resource type %s (allow: %s)", r.ref(), s.Name, r.Type, strings.Join(s.Allow, ", ")),
+			rule: "allow [" + strings.Join(s.Allow, ", ") + "]", value: r.Type,
+		}, false
 	}
 	if r.Type == protocol.TypeExec && r.Provider != "" && r.Provider != "posix" && !s.Shell {
-		return fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.ref(), s.Name), false
+		return policyRefusal{
+			msg:  fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.ref(), s.Name),
+			rule: "shell: false", value: r.Provider,
+		}, false
 	}
-	return "", true
+	return policyRefusal{}, true
 }

@@ -95,6 +95,7 @@ func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
 	var data []byte
 	var sig string
 	if reply != nil {
+		reply.CapDiffs(protocol.MaxReplyDiffBytes)
 		data, sig = a.encodeReply(reply)
 	}
 	if r.cached {

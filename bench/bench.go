@@ -63,7 +63,7 @@ type Config struct {
 // RowNames are the names of the rows Run can measure.
 var RowNames = []string{
 	"floor", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents",
-	"latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery",
+	"latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs",
 }
 
 // wants reports whether any of the named rows is asked for.
@@ -196,6 +196,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	}
 	if cfg.RegistrySizes[0] > 0 && cfg.wants("registry-discovery") {
 		steps = append(steps, b.registry)
+	}
+	if cfg.wants("ui-fleet", "ui-runs") {
+		steps = append(steps, b.uiRows)
 	}
 	for _, step := range steps {
 		got, err := step(ctx)

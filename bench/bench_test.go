@@ -44,7 +44,7 @@ var _ = Describe("Run", func() {
 		}
 		for _, name := range []string{"floor", "noop", "noop-cli", "change", "change-cli", "history-write",
 			"history-show", "history-show-cli", "agents", "latency-nats", "latency-ensure", "latency-run",
-			"agent-ensure-cli", "registry-discovery"} {
+			"agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs"} {
 			Expect(byName).To(HaveKey(name))
 			for _, r := range byName[name] {
 				Expect(r.Rounds).To(BeNumerically(">", 0), name)

@@ -37,18 +37,8 @@ func (b *bencher) registry(ctx context.Context) ([]Row, error) {
 	have := 0
 	for _, n := range sizes {
 		b.logf("registry: %d entries", n)
-		now := time.Now().UTC()
-		for i := have; i < n; i++ {
-			facts := agent.SimulatedFacts(i, "node", registryFacts, vary)
-			rec := protocol.NodeRecord{Protocol: protocol.NodeProtocol, Identity: facts["identity"].(string),
-				Facts: protocol.ScalarFacts(facts), Version: "bench", Started: now, LastSeen: now}
-			data, err := json.Marshal(&rec)
-			if err != nil {
-				return rows, err
-			}
-			if _, err := s.js.PublishAsync("$KV."+protocol.NodesBucket+"."+rec.Identity, data); err != nil {
-				return rows, err
-			}
+		if _, err := b.writeRegistry(s, have, n, vary); err != nil {
+			return rows, err
 		}
 		select {
 		case <-s.js.PublishAsyncComplete():
@@ -81,4 +71,32 @@ func (b *bencher) registry(ctx context.Context) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// writeRegistry publishes (asynchronously) the registry entries of
+// simulated nodes from to to, like the agents' own, and returns their
+// identities.
+func (b *bencher) writeRegistry(s *site, from, to int, vary []agent.Vary) ([]string, error) {
+	now := time.Now().UTC()
+	var ids []string
+	for i := from; i < to; i++ {
+		facts := agent.SimulatedFacts(i, "node", registryFacts, vary)
+		rec := protocol.NodeRecord{Protocol: protocol.NodeProtocol, Identity: facts["identity"].(string),
+			Facts: protocol.ScalarFacts(facts), Version: "bench", Started: now, LastSeen: now}
+		ids = append(ids, rec.Identity)
+		if err := b.publishJSON(s, "$KV."+protocol.NodesBucket+"."+rec.Identity, &rec); err != nil {
+			return ids, err
+		}
+	}
+	return ids, nil
+}
+
+// publishJSON publishes v asynchronously on subject through JetStream.
+func (b *bencher) publishJSON(s *site, subject string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = s.js.PublishAsync(subject, data)
+	return err
 }

@@ -349,7 +349,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		Eventually(func() string {
 			_, out, _ := runOrch("status", "--assignment", "checked-ops", "--server", b.ClientURL())
 			return out
-		}).WithTimeout(20 * time.Second).Should(And(ContainSubstring("refused: asg-1, asg-3: "), ContainSubstring(`forbidden: health check "web": exec#/bin/sh -c 'echo connection refused; exit 2': signer ops is not allowed resource type exec`)))
+		}).WithTimeout(20 * time.Second).Should(And(ContainSubstring("refused: asg-1, asg-3: "), ContainSubstring(`forbidden: signer ops: denied health_checks "/bin/sh -c 'echo connection refused; exit 2'" by allow [file]: health checks are commands: they need exec in allow`)))
 		Expect(filepath.Join(target, "checked-ops")).ToNot(BeAnExistingFile(), "refused before anything was applied")
 		Expect(client.RemoveAssignment(context.Background(), "checked-ops")).To(Succeed())
 

@@ -208,3 +208,45 @@ func historyError(err error) error {
 	}
 	return fmt.Errorf("history %s: %w", protocol.HistoryStream, err)
 }
+
+// Follow delivers every record of the history stream to fn, oldest first,
+// then each new one as it is stored, until ctx ends (nil) or fn fails. It
+// uses an ordered consumer, which the client recreates on its own after a
+// lost connection or a missed message, resuming after the last record
+// delivered. Records whose subject is not a history subject are skipped.
+func Follow(ctx context.Context, js jetstream.JetStream, fn func(Record) error) error {
+	cons, err := js.OrderedConsumer(ctx, protocol.HistoryStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{protocol.HistorySubjects},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return historyError(err)
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return historyError(err)
+	}
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	defer msgs.Stop()
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return historyError(err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		id, host, err := protocol.ParseHistorySubject(m.Subject())
+		if err != nil {
+			continue
+		}
+		if err := fn(Record{RequestID: id, Identity: host, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: meta.Timestamp, Seq: meta.Sequence.Stream}); err != nil {
+			return err
+		}
+	}
+}

@@ -41,6 +41,8 @@ type Manifest struct {
 	preMessage  string
 	postMessage string
 	entries     []*entry
+	// sensitiveData are the data keys marked sensitive (sensitive_data).
+	sensitiveData []string
 }
 
 // ParseOptions bound parsing.
@@ -130,7 +132,7 @@ func (m *Manifest) InDir(dir string) *Manifest {
 func (m *Manifest) FailOnError() bool { return m.failOnError }
 
 var (
-	topKeys       = []string{"data", "hierarchy", "overrides", "ccm"}
+	topKeys       = []string{"data", "sensitive_data", "hierarchy", "overrides", "ccm"}
 	hierarchyKeys = []string{"order", "merge"}
 	ccmKeys       = []string{"fail_on_error", "pre_message", "post_message", "resources"}
 )
@@ -143,6 +145,9 @@ func (m *Manifest) decodeTop(top map[string]any, ts typeSet) error {
 	if m.data, err = objectOrNil(top["data"], "data"); err != nil {
 		return err
 	}
+	if m.sensitiveData, err = decodeSensitiveData(top["sensitive_data"]); err != nil {
+		return err
+	}
 	if err := m.decodeHierarchy(top["hierarchy"]); err != nil {
 		return err
 	}
@@ -151,6 +156,41 @@ func (m *Manifest) decodeTop(top map[string]any, ts typeSet) error {
 	}
 	return m.decodeCCM(top["ccm"], ts)
 }
+
+// maxSensitiveData bounds the sensitive_data list.
+const maxSensitiveData = 256
+
+// decodeSensitiveData reads sensitive_data: a list of dotted data keys
+// ("db.password", or "data.db.password"), each a path of non-empty
+// segments.
+func decodeSensitiveData(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, invalidf("sensitive_data: expected a list of data keys, got %s", kind(v))
+	}
+	if len(list) > maxSensitiveData {
+		return nil, invalidf("sensitive_data: %d keys, the limit is %d", len(list), maxSensitiveData)
+	}
+	out := make([]string, 0, len(list))
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, invalidf("sensitive_data[%d]: expected a data key, got %s", i, kind(e))
+		}
+		key := strings.TrimPrefix(s, "data.")
+		if key == "" || len(key) > 1024 || slices.Contains(strings.Split(key, "."), "") || strings.ContainsAny(key, " \t\n{}") {
+			return nil, invalidf("sensitive_data[%d]: %q is not a dotted data key such as db.password", i, s)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// SensitiveData returns the data keys the manifest marks sensitive.
+func (m *Manifest) SensitiveData() []string { return m.sensitiveData }
 
 func (m *Manifest) decodeHierarchy(v any) error {
 	h, err := objectOrNil(v, "hierarchy")

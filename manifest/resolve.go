@@ -43,6 +43,9 @@ type RunOptions struct {
 	// OnEvent, when set, is called by Run with each event as soon as the
 	// resource is done, in order.
 	OnEvent func(ev *protocol.TransactionEvent)
+	// DiffLimit is the content size, in bytes on each side, above which a
+	// diff is a summary line; 0 means resources.DefaultDiffLimit.
+	DiffLimit int64
 }
 
 // Resolved is a manifest after data resolution and template expansion: what
@@ -132,6 +135,9 @@ func (m *Manifest) plan(opts RunOptions) (*plan, error) {
 	}
 	if opts.AllowFiles && m.workingDir != "" {
 		envOpts = append(envOpts, templates.WithFiles(m.workingDir))
+	}
+	if len(m.sensitiveData) > 0 {
+		envOpts = append(envOpts, templates.WithSensitive(m.sensitiveData))
 	}
 	env := templates.New(opts.Facts, data, envOpts...)
 	pl := &plan{data: data, hierarchy: matched, env: env}

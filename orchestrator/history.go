@@ -34,8 +34,10 @@ func (c *Client) recordRequest(ctx context.Context, id string, req *Request, res
 		Timeout:   protocol.Duration(req.Timeout),
 		TTL:       protocol.Duration(req.TTL),
 		Async:     req.Async,
-		Ensure:    req.Ensure,
+		Ensure:    redactedEnsure(req.Ensure),
 		Manifest:  req.ManifestName,
+
+		TemplateFacts: res.TemplateFacts,
 	}
 	if req.batching() {
 		rec.Batch = req.window(len(res.Expected))
@@ -58,6 +60,30 @@ func (c *Client) recordRequest(ctx context.Context, id string, req *Request, res
 	defer cancel()
 	_, err = jsstore.Publish(ctx, c.js, protocol.HistoryRequestSubject(id), protocol.HistoryMsgID(id, ""), header, data)
 	return err
+}
+
+// redactedEnsure is the ensure request as history keeps it: a sensitive
+// resource's content-bearing properties replaced (see
+// protocol.RedactSensitive).
+func redactedEnsure(e *protocol.EnsureRequest) *protocol.EnsureRequest {
+	if e == nil {
+		return nil
+	}
+	props, err := e.PropertiesMap()
+	if err != nil {
+		return e
+	}
+	red := protocol.RedactSensitive(props)
+	if s, _ := props["sensitive"].(bool); !s {
+		return e
+	}
+	raw, err := json.Marshal(red)
+	if err != nil {
+		return e
+	}
+	c := *e
+	c.Properties = raw
+	return &c
 }
 
 // sendAsync sends the request with no reply subject: the agents run it and
@@ -241,6 +267,8 @@ func rebuild(req *protocol.HistoryRequest, recorded time.Time, recs map[string]*
 		Expected:  slices.Clone(req.Expected),
 		Discovery: req.Discovery,
 		Async:     req.Async,
+
+		TemplateFacts: slices.Clone(req.TemplateFacts),
 	}
 	expected := make(map[string]bool, len(req.Expected))
 	hosts := make([]HostResult, 0, len(req.Expected))

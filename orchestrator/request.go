@@ -213,3 +213,19 @@ func requestedRef(e *protocol.EnsureRequest) string {
 	}
 	return e.Type + "#" + name
 }
+
+// templateFacts lists the facts the request's properties, manifest and
+// bundled files name (see TemplateFacts).
+func (r *Request) templateFacts() []string {
+	var texts [][]byte
+	if r.Ensure != nil {
+		texts = append(texts, r.Ensure.Properties)
+	}
+	if r.Manifest != nil {
+		texts = append(texts, r.Manifest.Manifest)
+		for _, f := range r.Manifest.Files {
+			texts = append(texts, f)
+		}
+	}
+	return TemplateFacts(texts...)
+}

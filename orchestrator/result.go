@@ -113,6 +113,9 @@ type Result struct {
 	// ExitCode classifies the run as documented: 1, 2, 3, 5, 0 in that
 	// precedence, and 4 when no host matched.
 	ExitCode protocol.ExitCode `json:"exit_code"`
+	// TemplateFacts are the fact paths the request's templates name (see
+	// TemplateFacts); DiffGroups replaces only their values.
+	TemplateFacts []string `json:"-"`
 }
 
 // HostResult is what one asked host answered.

@@ -54,7 +54,7 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{RequestID: id, Noop: req.Noop, Async: req.Async}
+	res := &Result{RequestID: id, Noop: req.Noop, Async: req.Async, TemplateFacts: req.templateFacts()}
 
 	expected, explicit := req.explicitHosts()
 	keys := map[string]string{}

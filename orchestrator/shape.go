@@ -130,3 +130,10 @@ func replaceToken(message, token, repl string) string {
 func tokenByte(c byte) bool {
 	return c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
+
+// ShapeOf returns message with the host's identity and string fact values
+// replaced as report groups have them (see shaper): "file#/srv/web1/motd"
+// from web1 is "file#/srv/<host>/motd".
+func ShapeOf(message, identity string, facts map[string]any) string {
+	return newShaper(identity, facts).shape(message)
+}

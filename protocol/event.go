@@ -30,6 +30,10 @@ type TransactionEvent struct {
 	Skipped           bool     `json:"skipped"`
 	Noop              bool     `json:"noop"`
 	UnmetRequirements []string `json:"unmet_requirements"`
+	// Diff says how the resource differed from its desired state, for a
+	// change or (under noop) a would-change; absent otherwise. Agents that
+	// predate diffs never send it.
+	Diff *Diff `json:"diff,omitempty"`
 	// HealthChecks are the results of the resource's health checks, in
 	// order; a CRITICAL one fails the resource.
 	HealthChecks []*HealthCheckResult `json:"health_checks,omitempty"`

@@ -73,6 +73,10 @@ type HistoryRequest struct {
 	Assignment string `json:"assignment,omitempty"`
 	Revision   uint64 `json:"revision,omitempty"`
 	Trigger    string `json:"trigger,omitempty"`
+	// TemplateFacts are the fact paths the request's templates name, so
+	// that diffs read back from history group across hosts as they did
+	// live; absent in records written before diffs.
+	TemplateFacts []string `json:"template_facts,omitempty"`
 }
 
 // DecodeHistoryRequest strictly decodes a request record and checks its

@@ -57,20 +57,32 @@ type FileState struct {
 	Metadata *FileMetadata `json:"metadata,omitempty"`
 }
 
-// ExecMetadata describes the outcome of an exec resource.
+// ExecMetadata describes the command of an exec resource beyond the
+// ExecState fields CCM defines.
 type ExecMetadata struct {
-	Name             string `json:"name"`
-	Provider         string `json:"provider"`
-	ExitCode         *int   `json:"exit_code,omitempty"`
-	CreatesSatisfied bool   `json:"creates_satisfied"`
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
 	// Output is the bounded combined output of the command when logoutput is set.
 	Output string `json:"output,omitempty"`
+	// LegacyExitCode and LegacyCreatesSatisfied are read from events of
+	// agents (and history records) older than ExecState's top-level fields,
+	// which kept them here as exit_code and creates_satisfied; they are
+	// never written. Use ExecState.ExitCode and ExecState.CreatesSatisfied.
+	LegacyExitCode         *int  `json:"exit_code,omitempty"`
+	LegacyCreatesSatisfied *bool `json:"creates_satisfied,omitempty"`
 }
 
-// ExecState is the state of an exec resource.
+// ExecState is the state of an exec resource. ExitCode and CreatesSatisfied
+// sit at the top of the document under the names CCM uses (exitcode,
+// creates_satisfied), so CCM event consumers read them unchanged.
 type ExecState struct {
 	CommonState
-	Metadata *ExecMetadata `json:"metadata,omitempty"`
+	// ExitCode is the exit code of the command run by this apply, nil when
+	// it did not run.
+	ExitCode *int `json:"exitcode,omitempty"`
+	// CreatesSatisfied is true when the creates file exists.
+	CreatesSatisfied bool          `json:"creates_satisfied,omitempty"`
+	Metadata         *ExecMetadata `json:"metadata,omitempty"`
 }
 
 // PackageMetadata describes an installed (or absent) package.

@@ -33,6 +33,11 @@ type CommonProperties struct {
 	Subscribe []string `json:"subscribe,omitempty"`
 	// Control decides whether the resource is managed at all.
 	Control *Control `json:"control,omitempty"`
+	// Sensitive keeps the resource's content out of diffs, events, logs and
+	// history: diffs say only "content differs; sensitive" and the event's
+	// properties hide every content-bearing value. The engine also sets it
+	// when a template of the resource reads data marked sensitive.
+	Sensitive bool `json:"sensitive,omitempty"`
 	// HealthChecks run after the resource is applied, also when it failed.
 	HealthChecks []HealthCheck `json:"health_checks,omitempty"`
 }

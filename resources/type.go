@@ -38,6 +38,22 @@ type ApplyContext struct {
 	Env *templates.Env
 	// Log receives the type's progress messages.
 	Log *slog.Logger
+	// DiffLimit is the largest content, in bytes on each side, a type shows
+	// as a line diff; larger content gets a summary line. 0 means
+	// DefaultDiffLimit.
+	DiffLimit int64
+}
+
+// DefaultDiffLimit is the content size, on each side, above which a diff is
+// a summary line (sizes and checksums) rather than a line diff.
+const DefaultDiffLimit = 64 << 10
+
+// Limit returns the diff limit to use.
+func (ac *ApplyContext) Limit() int64 {
+	if ac == nil || ac.DiffLimit <= 0 {
+		return DefaultDiffLimit
+	}
+	return ac.DiffLimit
 }
 
 // Outcome is what a type reports after Apply.
@@ -51,6 +67,10 @@ type Outcome struct {
 	Refreshed bool
 	// NoopMessage says what would have been done, under noop.
 	NoopMessage string
+	// Diff says how the resource differed from its desired state when it
+	// changed or (under noop) would change; nil otherwise. The engine
+	// redacts it for a sensitive resource.
+	Diff *protocol.Diff
 }
 
 // Provider is the part every provider shares; each type declares the wider

@@ -3,8 +3,9 @@
 # six simulated agents, changes a file on the Debian half of the fleet, shows
 # that a second run is stable, tampers with one host and finds exactly that
 # drift with a noop run, assigns a watched file to the web hosts, tampers
-# with it and watches the agent repair it, shows ccm-orch status, then
-# cleans up.
+# with it and watches the agent repair it, shows ccm-orch status, serves the
+# dashboard until Ctrl-C (DEMO_NO_UI=1: no dashboard; DEMO_NO_WAIT=1 or no
+# terminal: do not wait), then cleans up.
 set -uo pipefail
 
 BIN=${BIN:-bin}
@@ -140,5 +141,26 @@ for _ in $(seq 1 50); do "$BIN/ccm-orch" status >/dev/null 2>&1 && break; sleep 
 run "$BIN/ccm-orch" status
 rc=$?
 [ $rc -eq 0 ] || fail "status exited $rc"
+if [ -z "${DEMO_NO_UI:-}" ]; then
+	UI_ADDR="127.0.0.1:${DEMO_UI_PORT:-8080}"
+	say "The fleet in a browser: a read-only dashboard of hosts, runs, drift and health"
+	printf '$ %s\n' "$BIN/ccm-orch ui --listen $UI_ADDR"
+	"$BIN/ccm-orch" ui --listen "$UI_ADDR" >"$WORK/ui.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 50); do
+		(exec 3<>"/dev/tcp/${UI_ADDR%:*}/${UI_ADDR#*:}") 2>/dev/null && break
+		sleep 0.1
+	done
+	(exec 3<>"/dev/tcp/${UI_ADDR%:*}/${UI_ADDR#*:}") 2>/dev/null || { cat "$WORK/ui.log" >&2; fail "the dashboard did not start"; }
+	printf 'Dashboard: http://%s/\n' "$UI_ADDR"
+	if [ -t 0 ] && [ -z "${DEMO_NO_WAIT:-}" ]; then
+		printf 'Open it, run more ccm-orch commands against %s, then press Ctrl-C to stop the demo.\n' "$SERVER"
+		trap 'printf "\n"' INT
+		while kill -0 "${pids[-1]}" 2>/dev/null; do sleep 1; done
+		trap - INT
+	else
+		printf '(not waiting: stdin is not a terminal or DEMO_NO_WAIT is set)\n'
+	fi
+fi
 
 say "Done: stopping agents and broker, removing $DEMO_DIR"

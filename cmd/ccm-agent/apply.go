@@ -27,6 +27,7 @@ type applyFlags struct {
 	render   bool
 	dataFile string
 	facts    factFlags
+	diff     diffFlags
 }
 
 func (a *app) registerApply(cli *fisk.Application) {
@@ -39,6 +40,7 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
 	c.facts.register(cmd)
+	c.diff.register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
 }
 
@@ -60,7 +62,7 @@ func (a *app) apply(c *applyFlags) error {
 		return a.applyError(c, err)
 	}
 	log := a.Logger()
-	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log}
+	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log, DiffLimit: c.diff.maxBytes}
 
 	if c.render {
 		r, err := m.Resolve(opts)
@@ -89,6 +91,7 @@ func (a *app) apply(c *applyFlags) error {
 		}
 		opts.OnEvent = func(ev *protocol.TransactionEvent) {
 			fmt.Fprintln(a.Stdout, describeEvent(ev))
+			c.diff.write(a.Stdout, ev)
 			for _, h := range ev.HealthChecks {
 				fmt.Fprintf(a.Stdout, "  health %s: %s %s\n", h.Name, h.Status, h.Message)
 			}

@@ -23,23 +23,28 @@ import (
 // commonFlags are the flags every "ensure <type>" takes.
 type commonFlags struct {
 	common resflags.Common
-	noop   bool
-	json   bool
-	facts  factFlags
+	// noop is the --noop of "ensure", given before or after the type.
+	noop  *bool
+	json  bool
+	facts factFlags
+	diff  diffFlags
 }
 
 func (c *commonFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
 	c.common.Register(cmd, t)
-	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
 	cmd.Flag("json", "Print the io.choria.ccm.v1.resource.ensure.response document").BoolVar(&c.json)
 	c.facts.register(cmd)
+	c.diff.register(cmd)
 }
 
 func (a *app) registerEnsure(cli *fisk.Application) {
 	ens := cli.Command("ensure", "Bring one resource to its desired state on this host")
+	// On "ensure" itself, so that it may come before the type as in CCM
+	// ("ensure --noop file ...") or after it.
+	noop := ens.Flag("noop", "Report what would change without changing anything").Bool()
 	for _, t := range resflags.Table {
 		cmd := ens.Command(t.Type, t.Help)
-		c := &commonFlags{}
+		c := &commonFlags{noop: noop}
 		c.register(cmd, t)
 		vals := resflags.Register(cmd, t)
 		typeName := t.Type
@@ -48,9 +53,13 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			return a.ensure(typeName, c, c.common.Properties(props))
+			if props, err = c.common.Properties(props); err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			return a.ensure(typeName, c, props)
 		})
 	}
+	a.registerEnsureAPI(ens, noop)
 }
 
 // ensure applies one resource and prints the outcome.
@@ -75,7 +84,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	}
 	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(ex))
 	env := templates.New(fs, nil, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
-	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: c.noop, Env: env, WorkingDir: cwd},
+	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
 		engine.Spec{Type: typeName, Properties: props})
 
 	if c.json {
@@ -91,8 +100,9 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, cleanInvalid(err))
 	} else {
 		fmt.Fprintln(a.Stdout, describeEvent(ev))
+		c.diff.write(a.Stdout, ev)
 	}
-	if code := protocol.EventsExitCode(c.noop, ev); code != protocol.ExitOK {
+	if code := protocol.EventsExitCode(*c.noop, ev); code != protocol.ExitOK {
 		return program.Exit(code, nil)
 	}
 	return nil

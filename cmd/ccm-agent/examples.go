@@ -38,8 +38,8 @@ ccm-agent apply site.yaml --monitor-only
 	"ensure file": `
 # A file with its content, owner, group and mode
 ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644
-# Would it change? (exit 5 when it would)
-ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644 --noop
+# Would it change, and how? (exit 5 when it would)
+ccm-agent ensure file /etc/motd --content "managed by ccm" --owner root --group root --mode 0644 --noop --diff
 # Removed, even as a non-empty directory
 ccm-agent ensure file /srv/old absent --force
 `,
@@ -65,6 +65,17 @@ ccm-agent ensure archive /opt/app.tar.gz --url https://files.example.com/app-1.4
 	"ensure scaffold": `
 # Render a template directory into /etc/app, removing files it no longer renders
 ccm-agent ensure scaffold /etc/app --source ./templates/app --purge
+# CCM's spelling: the source as the second argument
+ccm-agent ensure scaffold /etc/app ./templates/app --purge
+`,
+	"ensure api pipe": `
+# CCM's stdin API: apply the io.choria.ccm.v1.resource.ensure.request (JSON or YAML) piped in,
+# e.g. {"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "package", "properties": {"name": "htop"}}
+ccm-agent ensure api pipe
+# Report what it would change, the response as YAML
+ccm-agent ensure api pipe --noop --yaml
+# Templates in the request see data.* from a file and a custom fact
+ccm-agent ensure api pipe --data data.yaml --fact role=web
 `,
 	"facts": `
 # Every fact of this host, and one by its dotted path

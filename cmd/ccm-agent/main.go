@@ -22,6 +22,17 @@ var (
 
 type app struct {
 	program.Globals
+	// in is standard input ("ensure api pipe" reads its request there); nil
+	// is os.Stdin.
+	in io.Reader
+}
+
+// stdin returns the standard input the commands read.
+func (a *app) stdin() io.Reader {
+	if a.in == nil {
+		return os.Stdin
+	}
+	return a.in
 }
 
 func main() {
@@ -30,7 +41,12 @@ func main() {
 
 // run executes one command line and returns its exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}}
+	return runWithStdin(args, os.Stdin, stdout, stderr)
+}
+
+// runWithStdin is run reading standard input from stdin.
+func runWithStdin(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}, in: stdin}
 	cli, _ := a.newCLI()
 	return program.Run(cli, args, stderr)
 }

@@ -45,13 +45,13 @@ func (a *app) applyManifest(c *manifestFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
+	if req.Manifest, err = manifest.NewBundle(m); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
 	// Refuse what every agent would refuse before connecting, so a typo
 	// sends nothing and records nothing.
 	if err := orchestrator.CheckManifest(m); err != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("%s: %w", c.path, err))
-	}
-	if req.Manifest, err = manifest.NewBundle(m); err != nil {
-		return program.Exit(protocol.ExitError, err)
 	}
 	req.ManifestName = c.path
 	return a.send(&c.runFlags, req, renderManifestResult)

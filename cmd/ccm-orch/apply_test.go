@@ -113,7 +113,7 @@ ccm:
 	})
 
 	It("lists a host that refused the request", func() {
-		bad := writeManifest(`{"ccm": {"resources": [{"file": [{"`+target+`/x": {"content": "{{ lookup('environ.HOME') }}"}}]}]}}`, nil)
+		bad := writeManifest(`{"ccm": {"resources": [{"file": [{"`+target+`/x": {"content": "{{ lookup('environ.HOME') }}", "owner": "root", "group": "root", "mode": "0644"}}]}]}}`, nil)
 		code, out, _ := run("apply", bad, "--host", "sim-0001", "--host", "sim-0002")
 		Expect(code).To(Equal(2))
 		l := lines(out)

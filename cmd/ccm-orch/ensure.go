@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/ccm-fleet/ccm/cmd/internal/diffview"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 
 	"encoding/json"
@@ -34,10 +35,14 @@ type runFlags struct {
 	async     bool
 	// noProgress turns the terminal's progress line off
 	noProgress bool
-	mode       string
-	key        string
-	filter     filterFlags
-	conn       *connflags.Flags
+	// diff prints the diffs, hosts grouped by identical diff
+	diff bool
+	// noColor turns colour off in diffs
+	noColor bool
+	mode    string
+	key     string
+	filter  filterFlags
+	conn    *connflags.Flags
 }
 
 // runFlagOptions say which of the run flags a command takes.
@@ -68,6 +73,8 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
 	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)
 	cmd.Flag("async", "Send the request, print its id and exit; the replies land in history (ccm-orch history show ID)").BoolVar(&c.async)
+	cmd.Flag("diff", "Also print what differs (content diffs, attribute and version changes), hosts with identical diffs sharing one block; --json always carries the diffs").UnNegatableBoolVar(&c.diff)
+	cmd.Flag("no-color", "Do not colour added and removed lines of diffs (also when NO_COLOR is set, or output is not a terminal)").UnNegatableBoolVar(&c.noColor)
 	cmd.Flag("no-progress", "Do not show the progress line (replied/expected, outcomes so far, elapsed) on a terminal's stderr").UnNegatableBoolVar(&c.noProgress)
 	cmd.Flag("key", "Sign every request with this nkeys seed file (ccm-orch keys new); without one requests go unsigned and only insecure agents run them").Envar("CCM_KEY").PlaceHolder("FILE").StringVar(&c.key)
 	c.conn = connflags.Register(cmd)
@@ -116,7 +123,10 @@ func (c *ensureFlags) request(typeName string, props map[string]any) (orchestrat
 	if err != nil {
 		return req, err
 	}
-	if req.Ensure, err = protocol.NewEnsureRequest(typeName, c.common.Properties(props)); err != nil {
+	if props, err = c.common.Properties(props); err != nil {
+		return req, err
+	}
+	if req.Ensure, err = protocol.NewEnsureRequest(typeName, props); err != nil {
 		return req, err
 	}
 	// Refuse what every agent would refuse before connecting, so a typo
@@ -175,6 +185,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			return a.send(&c.runFlags, req, renderResult)
 		})
 	}
+	a.registerEnsureRequest(ens)
 }
 
 // usageError makes err exit 1 unless it already carries an exit code.
@@ -238,6 +249,9 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 			out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
 			render(out, res, a.Verbose)
 			_ = out.Flush()
+			if c.diff {
+				renderDiffGroups(a.Stdout, orchestrator.DiffGroups(res), diffview.Colour(a.Stdout, c.noColor))
+			}
 		}
 	}
 	switch {

@@ -71,6 +71,13 @@ ccm-orch ensure archive /opt/app.tar.gz --url https://files.example.com/app-1.4.
 # Render a template directory into /etc/app on every app host, removing files it no longer renders
 ccm-orch ensure scaffold /etc/app --source ./templates/app --purge --where role=app --key ops.seed
 `,
+	"ensure request": `
+# A CCM request file (what ccm ensure api pipe reads) on every web host, audited first
+ccm-orch ensure --request motd.json --where role=web --noop --key ops.seed
+ccm-orch ensure --request motd.json --where role=web --key ops.seed
+# The request document on stdin, 10 hosts at a time
+ccm-orch ensure --request - --batch 10 --key ops.seed
+`,
 	"apply": `
 # What would change (exit 5 on drift), then apply it, 10% of the hosts at a time
 ccm-orch apply site.yaml --where role=web --noop --key ops.seed
@@ -83,6 +90,8 @@ ccm-orch apply site.yaml --async --key ops.seed
 ccm-orch audit site.yaml --key audit.seed
 # As one JSON document, for a compliance report
 ccm-orch audit site.yaml --where os=debian --json --key audit.seed
+# How each host drifted: content diffs, hosts with the same diff grouped
+ccm-orch audit site.yaml --diff --key audit.seed
 `,
 	"assign": `
 # nginx kept in place on every web server: applied at once, then every 30 minutes
@@ -124,8 +133,8 @@ ccm-orch history list
 ccm-orch history list --since 7d --host web1 --limit 50
 `,
 	"history show": `
-# A request's report rebuilt from history, late replies included
-ccm-orch history show 0123456789abcdefghij
+# A request's report rebuilt from history, late replies included, with the diffs it found
+ccm-orch history show 0123456789abcdefghij --diff
 ccm-orch history show 0123456789abcdefghij --json
 `,
 	"history host": `
@@ -138,8 +147,22 @@ ccm-orch bench --agents 1000 --rounds 5
 # Only the noop and floor rows, with CPU profiles
 ccm-orch bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
 `,
+	"ui": `
+# The dashboard on this machine, reading the fleet's NATS with a read-only context
+ccm-orch ui --context fleet-readonly
+# On another port, keeping the newest 50,000 runs in memory
+ccm-orch ui --listen 127.0.0.1:9090 --max-runs 50000 --server nats://nats.example.com:4222
+# On the network: HTTPS and a token are required there
+ccm-orch ui --listen 0.0.0.0:8443 --https-cert /etc/ccm/ui.pem --https-key /etc/ccm/ui-key.pem --auth-token /etc/ccm/ui.token
+`,
 	"keys new": `
 # A signing key: keep ops.seed secret, put the contents of ops.pub in the agents' policy
 ccm-orch keys new ops --dir /root/.ccm
+`,
+	"policy check": `
+# Would an agent with web1's facts run this manifest for the web team? One line per decision, exit 2 if not
+ccm-orch policy check /etc/ccm/policy.yaml --key web --manifest site.yaml --facts web1-facts.yaml
+# A CCM ensure request, judged as a noop run for the auditors, as JSON
+ccm-orch policy check policy.yaml --key audit --request nginx.json --facts db1-facts.yaml --noop --json
 `,
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/cmd/internal/diffview"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/orchestrator"
@@ -162,12 +163,14 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 
 func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 	var (
-		id string
-		js bool
+		id                string
+		js, diff, noColor bool
 	)
 	cmd := h.Command("show", "Print a request's report rebuilt from history, late replies included, with the live command's exit code")
 	cmd.Arg("request", "The request id").Required().StringVar(&id)
 	cmd.Flag("json", "Print the result document, as the live command's --json").BoolVar(&js)
+	cmd.Flag("diff", "Also print the diffs the hosts reported, grouped as the live --diff does (facts for grouping come from today's node registry)").UnNegatableBoolVar(&diff)
+	cmd.Flag("no-color", "Do not colour added and removed lines of diffs").UnNegatableBoolVar(&noColor)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
@@ -197,6 +200,10 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 					renderManifestResult(out, run.Result, a.Verbose)
 				}
 				_ = out.Flush()
+				if diff {
+					c.LoadFacts(ctx, run.Result)
+					renderDiffGroups(a.Stdout, orchestrator.DiffGroups(run.Result), diffview.Colour(a.Stdout, noColor))
+				}
 			}
 			if run.Result.ExitCode != protocol.ExitOK {
 				return program.Exit(run.Result.ExitCode, nil)

@@ -60,5 +60,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerHistory(cli)
 	a.registerBench(cli)
 	a.registerKeys(cli)
+	a.registerPolicy(cli)
+	a.registerUI(cli)
 	return cli, program.AttachExamples(cli, examples)
 }

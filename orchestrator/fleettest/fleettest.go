@@ -2,6 +2,7 @@ package fleettest
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,6 +14,7 @@ import (
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -44,6 +46,9 @@ type Options struct {
 	// Config is the agents' base configuration. Its StateDir defaults to a
 	// directory below t.TempDir() and its ShutdownTimeout to 5s.
 	Config agent.Config
+	// Log, when set, receives the agents', the engine's and the providers'
+	// logs; nil discards them.
+	Log *slog.Logger
 }
 
 // Start starts a broker and count simulated agents whose facts are base
@@ -86,7 +91,7 @@ func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary 
 		}
 		vs = append(vs, pv)
 	}
-	reg, err := providers.Builtin(providers.Options{})
+	reg, err := providers.Builtin(providers.Options{Log: o.Log})
 	if err != nil {
 		t.Fatalf("fleettest: %v", err)
 		return nil
@@ -110,7 +115,8 @@ func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary 
 		Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 			return natsconn.Connect(ctx, natsconn.Options{Servers: url, Name: name})
 		},
-		Engine:  engine.New(reg),
+		Engine:  newEngine(reg, o.Log),
+		Log:     o.Log,
 		Version: "fleettest",
 		Ready:   func() { close(ready) },
 	}
@@ -135,6 +141,14 @@ func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary 
 		t.Fatalf("fleettest: agents did not serve within %s", startTimeout)
 	}
 	return f
+}
+
+// newEngine is the agents' engine, logging to log when set.
+func newEngine(reg *resources.Registry, log *slog.Logger) *engine.Engine {
+	if log == nil {
+		return engine.New(reg)
+	}
+	return engine.New(reg, engine.WithLogger(log))
 }
 
 // Connect opens a client connection to the fleet's broker, closed at t's

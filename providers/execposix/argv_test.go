@@ -119,7 +119,7 @@ var _ = Describe("Command lines", func() {
 			out, err := exectype.Type{}.Apply(ctx, &resources.ApplyContext{}, p, provider(f(fake)))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(out.Changed).To(BeTrue())
-			Expect(out.State.(*protocol.ExecState).Metadata.ExitCode).To(HaveValue(Equal(0)))
+			Expect(out.State.(*protocol.ExecState).ExitCode).To(HaveValue(Equal(0)))
 			for _, c := range fake.Calls() {
 				Expect(c.Dir).To(Equal("/opt/app"))
 			}

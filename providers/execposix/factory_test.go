@@ -109,8 +109,8 @@ var _ = Describe("Status", func() {
 			Expect(st.Ensure).To(Equal("present"))
 			Expect(st.Metadata.Name).To(Equal("/bin/true"))
 			Expect(st.Metadata.Provider).To(Equal(factory().Name()))
-			Expect(st.Metadata.CreatesSatisfied).To(Equal(want))
-			Expect(st.Metadata.ExitCode).To(BeNil())
+			Expect(st.CreatesSatisfied).To(Equal(want))
+			Expect(st.ExitCode).To(BeNil())
 		},
 		Entry("posix, no creates", posixFactory, func(string) string { return "" }, false),
 		Entry("posix, creates exists", posixFactory, existing, true),

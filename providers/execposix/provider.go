@@ -81,7 +81,7 @@ func (b *base) Status(ctx context.Context, props *exectype.Properties) (*protoco
 		if err != nil {
 			return nil, fmt.Errorf("%s provider: creates: %w", b.name, err)
 		}
-		st.Metadata.CreatesSatisfied = ok
+		st.CreatesSatisfied = ok
 	}
 	return st, nil
 }
@@ -92,12 +92,25 @@ func (b *base) run(ctx context.Context, props *exectype.Properties, path string,
 	if b.runner == nil {
 		return nil, fmt.Errorf("%s provider: %w", b.name, ErrNoRunner)
 	}
+	// The same fixed base on every host and from every caller: CCM's PATH
+	// (or the resource's path), locale and working directory (or the
+	// resource's cwd), then the resource's environment; never the agent's or
+	// the caller's own environment or directory.
+	searchPath := props.Path
+	if searchPath == "" {
+		searchPath = exectype.BasePath
+	}
+	dir := props.Cwd
+	if dir == "" {
+		dir = exectype.BaseDir
+	}
 	cmd := runner.Command{
 		Path:       path,
 		Args:       args,
-		Dir:        props.Cwd,
+		Dir:        dir,
+		BaseEnv:    exectype.BaseEnvironment(),
 		Env:        props.Environment,
-		SearchPath: props.Path,
+		SearchPath: searchPath,
 		Timeout:    props.TimeoutDuration(),
 		MaxOutput:  exectype.MaxOutput,
 	}

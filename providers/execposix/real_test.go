@@ -71,15 +71,15 @@ var _ = Describe("Real processes", func() {
 		out, st, err := apply(p, posix, &resources.ApplyContext{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Changed).To(BeTrue())
-		Expect(st.Metadata.ExitCode).To(HaveValue(Equal(0)))
-		Expect(st.Metadata.CreatesSatisfied).To(BeTrue())
+		Expect(st.ExitCode).To(HaveValue(Equal(0)))
+		Expect(st.CreatesSatisfied).To(BeTrue())
 		Expect(flag).To(BeAnExistingFile())
 
 		out, st, err = apply(p, posix, &resources.ApplyContext{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Changed).To(BeFalse())
-		Expect(st.Metadata.ExitCode).To(BeNil())
-		Expect(st.Metadata.CreatesSatisfied).To(BeTrue())
+		Expect(st.ExitCode).To(BeNil())
+		Expect(st.CreatesSatisfied).To(BeTrue())
 		Expect(os.ReadFile(count)).To(Equal([]byte("run\n")))
 	})
 
@@ -107,7 +107,7 @@ var _ = Describe("Real processes", func() {
 			}
 			Expect(err).To(MatchError(resources.ErrDesiredStateFailed))
 			Expect(err).To(MatchError(ContainSubstring(wantErr)))
-			Expect(st.Metadata.ExitCode).NotTo(BeNil())
+			Expect(st.ExitCode).NotTo(BeNil())
 		},
 		Entry("/bin/false fails by default", "/bin/false", nil, "exit code 1 is not one of [0]"),
 		Entry("/bin/false succeeds when 1 is returned", "/bin/false", []int{0, 1}, ""),
@@ -240,7 +240,7 @@ var _ = Describe("Real processes", func() {
 			out, st, err := apply(p, posix, &resources.ApplyContext{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(out.Changed).To(BeFalse())
-			Expect(st.Metadata.ExitCode).To(BeNil())
+			Expect(st.ExitCode).To(BeNil())
 			Expect(target).NotTo(BeAnExistingFile())
 		})
 
@@ -288,7 +288,7 @@ var _ = Describe("Real processes", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(out.Changed).To(BeTrue())
 			Expect(out.Refreshed).To(BeTrue())
-			Expect(st.Metadata.ExitCode).To(HaveValue(Equal(0)))
+			Expect(st.ExitCode).To(HaveValue(Equal(0)))
 			Expect(target).To(BeAnExistingFile())
 		})
 

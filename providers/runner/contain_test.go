@@ -204,6 +204,11 @@ var _ = Describe("Supervisor.KillLeftovers", func() {
 		waited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(waited) }()
 		DeferCleanup(func() { _ = cmd.Process.Kill(); <-waited })
+		// Until it has exec'd, the child is a copy of this process with
+		// this process's environment: no marker to find yet (seen under
+		// load as a leftover not killed).
+		cmdline := fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)
+		Eventually(func() string { b, _ := os.ReadFile(cmdline); return string(b) }).Should(HavePrefix("/bin/sleep\x00"))
 		return cmd
 	}
 

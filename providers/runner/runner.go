@@ -40,6 +40,10 @@ type Command struct {
 	// Env holds KEY=VALUE pairs added to (and overriding) the inherited
 	// environment.
 	Env []string
+	// BaseEnv, when not nil, replaces the inherited environment: the
+	// process starts from these KEY=VALUE pairs (then SearchPath and Env),
+	// never from the runner's own environment.
+	BaseEnv []string
 	// SearchPath, when set, is the colon separated PATH used to find Path
 	// and given to the process.
 	SearchPath string
@@ -179,7 +183,11 @@ func startCommand(ctx context.Context, sc *execScope, path string, c Command) (*
 	}
 	cmd := exec.CommandContext(ctx, path, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = os.Environ()
+	if c.BaseEnv != nil {
+		cmd.Env = append([]string(nil), c.BaseEnv...)
+	} else {
+		cmd.Env = os.Environ()
+	}
 	if c.SearchPath != "" {
 		cmd.Env = append(cmd.Env, "PATH="+c.SearchPath)
 	}

@@ -4,8 +4,9 @@ import "errors"
 
 var (
 	// ErrUnsupportedSource is returned (with resources.ErrInvalid) when the
-	// source is a URL: this provider renders local directories only.
-	ErrUnsupportedSource = errors.New("only local source directories are supported")
+	// source is a URL other than file://: this provider renders local
+	// directories only.
+	ErrUnsupportedSource = errors.New("only local directories and file:// URLs of them are supported as sources")
 	// ErrTargetNotDirectory is returned when the target exists but is not a
 	// directory; nothing is changed.
 	ErrTargetNotDirectory = errors.New("target exists and is not a directory")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,14 +84,25 @@ func (p *Provider) Scaffold(ctx context.Context, env *templates.Env, props *scaf
 }
 
 func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffoldtype.Properties, noop bool) (*protocol.ScaffoldState, error) {
+	return p.renderThen(ctx, env, props, noop, nil)
+}
+
+// renderThen is render calling inspect, when set, with the staged render and
+// the actions found before anything is purged (see diff.go).
+func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *scaffoldtype.Properties, noop bool, inspect func(stage string, tgt *safefs.Dir, result []scaffold.ManagedFile)) (*protocol.ScaffoldState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
 	}
-	if scaffoldtype.IsURL(props.Source) {
-		return nil, fmt.Errorf("scaffold %s: source %q: %w: %w", props.Name, props.Source, resources.ErrInvalid, ErrUnsupportedSource)
+	source, err := sourceDirectory(props.Source)
+	if err != nil {
+		return nil, fmt.Errorf("scaffold %s: source %q: %w: %w", props.Name, props.Source, resources.ErrInvalid, err)
 	}
 	if env == nil {
 		env = templates.New(nil, nil)
+	}
+	if props.Data != nil {
+		// The scaffold's own data replaces the run's data entirely.
+		env = templates.New(env.Facts(), props.Data)
 	}
 	if _, err := targetExists(props.Name); err != nil {
 		return nil, err
@@ -110,7 +122,7 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 	left, right := delimiters(props)
 	cfg := scaffold.Config{
 		TargetDirectory:      stage,
-		SourceDirectory:      props.Source,
+		SourceDirectory:      source,
 		MergeTargetDirectory: true,
 		Post:                 post,
 		SkipEmpty:            props.SkipEmpty,
@@ -158,6 +170,9 @@ func (p *Provider) render(ctx context.Context, env *templates.Env, props *scaffo
 		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
 	}
 
+	if inspect != nil {
+		inspect(stage, tgt, result)
+	}
 	st := newState(props, tgt != nil)
 	md := st.Metadata
 	for _, f := range result {
@@ -263,4 +278,20 @@ func existing(tgt *safefs.Dir, target string, files []string) []string {
 func inside(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && filepath.IsAbs(path) && rel != "." && filepath.IsLocal(rel)
+}
+
+// sourceDirectory returns the local directory a source names. The type
+// passes URL sources through unchanged (seed 001); this provider reads
+// file:// URLs of absolute local directories (host empty or localhost) and
+// refuses every other scheme.
+func sourceDirectory(source string) (string, error) {
+	if !scaffoldtype.IsURL(source) {
+		return source, nil
+	}
+	u, err := url.Parse(source)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.Fragment != "" ||
+		!filepath.IsAbs(u.Path) || filepath.Clean(u.Path) != u.Path {
+		return "", ErrUnsupportedSource
+	}
+	return u.Path, nil
 }

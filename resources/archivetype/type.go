@@ -76,8 +76,9 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 		return &resources.Outcome{State: initial}, nil
 	}
 	pl := decide(prop, initial.Metadata)
+	diff := diffFor(prop, initial.Metadata, pl)
 	if noop {
-		return &resources.Outcome{State: initial, Changed: pl.changes(), NoopMessage: pl.noopMessage()}, nil
+		return &resources.Outcome{State: initial, Changed: pl.changes(), NoopMessage: pl.noopMessage(), Diff: diff}, nil
 	}
 
 	changed, err := act(ctx, log, prov, prop, pl)
@@ -93,7 +94,7 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if err != nil {
 		return &resources.Outcome{State: initial, Changed: changed}, err
 	}
-	out := &resources.Outcome{State: final, Changed: changed}
+	out := &resources.Outcome{State: final, Changed: changed, Diff: diff}
 	if ok, why := desired(prop, final.Metadata); !ok {
 		return out, fmt.Errorf("archive %s: %w: %s", prop.Name, resources.ErrDesiredStateFailed, why)
 	}

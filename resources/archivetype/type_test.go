@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -274,3 +275,28 @@ func (d dirProvider) Status(_ context.Context, p *archivetype.Properties) (*prot
 	}
 	return st, nil
 }
+
+var _ = Describe("archive diffs", func() {
+	It("say what would be downloaded, extracted and cleaned, with checksums", func() {
+		f := setup(scenario{cleanup: true, checksum: csMatch})
+		out, err := f.apply(true)
+		Expect(err).NotTo(HaveOccurred())
+		fields := []string{}
+		for _, c := range out.Diff.Changes {
+			fields = append(fields, c.Field)
+		}
+		Expect(fields).To(Equal([]string{"download", "extract", "cleanup"}))
+		dl := out.Diff.Changes[0]
+		Expect(dl.From).To(Equal("absent"))
+		Expect(dl.To).To(ContainSubstring(" -> " + f.p.Name + " sha256:" + strings.ToLower(f.p.Checksum)))
+		Expect(out.Diff.Changes[1].To).To(Equal("into " + f.p.ExtractParent + " (creates " + f.p.Creates + ")"))
+	})
+
+	It("name the archive's current checksum when it is downloaded again", func() {
+		f := setup(scenario{archive: true, checksum: csMismatch, noExtract: true, noCreates: true})
+		out, err := f.apply(true)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Diff.Changes[0].Field).To(Equal("download"))
+		Expect(out.Diff.Changes[0].From).To(HavePrefix(f.p.Name + " sha256:"))
+	})
+})

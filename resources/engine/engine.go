@@ -64,6 +64,9 @@ type RunOptions struct {
 	// MonitorOnly runs only the resources' health checks: nothing is
 	// checked against its desired state or changed.
 	MonitorOnly bool
+	// DiffLimit is the content size, in bytes on each side, above which a
+	// diff is a summary line; 0 means resources.DefaultDiffLimit.
+	DiffLimit int64
 }
 
 // Session is one run. Its methods may be called from one goroutine at a time.
@@ -148,6 +151,9 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	managed, err := s.managed(c.Control)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err)
+	}
+	if s.opts.Env.Sensitive(spec.Properties, expanded) {
+		c.Sensitive = true
 	}
 	p := &Prepared{Type: t, Properties: props, Managed: managed}
 	if !managed {
@@ -308,6 +314,7 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		WorkingDir: s.opts.WorkingDir,
 		Env:        s.opts.Env,
 		Log:        log,
+		DiffLimit:  s.opts.DiffLimit,
 	}
 	out, err := p.Type.Apply(ctx, ac, p.Properties, prov)
 	if out == nil {
@@ -318,18 +325,24 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	if s.opts.Noop {
 		ev.NoopMessage = out.NoopMessage
 	}
+	if out.Changed || out.Refreshed {
+		ev.Diff = eventDiff(out.Diff, c.Sensitive)
+	}
 	if err != nil {
 		ev.Failed = true
 		ev.Errors = append(ev.Errors, err.Error())
 		log.Error("failed", "error", err)
 	}
-	if out.State != nil {
+	// As CCM: a failed resource has no status and no final ensure; any
+	// other has the state the type read last (after a change, read again),
+	// stable unless it failed or, under noop, would change.
+	if out.State != nil && !ev.Failed {
 		st := out.State.Common()
 		st.Changed = ev.Changed
 		st.Refreshed = ev.Refreshed
 		st.Noop = ev.Noop
 		st.NoopMessage = ev.NoopMessage
-		st.Stable = !ev.Changed && !ev.Refreshed && !ev.Failed
+		st.Stable = !(ev.Noop && (ev.Changed || ev.Refreshed))
 		ev.Status = out.State
 		ev.FinalEnsure = st.Ensure
 	}
@@ -357,13 +370,6 @@ func (s *Session) provider(f resources.Factory) (resources.Provider, error) {
 // redacted copy.
 type Redactor interface {
 	Redacted() any
-}
-
-func eventProperties(p resources.Properties) any {
-	if r, ok := p.(Redactor); ok {
-		return r.Redacted()
-	}
-	return p
 }
 
 // Ensure prepares and applies one resource. The error is non-nil only when

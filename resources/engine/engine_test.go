@@ -153,7 +153,7 @@ var _ = Describe("Engine", func() {
 		Expect(ev.Changed).To(BeTrue())
 		Expect(ev.NoopMessage).To(BeEmpty())
 		Expect(ev.Status.Common().Changed).To(BeTrue())
-		Expect(ev.Status.Common().Stable).To(BeFalse())
+		Expect(ev.Status.Common().Stable).To(BeTrue(), "the state after a successful change is the desired one, as CCM reports it")
 		Expect(ev.Properties.(*probeProps).Password).To(Equal("[redacted]"))
 	})
 
@@ -163,6 +163,7 @@ var _ = Describe("Engine", func() {
 		Expect(ev.Noop).To(BeTrue())
 		Expect(ev.NoopMessage).To(Equal("Would have created the file"))
 		Expect(ev.Status.Common().NoopMessage).To(Equal("Would have created the file"))
+		Expect(ev.Status.Common().Stable).To(BeFalse(), "under noop a resource that would change is not stable")
 		Expect(typ.applied[0].Noop).To(BeTrue())
 	})
 
@@ -171,7 +172,9 @@ var _ = Describe("Engine", func() {
 		Expect(err).ToNot(HaveOccurred())
 		Expect(ev.Failed).To(BeTrue())
 		Expect(ev.Errors).To(ConsistOf(ContainSubstring("desired state not achieved")))
-		Expect(ev.Status).ToNot(BeNil())
+		// As CCM: a failed resource carries no status and no final ensure.
+		Expect(ev.Status).To(BeNil())
+		Expect(ev.FinalEnsure).To(BeEmpty())
 	})
 
 	It("fails the resource when no provider can manage it", func() {

@@ -52,7 +52,10 @@ func (t *probeType) Apply(_ context.Context, ac *resources.ApplyContext, props r
 	if pp.Fail {
 		return &resources.Outcome{State: st}, fmt.Errorf("file %s: %w", pp.Name, resources.ErrDesiredStateFailed)
 	}
-	out := &resources.Outcome{State: st, Changed: true}
+	out := &resources.Outcome{State: st, Changed: true, Diff: &protocol.Diff{
+		Content: "-old\n+" + pp.Content + "\n",
+		Changes: []protocol.Change{{Field: "mode", From: "0600", To: "0644"}, {Field: "download", To: pp.Content}},
+	}}
 	if ac.Noop {
 		out.NoopMessage = "Would have created the file"
 	}

@@ -34,7 +34,7 @@ func decide(ctx context.Context, prov Provider, p *Properties, st *protocol.Exec
 	switch {
 	case refresh:
 		return decision{run: true, refresh: true, reason: "a subscribed resource changed"}, nil
-	case p.Creates != "" && st.Metadata.CreatesSatisfied:
+	case p.Creates != "" && st.CreatesSatisfied:
 		return decision{reason: "creates " + p.Creates + " exists"}, nil
 	case p.RefreshOnly:
 		return decision{reason: "refreshonly is set and no subscribed resource changed"}, nil

@@ -65,8 +65,9 @@ func (f *fakeProvider) Status(ctx context.Context, p *exectype.Properties) (*pro
 		return nil, f.statusErr
 	}
 	return &protocol.ExecState{
-		CommonState: protocol.NewCommonState(protocol.TypeExec, p.Name, "present"),
-		Metadata:    &protocol.ExecMetadata{Name: p.Name, Provider: "fake", CreatesSatisfied: p.Creates != "" && f.creates},
+		CommonState:      protocol.NewCommonState(protocol.TypeExec, p.Name, "present"),
+		CreatesSatisfied: p.Creates != "" && f.creates,
+		Metadata:         &protocol.ExecMetadata{Name: p.Name, Provider: "fake"},
 	}, nil
 }
 

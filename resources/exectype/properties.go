@@ -26,7 +26,8 @@ type Properties struct {
 	Command string `json:"command,omitempty"`
 	// Cwd is the absolute working directory of the command.
 	Cwd string `json:"cwd,omitempty"`
-	// Environment holds KEY=VALUE pairs added to the inherited environment.
+	// Environment holds KEY=VALUE pairs added to the base environment
+	// (BasePath and BaseEnvironment).
 	Environment []string `json:"environment,omitempty"`
 	// Path is the colon separated search path, of absolute directories, used
 	// to find the executable and given to the command as PATH.
@@ -204,7 +205,7 @@ func (p *Properties) validateEnvironment() error {
 			return resources.Invalidf("property environment: %q has an empty value", kv)
 		case strings.ContainsRune(kv, 0):
 			return resources.Invalidf("property environment: %q contains a NUL byte", kv)
-		case !validEnvKey(key):
+		case !ValidEnvKey(key):
 			return resources.Invalidf("property environment: key %q is not a variable name (letters, digits and _, not starting with a digit)", key)
 		}
 	}
@@ -215,9 +216,9 @@ func (p *Properties) validateEnvironment() error {
 // system call.
 var errNUL = errors.New("contains a NUL byte")
 
-// validEnvKey reports whether k is a portable environment variable name:
+// ValidEnvKey reports whether k is a portable environment variable name:
 // ASCII letters, digits and '_', not starting with a digit.
-func validEnvKey(k string) bool {
+func ValidEnvKey(k string) bool {
 	for i := 0; i < len(k); i++ {
 		c := k[i]
 		switch {

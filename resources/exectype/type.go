@@ -88,7 +88,8 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *protocol.ExecState, d decision, log *slog.Logger) (*resources.Outcome, error) {
 	log.Info("executing", "reason", d.reason)
 	res, runErr := prov.Execute(ctx, p, p.CommandLine())
-	if res != nil && p.LogOutput {
+	// A sensitive command's output stays out of logs and the state.
+	if res != nil && p.LogOutput && !p.Sensitive {
 		logOutput(log, res)
 	}
 	if runErr != nil {
@@ -105,8 +106,8 @@ func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *p
 		return &resources.Outcome{State: before, Changed: true, Refreshed: d.refresh}, err
 	}
 	code := res.ExitCode
-	after.Metadata.ExitCode = &code
-	if p.LogOutput {
+	after.ExitCode = &code
+	if p.LogOutput && !p.Sensitive {
 		after.Metadata.Output = combinedOutput(res)
 	}
 	after.Changed, after.Refreshed = true, d.refresh
@@ -120,7 +121,7 @@ func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *p
 		}
 		return out, fmt.Errorf("exec %s: %w: %s", p.Name, resources.ErrDesiredStateFailed, msg)
 	}
-	if p.Creates != "" && !after.Metadata.CreatesSatisfied {
+	if p.Creates != "" && !after.CreatesSatisfied {
 		log.Warn("command succeeded but did not create its creates file", "creates", p.Creates)
 	}
 	log.Info("executed", "exit_code", code)

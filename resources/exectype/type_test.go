@@ -89,9 +89,9 @@ var _ = Describe("Type", func() {
 			st := out.State.(*protocol.ExecState)
 			Expect(st.Ensure).To(Equal("present"))
 			if r.wantRun {
-				Expect(st.Metadata.ExitCode).To(HaveValue(Equal(0)))
+				Expect(st.ExitCode).To(HaveValue(Equal(0)))
 			} else {
-				Expect(st.Metadata.ExitCode).To(BeNil())
+				Expect(st.ExitCode).To(BeNil())
 			}
 
 			By("applying under noop: guards run, the command does not")
@@ -102,7 +102,7 @@ var _ = Describe("Type", func() {
 			Expect(out.Changed).To(Equal(r.wantRun))
 			Expect(out.Refreshed).To(Equal(r.wantRefreshed))
 			Expect(out.NoopMessage).To(Equal(r.wantNoopMsg))
-			Expect(out.State.(*protocol.ExecState).Metadata.ExitCode).To(BeNil())
+			Expect(out.State.(*protocol.ExecState).ExitCode).To(BeNil())
 		},
 		Entry("subscribe triggered: execute", row{refresh: true,
 			wantRun: true, wantRefreshed: true, wantNoopMsg: "Would have executed via subscribe"}),
@@ -144,7 +144,7 @@ var _ = Describe("Type", func() {
 			Expect(err).To(MatchError(resources.ErrDesiredStateFailed))
 			Expect(err.Error()).To(Equal("exec reload-app: desired state not achieved: exit code 3 is not one of [0]: reload failed: no config | second"))
 			Expect(out.Changed).To(BeTrue())
-			Expect(out.State.(*protocol.ExecState).Metadata.ExitCode).To(HaveValue(Equal(3)))
+			Expect(out.State.(*protocol.ExecState).ExitCode).To(HaveValue(Equal(3)))
 		})
 
 		It("quotes stdout when stderr is empty", func() {
@@ -176,7 +176,7 @@ var _ = Describe("Type", func() {
 			out, err := apply(p, f, &resources.ApplyContext{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(out.Changed).To(BeTrue())
-			Expect(out.State.(*protocol.ExecState).Metadata.ExitCode).To(HaveValue(Equal(2)))
+			Expect(out.State.(*protocol.ExecState).ExitCode).To(HaveValue(Equal(2)))
 		})
 
 		It("reads creates_satisfied again after running", func() {
@@ -184,7 +184,7 @@ var _ = Describe("Type", func() {
 			f.createOnRun = cmd
 			out, err := apply(p, f, &resources.ApplyContext{})
 			Expect(err).NotTo(HaveOccurred())
-			Expect(out.State.(*protocol.ExecState).Metadata.CreatesSatisfied).To(BeTrue())
+			Expect(out.State.(*protocol.ExecState).CreatesSatisfied).To(BeTrue())
 		})
 	})
 

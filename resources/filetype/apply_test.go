@@ -93,14 +93,14 @@ var _ = Describe("Type", func() {
 			Expect(fp.calls).To(Equal([]string{"Status /srv/f"}))
 		})
 
-		It("removes a directory in the way before storing, passing force", func() {
-			done := found("present", filetype.ChecksumBytes([]byte("hi")), "root", "root", "0644")
-			fp := &fakeProvider{states: []*protocol.FileState{stDirMatch, done}}
+		It("refuses a directory where the file should be, naming it, and changes nothing, even with force", func() {
+			fp := &fakeProvider{states: []*protocol.FileState{stDirMatch}}
 			p := fakeProps("present", ptr("hi"))
 			p.Force = true
 			_, err := ft.Apply(ctx, ac, p, fp)
-			Expect(err).ToNot(HaveOccurred())
-			Expect(fp.calls).To(Equal([]string{"Status /srv/f", "Remove /srv/f force=true", `Store /srv/f "hi" "" root:root 0644`, "Status /srv/f"}))
+			Expect(err).To(MatchError(filetype.ErrDirectoryInTheWay))
+			Expect(err.Error()).To(HavePrefix("file /srv/f: is a directory where a file should be"))
+			Expect(fp.calls).To(Equal([]string{"Status /srv/f"}))
 		})
 
 		It("returns the provider's error, naming the file", func() {

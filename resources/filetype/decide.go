@@ -34,6 +34,9 @@ const (
 	msgCreateFile      = "Would have created the file"
 	msgCreateDirectory = "Would have created directory"
 	msgRemove          = "Would have removed the file"
+	// msgUpdateAttributes is CCM's message when only owner, group or mode
+	// differ on an existing file or directory.
+	msgUpdateAttributes = "Would have updated attributes"
 )
 
 // desired is the resolved desired state of one file resource.
@@ -54,6 +57,9 @@ type plan struct {
 	replace bool
 	// diffs says what differs in an existing file or directory.
 	diffs []string
+	// existing is true when the directory asked for exists and only its
+	// attributes differ.
+	existing bool
 }
 
 // noopMessage returns the seed's message for the action, followed by what
@@ -67,6 +73,12 @@ func (p plan) noopMessage() string {
 		msg = msgRemove
 	case actionCreateDirectory:
 		msg = msgCreateDirectory
+		if !p.existing {
+			break
+		}
+		msg = msgUpdateAttributes
+	case actionSetAttributes:
+		msg = msgUpdateAttributes
 	default:
 		msg = msgCreateFile
 	}
@@ -107,14 +119,14 @@ func decide(want desired, cur *protocol.FileState) (plan, error) {
 		if len(diffs) == 0 {
 			return plan{action: actionNone}, nil
 		}
-		return plan{action: actionCreateDirectory, diffs: diffs}, nil
+		return plan{action: actionCreateDirectory, diffs: diffs, existing: true}, nil
 	}
 
 	switch have {
 	case EnsureAbsent:
 		return plan{action: actionStore}, nil
 	case EnsureDirectory:
-		return plan{action: actionStore, replace: true, diffs: []string{"a directory is in the way"}}, nil
+		return plan{}, ErrDirectoryInTheWay
 	}
 	var diffs []string
 	contentDiffers := want.manageContent && (cur.Metadata == nil || cur.Metadata.Checksum != want.checksum)

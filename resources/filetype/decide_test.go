@@ -54,7 +54,6 @@ var _ = Describe("decide", func() {
 		Entry("present | absent | Store", "present", stAbsent, "Store", false),
 		Entry("present | present + wrong content | Store", "present", stFileContent, "Store", false),
 		Entry("present | present + wrong attrs | SetAttributes (content already matches; same result as Store without rewriting)", "present", stFileAttrs, "SetAttributes", false),
-		Entry("present | directory | Store (the directory is removed first, needing force unless empty)", "present", stDirMatch, "Store", true),
 		Entry("absent | symlink | Remove (the link, never its target)", "absent", stSymlink, "Remove", false),
 		Entry("absent | special | Remove", "absent", stSpecial, "Remove", false),
 	)
@@ -68,6 +67,7 @@ var _ = Describe("decide", func() {
 		Entry("directory over a symlink", "directory", stSymlink, filetype.ErrSymlink),
 		Entry("present over a FIFO", "present", stSpecial, filetype.ErrUnsupportedFileType),
 		Entry("directory over a FIFO", "directory", stSpecial, filetype.ErrUnsupportedFileType),
+		Entry("present over a directory (never replaced by the file, empty or not)", "present", stDirMatch, filetype.ErrDirectoryInTheWay),
 	)
 
 	DescribeTable("state checks in order: ensure, content, owner, group, mode",
@@ -77,11 +77,10 @@ var _ = Describe("decide", func() {
 			Expect(msg).To(Equal(wantMsg))
 		},
 		Entry("ensure", stAbsent, "Would have created the file"),
-		Entry("ensure: directory in the way", stDirMatch, "Would have created the file: a directory is in the way"),
 		Entry("content", stFileContent, "Would have created the file: content differs"),
-		Entry("owner", found("present", sumA, "nobody", "root", "0644"), "Would have created the file: owner nobody should be root"),
-		Entry("group", found("present", sumA, "root", "nogroup", "0644"), "Would have created the file: group nogroup should be root"),
-		Entry("mode", found("present", sumA, "root", "root", "0600"), "Would have created the file: mode 0600 should be 0644"),
+		Entry("owner", found("present", sumA, "nobody", "root", "0644"), "Would have updated attributes: owner nobody should be root"),
+		Entry("group", found("present", sumA, "root", "nogroup", "0644"), "Would have updated attributes: group nogroup should be root"),
+		Entry("mode", found("present", sumA, "root", "root", "0600"), "Would have updated attributes: mode 0600 should be 0644"),
 		Entry("all of them, in order", found("present", sumB, "nobody", "nogroup", "0600"),
 			"Would have created the file: content differs, owner nobody should be root, group nogroup should be root, mode 0600 should be 0644"),
 	)
@@ -94,7 +93,7 @@ var _ = Describe("decide", func() {
 		},
 		Entry("creating a file", "present", stAbsent, "Would have created the file"),
 		Entry("creating a directory", "directory", stAbsent, "Would have created directory"),
-		Entry("fixing a directory", "directory", stDirAttrs, "Would have created directory: mode 0700 should be 0644"),
+		Entry("fixing a directory", "directory", stDirAttrs, "Would have updated attributes: mode 0700 should be 0644"),
 		Entry("a file where a directory is wanted", "directory", stFileMatch, "Would have created directory: a regular file is in the way"),
 		Entry("removing a file", "absent", stFileMatch, "Would have removed the file"),
 		Entry("removing a directory", "absent", stDirMatch, "Would have removed the file"),
@@ -108,7 +107,7 @@ var _ = Describe("decide", func() {
 		action, _, msg, err := filetype.DecideForTest("present", false, "", "root", "root", "0600", stFileContent)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(action).To(Equal("SetAttributes"))
-		Expect(msg).To(Equal("Would have created the file: mode 0644 should be 0600"))
+		Expect(msg).To(Equal("Would have updated attributes: mode 0644 should be 0600"))
 	})
 
 	It("matches a numeric owner and group against the ids Status reports", func() {

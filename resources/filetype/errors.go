@@ -13,6 +13,9 @@ var (
 	// other than a regular file, a directory or a symbolic link (a FIFO, a
 	// socket, a device) and would have to be written or replaced.
 	ErrUnsupportedFileType = errors.New("is not a regular file or a directory")
+	// ErrDirectoryInTheWay is returned when a directory is where a file is
+	// wanted: it is never replaced by the file, empty or not.
+	ErrDirectoryInTheWay = errors.New("is a directory where a file should be; refusing to replace it (remove it, or ask for ensure: directory)")
 	// ErrRemoveRoot is returned when removing / is asked for.
 	ErrRemoveRoot = errors.New("refusing to remove /")
 )

@@ -87,3 +87,20 @@ func parseModeValue(s string) (uint32, error) {
 	}
 	return uint32(v), nil
 }
+
+// DirectoryMode returns mode s with the search (x) bit added wherever the
+// read bit is granted, as CCM and Puppet do for directories: "0644" becomes
+// "0755", "0640" becomes "0750", "0600" becomes "0700". A mode that does
+// not parse is returned unchanged (validation reports it).
+func DirectoryMode(s string) string {
+	v, err := parseModeValue(s)
+	if err != nil {
+		return s
+	}
+	for _, rx := range [][2]uint32{{0o400, 0o100}, {0o040, 0o010}, {0o004, 0o001}} {
+		if v&rx[0] != 0 {
+			v |= rx[1]
+		}
+	}
+	return FormatMode(v)
+}

@@ -67,14 +67,15 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	if pl.action == actionNone {
 		return &resources.Outcome{State: cur}, nil
 	}
+	diff := diffFor(ctx, ac, fp, fprops, want, cur, pl, content, source)
 	if ac.Noop {
 		msg := pl.noopMessage()
 		log.Info("noop: file would change", "action", pl.action.String(), "message", msg)
-		return &resources.Outcome{State: cur, Changed: true, NoopMessage: msg}, nil
+		return &resources.Outcome{State: cur, Changed: true, NoopMessage: msg, Diff: diff}, nil
 	}
 
 	log.Info("changing file", "action", pl.action.String(), "differs", strings.Join(pl.diffs, ", "))
-	if err := act(ctx, fp, fprops, pl, content, source); err != nil {
+	if err := act(ctx, fp, fprops, pl, want.mode, content, source); err != nil {
 		return &resources.Outcome{State: cur}, fmt.Errorf("file %s: %w", name, err)
 	}
 	after, err := fp.Status(ctx, name)
@@ -82,19 +83,19 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 		return &resources.Outcome{State: cur, Changed: true}, fmt.Errorf("file %s: after %s: %w", name, pl.action, err)
 	}
 	if diffs := unmet(want, after); len(diffs) > 0 {
-		return &resources.Outcome{State: after, Changed: true}, fmt.Errorf("file %s: %w: %s", name, resources.ErrDesiredStateFailed, strings.Join(diffs, ", "))
+		return &resources.Outcome{State: after, Changed: true, Diff: diff}, fmt.Errorf("file %s: %w: %s", name, resources.ErrDesiredStateFailed, strings.Join(diffs, ", "))
 	}
-	return &resources.Outcome{State: after, Changed: true}, nil
+	return &resources.Outcome{State: after, Changed: true, Diff: diff}, nil
 }
 
 // act performs the plan through the provider.
-func act(ctx context.Context, fp Provider, props *Properties, pl plan, content []byte, source string) error {
+// mode is the desired mode (for a directory, with its search bits).
+func act(ctx context.Context, fp Provider, props *Properties, pl plan, mode string, content []byte, source string) error {
 	if pl.replace {
 		if err := fp.Remove(ctx, props.Name, props.Force); err != nil {
 			return err
 		}
 	}
-	mode := string(props.Mode)
 	switch pl.action {
 	case actionRemove:
 		return fp.Remove(ctx, props.Name, props.Force)
@@ -116,6 +117,9 @@ func resolveDesired(ctx context.Context, ac *resources.ApplyContext, props *Prop
 		owner:  props.Owner,
 		group:  props.Group,
 		mode:   string(props.Mode),
+	}
+	if props.Ensure == EnsureDirectory {
+		want.mode = DirectoryMode(want.mode)
 	}
 	if props.Ensure != EnsurePresent {
 		return want, nil, "", nil

@@ -99,7 +99,7 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	}
 	if ac.Noop {
 		log.Info("noop: not changing package", "action", string(pl.action), "message", pl.message)
-		return &resources.Outcome{State: initial, Changed: true, NoopMessage: pl.message}, nil
+		return &resources.Outcome{State: initial, Changed: true, NoopMessage: pl.message, Diff: diffFor(initial.Ensure, pl, prop.Ensure, "")}, nil
 	}
 
 	log.Info("changing package", "action", string(pl.action), "current", initial.Ensure, "version", pl.version)
@@ -111,7 +111,7 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if err != nil {
 		return &resources.Outcome{State: initial}, fmt.Errorf("package %s: after %s: %w", prop.Name, pl.action, err)
 	}
-	out := &resources.Outcome{State: final, Changed: final.Ensure != initial.Ensure}
+	out := &resources.Outcome{State: final, Changed: final.Ensure != initial.Ensure, Diff: diffFor(initial.Ensure, pl, prop.Ensure, final.Ensure)}
 	met, err := isDesiredState(prop.Ensure, final.Ensure, prov)
 	if err != nil {
 		return out, fmt.Errorf("package %s: %w", prop.Name, err)

@@ -47,6 +47,10 @@ type Properties struct {
 	// each rendered file, to a command run on that file; {} in the command
 	// stands for the file's path, which is appended when {} is absent.
 	Post []map[string]string `json:"post,omitempty"`
+	// Data, when set, replaces the data templates see (data.*) for this
+	// scaffold, as CCM's data property does; facts stay available. Its
+	// string values are templates like every property.
+	Data map[string]any `json:"data,omitempty"`
 }
 
 var _ resources.Properties = (*Properties)(nil)

@@ -28,6 +28,14 @@ type Provider interface {
 	Remove(ctx context.Context, props *Properties, state *protocol.ScaffoldState) error
 }
 
+// Differ is implemented by providers that can say what an apply would
+// change in detail: files added and purged, and per-file content diffs of
+// the files updated, each over limit bytes (either side) as a summary line.
+// It changes nothing and honours ctx.
+type Differ interface {
+	Diff(ctx context.Context, env *templates.Env, props *Properties, limit int64) (*protocol.Diff, error)
+}
+
 // Type is the scaffold resource type.
 type Type struct{}
 
@@ -77,17 +85,20 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if err != nil {
 		return nil, fmt.Errorf("scaffold %s: status: %w", in.Name, err)
 	}
+	if resolved.Ensure != EnsureAbsent && current.Metadata != nil && len(current.Metadata.Changed)+len(current.Metadata.Stable) == 0 {
+		return &resources.Outcome{State: current}, fmt.Errorf("scaffold %s: source %s: %w", in.Name, in.Source, ErrNothingRendered)
+	}
 	if IsDesired(&resolved, current) {
 		log.Debug("scaffold is in its desired state")
 		return &resources.Outcome{State: current}, nil
 	}
 
+	diff := scaffoldDiff(ctx, ac, prov, env, &resolved, log)
 	if ac.Noop {
 		n, msg := noopReport(&resolved, current)
-		return &resources.Outcome{State: current, Changed: n > 0, NoopMessage: msg}, nil
+		return &resources.Outcome{State: current, Changed: n > 0, NoopMessage: msg, Diff: diff}, nil
 	}
 
-	var final *protocol.ScaffoldState
 	switch resolved.Ensure {
 	case EnsureAbsent:
 		log.Info("removing scaffold files", "files", len(current.Metadata.Changed)+len(current.Metadata.Stable))
@@ -96,8 +107,7 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 		}
 	default:
 		log.Info("rendering scaffold", "source", resolved.Source, "engine", resolved.Engine)
-		final, err = prov.Scaffold(ctx, env, &resolved, false)
-		if err != nil {
+		if _, err := prov.Scaffold(ctx, env, &resolved, false); err != nil {
 			return &resources.Outcome{State: current, Changed: true}, fmt.Errorf("scaffold %s: render: %w", in.Name, err)
 		}
 	}
@@ -106,14 +116,28 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if err != nil {
 		return &resources.Outcome{State: current, Changed: true}, fmt.Errorf("scaffold %s: status after apply: %w", in.Name, err)
 	}
-	if final == nil {
-		final = after
-	}
 	if !IsDesired(&resolved, after) {
 		return &resources.Outcome{State: after, Changed: true}, fmt.Errorf("scaffold %s: %w: %d files changed and %d purged remain",
 			in.Name, resources.ErrDesiredStateFailed, len(after.Metadata.Changed), len(after.Metadata.Purged))
 	}
-	return &resources.Outcome{State: final, Changed: true}, nil
+	// The state reported is the one read again after the change (every
+	// file stable), as CCM reports it.
+	return &resources.Outcome{State: after, Changed: true, Diff: diff}, nil
+}
+
+// scaffoldDiff asks a provider that implements Differ what would change; a
+// failure is logged and gives no diff, never fails the resource.
+func scaffoldDiff(ctx context.Context, ac *resources.ApplyContext, prov Provider, env *templates.Env, props *Properties, log *slog.Logger) *protocol.Diff {
+	df, ok := prov.(Differ)
+	if !ok {
+		return nil
+	}
+	d, err := df.Diff(ctx, env, props, ac.Limit())
+	if err != nil {
+		log.Warn("could not compute the scaffold's diff", "error", err)
+		return nil
+	}
+	return d
 }
 
 // IsDesired reports whether state shows the target in the state props ask
@@ -128,7 +152,8 @@ func IsDesired(props *Properties, state *protocol.ScaffoldState) bool {
 		// Purged files do not belong to the scaffold and never matter here.
 		return !md.TargetExists || (len(md.Changed) == 0 && len(md.Stable) == 0)
 	}
-	if !md.TargetExists || len(md.Changed) > 0 {
+	// At least one stable file must exist.
+	if !md.TargetExists || len(md.Changed) > 0 || len(md.Stable) == 0 {
 		return false
 	}
 	return !props.Purge || len(md.Purged) == 0

@@ -140,15 +140,16 @@ var _ = Describe("Type", func() {
 		Expect(out.NoopMessage).To(BeEmpty())
 	})
 
-	It("renders for present, checks again and returns the render's state", func() {
+	It("renders for present, checks again and returns the state read again, as CCM reports it", func() {
 		rendered := state(true, 2, 0, 1)
-		f := &fakeProvider{statuses: []*protocol.ScaffoldState{state(false, 3, 0, 0), state(true, 0, 0, 3)}, scaffold: rendered}
+		reread := state(true, 0, 0, 3)
+		f := &fakeProvider{statuses: []*protocol.ScaffoldState{state(false, 3, 0, 0), reread}, scaffold: rendered}
 		out, err := scaffoldtype.Type{}.Apply(context.Background(), &resources.ApplyContext{WorkingDir: "/srv/m"}, props("present", false), f)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(f.calls).To(Equal([]string{"status", "scaffold", "status"}))
 		Expect(f.sources).To(HaveEach("/srv/m/templates/app"))
 		Expect(out.Changed).To(BeTrue())
-		Expect(out.State).To(BeIdenticalTo(rendered))
+		Expect(out.State).To(BeIdenticalTo(reread))
 	})
 
 	It("leaves the caller's source as written", func() {

@@ -100,6 +100,7 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 		return out, nil
 	}
 
+	out.Diff = diffFor(initial, actions)
 	if ac.Noop {
 		msgs := make([]string, 0, len(actions))
 		for _, a := range actions {

@@ -30,6 +30,8 @@ type Env struct {
 	environ  map[string]any // nil unless exposed
 	fileRoot string         // "" unless exposed
 	vars     map[string]any // the expr environment
+	// sensitive are the data keys marked sensitive (WithSensitive).
+	sensitive []string
 }
 
 // Option exposes more to expressions than facts and data.

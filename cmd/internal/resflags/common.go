@@ -1,32 +1,75 @@
 package resflags
 
-import "github.com/choria-io/fisk"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/choria-io/fisk"
+)
 
 // Common are the arguments and flags every "ensure <type>" takes, in both
 // ccm-agent and ccm-orch: the name, the ensure value, and the common
 // properties alias, provider and control.if/unless.
 type Common struct {
 	Name, Ensure, Alias, Provider, If, Unless string
+	// typeName is the type the flags were registered for.
+	typeName string
+	// third is scaffold's third argument (CCM's NAME SOURCE ENSURE).
+	third string
+	// Sensitive keeps the resource's content out of diffs, events, logs
+	// and history.
+	Sensitive bool
 }
 
 // Register adds the name and ensure arguments and the common property
-// flags to cmd.
+// flags to cmd. As in CCM, the second argument of archive may be the URL
+// and that of scaffold the source (then followed by the ensure value).
 func (c *Common) Register(cmd *fisk.CmdClause, t TypeFlags) {
+	c.typeName = t.Type
 	cmd.Arg("name", t.NameHelp).Required().StringVar(&c.Name)
-	cmd.Arg("ensure", "Desired state: "+t.EnsureHelp).StringVar(&c.Ensure)
+	switch t.Type {
+	case "archive":
+		cmd.Arg("ensure", "Desired state: "+t.EnsureHelp+"; or the URL, as in CCM").StringVar(&c.Ensure)
+	case "scaffold":
+		cmd.Arg("ensure", "Desired state: "+t.EnsureHelp+"; or the source, as in CCM (NAME SOURCE [ENSURE])").StringVar(&c.Ensure)
+		cmd.Arg("ensure-after-source", "Desired state after a source given as an argument").StringVar(&c.third)
+	default:
+		cmd.Arg("ensure", "Desired state: "+t.EnsureHelp).StringVar(&c.Ensure)
+	}
 	cmd.Flag("alias", "Second name for require/subscribe references").StringVar(&c.Alias)
 	cmd.Flag("provider", "Force a provider instead of choosing one by facts").StringVar(&c.Provider)
 	cmd.Flag("if", "Manage only where this expression is true, e.g. \"facts.os == 'debian'\"").PlaceHolder("EXPR").StringVar(&c.If)
 	cmd.Flag("unless", "Do not manage where this expression is true").PlaceHolder("EXPR").StringVar(&c.Unless)
+	cmd.Flag("sensitive", "Keep the content out of diffs, events, logs and history (diffs say \"content differs; sensitive\")").UnNegatableBoolVar(&c.Sensitive)
 }
 
-// Properties merges the common properties into the type's properties.
-func (c *Common) Properties(typeProps map[string]any) map[string]any {
+// Properties merges the common properties into the type's properties,
+// reading CCM's positional archive URL and scaffold source. A property
+// given both as an argument and as a flag is an error.
+func (c *Common) Properties(typeProps map[string]any) (map[string]any, error) {
 	typeProps["name"] = c.Name
-	for k, v := range map[string]string{"ensure": c.Ensure, "alias": c.Alias, "provider": c.Provider} {
+	ensure := c.Ensure
+	switch {
+	case c.typeName == "archive" && strings.Contains(ensure, "://"):
+		if err := positional(typeProps, "url", ensure); err != nil {
+			return nil, err
+		}
+		ensure = ""
+	case c.typeName == "scaffold" && ensure != "" && ensure != "present" && ensure != "absent":
+		if err := positional(typeProps, "source", ensure); err != nil {
+			return nil, err
+		}
+		ensure = c.third
+	case c.third != "":
+		return nil, fmt.Errorf("unexpected argument %q after the ensure value %q", c.third, ensure)
+	}
+	for k, v := range map[string]string{"ensure": ensure, "alias": c.Alias, "provider": c.Provider} {
 		if v != "" {
 			typeProps[k] = v
 		}
+	}
+	if c.Sensitive {
+		typeProps["sensitive"] = true
 	}
 	if c.If != "" || c.Unless != "" {
 		control := map[string]any{}
@@ -38,7 +81,17 @@ func (c *Common) Properties(typeProps map[string]any) map[string]any {
 		}
 		typeProps["control"] = control
 	}
-	return typeProps
+	return typeProps, nil
+}
+
+// positional sets property key from an argument, refusing it when the
+// --key flag gave it too.
+func positional(props map[string]any, key, value string) error {
+	if have, ok := props[key]; ok {
+		return fmt.Errorf("%s %q given both as an argument and as --%s %q: use one", key, value, key, have)
+	}
+	props[key] = value
+	return nil
 }
 
 // Has reports whether the type has a flag called name.

@@ -2,6 +2,7 @@ package resflags
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -14,14 +15,18 @@ type Kind int
 
 // Kinds of flag.
 const (
-	String  Kind = iota // --flag VALUE
-	Strings             // repeatable --flag VALUE, a list
-	Bool                // --flag / --no-flag
-	Ints                // repeatable --flag N, a list of numbers
-	Map                 // repeatable --flag K:V or K=V, an object
-	Pairs               // repeatable --flag K=V, a list of single-key objects
-	Switch              // --flag sets the property to Value; switches of one property conflict
+	String   Kind = iota // --flag VALUE
+	Strings              // repeatable --flag VALUE, a list
+	Bool                 // --flag / --no-flag
+	Ints                 // repeatable --flag N, a list of numbers
+	Map                  // repeatable --flag K:V or K=V, an object
+	Pairs                // repeatable --flag K=V, a list of single-key objects
+	Switch               // --flag sets the property to Value; switches of one property conflict
+	FileText             // --flag FILE: the property is the text of the local file FILE
 )
+
+// maxFileText bounds a file read by a FileText flag.
+const maxFileText = 1 << 20
 
 // Flag maps one command line flag to one property.
 type Flag struct {
@@ -35,6 +40,11 @@ type Flag struct {
 	Sep string
 	// Value is what a Switch sets its property to.
 	Value any
+	// Aliases are other long names accepted for the flag (CCM's spellings),
+	// hidden from help.
+	Aliases []string
+	// Short is a one-letter name for the flag; 0 for none.
+	Short rune
 }
 
 // TypeFlags are the flags of one resource type.
@@ -54,9 +64,10 @@ var Table = []TypeFlags{
 		NameHelp:   "Absolute path of the file or directory",
 		EnsureHelp: "present (default), absent or directory",
 		Flags: []Flag{
-			{Name: "content", Property: "content", Help: "File content (templates allowed)"},
+			{Name: "content", Property: "content", Aliases: []string{"contents"}, Help: "File content (templates allowed)"},
+			{Name: "content-file", Property: "content", Kind: FileText, Aliases: []string{"contents-file"}, Help: "File content read from this local file (templates allowed)"},
 			{Name: "source", Property: "source", Help: "Copy content from this local file"},
-			{Name: "owner", Property: "owner", Help: "Owner user name (required for present and directory)"},
+			{Name: "owner", Property: "owner", Help: "Owner user name, or OWNER:GROUP (required for present and directory)"},
 			{Name: "group", Property: "group", Help: "Group name (required for present and directory)"},
 			{Name: "mode", Property: "mode", Help: "Octal permissions such as 0644 (required for present and directory)"},
 			{Name: "force", Property: "force", Kind: Bool, Help: "With absent, also remove a non-empty directory"},
@@ -70,14 +81,14 @@ var Table = []TypeFlags{
 		Flags: []Flag{
 			{Name: "command", Property: "command", Help: "Command to run instead of the name"},
 			{Name: "cwd", Property: "cwd", Help: "Working directory"},
-			{Name: "env", Property: "environment", Kind: Strings, Help: "Extra environment KEY=VALUE (repeatable)"},
+			{Name: "env", Property: "environment", Kind: Strings, Short: 'e', Aliases: []string{"environment"}, Help: "Extra environment KEY=VALUE (repeatable)"},
 			{Name: "path", Property: "path", Help: "Search path for the command, e.g. /usr/bin:/bin"},
 			{Name: "returns", Property: "returns", Kind: Ints, Help: "Exit code that means success (repeatable; default 0)"},
 			{Name: "timeout", Property: "timeout", Help: "Kill the command (and its children) after this long, e.g. 30s"},
 			{Name: "creates", Property: "creates", Help: "Skip the command when this file exists"},
 			{Name: "onlyif", Property: "onlyif", Help: "Run only when this guard command exits 0"},
 			{Name: "unless-command", Property: "unless", Help: "Run only when this guard command exits non-zero"},
-			{Name: "refreshonly", Property: "refreshonly", Kind: Bool, Help: "Run only when a subscribed resource changed"},
+			{Name: "refreshonly", Property: "refreshonly", Kind: Bool, Aliases: []string{"refresh-only"}, Help: "Run only when a subscribed resource changed"},
 			{Name: "logoutput", Property: "logoutput", Kind: Bool, Help: "Keep the command's output in the result"},
 		},
 	},
@@ -103,16 +114,16 @@ var Table = []TypeFlags{
 		NameHelp:   "Absolute path to save the archive at; its extension must match the URL's",
 		EnsureHelp: "present (default) or absent",
 		Flags: []Flag{
-			{Name: "url", Property: "url", Help: "http:// or https:// URL of a .tar.gz, .tgz, .tar or .zip"},
+			{Name: "url", Property: "url", Help: "http:// or https:// URL of a .tar.gz, .tgz, .tar or .zip (or the second argument)"},
 			{Name: "checksum", Property: "checksum", Help: "Expected SHA-256 of the archive"},
-			{Name: "extract-parent", Property: "extract_parent", Help: "Directory to extract into"},
+			{Name: "extract-parent", Property: "extract_parent", Aliases: []string{"extract"}, Help: "Directory to extract into"},
 			{Name: "creates", Property: "creates", Help: "Skip download and extraction when this file exists"},
 			{Name: "cleanup", Property: "cleanup", Kind: Bool, Help: "Remove the archive after extracting (needs --extract-parent and --creates)"},
-			{Name: "owner", Property: "owner", Help: "Owner of the archive file"},
+			{Name: "owner", Property: "owner", Help: "Owner of the archive file, or OWNER:GROUP"},
 			{Name: "group", Property: "group", Help: "Group of the archive file"},
 			{Name: "username", Property: "username", Help: "HTTP Basic Authentication user"},
 			{Name: "password", Property: "password", Envar: "CCM_ARCHIVE_PASSWORD", Help: "HTTP Basic Authentication password (or env CCM_ARCHIVE_PASSWORD)"},
-			{Name: "header", Property: "headers", Kind: Map, Sep: ":", Help: "Extra HTTP header Name:Value (repeatable)"},
+			{Name: "header", Property: "headers", Kind: Map, Sep: ":", Short: 'H', Aliases: []string{"headers"}, Help: "Extra HTTP header Name:Value (repeatable)"},
 		},
 	},
 	{
@@ -121,7 +132,7 @@ var Table = []TypeFlags{
 		NameHelp:   "Absolute path of the target directory",
 		EnsureHelp: "present (default) or absent",
 		Flags: []Flag{
-			{Name: "source", Property: "source", Help: "Template directory (relative to the current directory or absolute)"},
+			{Name: "source", Property: "source", Help: "Template directory (relative to the current directory or absolute; or the second argument)"},
 			{Name: "engine", Property: "engine", Help: "Template engine: jet (default, [[ ]]) or go ({{ }})"},
 			{Name: "skip-empty", Property: "skip_empty", Kind: Bool, Help: "Do not create files that render empty"},
 			{Name: "left-delimiter", Property: "left_delimiter", Help: "Custom left template delimiter"},
@@ -148,40 +159,76 @@ type Values struct {
 	lists map[string]*[]string
 	bools map[string]*bool
 	set   map[string]*bool
-	flags []Flag
+	// aliasSet records, per flag name, whether each alias was given.
+	aliasSet map[string][]*bool
+	flags    []Flag
 }
 
 // Register adds the type's flags to cmd and returns where their values land.
 func Register(cmd *fisk.CmdClause, t TypeFlags) *Values {
-	v := &Values{strs: map[string]*string{}, lists: map[string]*[]string{}, bools: map[string]*bool{}, set: map[string]*bool{}, flags: t.Flags}
+	v := &Values{strs: map[string]*string{}, lists: map[string]*[]string{}, bools: map[string]*bool{}, set: map[string]*bool{}, aliasSet: map[string][]*bool{}, flags: t.Flags}
 	for _, f := range t.Flags {
 		fc := cmd.Flag(f.Name, f.Help)
 		if f.Envar != "" {
 			fc = fc.Envar(f.Envar)
 		}
+		if f.Short != 0 {
+			fc = fc.Short(f.Short)
+		}
 		set := new(bool)
 		v.set[f.Name] = set
-		fc = fc.IsSetByUser(set)
-		switch f.Kind {
-		case String:
-			s := new(string)
-			v.strs[f.Name] = s
-			fc.PlaceHolder(strings.ToUpper(f.Property)).StringVar(s)
-		case Bool:
-			b := new(bool)
-			v.bools[f.Name] = b
-			fc.BoolVar(b)
-		case Switch:
-			b := new(bool)
-			v.bools[f.Name] = b
-			fc.UnNegatableBoolVar(b)
-		default:
-			l := new([]string)
-			v.lists[f.Name] = l
-			fc.StringsVar(l)
+		v.bind(fc.IsSetByUser(set), f)
+		for _, alias := range f.Aliases {
+			aliasSet := new(bool)
+			v.aliasSet[f.Name] = append(v.aliasSet[f.Name], aliasSet)
+			v.bind(cmd.Flag(alias, f.Help).Hidden().IsSetByUser(aliasSet), f)
 		}
 	}
 	return v
+}
+
+// bind makes fc fill the value of f (the same value for f and its aliases).
+func (v *Values) bind(fc *fisk.FlagClause, f Flag) {
+	switch f.Kind {
+	case String, FileText:
+		s, ok := v.strs[f.Name]
+		if !ok {
+			s = new(string)
+			v.strs[f.Name] = s
+		}
+		fc.PlaceHolder(strings.ToUpper(f.Property)).StringVar(s)
+	case Bool, Switch:
+		b, ok := v.bools[f.Name]
+		if !ok {
+			b = new(bool)
+			v.bools[f.Name] = b
+		}
+		if f.Kind == Bool {
+			fc.BoolVar(b)
+		} else {
+			fc.UnNegatableBoolVar(b)
+		}
+	default:
+		l, ok := v.lists[f.Name]
+		if !ok {
+			l = new([]string)
+			v.lists[f.Name] = l
+		}
+		fc.StringsVar(l)
+	}
+}
+
+// isSet reports whether the user gave the flag f under its name or an alias.
+func (v *Values) isSet(f Flag) bool {
+	if *v.set[f.Name] {
+		return true
+	}
+	for _, b := range v.aliasSet[f.Name] {
+		if *b {
+			return true
+		}
+	}
+	return false
 }
 
 // Properties returns the properties of the flags the user set.
@@ -189,12 +236,21 @@ func (v *Values) Properties() (map[string]any, error) {
 	props := map[string]any{}
 	switchedBy := map[string]string{}
 	for _, f := range v.flags {
-		if !*v.set[f.Name] && !(f.Envar != "" && os.Getenv(f.Envar) != "") {
+		if !v.isSet(f) && !(f.Envar != "" && os.Getenv(f.Envar) != "") {
 			continue
+		}
+		if _, dup := props[f.Property]; dup && f.Kind != Switch {
+			return nil, fmt.Errorf("--%s and another flag both set property %s: use one", f.Name, f.Property)
 		}
 		switch f.Kind {
 		case String:
 			props[f.Property] = *v.strs[f.Name]
+		case FileText:
+			text, err := readFileText(*v.strs[f.Name])
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", f.Name, err)
+			}
+			props[f.Property] = text
 		case Bool:
 			props[f.Property] = *v.bools[f.Name]
 		case Switch:
@@ -241,7 +297,58 @@ func (v *Values) Properties() (map[string]any, error) {
 			}
 		}
 	}
+	if err := splitOwner(props, v.has("group")); err != nil {
+		return nil, err
+	}
 	return props, nil
+}
+
+// readFileText reads the text of a local file, at most maxFileText bytes.
+func readFileText(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileText+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxFileText {
+		return "", fmt.Errorf("%s: more than %d bytes", path, maxFileText)
+	}
+	return string(b), nil
+}
+
+// has reports whether the flags include one called name.
+func (v *Values) has(name string) bool {
+	for _, f := range v.flags {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// splitOwner turns CCM's --owner USER:GROUP into the owner and group
+// properties; with --group as well it is an error.
+func splitOwner(props map[string]any, hasGroup bool) error {
+	owner, ok := props["owner"].(string)
+	if !ok || !hasGroup {
+		return nil
+	}
+	user, group, found := strings.Cut(owner, ":")
+	if !found {
+		return nil
+	}
+	if _, given := props["group"]; given {
+		return fmt.Errorf("--owner %q names a group and --group is given too: use one", owner)
+	}
+	if user == "" || group == "" {
+		return fmt.Errorf("--owner %q: use USER:GROUP with both parts, or --owner USER --group GROUP", owner)
+	}
+	props["owner"], props["group"] = user, group
+	return nil
 }
 
 func toAny(in []string) []any {

@@ -1,0 +1,402 @@
+package scope
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kballard/go-shellquote"
+
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/archivetype"
+	"github.com/ccm-fleet/ccm/resources/exectype"
+	"github.com/ccm-fleet/ccm/resources/filetype"
+	"github.com/ccm-fleet/ccm/resources/pkgtype"
+	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
+	"github.com/ccm-fleet/ccm/resources/servicetype"
+)
+
+// Decision is one judgement of a value against a signer's rules.
+type Decision struct {
+	// Allowed is the verdict.
+	Allowed bool `json:"allowed"`
+	// Check names what was judged: host, command, onlyif, unless,
+	// post[N], environment, cwd, path, name, extract_parent, type,
+	// provider, noop.
+	Check string `json:"check"`
+	// Value is the value judged, as resolved on the host.
+	Value string `json:"value"`
+	// Rule is the rule that decided, as written in the policy:
+	// `exec.commands[0] "/usr/sbin/nginx -s reload"`, `deny.file.paths[0]
+	// "/etc/nginx/ssl"`, `file.paths (no entry holds it: default deny)`.
+	Rule string `json:"rule"`
+	// Reason adds why, when the rule alone does not say it.
+	Reason string `json:"reason,omitempty"`
+}
+
+// String is the decision on one line: `allowed command "/usr/sbin/nginx
+// -s reload" by exec.commands[0] "/usr/sbin/nginx -s reload"`.
+func (d Decision) String() string {
+	verdict := "denied"
+	if d.Allowed {
+		verdict = "allowed"
+	}
+	s := fmt.Sprintf("%s %s %.200q by %s", verdict, d.Check, d.Value, d.Rule)
+	if d.Reason != "" {
+		s += ": " + d.Reason
+	}
+	return s
+}
+
+// Hosts decides whether a host with facts is within the scope: not
+// matching every term of deny.hosts, and matching every term of hosts when
+// it is set. Nil when the scope says nothing about hosts.
+func (s *Scope) Hosts(facts map[string]any) *Decision {
+	if s == nil || (s.allow.hosts == nil && s.deny.hosts == nil) {
+		return nil
+	}
+	id, _ := facts["identity"].(string)
+	d := &Decision{Check: "host", Value: id}
+	switch {
+	case s.deny.hosts != nil && s.deny.hosts.Match(facts):
+		d.Rule = fmt.Sprintf("deny.hosts %q", s.deny.terms)
+		d.Reason = "this host's facts match it"
+	case s.allow.hosts == nil:
+		d.Allowed, d.Rule = true, fmt.Sprintf("deny.hosts %q", s.deny.terms)
+		d.Reason = "this host's facts do not match it"
+	case s.allow.hosts.Match(facts):
+		d.Allowed, d.Rule = true, fmt.Sprintf("hosts %q", s.allow.terms)
+	default:
+		d.Rule = fmt.Sprintf("hosts %q", s.allow.terms)
+		d.Reason = "this host's facts do not match it"
+	}
+	return d
+}
+
+// Resource judges every value of a resource that a scope restricts, as it
+// will run: provider is the exec provider that will run its commands
+// (posix when ""). It returns one decision per value judged, none when the
+// scope restricts nothing of this type.
+func (s *Scope) Resource(r Resolver, props resources.Properties, provider string) []Decision {
+	if s == nil {
+		return nil
+	}
+	var out []Decision
+	switch p := props.(type) {
+	case *exectype.Properties:
+		if !s.execSet() {
+			return nil
+		}
+		// The exec provider looks commands and guards up in the
+		// resource's path, else in exectype.BasePath, never in the
+		// agent's own PATH: judge them where they will be found.
+		search := p.Path
+		if search == "" {
+			search = exectype.BasePath
+		}
+		for _, c := range []struct{ check, line string }{{"command", p.CommandLine()}, {"onlyif", p.OnlyIf}, {"unless", p.Unless}} {
+			if c.line != "" {
+				out = append(out, s.command(r, c.check, c.line, provider, search, false))
+			}
+		}
+		out = append(out, s.execEnv(r, p)...)
+	case *filetype.Properties:
+		out = s.paths(r, "name", p.Name, false, out)
+	case *archivetype.Properties:
+		out = s.paths(r, "name", p.Name, false, out)
+		if p.ExtractParent != "" {
+			out = s.paths(r, "extract_parent", p.ExtractParent, true, out)
+		}
+	case *scaffoldtype.Properties:
+		out = s.paths(r, "target", p.Name, true, out)
+		if s.execSet() {
+			for i, post := range p.Post {
+				for _, glob := range slices.Sorted(maps.Keys(post)) {
+					out = append(out, s.command(r, fmt.Sprintf("post[%d] %s", i, glob), post[glob], "posix", "", true))
+				}
+			}
+		}
+	case *pkgtype.Properties:
+		out = s.names("package", s.allow.pkgs, s.deny.pkgs, p.Name, out)
+	case *servicetype.Properties:
+		out = s.names("service", s.allow.svcs, s.deny.svcs, p.Name, out)
+	}
+	// Health checks are commands of any resource, run without a shell in
+	// the agent's PATH: judged like exec commands.
+	if s.execSet() {
+		for i, hc := range props.Common().HealthChecks {
+			out = append(out, s.command(r, fmt.Sprintf("health_checks[%d]", i), hc.Command, "posix", "", false))
+		}
+	}
+	return out
+}
+
+// execSet reports whether any exec rule is set, allow or deny.
+func (s *Scope) execSet() bool {
+	return s.allow.hasExec || len(s.deny.cmds) > 0 || len(s.deny.env) > 0 || len(s.deny.cwd) > 0 || len(s.deny.path) > 0
+}
+
+// command judges one command line. post says it is a scaffold post
+// command: "{}" (or, without one, an appended last argument) stands for a
+// rendered file, a value only a wildcard matches.
+func (s *Scope) command(r Resolver, check, line, provider, searchPath string, post bool) Decision {
+	d := Decision{Check: check, Value: line, Rule: "exec.commands"}
+	var argv []string
+	switch provider {
+	case "", "posix":
+		words, err := shellquote.Split(line)
+		if err != nil || len(words) == 0 {
+			d.Reason = "the command line does not split into words"
+			return d
+		}
+		argv = words
+	case "shell":
+		sh := r.Shell
+		if sh == "" {
+			sh = DefaultShell
+		}
+		argv = []string{sh, "-c", line}
+		d.Value = shellquote.Join(argv...)
+	default:
+		d.Reason = fmt.Sprintf("commands run by the %s provider cannot be judged (only posix and shell)", provider)
+		return d
+	}
+	args := make([]word, 0, len(argv))
+	placeholder := false
+	for _, a := range argv[1:] {
+		if post && strings.Contains(a, "{}") {
+			args, placeholder = append(args, word{text: a, unknown: true}), true
+			continue
+		}
+		args = append(args, word{text: a})
+	}
+	if post && !placeholder {
+		args = append(args, word{text: "{}", unknown: true})
+	}
+	cmd, err := r.command(argv[0], searchPath)
+	if err != nil {
+		d.Reason = err.Error()
+		return d
+	}
+	if cmd.target != argv[0] {
+		d.Value += fmt.Sprintf(" (runs %s)", cmd.target)
+	}
+	for _, q := range s.deny.cmds {
+		pr := r.pattern(q.words[0])
+		if pr.target != cmd.target && pr.invoked != cmd.invoked {
+			continue
+		}
+		if ok, _ := q.matchArgs(args); ok {
+			d.Rule = fmt.Sprintf("%s %q", q.rule, q.raw)
+			return d
+		}
+	}
+	if !s.allow.hasExec {
+		d.Allowed, d.Rule = true, "exec.commands (not set: any command)"
+		return d
+	}
+	k := kindOf(cmd.invoked, cmd.target)
+	for _, p := range s.allow.cmds {
+		// The name a pattern starts its executable by is its last word as
+		// written: no need to resolve patterns of other names.
+		if baseName(p.words[0]) != baseName(cmd.invoked) {
+			continue
+		}
+		pr := r.pattern(p.words[0])
+		if pr.target != cmd.target || baseName(pr.invoked) != baseName(cmd.invoked) {
+			continue
+		}
+		ok, wild := p.matchArgs(args)
+		if !ok {
+			continue
+		}
+		if why := wildcardProblem(k, args, wild); why != "" {
+			if d.Reason == "" {
+				d.Rule, d.Reason = fmt.Sprintf("%s %q", p.rule, p.raw), why
+			}
+			continue
+		}
+		d.Allowed, d.Rule, d.Reason = true, fmt.Sprintf("%s %q", p.rule, p.raw), ""
+		return d
+	}
+	if d.Reason == "" {
+		d.Rule = "exec.commands (no pattern matches: default deny)"
+	}
+	return d
+}
+
+// wildcardProblem says why a pattern whose wildcards matched the
+// arguments marked in wild does not allow a command of kind k.
+func wildcardProblem(k kind, args []word, wild []bool) string {
+	for i, w := range wild {
+		if !w {
+			continue
+		}
+		switch {
+		case k == shell:
+			return fmt.Sprintf("a shell, or a command that runs other commands, is allowed only by a pattern that spells out every argument (a wildcard matched %q)", args[i].text)
+		case k == interpreter && interpreterOption(args, i):
+			return fmt.Sprintf("an interpreter's own options are allowed only when the pattern spells them out (a wildcard matched %q)", args[i].text)
+		}
+	}
+	return ""
+}
+
+func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// execEnv judges an exec's environment, cwd and path.
+func (s *Scope) execEnv(r Resolver, p *exectype.Properties) []Decision {
+	var out []Decision
+	for _, kv := range p.Environment {
+		d := Decision{Check: "environment", Value: kv}
+		judge(&d, s.allow.hasExec, "exec.environment", s.allow.env, s.deny.env, func(e entry) bool { return globMatch(e.value, kv) })
+		out = append(out, d)
+	}
+	if p.Cwd != "" {
+		d := Decision{Check: "cwd", Value: p.Cwd}
+		cwd, err := resolvePath(p.Cwd, true)
+		if err != nil {
+			d.Rule, d.Reason = "exec.cwd", err.Error()
+		} else {
+			judge(&d, s.allow.hasExec, "exec.cwd", s.allow.cwd, s.deny.cwd, func(e entry) bool {
+				rc, err := resolvePath(e.value, true)
+				return e.value == cwd || e.value == p.Cwd || (err == nil && rc == cwd)
+			})
+		}
+		out = append(out, d)
+	}
+	if p.Path != "" {
+		clean, err := checkSearchPath(p.Path)
+		if err != nil {
+			clean = p.Path
+		}
+		d := Decision{Check: "path", Value: p.Path}
+		judge(&d, s.allow.hasExec, "exec.path", s.allow.path, s.deny.path, func(e entry) bool { return e.value == clean })
+		out = append(out, d)
+	}
+	return out
+}
+
+// judge decides d by deny entries first, then, when the allow side is
+// set, by its entries, none matching being a refusal.
+func judge(d *Decision, set bool, rule string, allow, deny []entry, match func(entry) bool) {
+	for _, e := range deny {
+		if match(e) {
+			d.Rule = e.String()
+			return
+		}
+	}
+	if !set {
+		d.Allowed, d.Rule = true, rule+" (not restricted)"
+		return
+	}
+	for _, e := range allow {
+		if match(e) {
+			d.Allowed, d.Rule = true, e.String()
+			return
+		}
+	}
+	if len(allow) == 0 {
+		d.Rule = rule + " (lists nothing: not allowed with exec.commands set)"
+		return
+	}
+	d.Rule = rule + " (no entry matches: default deny)"
+}
+
+// names judges a package or service name.
+func (s *Scope) names(typ string, allow, deny []entry, name string, out []Decision) []Decision {
+	if len(allow) == 0 && len(deny) == 0 {
+		return out
+	}
+	d := Decision{Check: "name", Value: name}
+	judge(&d, len(allow) > 0, typ+".names", allow, deny, func(e entry) bool { return globMatch(e.value, name) })
+	return append(out, d)
+}
+
+// paths judges a path the resource writes: where it leads (its
+// directories' links resolved, and its own when it is a link) must be
+// inside a file.paths prefix and nowhere inside a deny.file.paths one,
+// the prefixes' own links resolved as well. A tree (an archive's
+// extract_parent, a scaffold's target) is a directory written below at
+// will: a deny prefix below it refuses it too.
+func (s *Scope) paths(r Resolver, check, p string, tree bool, out []Decision) []Decision {
+	if len(s.allow.paths) == 0 && len(s.deny.paths) == 0 {
+		return out
+	}
+	d := Decision{Check: check, Value: p, Rule: "file.paths"}
+	parent, err1 := resolvePath(p, false)
+	full, err2 := resolvePath(p, true)
+	if err := firstErr(err1, err2); err != nil {
+		d.Reason = err.Error()
+		return append(out, d)
+	}
+	forms := []string{parent}
+	if full != parent {
+		forms = append(forms, full)
+	}
+	if parent != p || full != p {
+		d.Value += fmt.Sprintf(" (leads to %s)", strings.Join(forms, ", "))
+	}
+	holds := func(e entry, paths ...string) bool {
+		rp, err := resolvePath(e.value, true)
+		for _, x := range paths {
+			if within(x, e.value) || (err == nil && within(x, rp)) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, e := range s.deny.paths {
+		if holds(e, append([]string{p}, forms...)...) {
+			d.Rule = e.String()
+			return append(out, d)
+		}
+		if tree && below(e, append([]string{p}, forms...)...) {
+			d.Rule = e.String()
+			d.Reason = "it is below this " + check + ", where the resource may write anything"
+			return append(out, d)
+		}
+	}
+	if len(s.allow.paths) == 0 {
+		d.Allowed, d.Rule = true, "file.paths (not restricted)"
+		return append(out, d)
+	}
+	var by string
+	for _, f := range forms {
+		by = ""
+		for _, e := range s.allow.paths {
+			if holds(e, f) {
+				by = e.String()
+				break
+			}
+		}
+		if by == "" {
+			d.Rule = "file.paths (no prefix holds " + f + ": default deny)"
+			return append(out, d)
+		}
+	}
+	d.Allowed, d.Rule = true, by
+	return append(out, d)
+}
+
+// below reports whether deny entry e (as written or resolved) is inside
+// one of dirs.
+func below(e entry, dirs ...string) bool {
+	rp, err := resolvePath(e.value, true)
+	for _, d := range dirs {
+		if within(e.value, d) || (err == nil && within(rp, d)) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

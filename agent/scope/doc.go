@@ -1,0 +1,20 @@
+// Package scope narrows what one signer of an agent's policy may do beyond
+// the resource types it is allowed: on which hosts (a --where filter the
+// agent's facts must match), which commands (argv patterns), which paths
+// (prefixes), which packages and services (globs), with deny rules that
+// beat the allow rules and a default of deny for a type once a scope is set
+// for it.
+//
+// Rules is the YAML/JSON shape a policy holds (the allow scopes sit beside
+// the signer's allow list, the same shapes again under deny). Compile
+// checks it once, when the policy loads: a rule that cannot parse, a scope
+// for a type the signer is not allowed, or an allow entry that a deny
+// entry fully shadows is an error naming the rule. Scope then decides on
+// one host's facts (Hosts) and on each resource as the engine will run it
+// (Resource), each Decision naming the rule that made it and the value it
+// judged, after cleaning paths and resolving commands and symbolic links
+// the way the host will (Resolver).
+//
+// The package judges typed resource properties; it never runs anything,
+// and touches the file system only to read links and look commands up.
+package scope

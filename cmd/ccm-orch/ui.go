@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/ui"
+)
+
+func (a *app) registerUI(cli *fisk.Application) {
+	var (
+		listen, tokenFile, certFile, keyFile string
+		maxRuns                              int
+	)
+	cmd := cli.Command("ui", "Serve a read-only web dashboard of the fleet: hosts, runs, drift and health, updated live")
+	cmd.Flag("listen", "Address the dashboard listens on; anything but loopback needs --https-cert/--https-key and --auth-token").Default("127.0.0.1:8080").StringVar(&listen)
+	cmd.Flag("auth-token", "File holding the token every visitor must give (at least 16 characters; typed in once at /login, or sent as Authorization: Bearer)").PlaceHolder("FILE").StringVar(&tokenFile)
+	cmd.Flag("https-cert", "Serve HTTPS with this certificate (PEM); --tlscert is the NATS connection's").PlaceHolder("FILE").StringVar(&certFile)
+	cmd.Flag("https-key", "Private key of --https-cert (PEM)").PlaceHolder("FILE").StringVar(&keyFile)
+	cmd.Flag("max-runs", "Most runs kept in memory from the history, the newest").Default("10000").IntVar(&maxRuns)
+	conn := connflags.Register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error {
+		token, err := uiToken(tokenFile)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		if (certFile == "") != (keyFile == "") {
+			return program.Exit(protocol.ExitError, errors.New("ui: --https-cert and --https-key go together"))
+		}
+		if !loopback(listen) && (certFile == "" || token == "") {
+			return program.Exit(protocol.ExitError, fmt.Errorf("ui: --listen %s is not a loopback address: the dashboard shows the whole fleet, so it needs --https-cert/--https-key and --auth-token there", listen))
+		}
+		ctx, stop := a.signalContext()
+		defer stop()
+		nc, err := a.connect(ctx, conn)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		srv, err := ui.New(nc, ui.Options{Log: a.Logger(), MaxRuns: maxRuns, AuthToken: token, SecureCookie: certFile != ""})
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
+			return program.Exit(protocol.ExitError, fmt.Errorf("ui: %w", err))
+		}
+		scheme := "http"
+		if certFile != "" {
+			scheme = "https"
+		}
+		fmt.Fprintf(a.Stdout, "CCM Fleet dashboard on %s://%s/ (Ctrl-C to stop)\n", scheme, l.Addr())
+		return a.serveUI(ctx, l, srv, certFile, keyFile)
+	})
+}
+
+// uiToken reads --auth-token's file: one line, at least ui.MinTokenLength
+// characters; "" without the flag.
+func uiToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("ui: --auth-token: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if len(token) < ui.MinTokenLength || strings.ContainsAny(token, "\r\n") {
+		return "", fmt.Errorf("ui: --auth-token %s: the token must be one line of at least %d characters", path, ui.MinTokenLength)
+	}
+	return token, nil
+}
+
+// loopback says whether a listen address only takes connections from this
+// host: localhost or a loopback IP (":8080" listens everywhere).
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveUI serves the dashboard on l until ctx ends.
+func (a *app) serveUI(ctx context.Context, l net.Listener, srv *ui.Server, certFile, keyFile string) error {
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { srv.Run(rctx) })
+	wg.Go(func() {
+		<-rctx.Done()
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer scancel()
+		_ = hs.Shutdown(sctx)
+	})
+	var err error
+	if certFile != "" {
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		err = hs.ServeTLS(l, certFile, keyFile)
+	} else {
+		err = hs.Serve(l)
+	}
+	cancel()
+	wg.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return program.Exit(protocol.ExitError, fmt.Errorf("ui: %w", err))
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/templates"
+)
+
+var _ = Describe("Engine diffs", func() {
+	var (
+		eng *engine.Engine
+		ctx = context.Background()
+	)
+	BeforeEach(func() {
+		reg := resources.NewRegistry()
+		Expect(reg.RegisterType(&probeType{})).To(Succeed())
+		Expect(reg.RegisterProvider(probeFactory{name: "probe", manage: true})).To(Succeed())
+		eng = engine.New(reg)
+	})
+	ensure := func(env *templates.Env, props map[string]any) *protocol.TransactionEvent {
+		GinkgoHelper()
+		ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: true, Env: env}, engine.Spec{Type: "file", Properties: props})
+		Expect(err).NotTo(HaveOccurred())
+		return ev
+	}
+	encoded := func(ev *protocol.TransactionEvent) string {
+		GinkgoHelper()
+		b, err := json.Marshal(ev)
+		Expect(err).NotTo(HaveOccurred())
+		return string(b)
+	}
+
+	It("puts the outcome's diff in the event", func() {
+		ev := ensure(nil, map[string]any{"name": "/a", "content": "new"})
+		Expect(ev.Diff.Content).To(Equal("-old\n+new\n"))
+		Expect(ev.Diff.Sensitive).To(BeFalse())
+	})
+
+	It("redacts the diff and every content-bearing property of a sensitive resource, after the type's own redaction", func() {
+		ev := ensure(nil, map[string]any{"name": "/a", "content": "CANARY-1", "password": "CANARY-2", "sensitive": true})
+		Expect(ev.Diff.Content).To(BeEmpty())
+		Expect(ev.Diff.Summary).To(Equal(protocol.DiffSensitive))
+		Expect(ev.Diff.Changes).To(Equal([]protocol.Change{{Field: "mode", From: "0600", To: "0644"}, {Field: "download", To: "[sensitive]"}}))
+		Expect(ev.Properties).To(HaveKeyWithValue("content", "[sensitive]"))
+		Expect(ev.Properties).To(HaveKeyWithValue("password", "[sensitive]"))
+		Expect(ev.Properties).To(HaveKeyWithValue("name", "/a"))
+		Expect(encoded(ev)).NotTo(ContainSubstring("CANARY"))
+	})
+
+	It("makes a resource whose template reads sensitive data sensitive", func() {
+		env := templates.New(nil, map[string]any{"pw": "CANARY-3", "motd": "hello"}, templates.WithSensitive([]string{"pw"}))
+		ev := ensure(env, map[string]any{"name": "/a", "content": "{{ data.pw }}"})
+		Expect(ev.Diff.Sensitive).To(BeTrue())
+		Expect(ev.Properties).To(HaveKeyWithValue("sensitive", true))
+		Expect(encoded(ev)).NotTo(ContainSubstring("CANARY"))
+
+		ev = ensure(env, map[string]any{"name": "/b", "content": "{{ data.motd }}"})
+		Expect(ev.Diff.Sensitive).To(BeFalse())
+		Expect(ev.Diff.Content).To(ContainSubstring("+hello"))
+	})
+
+	It("cuts a long content diff at a line end and says so", func() {
+		long := strings.Repeat("line of text\n", protocol.MaxDiffBytes/10)
+		ev := ensure(nil, map[string]any{"name": "/a", "content": long})
+		Expect(len(ev.Diff.Content)).To(BeNumerically("<=", protocol.MaxDiffBytes))
+		Expect(ev.Diff.Content).To(HaveSuffix("\n"))
+		Expect(ev.Diff.Truncated).To(BeTrue())
+	})
+})

@@ -1,0 +1,229 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/ui"
+)
+
+// xssFact is a fact value that would run a script if a page did not
+// escape it.
+const xssFact = "<script>alert(1)</script>"
+
+// chromium finds the browser make deps installs.
+func chromium() string {
+	GinkgoHelper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	Fail("no chromium: make deps installs Debian's chromium package")
+	return ""
+}
+
+// screenshotDir is where the page screenshots go: $CCM_UI_SCREENSHOTS
+// (docs/ when refreshing the README's), else a temporary directory.
+func screenshotDir() string {
+	if d := os.Getenv("CCM_UI_SCREENSHOTS"); d != "" {
+		return d
+	}
+	return GinkgoT().TempDir()
+}
+
+var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), func() {
+	const hosts = 50
+	var (
+		fl      *fleettest.Fleet
+		base    string
+		browser context.Context
+		dialogs atomic.Int32
+		client  *orchestrator.Client
+		dir     string
+		shots   string
+	)
+
+	BeforeAll(func() {
+		exe := chromium()
+		fl = fleettest.StartWith(GinkgoT(), fleettest.Options{History: true}, hosts, map[string]any{"motto": xssFact}, "os=debian,rhel", "role=web,db")
+		nc := fl.Connect(GinkgoT())
+		srv, err := ui.New(nc, ui.Options{LiveInterval: 200 * time.Millisecond})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { srv.Run(ctx); close(done) }()
+		DeferCleanup(func() { cancel(); <-done })
+		web := httptest.NewServer(srv)
+		DeferCleanup(web.Close)
+		base = web.URL
+		client = orchestrator.New(fl.Connect(GinkgoT()))
+		dir = GinkgoT().TempDir()
+		shots = screenshotDir()
+
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.WindowSize(1280, 900),
+			chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))...)
+		DeferCleanup(acancel)
+		bctx, bcancel := chromedp.NewContext(actx)
+		DeferCleanup(bcancel)
+		Expect(chromedp.Do(bctx)).To(Succeed(), "start chromium")
+		Expect(chromedp.Listen(bctx, func(ev any) {
+			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+				dialogs.Add(1)
+			}
+		})).To(Succeed())
+		browser = bctx
+	})
+
+	// run runs browser steps with a deadline.
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		GinkgoHelper()
+		ctx, cancel := context.WithTimeout(browser, 30*time.Second)
+		defer cancel()
+		Expect(chromedp.Do(ctx, steps...)).To(Succeed())
+	}
+	// eval evaluates a JavaScript expression in the page.
+	eval := func(expr string) any {
+		GinkgoHelper()
+		ctx, cancel := context.WithTimeout(browser, 30*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+		Expect(err).NotTo(HaveOccurred(), expr)
+		return v
+	}
+	// text is an element's text, "" when it cannot be read (the page is
+	// being replaced): callers compare it with what they expect, in
+	// Eventually where the page may still change.
+	text := func(sel string) string {
+		ctx, cancel := context.WithTimeout(browser, 10*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(s)
+	}
+	count := func(sel string) int {
+		GinkgoHelper()
+		n, ok := eval(fmt.Sprintf("document.querySelectorAll(%q).length", sel)).(float64)
+		Expect(ok).To(BeTrue())
+		return int(n)
+	}
+	screenshot := func(name string) {
+		GinkgoHelper()
+		ctx, cancel := context.WithTimeout(browser, 30*time.Second)
+		defer cancel()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG (below: JPEG)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(shots, "ui-"+name+".png"), png, 0o644)).To(Succeed())
+	}
+	ensure := func(noop bool, content string) *orchestrator.Result {
+		GinkgoHelper()
+		e, err := protocol.NewEnsureRequest("file", map[string]any{
+			"name": filepath.Join(dir, "{{ lookup('facts.identity') }}.conf"), "content": content,
+			"owner": "root", "group": "root", "mode": "0644",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := client.Run(ctx, orchestrator.Request{Ensure: e, Noop: noop})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Replied).To(Equal(hosts))
+		return res
+	}
+
+	It("shows every host of the registry with its count, live", func() {
+		run(chromedp.Navigate(base + "/"))
+		Eventually(func() string { return text("#count-hosts") }).WithTimeout(20 * time.Second).Should(Equal(strconv.Itoa(hosts)))
+		Eventually(func() string { return text("#live") }).Should(Equal("live"))
+		Expect(count("#hosts tbody tr.host")).To(Equal(hosts))
+		screenshot("fleet")
+	})
+
+	It("filters with the CLI's --where language, errors shown inline", func() {
+		run(chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#where")),
+			chromedp.SetValue(chromedp.CSS("#where"), "os=debian"), chromedp.Submit(chromedp.CSS("#where")))
+		Eventually(func() string { return text("#count-hosts") }).Should(Equal(strconv.Itoa(hosts / 2)))
+		oses, ok := eval(`Array.from(document.querySelectorAll("#hosts tbody tr.host td:nth-child(2)")).map(td => td.textContent)`).([]any)
+		Expect(ok).To(BeTrue())
+		Expect(oses).To(HaveLen(hosts / 2))
+		for _, os := range oses {
+			Expect(os).To(Equal("debian"))
+		}
+		run(chromedp.Navigate(base + "/?where=" + "os%3D~%28"))
+		Expect(text("#filter-error")).To(ContainSubstring("os=~("))
+	})
+
+	It("renders a fact holding a script as text, running nothing", func() {
+		run(chromedp.Navigate(base + "/hosts/" + fl.Identities[0]))
+		run(chromedp.WaitVisible(chromedp.CSS("#facts")))
+		Expect(text("#facts")).To(ContainSubstring(xssFact))
+		Expect(count("#facts script")).To(Equal(0))
+		Expect(dialogs.Load()).To(BeZero(), "no alert ran")
+	})
+
+	It("shows a new run on the runs page without a reload", func() {
+		run(chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("#count-runs")))
+		eval(`window.ccmMarker = 42`)
+		before, err := strconv.Atoi(text("#count-runs"))
+		Expect(err).NotTo(HaveOccurred())
+		res := ensure(false, "managed\n")
+		Eventually(func() int { return count(fmt.Sprintf(`tr.run[data-request=%q]`, res.RequestID)) }).WithTimeout(20 * time.Second).Should(Equal(1))
+		Expect(text("#count-runs")).To(Equal(strconv.Itoa(before + 1)))
+		Eventually(func() string { return text(fmt.Sprintf(`tr.run[data-request=%q] td.replied`, res.RequestID)) }).Should(Equal(strconv.Itoa(hosts)))
+		Expect(eval(`window.ccmMarker || 0`)).To(BeEquivalentTo(42), "the page was updated in place, not reloaded")
+		screenshot("runs")
+
+		// Every host's record reaches the dashboard in its own time: the
+		// run's page fills in live.
+		run(chromedp.Navigate(base + "/runs/" + res.RequestID))
+		Eventually(func() string { return text("#run-counts") }).WithTimeout(20 * time.Second).Should(ContainSubstring(fmt.Sprintf("%d changed", hosts)))
+		run(chromedp.Click(chromedp.CSS("details.group summary")))
+		Eventually(func() int { return count("details.group[open] table.events tbody tr") }).Should(Equal(hosts))
+		screenshot("run")
+	})
+
+	It("shows a tampered host drifted in the matrix", func() {
+		tampered := fl.Identities[3]
+		Expect(os.WriteFile(filepath.Join(dir, tampered+".conf"), []byte("tampered\n"), 0o644)).To(Succeed())
+		res := ensure(true, "managed\n")
+		Expect(res.Summary.Hosts.WouldChange).To(Equal(1))
+
+		// The audit's run page shows how the tampered host differs.
+		run(chromedp.Navigate(base + "/runs/" + res.RequestID))
+		Eventually(func() int { return count("details.group") }).Should(BeNumerically(">=", 2))
+		eval(`document.querySelectorAll("details.group").forEach(d => d.open = true); 0`)
+		Eventually(func() string { return text("pre.unified") }).Should(And(ContainSubstring("-tampered"), ContainSubstring("+managed")))
+		run(chromedp.Navigate(base + "/drift"))
+		row := fmt.Sprintf(`#matrix tr[data-resource=%q]`, "file#"+filepath.Join(dir, "<host>.conf"))
+		Eventually(func() any {
+			return eval(fmt.Sprintf(`(document.querySelector(%q) || {dataset:{}}).dataset.count || ""`, row+` td[data-state="drifted"]`))
+		}).WithTimeout(20 * time.Second).Should(Equal("1"))
+		Eventually(func() string { return text(row + ` td[data-state="converged"] summary`) }).Should(Equal(strconv.Itoa(hosts - 1)))
+		run(chromedp.Click(chromedp.CSS(row + ` td[data-state="drifted"] summary`)))
+		Expect(text(row + ` td[data-state="drifted"] .hosts`)).To(Equal(tampered))
+		Expect(count("svg.chart rect.bar")).To(BeNumerically(">", 0))
+		screenshot("drift")
+
+		run(chromedp.Navigate(base + "/hosts/" + tampered))
+		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("would change"))
+		screenshot("host")
+	})
+})

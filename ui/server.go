@@ -1,0 +1,135 @@
+package ui
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options configure a Server.
+type Options struct {
+	// Log receives the followers' warnings; nil discards them.
+	Log *slog.Logger
+	// MaxRuns bounds the runs kept in memory (default
+	// orchestrator.DefaultIndexRuns).
+	MaxRuns int
+	// LiveInterval is the least time between two live updates sent to
+	// a page (default 1s).
+	LiveInterval time.Duration
+	// Now is the clock, for tests; default time.Now.
+	Now func() time.Time
+	// AuthToken, when set (at least MinTokenLength characters), is needed
+	// by every request: as "Authorization: Bearer TOKEN", or typed in once
+	// at /login, which sets a cookie.
+	AuthToken string
+	// SecureCookie marks the login cookie Secure (served over HTTPS).
+	SecureCookie bool
+}
+
+// Server is the dashboard: an http.Handler over the fleet's registry and
+// history, kept up to date by Run.
+type Server struct {
+	js    jetstream.JetStream
+	fleet *fleet
+	opts  Options
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	hub   *hub
+	// handler is mux, behind the token check when there is one.
+	handler http.Handler
+}
+
+// New prepares a dashboard reading over nc; Run must be running for it to
+// show anything.
+func New(nc *nats.Conn, opts Options) (*Server, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.LiveInterval <= 0 {
+		opts.LiveInterval = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.AuthToken != "" && len(opts.AuthToken) < MinTokenLength {
+		return nil, fmt.Errorf("ui: the auth token has %d characters; use at least %d", len(opts.AuthToken), MinTokenLength)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
+	s := &Server{js: js, fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux()}
+	s.hub = newHub(s.fleet.stamp, opts.LiveInterval)
+	if s.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /{$}", s.fleetPage)
+	s.mux.HandleFunc("GET /runs", s.runsPage)
+	s.mux.HandleFunc("GET /runs/{id}", s.runPage)
+	s.mux.HandleFunc("GET /hosts/{id}", s.hostPage)
+	s.mux.HandleFunc("GET /drift", s.driftPage)
+	s.mux.HandleFunc("GET /events", s.hub.serve)
+	s.handler = s.mux
+	if opts.AuthToken != "" {
+		s.handler = authenticated(opts.AuthToken, opts.SecureCookie, s.mux)
+	}
+	return s, nil
+}
+
+// Run follows the registry and the history stream and feeds the live
+// updates until ctx ends; it returns when all of that has stopped.
+func (s *Server) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.fleet.followRegistry(ctx, s.js) })
+	wg.Go(func() { s.fleet.followHistory(ctx, s.js) })
+	wg.Go(func() { s.hub.run(ctx, s.fleet.changed) })
+	wg.Wait()
+}
+
+// ServeHTTP serves the pages, with headers that keep the browser from
+// running anything the pages did not ship.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	s.handler.ServeHTTP(w, r)
+}
+
+// parsePages parses each page with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	out := map[string]*template.Template{}
+	for _, name := range []string{"fleet", "runs", "run", "host", "drift"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("ui: page %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// Counts says how many hosts and runs the dashboard holds so far.
+func (s *Server) Counts() (hosts, runs int) {
+	return len(s.fleet.nodeList()), s.fleet.index.Len()
+}
