@@ -91,6 +91,12 @@ var _ = Describe("Health checks", func() {
 		Expect(ev.Failed).To(BeFalse())
 	})
 
+	It("takes a command written as a YAML block (CCM's examples), its trailing newline ignored", func() {
+		ev := ensure(engine.RunOptions{}, false, map[string]any{"tries": 5, "try_sleep": "1s", "command": "/bin/sh -c 'echo served Acme Inc'\n"})
+		Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthOK))
+		Expect(ev.HealthChecks[0].Message).To(Equal("served Acme Inc"))
+	})
+
 	It("under MonitorOnly runs only the checks, applying nothing", func() {
 		ev := ensure(engine.RunOptions{MonitorOnly: true}, false, check("exit 2", nil))
 		Expect(typ.applied).To(BeEmpty())
