@@ -92,9 +92,7 @@ func (a *app) apply(c *applyFlags) error {
 		opts.OnEvent = func(ev *protocol.TransactionEvent) {
 			fmt.Fprintln(a.Stdout, describeEvent(ev))
 			c.diff.write(a.Stdout, ev)
-			for _, h := range ev.HealthChecks {
-				fmt.Fprintf(a.Stdout, "  health %s: %s %s\n", h.Name, h.Status, h.Message)
-			}
+			writeHealth(a.Stdout, ev)
 		}
 	}
 	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(ex)), m, opts)

@@ -265,3 +265,33 @@ var _ = Describe("ccm-agent apply with health checks", func() {
 			HaveKeyWithValue("message", "service says hi"), HaveKeyWithValue("name", "web"))))
 	})
 })
+
+var _ = Describe("ccm-agent ensure --check (CCM's health check flags)", func() {
+	It("runs the checks after the resource, CRITICAL failing it, and refuses --check-tries alone", func() {
+		dir := GinkgoT().TempDir()
+		file := filepath.Join(dir, "conf")
+		code, out, errOut := agent("ensure", "file", file, "--content", "x", "--owner", "root", "--group", "root", "--mode", "0644",
+			"--check", "/bin/sh -c 'echo up'", "--check", "/bin/sh -c 'echo down; exit 2'", "--check-tries", "2", "--check-sleep", "10ms")
+		Expect(code).To(Equal(2), errOut)
+		Expect(out).To(ContainSubstring("  health /bin/sh -c 'echo up': OK up\n"))
+		Expect(out).To(ContainSubstring("  health /bin/sh -c 'echo down; exit 2': CRITICAL down\n"))
+		Expect(file).To(BeAnExistingFile())
+
+		code, out, _ = agent("ensure", "file", file, "--content", "x", "--owner", "root", "--group", "root", "--mode", "0644", "--check", "/bin/true", "--json")
+		Expect(code).To(Equal(0))
+		var resp struct {
+			State struct {
+				HealthChecks []map[string]any `json:"health_checks"`
+				Status       map[string]any
+			}
+		}
+		Expect(json.Unmarshal([]byte(out), &resp)).To(Succeed(), out)
+		Expect(resp.State.HealthChecks).To(ConsistOf(HaveKeyWithValue("status", "OK")))
+		Expect(resp.State.Status).To(HaveKeyWithValue("stable", true))
+
+		code, _, errOut = agent("ensure", "file", filepath.Join(dir, "other"), "--content", "x", "--owner", "root", "--group", "root", "--mode", "0644", "--check-tries", "3")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("--check-tries and --check-sleep need a --check"))
+		Expect(filepath.Join(dir, "other")).ToNot(BeAnExistingFile())
+	})
+})

@@ -100,6 +100,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, cleanInvalid(err))
 	} else {
 		fmt.Fprintln(a.Stdout, describeEvent(ev))
+		writeHealth(a.Stdout, ev)
 		c.diff.write(a.Stdout, ev)
 	}
 	if code := protocol.EventsExitCode(*c.noop, ev); code != protocol.ExitOK {

@@ -57,6 +57,8 @@ ccm-agent ensure package telnet absent
 	"ensure service": `
 ccm-agent ensure service nginx running --enable
 ccm-agent ensure service apache2 stopped --disable
+# Running, and answering: a CRITICAL check (exit 2) fails the resource
+ccm-agent ensure service nginx running --check "/usr/lib/nagios/plugins/check_http -H localhost" --check-tries 5 --check-sleep 2s
 `,
 	"ensure archive": `
 # Download, verify and extract (skipped where /opt/app/bin/app exists)

@@ -275,6 +275,9 @@ func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		start := s.eng.now()
 		s.checkHealth(ctx, c.HealthChecks, ev)
 		ev.Duration += s.eng.now().Sub(start)
+		if ev.Failed && ev.Status != nil {
+			ev.Status.Common().Stable = false
+		}
 	}
 	return ev
 }
