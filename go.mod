@@ -7,6 +7,7 @@ require (
 	github.com/choria-io/fisk v0.9.1
 	github.com/choria-io/scaffold v0.0.11
 	github.com/expr-lang/expr v1.17.8
+	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/goreleaser/nfpm/v2 v2.46.3
 	github.com/kballard/go-shellquote v0.0.0-20180428030007-95032a82bc51

@@ -50,25 +50,17 @@ func (a *Agent) admit(r *request) *protocol.Error {
 
 	// 1. signature and signer
 	signer, sig := m.Header.Get(protocol.HeaderSigner), m.Header.Get(protocol.HeaderSignature)
-	switch {
-	case signer == "" && sig == "":
-		if !a.insecure {
-			return protocol.NewError(protocol.CodeUnauthenticated, "unsigned request: this agent runs only requests signed by a key its policy trusts")
-		}
-	default:
-		if err := protocol.Verify(m.Data, signer, sig); err != nil {
-			return protocol.NewError(protocol.CodeUnauthenticated, "signature of signer %.60s: %s", signer, err)
-		}
+	s, signed, e := a.authenticate(m.Data, signer, sig)
+	if signed {
 		r.signed = true
 		r.audit.Signer.Key = signer
-		s, ok := a.policy.signer(signer)
-		switch {
-		case ok:
-			r.signer = s
-			r.audit.Signer.Name = s.Name
-		case !a.insecure:
-			return protocol.NewError(protocol.CodeUnauthenticated, "signer %s is not trusted by this agent's policy", signer)
-		}
+	}
+	if s != nil {
+		r.signer = s
+		r.audit.Signer.Name = s.Name
+	}
+	if e != nil {
+		return e
 	}
 
 	// 2. strict decode, once: the request and what it asks for
@@ -148,20 +140,8 @@ func (a *Agent) admit(r *request) *protocol.Error {
 		a.stats.badRequest.Add(1)
 		return protocol.AsError(bodyErr)
 	}
-	if r.signer != nil {
-		if a.observePolicy != nil {
-			for _, res := range b.resources {
-				a.observePolicy(req.ID, res)
-			}
-		}
-		if d, refused := refusal(r.signer.CheckRequest(req.Noop, a.currentFacts().all)); refused {
-			r.audit.Rule, r.audit.Value = d.Rule, d.Value
-			return protocol.NewError(protocol.CodeForbidden, "%s", r.signer.refusalMessage("", d))
-		}
-		if ref, ok := r.signer.allows(b.resources, req.Noop); !ok {
-			r.audit.Rule, r.audit.Value = ref.rule, ref.value
-			return protocol.NewError(protocol.CodeForbidden, "%s", ref.msg)
-		}
+	if e := a.authorize(req.ID, r.signer, b, req.Noop, &r.audit); e != nil {
+		return e
 	}
 
 	r.audit.Decision = DecisionAccepted
@@ -172,6 +152,56 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	if !a.enqueue(r) {
 		a.stats.busy.Add(1)
 		return protocol.NewError(protocol.CodeBusy, "%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength)
+	}
+	return nil
+}
+
+// authenticate checks a signed document, a request's or an assignment's:
+// sig must be signerKey's signature of the exact bytes of data, and the
+// policy must trust signerKey. signed is whether the signature is valid; s
+// is the trusted signer, nil when there is none (an unsigned document, or
+// an unlisted key, in insecure mode only: otherwise e refuses them).
+func (a *Agent) authenticate(data []byte, signerKey, sig string) (s *Signer, signed bool, e *protocol.Error) {
+	if signerKey == "" && sig == "" {
+		if !a.insecure {
+			return nil, false, protocol.NewError(protocol.CodeUnauthenticated, "unsigned request: this agent runs only requests signed by a key its policy trusts")
+		}
+		return nil, false, nil
+	}
+	if err := protocol.Verify(data, signerKey, sig); err != nil {
+		return nil, false, protocol.NewError(protocol.CodeUnauthenticated, "signature of signer %.60s: %s", signerKey, err)
+	}
+	s, ok := a.policy.signer(signerKey)
+	switch {
+	case ok:
+		return s, true, nil
+	case !a.insecure:
+		return nil, true, protocol.NewError(protocol.CodeUnauthenticated, "signer %s is not trusted by this agent's policy", signerKey)
+	}
+	return nil, true, nil
+}
+
+// authorize asks the signer's policy about the request (its hosts scope
+// against this host's facts, noop_only) and every resource of b as parsed
+// (types, literal providers): forbidden, with the rule and value in audit,
+// when one is refused; nil s has no policy to ask (insecure mode). The
+// engine asks again about each resource as it will run it (see guard).
+func (a *Agent) authorize(id string, s *Signer, b *body, noop bool, audit *AuditRecord) *protocol.Error {
+	if s == nil {
+		return nil
+	}
+	if a.observePolicy != nil {
+		for _, res := range b.resources {
+			a.observePolicy(id, res)
+		}
+	}
+	if d, refused := refusal(s.CheckRequest(noop, a.currentFacts().all)); refused {
+		audit.Rule, audit.Value = d.Rule, d.Value
+		return protocol.NewError(protocol.CodeForbidden, "%s", s.refusalMessage("", d))
+	}
+	if ref, ok := s.allows(b.resources, noop); !ok {
+		audit.Rule, audit.Value = ref.rule, ref.value
+		return protocol.NewError(protocol.CodeForbidden, "%s", ref.msg)
 	}
 	return nil
 }

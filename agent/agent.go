@@ -40,6 +40,8 @@ type Agent struct {
 	// the loop that moves the subscriptions
 	factsChanged    chan struct{}
 	subjectsChanged chan struct{}
+	// assignFacts wakes the assigner to select its assignments again
+	assignFacts chan struct{}
 	// factsSource gathers the host's facts again (nil: they are never
 	// refreshed, as for simulated agents)
 	factsSource FactsSource
@@ -145,6 +147,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		resolver:     scope.HostResolver(),
 
 		subjectsChanged: make(chan struct{}, 1),
+		assignFacts:     make(chan struct{}, 1),
 	}
 	a.facts.Store(newFactSet(cfg.Identity, facts))
 	for _, o := range opts {
@@ -290,6 +293,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	if err == nil {
+		// The assigner follows the assignment store while the agent
+		// serves; it counts as a worker, so the shutdown waits for its
+		// run like for a request's.
+		asg := newAssigner(a)
+		a.workers.Add(1)
+		go func() {
+			defer a.workers.Done()
+			asg.run(ctx, jobsCtx)
+		}()
 		a.log.Info("serving", "requests", reqSubjects)
 		if a.ready != nil {
 			a.ready()

@@ -24,6 +24,15 @@
 // put before it serves, refreshed every heartbeat and on UpdateFacts,
 // deleted when it stops.
 //
+// While it serves, the agent follows the assignments of the KV bucket
+// CCM_ASSIGNMENTS with one watcher and runs those whose selector picks it:
+// at once when one appears or changes, every interval (offset by its splay
+// share), when its facts change, and when a watched file (watch: true)
+// changes. Each assignment is admitted with the request path's own checks
+// (authenticate, authorize, the engine guard); runs go one at a time in
+// name order and are recorded in history like replies, marked with the
+// assignment, its revision and the trigger.
+//
 // Every reply is signed with the agent's own key (agent.nk in the state
 // directory), whose public key it announces in discovery and the registry.
 //

@@ -32,7 +32,8 @@ func (s *Signer) CheckRequest(noop bool, facts map[string]any) []scope.Decision 
 
 // CheckResource judges one resource as the engine will run it
 // (templates expanded, properties decoded, provider chosen): its type,
-// the shell provider, scaffold post commands (they count as exec), then
+// the shell provider, scaffold post commands and health checks (they count
+// as exec), then
 // every value a scope of the signer restricts, commands and paths
 // resolved by r. It returns a decision per value judged; the first not
 // Allowed is the refusal.
@@ -57,6 +58,14 @@ func (s *Signer) CheckResource(p *engine.Prepared, r scope.Resolver) []scope.Dec
 			}
 			out = append(out, d)
 		}
+	}
+	if hcs := p.Properties.Common().HealthChecks; len(hcs) > 0 {
+		d := scope.Decision{Check: "health_checks", Value: hcs[0].Command, Rule: "allow [" + strings.Join(s.Allow, ", ") + "]", Allowed: slices.Contains(s.Allow, protocol.TypeExec)}
+		if !d.Allowed {
+			d.Reason = "health checks are commands: they need exec in allow"
+			return append(out, d)
+		}
+		out = append(out, d)
 	}
 	if typ == protocol.TypeExec && provider != "" && provider != "posix" {
 		d := scope.Decision{Check: "provider", Value: provider, Rule: "shell: " + strconv.FormatBool(s.Shell), Allowed: s.Shell}

@@ -171,7 +171,7 @@ func (a *Agent) currentFacts() *factSet { return a.facts.Load() }
 // subscriptions to the new subjects.
 func (a *Agent) UpdateFacts(facts map[string]any) {
 	a.facts.Store(newFactSet(a.cfg.Identity, facts))
-	for _, c := range []chan struct{}{a.factsChanged, a.subjectsChanged} {
+	for _, c := range []chan struct{}{a.factsChanged, a.subjectsChanged, a.assignFacts} {
 		select {
 		case c <- struct{}{}:
 		default:

@@ -33,6 +33,9 @@ type request struct {
 	// record is whether its answer goes to history: the request decoded and
 	// its sender is authenticated
 	record bool
+	// assignment, for a run the agent started on its own, names the
+	// assignment, its revision and the trigger in the history record
+	assignment *assignmentRun
 }
 
 // body is a request's resources, parsed once at admission.
@@ -110,7 +113,9 @@ func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
 		a.sendReply(r.msg.Reply, id, data, sig)
 	}
 	if r.record && data != nil {
-		a.queueRecord(a.newRecord(reply, data, sig, r.received))
+		rec := a.newRecord(reply, data, sig, r.received)
+		r.assignment.mark(rec.header)
+		a.queueRecord(rec)
 	}
 }
 

@@ -191,6 +191,7 @@ signers:
 		Entry("an unlisted cwd", map[string]any{"name": "/usr/bin/touch DIR/canary-cwd", "cwd": "/tmp"}, "DIR/canary-cwd", "exec.cwd"),
 		Entry("an unlisted path", map[string]any{"name": "/usr/bin/touch DIR/canary-pathvar", "path": "/usr/bin"}, "DIR/canary-pathvar", "exec.path"),
 		Entry("a templated command resolved at run time", map[string]any{"name": "{{ '/bin/sh' }} -c 'touch DIR/canary-tpl'"}, "DIR/canary-tpl", "default deny"),
+		Entry("a health check's command", map[string]any{"name": "/usr/bin/touch DIR/canary-hc-cmd", "health_checks": []any{map[string]any{"command": "/bin/sh -c 'touch DIR/canary-hc'"}}}, "DIR/canary-hc", "health_checks[0]"),
 	)
 
 	It("runs what exec.commands allows", func() {

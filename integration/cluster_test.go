@@ -52,7 +52,7 @@ func startCluster() ([]*gexec.Session, []string) {
 		sessions = append(sessions, s)
 	}
 	for _, s := range sessions {
-		Eventually(s.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(`history stream CCM_HISTORY and node registry CCM_NODES ready \(3 replicas\)`))
+		Eventually(s.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(`history stream CCM_HISTORY, node registry CCM_NODES and assignments CCM_ASSIGNMENTS ready \(3 replicas\)`))
 	}
 	return sessions, urls
 }

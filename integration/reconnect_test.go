@@ -38,7 +38,7 @@ func (p *brokerProcess) start() {
 	s, err := gexec.Start(exec.Command(orchBin, "broker", "--listen", p.addr, "--store", p.store), GinkgoWriter, GinkgoWriter)
 	Expect(err).ToNot(HaveOccurred())
 	DeferCleanup(func() { s.Interrupt(); Eventually(s).WithTimeout(30 * time.Second).Should(gexec.Exit()) })
-	Eventually(s.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(`history stream CCM_HISTORY and node registry CCM_NODES ready`))
+	Eventually(s.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(`history stream CCM_HISTORY, node registry CCM_NODES and assignments CCM_ASSIGNMENTS ready`))
 	p.s = s
 }
 

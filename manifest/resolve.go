@@ -17,6 +17,9 @@ import (
 type RunOptions struct {
 	// Noop reports what would change without changing anything.
 	Noop bool
+	// MonitorOnly runs only the resources' health checks (see
+	// engine.RunOptions.MonitorOnly).
+	MonitorOnly bool
 	// Facts are what templates, conditions and the hierarchy see as facts.
 	Facts map[string]any
 	// Data is extra data merged over the manifest's resolved data (--data FILE).

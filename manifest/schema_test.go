@@ -109,3 +109,30 @@ var _ = Describe("the manifest JSON schema", func() {
 		}
 	})
 })
+
+var _ = Describe("health checks in the manifest JSON schema", func() {
+	It("accepts them, and so does Parse; the schema refuses a check without a command", func() {
+		schema := compileSchema()
+		doc := []byte(`ccm:
+  resources:
+    - service:
+        - nginx:
+            ensure: running
+            health_checks:
+              - {name: http, command: "/usr/lib/nagios/plugins/check_http -H localhost", timeout: 5s, tries: 3, try_sleep: 2s}
+`)
+		Expect(schema.Validate(asInstance(doc))).To(Succeed())
+		_, err := manifest.Parse(doc, manifest.ParseOptions{})
+		Expect(err).ToNot(HaveOccurred())
+		bad := []byte(`ccm:
+  resources:
+    - service:
+        - nginx:
+            health_checks:
+              - {name: http}
+`)
+		// Parse leaves properties to the engine, which refuses the check
+		// when it prepares the resource (see the engine's tests).
+		Expect(schema.Validate(asInstance(bad))).ToNot(Succeed())
+	})
+})

@@ -185,6 +185,16 @@ func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
 		return nil, fmt.Errorf("history %s: %w", id, err)
 	}
 	if run.Request == nil {
+		// A run an agent started on its own carries its request in the
+		// host record's header.
+		for host := range recs {
+			if hr := headerRequest(heads[host].request); hr != nil && hr.RequestID == id {
+				run.Request, run.Recorded = hr, recs[host].time
+				break
+			}
+		}
+	}
+	if run.Request == nil {
 		return nil, missingRequest(id, recs)
 	}
 	timeout := time.Duration(run.Request.Timeout)
@@ -214,13 +224,30 @@ const maxRecordBytes = 8 << 20
 
 // hostTiming is when an agent received a request and sent its reply, by
 // its own clock (the record's headers).
-type hostTiming struct{ received, replied time.Time }
+type hostTiming struct {
+	received, replied time.Time
+	// request is the Ccm-Request header of a scheduled run's record
+	request string
+}
 
 func timingOf(r jsstore.Record) hostTiming {
 	return hostTiming{
 		received: protocol.ParseHeaderTime(r.Header.Get(protocol.HeaderReceived)),
 		replied:  protocol.ParseHeaderTime(r.Header.Get(protocol.HeaderReplied)),
+		request:  r.Header.Get(protocol.HeaderRequest),
 	}
+}
+
+// headerRequest decodes a Ccm-Request header; nil when empty or invalid.
+func headerRequest(h string) *protocol.HistoryRequest {
+	if h == "" {
+		return nil
+	}
+	hr, err := protocol.DecodeHistoryRequest([]byte(h), protocol.Limits{MaxBytes: maxRecordBytes})
+	if err != nil {
+		return nil
+	}
+	return hr
 }
 
 // late reports whether the reply came after the host's deadline: more than

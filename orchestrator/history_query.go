@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -71,17 +72,40 @@ func (c *Client) HistoryList(ctx context.Context, opts HistoryListOptions) ([]Hi
 	}
 	// The request records' headers say which requests there are; each
 	// listed one is then rebuilt from its own records, newest first.
-	var ids []string
+	type listed struct {
+		seq uint64
+		id  string
+	}
+	var found []listed
 	err := jsstore.Read(ctx, c.js, jsstore.ReadOptions{
 		Filter: protocol.HistorySubjectPrefix + ".*." + protocol.HistoryRequestToken, Since: opts.Since, HeadersOnly: true,
 	}, func(r jsstore.Record) error {
-		ids = append(ids, r.RequestID)
+		found = append(found, listed{r.Seq, r.RequestID})
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	slices.Reverse(ids)
+	if opts.Host != "" {
+		// The runs the host's agent started on its own (assignments) have
+		// no request record: their host records carry the request.
+		err = jsstore.Read(ctx, c.js, jsstore.ReadOptions{
+			Filter: protocol.HistorySubjectPrefix + ".*." + protocol.EncodeToken(opts.Host), Since: opts.Since, HeadersOnly: true,
+		}, func(r jsstore.Record) error {
+			if r.Header.Get(protocol.HeaderRequest) != "" {
+				found = append(found, listed{r.Seq, r.RequestID})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
+	}
+	slices.SortFunc(found, func(a, b listed) int { return cmp.Compare(b.seq, a.seq) })
+	ids := make([]string, len(found))
+	for i, f := range found {
+		ids[i] = f.id
+	}
 	out := []HistorySummary{}
 	for _, id := range ids {
 		if len(out) >= opts.Limit {
@@ -146,10 +170,14 @@ func DescribeRequest(r *protocol.HistoryRequest) string {
 	if r.Noop {
 		verb = "audit"
 	}
-	if r.Manifest == "" {
-		return verb + " a manifest"
+	what := verb + " a manifest"
+	if r.Manifest != "" {
+		what = verb + " " + r.Manifest
 	}
-	return verb + " " + r.Manifest
+	if r.Assignment != "" {
+		what = fmt.Sprintf("assignment %s r%d (%s): %s", r.Assignment, r.Revision, r.Trigger, what)
+	}
+	return what
 }
 
 // FilterString writes a filter as on the command line: its terms, then
@@ -206,7 +234,11 @@ func (c *Client) HistoryHost(ctx context.Context, identity string, since time.Ti
 		}
 		req, seen := requests[r.RequestID]
 		if !seen {
-			req = c.requestRecord(ctx, r.RequestID)
+			if hr := headerRequest(r.Header.Get(protocol.HeaderRequest)); hr != nil && hr.RequestID == r.RequestID {
+				req = hr
+			} else {
+				req = c.requestRecord(ctx, r.RequestID)
+			}
 			requests[r.RequestID] = req
 		}
 		e := HostEntry{RequestID: r.RequestID, Time: r.Time, Events: reply.Events, Error: reply.Error, Duration: reply.Duration}

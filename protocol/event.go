@@ -34,6 +34,47 @@ type TransactionEvent struct {
 	// change or (under noop) a would-change; absent otherwise. Agents that
 	// predate diffs never send it.
 	Diff *Diff `json:"diff,omitempty"`
+	// HealthChecks are the results of the resource's health checks, in
+	// order; a CRITICAL one fails the resource.
+	HealthChecks []*HealthCheckResult `json:"health_checks,omitempty"`
+}
+
+// Health check statuses, nagios style.
+const (
+	HealthOK       = "OK"
+	HealthWarning  = "WARNING"
+	HealthCritical = "CRITICAL"
+	HealthUnknown  = "UNKNOWN"
+)
+
+// HealthStatus is the status of a health check's exit code: 0 OK, 1
+// WARNING, 2 CRITICAL, anything else UNKNOWN.
+func HealthStatus(code int) string {
+	switch code {
+	case 0:
+		return HealthOK
+	case 1:
+		return HealthWarning
+	case 2:
+		return HealthCritical
+	}
+	return HealthUnknown
+}
+
+// HealthCheckResult is the outcome of one health check: its last try.
+type HealthCheckResult struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	// Status is OK, WARNING, CRITICAL or UNKNOWN.
+	Status string `json:"status"`
+	// Code is the exit code of the last try, -1 when it did not exit
+	// (not found, timed out).
+	Code int `json:"code"`
+	// Message is the first line of the last try's output (or why it
+	// could not run).
+	Message  string        `json:"message"`
+	Tries    int           `json:"tries"`
+	Duration time.Duration `json:"duration"`
 }
 
 // NewTransactionEvent starts an event for the resource typeName#name.

@@ -68,6 +68,11 @@ type HistoryRequest struct {
 	Manifest string `json:"manifest,omitempty"`
 	// Resources are the resources a manifest declares, in order.
 	Resources []HistoryResource `json:"resources,omitempty"`
+	// Assignment, Revision and Trigger mark a run an agent started on its
+	// own for an assignment (Discovery is DiscoveryAssignment).
+	Assignment string `json:"assignment,omitempty"`
+	Revision   uint64 `json:"revision,omitempty"`
+	Trigger    string `json:"trigger,omitempty"`
 	// TemplateFacts are the fact paths the request's templates name, so
 	// that diffs read back from history group across hosts as they did
 	// live; absent in records written before diffs.

@@ -38,6 +38,8 @@ type CommonProperties struct {
 	// properties hide every content-bearing value. The engine also sets it
 	// when a template of the resource reads data marked sensitive.
 	Sensitive bool `json:"sensitive,omitempty"`
+	// HealthChecks run after the resource is applied, also when it failed.
+	HealthChecks []HealthCheck `json:"health_checks,omitempty"`
 }
 
 // Common returns the common properties.
@@ -72,6 +74,14 @@ func (c *CommonProperties) ValidateCommon() error {
 		return Invalidf("property ensure is required")
 	case len(c.Ensure) > maxEnsure || !ensureRe.MatchString(c.Ensure):
 		return Invalidf("property ensure %q contains characters that are not allowed", c.Ensure)
+	}
+	if len(c.HealthChecks) > MaxHealthChecks {
+		return Invalidf("property health_checks: %d checks, the limit is %d", len(c.HealthChecks), MaxHealthChecks)
+	}
+	for i := range c.HealthChecks {
+		if err := c.HealthChecks[i].validate(); err != nil {
+			return Invalidf("property health_checks[%d]: %s", i, err)
+		}
 	}
 	for _, list := range []struct {
 		name string

@@ -2,8 +2,10 @@
 # make demo: a whole CCM Fleet on one machine. Starts an embedded broker and
 # six simulated agents, changes a file on the Debian half of the fleet, shows
 # that a second run is stable, tampers with one host and finds exactly that
-# drift with a noop run, serves the dashboard until Ctrl-C (DEMO_NO_UI=1:
-# no dashboard; DEMO_NO_WAIT=1 or no terminal: do not wait), then cleans up.
+# drift with a noop run, assigns a watched file to the web hosts, tampers
+# with it and watches the agent repair it, shows ccm-orch status, serves the
+# dashboard until Ctrl-C (DEMO_NO_UI=1: no dashboard; DEMO_NO_WAIT=1 or no
+# terminal: do not wait), then cleans up.
 set -uo pipefail
 
 BIN=${BIN:-bin}
@@ -105,6 +107,40 @@ rc=$?
 say "Each agent's audit log has a line per request with the signer and the decision"
 run tail -n 2 "$WORK/agents/sim-0001/audit.log"
 
+say "An assignment: the web hosts keep a watched file on their own, with no more pushes"
+cat >"$WORK/assigned.yaml" <<MANIFEST
+ccm:
+  resources:
+    - file:
+        - "$DEMO_DIR/{{ lookup('facts.identity') }}/assigned":
+            content: "kept by the agent of {{ lookup('facts.identity') }}\n"
+            owner: $OWNER
+            group: $GROUP
+            mode: "0644"
+            watch: true
+MANIFEST
+run cat "$WORK/assigned.yaml"
+run "$BIN/ccm-orch" assign web-files "$WORK/assigned.yaml" --where role=web --interval 10m --splay 1m || fail "assign"
+WEB=$("$BIN/ccm-orch" discover --where role=web --json 2>/dev/null | grep -o '"identity": *"[^"]*"' | head -1 | sed 's/.*"\([^"]*\)"$/\1/')
+[ -n "$WEB" ] || fail "no web host found"
+WATCHED="$DEMO_DIR/$WEB/assigned"
+for _ in $(seq 1 100); do [ -s "$WATCHED" ] && break; sleep 0.1; done
+[ -s "$WATCHED" ] || fail "the assignment did not reach $WEB"
+run "$BIN/ccm-orch" assignments list
+
+say "Someone edits $WEB's watched file: its agent repairs it by itself"
+start=$(date +%s%N)
+run sh -c "echo 'hacked' > $WATCHED"
+for _ in $(seq 1 100); do grep -q '^kept by' "$WATCHED" 2>/dev/null && break; sleep 0.02; done
+grep -q '^kept by' "$WATCHED" || fail "the watched file was not repaired"
+echo "repaired after $(( ($(date +%s%N) - start) / 1000000 )) ms:"
+run cat "$WATCHED"
+
+say "Fleet status: each assignment on the hosts it selects (exit 0: converged)"
+for _ in $(seq 1 50); do "$BIN/ccm-orch" status >/dev/null 2>&1 && break; sleep 0.1; done
+run "$BIN/ccm-orch" status
+rc=$?
+[ $rc -eq 0 ] || fail "status exited $rc"
 if [ -z "${DEMO_NO_UI:-}" ]; then
 	UI_ADDR="127.0.0.1:${DEMO_UI_PORT:-8080}"
 	say "The fleet in a browser: a read-only dashboard of hosts, runs, drift and health"

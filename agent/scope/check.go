@@ -122,6 +122,13 @@ func (s *Scope) Resource(r Resolver, props resources.Properties, provider string
 	case *servicetype.Properties:
 		out = s.names("service", s.allow.svcs, s.deny.svcs, p.Name, out)
 	}
+	// Health checks are commands of any resource, run without a shell in
+	// the agent's PATH: judged like exec commands.
+	if s.execSet() {
+		for i, hc := range props.Common().HealthChecks {
+			out = append(out, s.command(r, fmt.Sprintf("health_checks[%d]", i), hc.Command, "posix", "", false))
+		}
+	}
 	return out
 }
 

@@ -22,6 +22,7 @@ import (
 type applyFlags struct {
 	path     string
 	noop     bool
+	monitor  bool
 	json     bool
 	render   bool
 	dataFile string
@@ -34,6 +35,7 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd := cli.Command("apply", "Apply a manifest (many resources, data and hierarchy) on this host")
 	cmd.Arg("manifest", "Manifest file (YAML or JSON); relative sources resolve against its directory").Required().StringVar(&c.path)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
+	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 on CRITICAL)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
@@ -60,7 +62,7 @@ func (a *app) apply(c *applyFlags) error {
 		return a.applyError(c, err)
 	}
 	log := a.Logger()
-	opts := manifest.RunOptions{Noop: c.noop, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log, DiffLimit: c.diff.maxBytes}
+	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log, DiffLimit: c.diff.maxBytes}
 
 	if c.render {
 		r, err := m.Resolve(opts)
@@ -90,9 +92,10 @@ func (a *app) apply(c *applyFlags) error {
 		opts.OnEvent = func(ev *protocol.TransactionEvent) {
 			fmt.Fprintln(a.Stdout, describeEvent(ev))
 			c.diff.write(a.Stdout, ev)
+			writeHealth(a.Stdout, ev)
 		}
 	}
-	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log)), m, opts)
+	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(ex)), m, opts)
 	if err != nil {
 		return a.applyError(c, err)
 	}

@@ -218,3 +218,80 @@ ccm:
 		Expect(out).To(MatchRegexp(`5 resources: 4 stable, 0 changed, 0 failed, 1 skipped, 0 refreshed in \d+ms`))
 	})
 })
+
+var _ = Describe("ccm-agent apply with health checks", func() {
+	It("runs them after the resource, fails on CRITICAL, and --monitor-only runs only them", func() {
+		dir := GinkgoT().TempDir()
+		site := filepath.Join(dir, "site.yaml")
+		write := func(exit int) {
+			doc := `ccm:
+  resources:
+    - file:
+        - ` + dir + `/conf:
+            content: "x"
+            owner: root
+            group: root
+            mode: "0644"
+            health_checks:
+              - name: web
+                command: "/bin/sh -c 'echo service says hi; exit ` + string(rune('0'+exit)) + `'"
+`
+			Expect(os.WriteFile(site, []byte(doc), 0o644)).To(Succeed())
+		}
+		write(0)
+		code, out, errOut := agent("apply", site, "--monitor-only")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring("  health web: OK service says hi\n"))
+		Expect(filepath.Join(dir, "conf")).ToNot(BeAnExistingFile(), "monitor only changes nothing")
+
+		write(2)
+		code, out, _ = agent("apply", site)
+		Expect(code).To(Equal(2))
+		Expect(out).To(ContainSubstring("  health web: CRITICAL service says hi\n"))
+		Expect(filepath.Join(dir, "conf")).To(BeAnExistingFile(), "the resource applied before its check")
+
+		code, out, _ = agent("apply", site, "--json", "--monitor-only")
+		Expect(code).To(Equal(2))
+		var rep struct {
+			Events []struct {
+				Changed      bool
+				HealthChecks []map[string]any `json:"health_checks"`
+			}
+		}
+		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
+		Expect(rep.Events).To(HaveLen(1))
+		Expect(rep.Events[0].Changed).To(BeFalse())
+		Expect(rep.Events[0].HealthChecks).To(ConsistOf(And(HaveKeyWithValue("status", "CRITICAL"), HaveKeyWithValue("code", BeNumerically("==", 2)),
+			HaveKeyWithValue("message", "service says hi"), HaveKeyWithValue("name", "web"))))
+	})
+})
+
+var _ = Describe("ccm-agent ensure --check (CCM's health check flags)", func() {
+	It("runs the checks after the resource, CRITICAL failing it, and refuses --check-tries alone", func() {
+		dir := GinkgoT().TempDir()
+		file := filepath.Join(dir, "conf")
+		code, out, errOut := agent("ensure", "file", file, "--content", "x", "--owner", "root", "--group", "root", "--mode", "0644",
+			"--check", "/bin/sh -c 'echo up'", "--check", "/bin/sh -c 'echo down; exit 2'", "--check-tries", "2", "--check-sleep", "10ms")
+		Expect(code).To(Equal(2), errOut)
+		Expect(out).To(ContainSubstring("  health /bin/sh -c 'echo up': OK up\n"))
+		Expect(out).To(ContainSubstring("  health /bin/sh -c 'echo down; exit 2': CRITICAL down\n"))
+		Expect(file).To(BeAnExistingFile())
+
+		code, out, _ = agent("ensure", "file", file, "--content", "x", "--owner", "root", "--group", "root", "--mode", "0644", "--check", "/bin/true", "--json")
+		Expect(code).To(Equal(0))
+		var resp struct {
+			State struct {
+				HealthChecks []map[string]any `json:"health_checks"`
+				Status       map[string]any
+			}
+		}
+		Expect(json.Unmarshal([]byte(out), &resp)).To(Succeed(), out)
+		Expect(resp.State.HealthChecks).To(ConsistOf(HaveKeyWithValue("status", "OK")))
+		Expect(resp.State.Status).To(HaveKeyWithValue("stable", true))
+
+		code, _, errOut = agent("ensure", "file", filepath.Join(dir, "other"), "--content", "x", "--owner", "root", "--group", "root", "--mode", "0644", "--check-tries", "3")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("--check-tries and --check-sleep need a --check"))
+		Expect(filepath.Join(dir, "other")).ToNot(BeAnExistingFile())
+	})
+})

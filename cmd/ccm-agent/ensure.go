@@ -82,7 +82,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	eng := engine.New(reg, engine.WithLogger(log))
+	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(ex))
 	env := templates.New(fs, nil, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
 		engine.Spec{Type: typeName, Properties: props})
@@ -100,6 +100,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, cleanInvalid(err))
 	} else {
 		fmt.Fprintln(a.Stdout, describeEvent(ev))
+		writeHealth(a.Stdout, ev)
 		c.diff.write(a.Stdout, ev)
 	}
 	if code := protocol.EventsExitCode(*c.noop, ev); code != protocol.ExitOK {

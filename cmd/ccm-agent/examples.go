@@ -32,6 +32,8 @@ ccm-agent apply site.yaml --noop
 ccm-agent apply site.yaml
 # The manifest after data and templates are resolved, with a fact overridden
 ccm-agent apply site.yaml --render --fact role=web
+# Only the resources' health checks (exit 2 when one is CRITICAL)
+ccm-agent apply site.yaml --monitor-only
 `,
 	"ensure file": `
 # A file with its content, owner, group and mode
@@ -55,6 +57,8 @@ ccm-agent ensure package telnet absent
 	"ensure service": `
 ccm-agent ensure service nginx running --enable
 ccm-agent ensure service apache2 stopped --disable
+# Running, and answering: a CRITICAL check (exit 2) fails the resource
+ccm-agent ensure service nginx running --check "/usr/lib/nagios/plugins/check_http -H localhost" --check-tries 5 --check-sleep 2s
 `,
 	"ensure archive": `
 # Download, verify and extract (skipped where /opt/app/bin/app exists)

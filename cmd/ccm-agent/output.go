@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -46,3 +47,11 @@ func describeEvent(ev *protocol.TransactionEvent) string {
 
 // removeSentinel deletes every occurrence of s from msg.
 func removeSentinel(msg, s string) string { return strings.ReplaceAll(msg, s, "") }
+
+// writeHealth writes one line per health check of ev: "  health NAME:
+// STATUS message".
+func writeHealth(w io.Writer, ev *protocol.TransactionEvent) {
+	for _, h := range ev.HealthChecks {
+		fmt.Fprintf(w, "  health %s: %s %s\n", h.Name, h.Status, h.Message)
+	}
+}

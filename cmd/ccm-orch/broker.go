@@ -144,7 +144,7 @@ func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.
 		err := provision(pctx, js, hc, rc, io.Discard)
 		cancel()
 		if err == nil {
-			fmt.Fprintf(a.Stderr, "history stream %s and node registry %s ready (%s)\n", protocol.HistoryStream, protocol.NodesBucket, replicasText(hc.Replicas))
+			fmt.Fprintf(a.Stderr, "history stream %s, node registry %s and assignments %s ready (%s)\n", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, replicasText(hc.Replicas))
 			return
 		}
 		log.Info("history not set up yet, retrying", "error", err)

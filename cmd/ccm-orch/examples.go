@@ -93,6 +93,35 @@ ccm-orch audit site.yaml --where os=debian --json --key audit.seed
 # How each host drifted: content diffs, hosts with the same diff grouped
 ccm-orch audit site.yaml --diff --key audit.seed
 `,
+	"assign": `
+# nginx kept in place on every web server: applied at once, then every 30 minutes
+ccm-orch assign web site.yaml --where role=web --key ops.seed
+# A scheduled audit of the database hosts every hour, spread over 10 minutes
+ccm-orch assign db-audit site.yaml --where role=db --interval 1h --splay 10m --noop --key audit.seed
+# Two hosts, with data of their own merged over the manifest's
+ccm-orch assign canary site.yaml --host web1 --host web2 --data canary.yaml --key ops.seed
+`,
+	"assignments list": `
+# Every assignment with its revision, selector and schedule
+ccm-orch assignments list
+ccm-orch assignments list --json
+`,
+	"assignments show": `
+# The current revision, an older one, and every revision kept
+ccm-orch assignments show web
+ccm-orch assignments show web --revision 3 --json
+ccm-orch assignments show web --history
+`,
+	"assignments rm": `
+# Agents stop applying it; what it made stays
+ccm-orch assignments rm canary
+`,
+	"status": `
+# Every assignment on every host it selects (exit 0 converged, 5 drift or stale, 2 failed)
+ccm-orch status
+# One assignment on the Debian hosts, as JSON
+ccm-orch status --assignment web --where os=debian --json
+`,
 	"history init": `
 # Create the history stream and the node registry on an existing NATS (once)
 ccm-orch history init --server nats://nats.example.com:4222 --replicas 3 --max-age 90d

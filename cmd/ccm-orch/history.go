@@ -37,7 +37,7 @@ func (a *app) registerHistoryInit(h *fisk.CmdClause) {
 		maxAge, bytes string
 		ttl           time.Duration
 	)
-	cmd := h.Command("init", "Create or update the history stream CCM_HISTORY and the node registry CCM_NODES on an existing NATS")
+	cmd := h.Command("init", "Create or update the history stream CCM_HISTORY, the node registry CCM_NODES and the assignment store CCM_ASSIGNMENTS on an existing NATS")
 	cmd.Flag("replicas", "Servers keeping each record (a cluster of 3: 3)").Default("1").IntVar(&replicas)
 	cmd.Flag("max-age", "How long records are kept (s, m, h or d)").Default("30d").StringVar(&maxAge)
 	cmd.Flag("max-bytes", "Size limit of the history, the oldest records go first (e.g. 10GiB; -1: none)").Default("-1").StringVar(&bytes)
@@ -98,6 +98,10 @@ func provision(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryCo
 		return fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
 	}
 	fmt.Fprintf(w, "node registry %s: %s, entries expire %s after their last heartbeat\n", protocol.NodesBucket, replicasText(rc.Replicas), st.TTL())
+	if _, err := jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{Replicas: rc.Replicas}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "assignments %s: %s, %d revisions kept per assignment\n", protocol.AssignmentsBucket, replicasText(rc.Replicas), jsstore.AssignmentHistory)
 	return nil
 }
 

@@ -55,6 +55,8 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerDiscover(cli)
 	a.registerEnsure(cli)
 	a.registerApply(cli)
+	a.registerAssign(cli)
+	a.registerStatus(cli)
 	a.registerHistory(cli)
 	a.registerBench(cli)
 	a.registerKeys(cli)

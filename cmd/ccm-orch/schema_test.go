@@ -145,6 +145,31 @@ var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, fun
 		validate("history-host.schema.json", out)
 	})
 
+	It("describes assignments list, show and status --json", func() {
+		site := filepath.Join(dir, "assigned.yaml")
+		Expect(os.WriteFile(site, []byte("ccm:\n  resources:\n    - exec:\n        - /bin/true: {}\n"), 0o600)).To(Succeed())
+		code, _, errOut := orch(with("assign", "schema", site, "--where", "role=web", "--interval", "1h")...)
+		Expect(code).To(Equal(0), errOut)
+		code, out, errOut := orch(with("assignments", "list", "--json")...)
+		Expect(code).To(Equal(0), errOut)
+		validate("assignments.schema.json", out)
+		code, out, errOut = orch(with("assignments", "show", "schema", "--json")...)
+		Expect(code).To(Equal(0), errOut)
+		validate("assignments.schema.json", out)
+		Eventually(func() int {
+			code, _, _ := orch(with("status", "--json")...)
+			return code
+		}).WithTimeout(20*time.Second).Should(Equal(0), "the web hosts ran it")
+		_, out, _ = orch(with("status", "--json")...)
+		validate("status.schema.json", out)
+		Expect(out).To(MatchRegexp(`"counts": \{\s*"converged": \d+\s*\}`))
+		code, _, _ = orch(with("assignments", "rm", "schema")...)
+		Expect(code).To(Equal(0))
+		code, out, errOut = orch(with("assignments", "show", "schema", "--history", "--json")...)
+		Expect(code).To(Equal(0), errOut)
+		validate("assignments.schema.json", out)
+	})
+
 	It("are strict: a key they do not describe or a missing required key fails", func() {
 		_, out, _ := orch(with("ensure", "exec", "/bin/true", "--host", "sim-0002", "--json")...)
 		var doc map[string]any

@@ -182,6 +182,9 @@ func provision(url string) error {
 	if _, err := jsstore.EnsureHistory(ctx, js, jsstore.HistoryConfig{}); err != nil {
 		return err
 	}
-	_, err = jsstore.EnsureRegistry(ctx, js, jsstore.RegistryConfig{})
+	if _, err = jsstore.EnsureRegistry(ctx, js, jsstore.RegistryConfig{}); err != nil {
+		return err
+	}
+	_, err = jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{})
 	return err
 }

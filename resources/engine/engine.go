@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -22,6 +23,8 @@ type Engine struct {
 	reg *resources.Registry
 	log *slog.Logger
 	now func() time.Time
+	// health runs health checks; nil runs real processes
+	health runner.Runner
 }
 
 // Option configures an Engine.
@@ -58,6 +61,9 @@ type RunOptions struct {
 	// exact value Apply would run. An error (wrap resources.ErrForbidden)
 	// fails Prepare, so a manifest is refused before anything is applied.
 	Guard func(p *Prepared) error
+	// MonitorOnly runs only the resources' health checks: nothing is
+	// checked against its desired state or changed.
+	MonitorOnly bool
 	// DiffLimit is the content size, in bytes on each side, above which a
 	// diff is a summary line; 0 means resources.DefaultDiffLimit.
 	DiffLimit int64
@@ -244,9 +250,40 @@ type ApplyOptions struct {
 	Refresh bool
 }
 
-// Apply applies a prepared resource and returns its event. Resource failures
-// are recorded in the event (Failed, Errors), never returned.
+// Apply applies a prepared resource, then runs its health checks (also when
+// the apply failed), and returns its event. Resource failures are recorded
+// in the event (Failed, Errors), never returned. Under MonitorOnly only the
+// health checks run.
 func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *protocol.TransactionEvent {
+	c := p.Properties.Common()
+	if s.opts.MonitorOnly {
+		ev := protocol.NewTransactionEvent(NewID(), p.Type.Name(), c.Name, c.Alias)
+		ev.Timestamp = s.eng.now().UTC()
+		ev.RequestedEnsure = c.Ensure
+		ev.Noop = s.opts.Noop
+		if !p.Managed {
+			ev.Skipped = true
+			return ev
+		}
+		start := s.eng.now()
+		s.checkHealth(ctx, c.HealthChecks, ev)
+		ev.Duration = s.eng.now().Sub(start)
+		return ev
+	}
+	ev := s.apply(ctx, p, ao)
+	if p.Managed && len(c.HealthChecks) > 0 {
+		start := s.eng.now()
+		s.checkHealth(ctx, c.HealthChecks, ev)
+		ev.Duration += s.eng.now().Sub(start)
+		if ev.Failed && ev.Status != nil {
+			ev.Status.Common().Stable = false
+		}
+	}
+	return ev
+}
+
+// apply applies a prepared resource and returns its event.
+func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *protocol.TransactionEvent {
 	c := p.Properties.Common()
 	start := s.eng.now()
 	ev := protocol.NewTransactionEvent(NewID(), p.Type.Name(), c.Name, c.Alias)

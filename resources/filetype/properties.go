@@ -51,6 +51,10 @@ type Properties struct {
 	// Force allows removing a non-empty directory, for ensure absent or to
 	// replace a directory by a file.
 	Force bool `json:"force,omitempty"`
+	// Watch, in an assignment, has the agent watch the file and apply the
+	// assignment again as soon as the file changes (see the agent's
+	// watcher); it changes nothing about one apply.
+	Watch bool `json:"watch,omitempty"`
 }
 
 var _ resources.Properties = (*Properties)(nil)

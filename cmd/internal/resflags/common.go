@@ -19,6 +19,11 @@ type Common struct {
 	// Sensitive keeps the resource's content out of diffs, events, logs
 	// and history.
 	Sensitive bool
+	// Checks are health check commands (CCM's --check), each with
+	// CheckTries tries CheckSleep apart.
+	Checks     []string
+	CheckTries int
+	CheckSleep string
 }
 
 // Register adds the name and ensure arguments and the common property
@@ -41,6 +46,9 @@ func (c *Common) Register(cmd *fisk.CmdClause, t TypeFlags) {
 	cmd.Flag("if", "Manage only where this expression is true, e.g. \"facts.os == 'debian'\"").PlaceHolder("EXPR").StringVar(&c.If)
 	cmd.Flag("unless", "Do not manage where this expression is true").PlaceHolder("EXPR").StringVar(&c.Unless)
 	cmd.Flag("sensitive", "Keep the content out of diffs, events, logs and history (diffs say \"content differs; sensitive\")").UnNegatableBoolVar(&c.Sensitive)
+	cmd.Flag("check", "A health check run after the resource, nagios style: exit 0 OK, 1 WARNING, 2 CRITICAL fails the resource (repeatable)").PlaceHolder("COMMAND").StringsVar(&c.Checks)
+	cmd.Flag("check-tries", "With --check, tries until each check is OK").PlaceHolder("N").IntVar(&c.CheckTries)
+	cmd.Flag("check-sleep", "With --check, the pause between tries").PlaceHolder("DURATION").StringVar(&c.CheckSleep)
 }
 
 // Properties merges the common properties into the type's properties,
@@ -70,6 +78,23 @@ func (c *Common) Properties(typeProps map[string]any) (map[string]any, error) {
 	}
 	if c.Sensitive {
 		typeProps["sensitive"] = true
+	}
+	if (c.CheckTries != 0 || c.CheckSleep != "") && len(c.Checks) == 0 {
+		return nil, fmt.Errorf("--check-tries and --check-sleep need a --check")
+	}
+	if len(c.Checks) > 0 {
+		checks := make([]any, len(c.Checks))
+		for i, cmd := range c.Checks {
+			hc := map[string]any{"command": cmd}
+			if c.CheckTries != 0 {
+				hc["tries"] = c.CheckTries
+			}
+			if c.CheckSleep != "" {
+				hc["try_sleep"] = c.CheckSleep
+			}
+			checks[i] = hc
+		}
+		typeProps["health_checks"] = checks
 	}
 	if c.If != "" || c.Unless != "" {
 		control := map[string]any{}

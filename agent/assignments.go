@@ -1,0 +1,551 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// AssignmentStateFileName is the file below the state directory where the
+// agent keeps when it last ran each assignment, so a restart resumes the
+// schedule rather than running everything again.
+const AssignmentStateFileName = "assignments.json"
+
+// assignmentRun marks a run the agent started on its own.
+type assignmentRun struct {
+	name     string
+	revision uint64
+	trigger  string
+	// flapping is the backoff of a watch repair of a file that keeps
+	// changing, "" otherwise
+	flapping string
+	// request is the run's HistoryRequest, encoded
+	request string
+}
+
+// mark writes the run's assignment, revision and trigger in a history
+// record's header; nothing for a fleet request (nil).
+func (r *assignmentRun) mark(h nats.Header) {
+	if r == nil {
+		return
+	}
+	h.Set(protocol.HeaderAssignment, r.name)
+	h.Set(protocol.HeaderAssignmentRevision, strconv.FormatUint(r.revision, 10))
+	h.Set(protocol.HeaderTrigger, r.trigger)
+	if r.flapping != "" {
+		h.Set(protocol.HeaderFlapping, r.flapping)
+	}
+	if r.request != "" {
+		h.Set(protocol.HeaderRequest, r.request)
+	}
+}
+
+// assigned is one assignment as this agent knows it: admitted (signer and
+// body set) or refused (refusal set).
+type assigned struct {
+	name      string
+	revision  uint64
+	spec      *protocol.Assignment
+	signerKey string
+	signer    *Signer
+	body      *body
+	refusal   *protocol.Error
+	// selected is whether its selector picks this host; next is when it
+	// runs next (zero: not scheduled) and why
+	selected bool
+	next     time.Time
+	trigger  string
+	// watch is its watched files, nil when none
+	watch *watchState
+	// audit holds the policy rule and value of a refusal
+	audit AuditRecord
+}
+
+// assignmentState is what the state file keeps of one assignment.
+type assignmentState struct {
+	Revision uint64    `json:"revision"`
+	LastRun  time.Time `json:"last_run,omitzero"`
+	// Refused is the revision whose refusal was recorded, so a restart
+	// does not record it again.
+	Refused uint64 `json:"refused,omitempty"`
+	// Created is when the last admitted revision was signed: a revision
+	// signed before it is an older one stored again, and is refused.
+	Created time.Time `json:"created,omitzero"`
+}
+
+// assigner follows the assignment store and runs the assignments that
+// select this host. One goroutine (run) owns it: the KV watcher, the
+// schedule and the runs, one at a time in name order.
+type assigner struct {
+	a     *Agent
+	path  string
+	state map[string]assignmentState
+	known map[string]*assigned
+	// facts are the facts the selection was last made with
+	facts map[string]any
+	// w watches the files of watch: true resources (nil until needed)
+	w *watcher
+}
+
+func newAssigner(a *Agent) *assigner {
+	s := &assigner{
+		a:     a,
+		path:  filepath.Join(a.cfg.StateDir, AssignmentStateFileName),
+		state: map[string]assignmentState{},
+		known: map[string]*assigned{},
+		facts: a.currentFacts().all,
+	}
+	if b, err := os.ReadFile(s.path); err == nil {
+		if err := json.Unmarshal(b, &s.state); err != nil {
+			a.log.Warn("assignment state unreadable, every assignment runs at once", "file", s.path, "error", err)
+			s.state = map[string]assignmentState{}
+		}
+	}
+	return s
+}
+
+// run follows the store until ctx is done; runs see jobs (cancelled when
+// the shutdown timeout passes).
+func (s *assigner) run(ctx, jobs context.Context) {
+	a := s.a
+	var kv jetstream.KeyValue
+	for kv == nil {
+		var err error
+		kv, err = jsstore.OpenAssignments(ctx, a.js)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, jsstore.ErrNoAssignments) {
+			a.log.Debug("no assignment store yet (ccm-orch history init)", "error", err)
+		} else {
+			a.log.Warn("cannot open the assignment store", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.cfg.HistoryRetry):
+		}
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		a.log.Error("cannot watch the assignment store", "error", err)
+		return
+	}
+	defer func() { _ = w.Stop() }()
+	defer func() { s.w.close() }()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				a.log.Warn("the assignment watcher stopped")
+				return
+			}
+			if e != nil {
+				s.update(e)
+			}
+		case <-a.assignFacts:
+			s.reselect()
+		case ev := <-s.w.events():
+			s.changed(ev)
+		case err := <-s.w.errors():
+			a.log.Warn("file watcher", "error", err)
+		case <-timer.C:
+		}
+		// Take every update already delivered before running, so a burst
+		// of changes runs once.
+		for drained := false; !drained; {
+			select {
+			case e, ok := <-w.Updates():
+				if ok && e != nil {
+					s.update(e)
+				}
+				drained = !ok
+			default:
+				drained = true
+			}
+		}
+		s.runDue(jobs)
+		timer.Reset(s.wait())
+	}
+}
+
+// wait is how long until the next scheduled run (an hour at most).
+func (s *assigner) wait() time.Duration {
+	d := time.Hour
+	now := s.a.now()
+	for _, as := range s.known {
+		if as.next.IsZero() {
+			continue
+		}
+		d = min(d, max(as.next.Sub(now), 0))
+	}
+	return d
+}
+
+// update takes one change of the store: a new revision is admitted (or
+// refused, with an audit line and a history record) and scheduled when it
+// selects this host; a removal stops it.
+func (s *assigner) update(e jetstream.KeyValueEntry) {
+	a := s.a
+	name := e.Key()
+	if e.Operation() != jetstream.KeyValuePut {
+		if old, ok := s.known[name]; ok {
+			a.log.Info("assignment removed", "assignment", name)
+			s.unwatch(old)
+		}
+		delete(s.known, name)
+		if _, ok := s.state[name]; ok {
+			delete(s.state, name)
+			s.save()
+		}
+		return
+	}
+	as := s.admit(name, e.Revision(), e.Value())
+	if old := s.known[name]; old != nil {
+		// The new revision's first run decides what stays watched.
+		as.watch = old.watch
+	}
+	s.known[name] = as
+	st := s.state[name]
+	if as.refusal == nil && as.spec.Created.Before(st.Created) {
+		as.refusal = protocol.NewError(protocol.CodeUnauthenticated, "assignment %s revision %d was signed at %s, before the revision it replaces (signed at %s): an older revision stored again is not run (assign it anew to roll back)",
+			name, as.revision, as.spec.Created.Format(time.RFC3339Nano), st.Created.Format(time.RFC3339Nano))
+	}
+	if as.refusal == nil {
+		st.Created = as.spec.Created
+		s.state[name] = st
+	}
+	if as.refusal != nil {
+		s.unwatch(as)
+		a.log.Warn("assignment refused", "assignment", name, "revision", as.revision, "code", as.refusal.Code, "error", as.refusal.Message)
+		if st.Refused != as.revision && (as.spec == nil || as.spec.Selects(a.cfg.Identity, s.facts)) {
+			s.recordRefusal(as)
+			st.Refused = as.revision
+			s.state[name] = st
+			s.save()
+		}
+		return
+	}
+	as.selected = as.spec.Selects(a.cfg.Identity, s.facts)
+	if !as.selected {
+		s.unwatch(as)
+		return
+	}
+	if st.Revision == as.revision && !st.LastRun.IsZero() {
+		// Ran before (a restart): resume the schedule.
+		as.next, as.trigger = s.after(as, st.LastRun), protocol.TriggerSchedule
+		return
+	}
+	as.next, as.trigger = a.now(), protocol.TriggerChange
+}
+
+// admit checks a stored assignment the way a fleet request is checked:
+// the signature and the signer's trust (authenticate), a strict decode,
+// the sender equal to the signer, the manifest parsed, and the policy on
+// every resource (authorize).
+func (s *assigner) admit(name string, revision uint64, value []byte) *assigned {
+	a := s.a
+	as := &assigned{name: name, revision: revision}
+	limits := protocol.Limits{MaxBytes: jsstore.MaxAssignmentValueSize + 1}
+	signed, err := protocol.DecodeSignedAssignment(value, limits)
+	if err != nil {
+		as.refusal = protocol.AsError(err)
+		return as
+	}
+	as.signerKey = signed.Signer
+	if signed.Signer == "" {
+		as.refusal = protocol.NewError(protocol.CodeUnauthenticated, "assignment %s is not signed: assignments are run only when signed by a key the policy trusts", name)
+		return as
+	}
+	signer, _, e := a.authenticate(signed.Assignment, signed.Signer, signed.Signature)
+	as.signer = signer
+	spec, err := protocol.DecodeAssignment(signed.Assignment, limits)
+	if err == nil {
+		as.spec = spec
+	}
+	switch {
+	case e != nil:
+		as.refusal = e
+		return as
+	case err != nil:
+		as.refusal = protocol.AsError(err)
+		return as
+	case spec.Name != name:
+		as.refusal = protocol.NewError(protocol.CodeBadRequest, "assignment stored as %q names itself %q", name, spec.Name)
+		return as
+	case spec.Sender != signed.Signer:
+		as.refusal = protocol.NewError(protocol.CodeUnauthenticated, "field \"sender\" %.60q is not the signer %s", spec.Sender, signed.Signer)
+		return as
+	}
+	b, err := parseBody(&protocol.FleetRequest{Manifest: spec.Manifest}, a.eng.Registry())
+	if err != nil {
+		as.refusal = protocol.AsError(err)
+		return as
+	}
+	as.body = b
+	as.refusal = a.authorize(runID(name, revision), signer, b, spec.Noop, &as.audit)
+	return as
+}
+
+// after is when an assignment that ran at last runs next: an interval
+// later plus this host's splay offset.
+func (s *assigner) after(as *assigned, last time.Time) time.Time {
+	return last.Add(time.Duration(as.spec.Interval) + s.offset(as))
+}
+
+// offset is this host's fixed share of the assignment's splay, the same
+// after a restart.
+func (s *assigner) offset(as *assigned) time.Duration {
+	sp := time.Duration(as.spec.Splay)
+	if sp <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(s.a.cfg.Identity + "/" + as.name))
+	return time.Duration(h.Sum64() % uint64(sp))
+}
+
+// reselect applies a change of facts: assignments that now select this
+// host run at once, as do the selected ones (once more, with the new
+// facts); ones that no longer select it stop.
+func (s *assigner) reselect() {
+	facts := s.a.currentFacts().all
+	if reflect.DeepEqual(facts, s.facts) {
+		return
+	}
+	s.facts = facts
+	now := s.a.now()
+	for _, as := range s.known {
+		if as.spec == nil {
+			continue
+		}
+		was := as.selected
+		as.selected = as.spec.Selects(s.a.cfg.Identity, facts)
+		switch {
+		case as.refusal != nil:
+			if as.selected && !was && s.state[as.name].Refused != as.revision {
+				s.recordRefusal(as)
+				st := s.state[as.name]
+				st.Refused = as.revision
+				s.state[as.name] = st
+				s.save()
+			}
+		case as.selected:
+			as.next, as.trigger = now, protocol.TriggerFacts
+		case was:
+			s.a.log.Info("assignment no longer selects this host", "assignment", as.name)
+			as.next = time.Time{}
+			s.unwatch(as)
+		}
+	}
+}
+
+// runDue runs every assignment whose time has come, one at a time in name
+// order. An assignment declaring a resource (type#name) another selected
+// assignment also declares does not run: both are answered with the
+// conflict, neither applied in part.
+func (s *assigner) runDue(ctx context.Context) {
+	now := s.a.now()
+	var due []*assigned
+	for _, as := range s.known {
+		if as.refusal == nil && as.selected && !as.next.IsZero() && !as.next.After(now) {
+			due = append(due, as)
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	slices.SortFunc(due, func(x, y *assigned) int { return strings.Compare(x.name, y.name) })
+	conflicts := s.conflicts()
+	for _, as := range due {
+		if ctx.Err() != nil {
+			return
+		}
+		started := s.a.now()
+		if msg, ok := conflicts[as.name]; ok {
+			s.a.log.Error("assignment not run: it declares a resource another assignment declares", "assignment", as.name, "error", msg)
+			s.answer(as, started, protocol.NewError(protocol.CodeBadRequest, "%s", msg))
+		} else {
+			s.execute(ctx, as, started)
+		}
+		st := s.state[as.name]
+		st.Revision, st.LastRun = as.revision, started
+		s.state[as.name] = st
+		s.save()
+		as.next, as.trigger = s.after(as, started), protocol.TriggerSchedule
+	}
+}
+
+// conflicts maps each selected, admitted assignment sharing a declared
+// resource with another to the message naming them.
+func (s *assigner) conflicts() map[string]string {
+	owners := map[string][]string{}
+	for _, as := range s.known {
+		if as.refusal != nil || !as.selected {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, r := range as.body.resources {
+			ref := r.ref()
+			if !seen[ref] {
+				seen[ref] = true
+				owners[ref] = append(owners[ref], as.name)
+			}
+		}
+	}
+	out := map[string]string{}
+	refs := slices.Sorted(maps.Keys(owners))
+	for _, ref := range refs {
+		names := owners[ref]
+		if len(names) < 2 {
+			continue
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if _, ok := out[n]; !ok {
+				out[n] = fmt.Sprintf("resource %s is declared by assignments %s: none of them is applied until one gives it up", ref, strings.Join(names, " and "))
+			}
+		}
+	}
+	return out
+}
+
+// newRun makes the request of one run of as: its own id, the assignment's
+// noop, selector and manifest, the signer as admitted, an audit line.
+func (s *assigner) newRun(as *assigned, started time.Time) *request {
+	a := s.a
+	id := runID(as.name, as.revision)
+	fr := protocol.NewFleetRequest(id, started, protocol.MaxFleetTTL)
+	if as.spec != nil {
+		fr.Noop, fr.Filter, fr.Targets, fr.Manifest, fr.Sender = as.spec.Noop, as.spec.Filter, as.spec.Targets, as.spec.Manifest, as.spec.Sender
+	}
+	r := &request{
+		msg:        &nats.Msg{Subject: "$KV." + protocol.AssignmentsBucket + "." + as.name},
+		received:   started,
+		signer:     as.signer,
+		signed:     as.signer != nil,
+		req:        fr,
+		body:       as.body,
+		record:     true,
+		assignment: &assignmentRun{name: as.name, revision: as.revision, trigger: as.trigger},
+	}
+	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: r.msg.Subject, Identity: a.cfg.Identity}
+	r.audit.Signer.Key = as.signerKey
+	r.audit.Rule, r.audit.Value = as.audit.Rule, as.audit.Value
+	if as.signer != nil {
+		r.audit.Signer.Name = as.signer.Name
+	}
+	if as.body != nil {
+		r.audit.Resources = as.body.refs()
+	}
+	r.assignment.request = s.requestOf(as, fr)
+	return r
+}
+
+// execute runs as once, as a fleet request that passed admission runs.
+func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time) {
+	a := s.a
+	r := s.newRun(as, started)
+	r.audit.Decision = DecisionAccepted
+	if err := a.audit.write(&r.audit); err != nil {
+		a.log.Error("not running an assignment: the audit log cannot be written", "assignment", as.name, "error", err)
+		a.refuse(r, protocol.NewError(protocol.CodeInternal, "audit log unavailable"))
+		return
+	}
+	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.req.ID)
+	reply := a.execute(ctx, r)
+	if as.trigger == protocol.TriggerWatch {
+		r.assignment.flapping = s.repaired(as, started, reply)
+	}
+	a.finish(r, reply)
+	s.rewatch(as, reply)
+}
+
+// answer records a run of as that did not happen, refused with e.
+func (s *assigner) answer(as *assigned, started time.Time, e *protocol.Error) {
+	s.a.refuse(s.newRun(as, started), e)
+}
+
+// recordRefusal answers a refused revision once: an audit line and a
+// history record, so `ccm-orch status` shows the host refusing it.
+func (s *assigner) recordRefusal(as *assigned) {
+	as.trigger = protocol.TriggerChange
+	s.answer(as, s.a.now(), as.refusal)
+}
+
+// requestOf is the HistoryRequest of a run, as the header of its host
+// record carries it, so history shows scheduled runs beside pushed ones
+// (an agent may write only its own records, not a request record).
+func (s *assigner) requestOf(as *assigned, fr *protocol.FleetRequest) string {
+	hr := &protocol.HistoryRequest{
+		Protocol:   protocol.HistoryRequestProtocol,
+		RequestID:  fr.ID,
+		Created:    fr.Created,
+		Noop:       fr.Noop,
+		Filter:     fr.Filter,
+		Discovery:  protocol.DiscoveryAssignment,
+		Expected:   []string{s.a.cfg.Identity},
+		TTL:        fr.TTL,
+		Assignment: as.name,
+		Revision:   as.revision,
+		Trigger:    as.trigger,
+	}
+	if as.spec != nil {
+		hr.Sender, hr.Manifest, hr.Timeout = as.spec.Author, as.spec.ManifestName, as.spec.Interval
+	}
+	data, err := json.Marshal(hr)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// save writes the state file (atomically); a failure is logged: the
+// schedule goes on, a restart may run an assignment early.
+func (s *assigner) save() {
+	b, err := json.Marshal(s.state)
+	if err == nil {
+		tmp := s.path + ".tmp"
+		if err = os.WriteFile(tmp, b, 0o600); err == nil {
+			err = os.Rename(tmp, s.path)
+		}
+	}
+	if err != nil {
+		s.a.log.Error("could not save the assignment state", "file", s.path, "error", err)
+	}
+}
+
+// runID is a new request id for a run of revision of name.
+func runID(name string, revision uint64) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return fmt.Sprintf("%s_r%d_%s", name, revision, b[:])
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// assignFlags are the arguments and flags of assign.
+type assignFlags struct {
+	name, path, data, key string
+	filter                filterFlags
+	interval, splay       time.Duration
+	noop                  bool
+	conn                  *connflags.Flags
+}
+
+func (a *app) registerAssign(cli *fisk.Application) {
+	c := &assignFlags{}
+	cmd := cli.Command("assign", "Store a signed assignment: the selected hosts' agents apply the manifest on their own, at once and then every interval (with --noop: audit it)")
+	cmd.Arg("name", "The assignment's name (letters, digits, '_' and '-'); assigning an existing name makes a new revision").Required().StringVar(&c.name)
+	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are stored with it").Required().ExistingFileVar(&c.path)
+	c.filter.register(cmd)
+	cmd.Flag("interval", "How often each selected agent applies it again").Default(protocol.DefaultAssignmentInterval.String()).DurationVar(&c.interval)
+	cmd.Flag("splay", "Spread the hosts' runs over up to this long after each interval (each host keeps its own offset)").Default("0s").DurationVar(&c.splay)
+	cmd.Flag("noop", "A scheduled audit: report drift, change nothing").BoolVar(&c.noop)
+	cmd.Flag("data", "A YAML or JSON file of data merged over the manifest's data (its top-level keys win)").PlaceHolder("FILE").StringVar(&c.data)
+	cmd.Flag("key", "Sign the assignment with this nkeys seed file; agents apply it only when their policy lets this key").Envar("CCM_KEY").PlaceHolder("FILE").Required().StringVar(&c.key)
+	c.conn = connflags.Register(cmd)
+	cmd.Action(func(*fisk.ParseContext) error { return a.assign(c) })
+
+	as := cli.Command("assignments", "List, show and remove the assignments agents apply on their own")
+	var listJSON bool
+	list := as.Command("list", "List the assignments: name, revision, selector, schedule, mode and signer")
+	list.Flag("json", "Print the list as JSON").BoolVar(&listJSON)
+	listConn := connflags.Register(list)
+	list.Action(func(*fisk.ParseContext) error {
+		return a.withClient(listConn, func(ctx context.Context, cl *orchestrator.Client) error {
+			entries, err := cl.Assignments(ctx)
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			if listJSON {
+				return a.printJSON(entries)
+			}
+			if len(entries) == 0 {
+				fmt.Fprintln(a.Stdout, "no assignments")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tREVISION\tSELECTOR\tINTERVAL\tSPLAY\tMODE\tMANIFEST\tSIGNER")
+			for _, e := range entries {
+				if e.Assignment == nil {
+					fmt.Fprintf(tw, "%s\t%d\t(unreadable: %s)\t\t\t\t\t%s\n", e.Name, e.Revision, e.Problem, shortKey(e.Signer))
+					continue
+				}
+				as := e.Assignment
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Revision, selectorString(as), as.Interval, as.Splay, modeString(as.Noop), orDash(as.ManifestName), shortKey(e.Signer))
+			}
+			return tw.Flush()
+		})
+	})
+
+	var (
+		showName    string
+		showRev     uint64
+		showJSON    bool
+		showHistory bool
+	)
+	show := as.Command("show", "Show one assignment: its selector, schedule, signer and manifest (an older revision with --revision)")
+	show.Arg("name", "The assignment's name").Required().StringVar(&showName)
+	show.Flag("revision", "Show this revision rather than the current one").PlaceHolder("N").Uint64Var(&showRev)
+	show.Flag("history", "List the revisions the store keeps").UnNegatableBoolVar(&showHistory)
+	show.Flag("json", "Print it as JSON").BoolVar(&showJSON)
+	showConn := connflags.Register(show)
+	show.Action(func(*fisk.ParseContext) error {
+		return a.withClient(showConn, func(ctx context.Context, cl *orchestrator.Client) error {
+			if showHistory {
+				if showRev != 0 {
+					return program.Exit(protocol.ExitError, errors.New("--history and --revision cannot be used together"))
+				}
+				hist, err := cl.AssignmentHistory(ctx, showName)
+				if err != nil {
+					return program.Exit(protocol.ExitError, err)
+				}
+				if showJSON {
+					return a.printJSON(hist)
+				}
+				tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "REVISION\tSTORED\tSELECTOR\tINTERVAL\tMODE\tSIGNER")
+				for _, e := range hist {
+					if e.Assignment == nil {
+						fmt.Fprintf(tw, "%d\t%s\t(%s)\t\t\t\n", e.Revision, e.Stored.Local().Format(historyTimeFormat), e.Problem)
+						continue
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Revision, e.Stored.Local().Format(historyTimeFormat), selectorString(e.Assignment), e.Assignment.Interval, modeString(e.Assignment.Noop), shortKey(e.Signer))
+				}
+				return tw.Flush()
+			}
+			e, err := cl.Assignment(ctx, showName, showRev)
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			if showJSON {
+				return a.printJSON(e)
+			}
+			a.printAssignment(e)
+			return nil
+		})
+	})
+
+	var rmName string
+	rm := as.Command("rm", "Remove an assignment: agents stop applying it (what it made stays; its revisions stay in the store's history)")
+	rm.Arg("name", "The assignment's name").Required().StringVar(&rmName)
+	rmConn := connflags.Register(rm)
+	rm.Action(func(*fisk.ParseContext) error {
+		return a.withClient(rmConn, func(ctx context.Context, cl *orchestrator.Client) error {
+			if err := cl.RemoveAssignment(ctx, rmName); err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			fmt.Fprintf(a.Stdout, "assignment %s removed\n", rmName)
+			return nil
+		})
+	})
+}
+
+// assign builds, checks, signs and stores an assignment and prints its
+// revision. Everything is checked before connecting: a typo stores nothing.
+func (a *app) assign(c *assignFlags) error {
+	if err := protocol.ValidateAssignmentName(c.name); err != nil {
+		return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+	}
+	flt, err := c.filter.filter()
+	if err != nil {
+		return err
+	}
+	kp, err := loadSeed(c.key)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	m, err := manifest.Load(c.path)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if c.data != "" {
+		if m, err = withData(m, c.data); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+	}
+	if err := orchestrator.CheckManifest(m); err != nil {
+		return program.Exit(protocol.ExitError, fmt.Errorf("%s: %w", c.path, err))
+	}
+	bundle, err := manifest.NewBundle(m)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	raw, err := json.Marshal(bundle)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	as := &protocol.Assignment{
+		Protocol: protocol.AssignmentProtocol, Name: c.name, Author: sender(), Noop: c.noop,
+		Filter: flt, Interval: protocol.Duration(c.interval), Splay: protocol.Duration(c.splay),
+		ManifestName: c.path, Manifest: raw,
+	}
+	// The checks of the agents, before connecting (sender is set when
+	// signing).
+	pub, _ := kp.PublicKey()
+	as.Sender = pub
+	as.Created = time.Now().UTC()
+	if err := as.Validate(); err != nil {
+		return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+	}
+	return a.withClient(c.conn, func(ctx context.Context, cl *orchestrator.Client) error {
+		rev, err := cl.Assign(ctx, as, kp)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		fmt.Fprintf(a.Stdout, "assignment %s revision %d: %s, every %s%s, %s\n", c.name, rev, selectorString(as), as.Interval, splayText(as.Splay), modeString(as.Noop))
+		return nil
+	})
+}
+
+// withData returns m with the data of file merged over its own (top-level
+// keys of file win), parsed again.
+func withData(m *manifest.Manifest, file string) (*manifest.Manifest, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	var extra map[string]any
+	if _, err := protocol.DecodeStrict(raw, &extra, protocol.Limits{MaxBytes: manifest.DefaultMaxBytes}); err != nil {
+		return nil, fmt.Errorf("--data %s: %s", file, protocol.AsError(err).Message)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(m.Document(), &doc); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	data, _ := doc["data"].(map[string]any)
+	if data == nil {
+		data = map[string]any{}
+	}
+	maps.Copy(data, extra)
+	doc["data"] = data
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	return manifest.Parse(b, manifest.ParseOptions{WorkingDir: m.WorkingDir()})
+}
+
+func (a *app) printAssignment(e orchestrator.AssignmentEntry) {
+	w := a.Stdout
+	fmt.Fprintf(w, "assignment %s, revision %d, stored %s\n", e.Name, e.Revision, e.Stored.Local().Format(historyTimeFormat))
+	if e.Assignment == nil {
+		fmt.Fprintf(w, "  unreadable: %s\n", e.Problem)
+		return
+	}
+	as := e.Assignment
+	fmt.Fprintf(w, "  selector: %s\n  schedule: every %s%s\n  mode:     %s\n  signer:   %s (%s)\n  manifest: %s\n",
+		selectorString(as), as.Interval, splayText(as.Splay), modeString(as.Noop), e.Signer, orDash(as.Author), orDash(as.ManifestName))
+	var b manifest.Bundle
+	if err := json.Unmarshal(as.Manifest, &b); err == nil {
+		if m, err := manifest.Parse(b.Manifest, manifest.ParseOptions{}); err == nil {
+			for _, d := range m.Declared() {
+				fmt.Fprintf(w, "    %s#%s\n", d.Type, d.Name)
+			}
+		}
+		if len(b.Files) > 0 {
+			fmt.Fprintf(w, "  files:    %d bundled\n", len(b.Files))
+		}
+	}
+}
+
+// selectorString renders an assignment's selector: its filter and hosts,
+// or "every host".
+func selectorString(as *protocol.Assignment) string {
+	parts := []string{}
+	if f := orchestrator.FilterString(as.Filter); f != "" && f != "-" {
+		parts = append(parts, f)
+	}
+	if len(as.Targets) > 0 {
+		parts = append(parts, "hosts "+strings.Join(as.Targets, ","))
+	}
+	if len(parts) == 0 {
+		return "every host"
+	}
+	return strings.Join(parts, " ")
+}
+
+func modeString(noop bool) string {
+	if noop {
+		return "audit (noop)"
+	}
+	return "apply"
+}
+
+func splayText(d protocol.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return " (splay " + d.String() + ")"
+}
+
+// shortKey abbreviates a public key for tables.
+func shortKey(k string) string {
+	if len(k) > 12 {
+		return k[:12] + "…"
+	}
+	return orDash(k)
+}

@@ -1,0 +1,176 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// ErrNoAssignment is returned for an assignment name (or revision) the
+// store does not hold.
+var ErrNoAssignment = errors.New("no such assignment")
+
+// AssignmentEntry is one revision of an assignment as stored.
+type AssignmentEntry struct {
+	Name     string    `json:"name"`
+	Revision uint64    `json:"revision"`
+	Stored   time.Time `json:"stored"`
+	// Signer is the public key the stored signature names.
+	Signer string `json:"signer"`
+	// Assignment is the signed document, nil when Problem says why it
+	// could not be read.
+	Assignment *protocol.Assignment `json:"assignment,omitempty"`
+	Problem    string               `json:"problem,omitempty"`
+}
+
+// Assign signs a with kp and stores it under a.Name, returning the new
+// revision. a is validated first: nothing is stored when it is invalid.
+func (c *Client) Assign(ctx context.Context, a *protocol.Assignment, kp nkeys.KeyPair) (uint64, error) {
+	if kp == nil {
+		return 0, fmt.Errorf("assignment %s: a signing key is required", a.Name)
+	}
+	if a.Created.IsZero() {
+		a.Created = c.now().UTC()
+	}
+	value, err := protocol.SignAssignment(a, kp)
+	if err != nil {
+		return 0, fmt.Errorf("assignment %s: %w", a.Name, err)
+	}
+	kv, err := jsstore.OpenAssignments(ctx, c.js)
+	if err != nil {
+		return 0, err
+	}
+	rev, err := kv.Put(ctx, a.Name, value)
+	if err != nil {
+		return 0, fmt.Errorf("assignment %s: %w", a.Name, err)
+	}
+	return rev, nil
+}
+
+// Assignments lists the current revision of every assignment, by name.
+func (c *Client) Assignments(ctx context.Context) ([]AssignmentEntry, error) {
+	kv, err := jsstore.OpenAssignments(ctx, c.js)
+	if err != nil {
+		return nil, err
+	}
+	lister, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("assignments: %w", err)
+	}
+	var names []string
+	for k := range lister.Keys() {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make([]AssignmentEntry, 0, len(names))
+	for _, n := range names {
+		e, err := kv.Get(ctx, n)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("assignment %s: %w", n, err)
+		}
+		out = append(out, readEntry(e))
+	}
+	return out, nil
+}
+
+// Assignment returns one assignment: its current revision (revision 0) or
+// the given one, which may be older than a removal.
+func (c *Client) Assignment(ctx context.Context, name string, revision uint64) (AssignmentEntry, error) {
+	if err := protocol.ValidateAssignmentName(name); err != nil {
+		return AssignmentEntry{}, errors.New(protocol.AsError(err).Message)
+	}
+	kv, err := jsstore.OpenAssignments(ctx, c.js)
+	if err != nil {
+		return AssignmentEntry{}, err
+	}
+	var e jetstream.KeyValueEntry
+	if revision == 0 {
+		e, err = kv.Get(ctx, name)
+	} else {
+		e, err = kv.GetRevision(ctx, name, revision)
+	}
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) && revision == 0:
+		return AssignmentEntry{}, fmt.Errorf("%w %q", ErrNoAssignment, name)
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return AssignmentEntry{}, fmt.Errorf("%w %q revision %d (past revisions: ccm-orch assignments show %s --history)", ErrNoAssignment, name, revision, name)
+	case err != nil:
+		return AssignmentEntry{}, fmt.Errorf("assignment %s: %w", name, err)
+	}
+	return readEntry(e), nil
+}
+
+// AssignmentHistory lists the revisions the store keeps of name, oldest
+// first; a removal is an entry without an assignment and the problem
+// "removed".
+func (c *Client) AssignmentHistory(ctx context.Context, name string) ([]AssignmentEntry, error) {
+	if err := protocol.ValidateAssignmentName(name); err != nil {
+		return nil, errors.New(protocol.AsError(err).Message)
+	}
+	kv, err := jsstore.OpenAssignments(ctx, c.js)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := kv.History(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w %q", ErrNoAssignment, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("assignment %s: %w", name, err)
+	}
+	out := make([]AssignmentEntry, 0, len(hist))
+	for _, e := range hist {
+		if e.Operation() != jetstream.KeyValuePut {
+			out = append(out, AssignmentEntry{Name: name, Revision: e.Revision(), Stored: e.Created(), Problem: "removed"})
+			continue
+		}
+		out = append(out, readEntry(e))
+	}
+	return out, nil
+}
+
+// RemoveAssignment removes an assignment (its past revisions stay in the
+// store's history); agents stop running it.
+func (c *Client) RemoveAssignment(ctx context.Context, name string) error {
+	if _, err := c.Assignment(ctx, name, 0); err != nil {
+		return err
+	}
+	kv, err := jsstore.OpenAssignments(ctx, c.js)
+	if err != nil {
+		return err
+	}
+	if err := kv.Delete(ctx, name); err != nil {
+		return fmt.Errorf("assignment %s: %w", name, err)
+	}
+	return nil
+}
+
+// readEntry decodes a stored revision; what does not decode is named in
+// Problem (the signature is the agents' to judge, not checked here).
+func readEntry(e jetstream.KeyValueEntry) AssignmentEntry {
+	out := AssignmentEntry{Name: e.Key(), Revision: e.Revision(), Stored: e.Created()}
+	s, err := protocol.DecodeSignedAssignment(e.Value(), protocol.Limits{MaxBytes: jsstore.MaxAssignmentValueSize + 1})
+	if err != nil {
+		out.Problem = protocol.AsError(err).Message
+		return out
+	}
+	out.Signer = s.Signer
+	a, err := protocol.DecodeAssignment(s.Assignment, protocol.Limits{MaxBytes: jsstore.MaxAssignmentValueSize + 1})
+	if err != nil {
+		out.Problem = protocol.AsError(err).Message
+		return out
+	}
+	out.Assignment = a
+	return out
+}

@@ -1,0 +1,281 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// Host states of an assignment in a status report.
+const (
+	// StateConverged: the last run applied the current revision, nothing
+	// failed (an audit: nothing would change).
+	StateConverged = "converged"
+	// StateDrift: the last run of a noop assignment found changes to make.
+	StateDrift = "drift"
+	// StateFailed: the last run failed (a resource failed, or the run
+	// could not start, as for conflicting assignments).
+	StateFailed = "failed"
+	// StateRefused: the host's policy refuses the assignment (signer not
+	// trusted, or a type it may not use).
+	StateRefused = "refused"
+	// StatePending: the host's last run is of an older revision.
+	StatePending = "pending"
+	// StateStale: the host reported no run within twice the interval.
+	StateStale = "stale"
+)
+
+// StatusOptions select what Status reports.
+type StatusOptions struct {
+	// Filter selects hosts by facts and identity (nil: every host).
+	Filter *protocol.Filter
+	// Assignment, when set, is the only assignment reported.
+	Assignment string
+}
+
+// HostStatus is one host's state for one assignment: its last run, as
+// recorded in history.
+type HostStatus struct {
+	Identity string `json:"identity"`
+	State    string `json:"state"`
+	// Revision is the revision the last run applied (0: none recorded).
+	Revision  uint64    `json:"revision,omitempty"`
+	Time      time.Time `json:"time,omitzero"`
+	RequestID string    `json:"request_id,omitempty"`
+	Trigger   string    `json:"trigger,omitempty"`
+	// Changed, Drift and Failed count the last run's resources.
+	Changed int `json:"changed"`
+	Drift   int `json:"drift"`
+	Failed  int `json:"failed"`
+	// Health counts the last run's health checks by status (OK,
+	// WARNING, CRITICAL, UNKNOWN).
+	Health map[string]int `json:"health,omitempty"`
+	// Flapping is the backoff of the last watch repair of a file that
+	// keeps changing, "" when the last run was not one.
+	Flapping string `json:"flapping,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// AssignmentStatus is one assignment and every host it selects.
+type AssignmentStatus struct {
+	Name     string            `json:"name"`
+	Revision uint64            `json:"revision"`
+	Selector string            `json:"selector"`
+	Interval protocol.Duration `json:"interval"`
+	Noop     bool              `json:"noop"`
+	Hosts    []HostStatus      `json:"hosts"`
+	// Counts are the hosts per state.
+	Counts map[string]int `json:"counts"`
+}
+
+// StatusReport is the fleet's state for its assignments.
+type StatusReport struct {
+	Time        time.Time          `json:"time"`
+	Assignments []AssignmentStatus `json:"assignments"`
+	// ExitCode: 2 when a host failed or refuses, 5 when one drifted, is
+	// pending or stale, else 0.
+	ExitCode protocol.ExitCode `json:"exit_code"`
+}
+
+// lastRun is the latest recorded run of one assignment on one host.
+type lastRun struct {
+	time     time.Time
+	revision uint64
+	id       string
+	trigger  string
+	flapping string
+	reply    *protocol.FleetReply
+}
+
+// Status reports, for each assignment and each live host in the node
+// registry it selects (and the filter), the host's last recorded run. A
+// host with no run within twice the interval is stale; so is one that ran
+// it recently but is no longer in the registry.
+func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport, error) {
+	now := c.now()
+	entries, err := c.Assignments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Assignment != "" {
+		entries = slices.DeleteFunc(entries, func(e AssignmentEntry) bool { return e.Name != opts.Assignment })
+		if len(entries) == 0 {
+			return nil, fmt.Errorf("%w %q", ErrNoAssignment, opts.Assignment)
+		}
+	}
+	var window time.Duration
+	for _, e := range entries {
+		if e.Assignment != nil {
+			window = max(window, 2*time.Duration(e.Assignment.Interval))
+		}
+	}
+	nodes, _, err := jsstore.ReadRegistry(ctx, c.js)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]map[string]any{}
+	for _, n := range nodes {
+		live[n.Identity] = n.Facts
+	}
+	// The last run of each assignment on each host within the window.
+	last := map[string]map[string]*lastRun{}
+	err = jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistorySubjects, Since: now.Add(-window - time.Minute)}, func(r jsstore.Record) error {
+		name := r.Header.Get(protocol.HeaderAssignment)
+		if name == "" || r.Identity == "" {
+			return nil
+		}
+		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
+		if err != nil {
+			return nil
+		}
+		rev, _ := strconv.ParseUint(r.Header.Get(protocol.HeaderAssignmentRevision), 10, 64)
+		byHost := last[name]
+		if byHost == nil {
+			byHost = map[string]*lastRun{}
+			last[name] = byHost
+		}
+		if prev := byHost[r.Identity]; prev == nil || !r.Time.Before(prev.time) {
+			byHost[r.Identity] = &lastRun{time: r.Time, revision: rev, id: r.RequestID, trigger: r.Header.Get(protocol.HeaderTrigger), flapping: r.Header.Get(protocol.HeaderFlapping), reply: reply}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, jsstore.ErrNoHistory) {
+		return nil, err
+	}
+	rep := &StatusReport{Time: now}
+	for _, e := range entries {
+		if e.Assignment == nil {
+			continue
+		}
+		as := e.Assignment
+		st := AssignmentStatus{Name: e.Name, Revision: e.Revision, Selector: selector(as), Interval: as.Interval, Noop: as.Noop, Counts: map[string]int{}}
+		hosts := map[string]bool{}
+		for id, facts := range live {
+			if f := withIdentity(facts, id); as.Selects(id, f) && (opts.Filter == nil || opts.Filter.Match(f)) {
+				hosts[id] = true
+			}
+		}
+		for id := range last[e.Name] {
+			if _, ok := live[id]; !ok && opts.Filter == nil {
+				hosts[id] = true
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(hosts)) {
+			h := hostStatus(id, e, last[e.Name][id], now)
+			if _, ok := live[id]; !ok {
+				h.State, h.Message = StateStale, "no longer in the node registry (agent stopped?)"
+			}
+			st.Hosts = append(st.Hosts, h)
+			st.Counts[h.State]++
+			rep.ExitCode = worse(rep.ExitCode, stateExit(h.State))
+		}
+		rep.Assignments = append(rep.Assignments, st)
+	}
+	return rep, nil
+}
+
+// hostStatus classifies a host's last run of the assignment e.
+func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostStatus {
+	h := HostStatus{Identity: id}
+	interval := time.Duration(e.Assignment.Interval)
+	if run == nil {
+		h.State, h.Message = StateStale, fmt.Sprintf("no run recorded in the last %s (twice the interval)", 2*interval)
+		return h
+	}
+	h.Revision, h.Time, h.RequestID, h.Trigger, h.Flapping = run.revision, run.time, run.id, run.trigger, run.flapping
+	for _, ev := range run.reply.Events {
+		for _, hc := range ev.HealthChecks {
+			if h.Health == nil {
+				h.Health = map[string]int{}
+			}
+			h.Health[hc.Status]++
+		}
+		switch {
+		case ev.Failed:
+			h.Failed++
+			if h.Message == "" {
+				h.Message = ev.ResourceID() + ": " + strings.Join(ev.Errors, "; ")
+			}
+		case ev.Changed && ev.Noop:
+			h.Drift++
+		case ev.Changed:
+			h.Changed++
+		}
+	}
+	switch {
+	case run.reply.Error != nil && (run.reply.Error.Code == protocol.CodeForbidden || run.reply.Error.Code == protocol.CodeUnauthenticated):
+		h.State, h.Message = StateRefused, run.reply.Error.Message
+	case run.reply.Error != nil:
+		h.State, h.Message = StateFailed, run.reply.Error.Message
+	case h.Failed > 0:
+		h.State = StateFailed
+	case now.Sub(run.time) > 2*interval:
+		h.State, h.Message = StateStale, fmt.Sprintf("last run %s ago, more than twice the interval", now.Sub(run.time).Round(time.Second))
+	case run.revision != e.Revision:
+		h.State, h.Message = StatePending, fmt.Sprintf("last ran revision %d", run.revision)
+	case h.Drift > 0:
+		h.State = StateDrift
+	default:
+		h.State = StateConverged
+	}
+	return h
+}
+
+// stateExit is a host state's exit code.
+func stateExit(state string) protocol.ExitCode {
+	switch state {
+	case StateFailed, StateRefused:
+		return protocol.ExitFailed
+	case StateDrift, StateStale, StatePending:
+		return protocol.ExitDrift
+	}
+	return protocol.ExitOK
+}
+
+// worse is the exit code that takes precedence (2 over 5 over 0).
+func worse(a, b protocol.ExitCode) protocol.ExitCode {
+	rank := func(c protocol.ExitCode) int {
+		switch c {
+		case protocol.ExitFailed:
+			return 2
+		case protocol.ExitDrift:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// selector renders an assignment's selector: its filter and targets, or
+// "every host".
+func selector(as *protocol.Assignment) string {
+	parts := []string{}
+	if f := FilterString(as.Filter); f != "" {
+		parts = append(parts, f)
+	}
+	for _, t := range as.Targets {
+		parts = append(parts, "host="+t)
+	}
+	if len(parts) == 0 {
+		return "every host"
+	}
+	return strings.Join(parts, " ")
+}
+
+func withIdentity(facts map[string]any, id string) map[string]any {
+	out := make(map[string]any, len(facts)+1)
+	maps.Copy(out, facts)
+	out["identity"] = id
+	return out
+}
