@@ -73,7 +73,7 @@ var _ = Describe("ccm-orch ui", func() {
 				"--auth-token", token, "--https-cert", pki.ServerCert, "--https-key", pki.ServerKey}, &out, &errOut)
 		}()
 		addr := regexp.MustCompile(`on https://(127\.0\.0\.1:\d+)/`)
-		Eventually(func() string { return out.String() }).WithTimeout(10 * time.Second).Should(MatchRegexp(addr.String()), errOut.String())
+		Eventually(func() string { return out.String() }).WithTimeout(10*time.Second).Should(MatchRegexp(addr.String()), errOut.String())
 		url := "https://" + addr.FindStringSubmatch(out.String())[1] + "/runs"
 
 		ca, err := os.ReadFile(pki.CA)
