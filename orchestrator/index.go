@@ -97,6 +97,13 @@ func (x *HistoryIndex) Add(r jsstore.Record) string {
 		}
 		run.recs[r.Identity] = &hostRecord{reply: reply, time: r.Time}
 		run.heads[r.Identity] = timingOf(r)
+		if run.request == nil {
+			// A run an agent started on its own (an assignment)
+			// carries its request in the host record's header.
+			if hr := headerRequest(run.heads[r.Identity].request); hr != nil && hr.RequestID == r.RequestID {
+				run.request, run.recorded = hr, r.Time
+			}
+		}
 	}
 	run.run = nil
 	x.version++

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -14,9 +15,11 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -226,4 +229,42 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("would change"))
 		screenshot("host")
 	})
+
+	It("shows an assignment's scheduled runs, and a CRITICAL health check in the matrix", func() {
+		doc := fmt.Sprintf("ccm:\n  resources:\n    - file:\n        - %q:\n            content: \"ok\\n\"\n            owner: root\n            group: root\n            mode: \"0644\"\n            health_checks:\n              - name: always-critical\n                command: /bin/sh -c 'echo down; exit 2'\n",
+			filepath.Join(dir, "{{ lookup('facts.identity') }}.health"))
+		path := filepath.Join(dir, "health.yaml")
+		Expect(os.WriteFile(path, []byte(doc), 0o600)).To(Succeed())
+		m, err := manifest.Load(path)
+		Expect(err).NotTo(HaveOccurred())
+		bundle, err := manifest.NewBundle(m)
+		Expect(err).NotTo(HaveOccurred())
+		raw, err := json.Marshal(bundle)
+		Expect(err).NotTo(HaveOccurred())
+		flt, err := protocol.NewFilter([]string{"role=web"}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		kp, err := nkeys.CreateUser()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = client.Assign(context.Background(), &protocol.Assignment{Protocol: protocol.AssignmentProtocol, Name: "health",
+			Filter: flt, Interval: protocol.Duration(time.Hour), Manifest: raw}, kp)
+		Expect(err).NotTo(HaveOccurred())
+
+		web := 0
+		for _, f := range fl.Facts {
+			if f["role"] == "web" {
+				web++
+			}
+		}
+		run(chromedp.Navigate(base + "/drift"))
+		row := fmt.Sprintf(`#matrix tr[data-resource=%q]`, "file#"+filepath.Join(dir, "<host>.health"))
+		Eventually(func() any {
+			return eval(fmt.Sprintf(`(document.querySelector(%q) || {dataset:{}}).dataset.count || ""`, row+` td[data-state="critical"]`))
+		}).WithTimeout(30*time.Second).Should(Equal(strconv.Itoa(web)), "every web host runs the assignment on its own")
+		screenshot("drift")
+
+		run(chromedp.Navigate(base + "/runs"))
+		Eventually(func() int { return count(`tr.run`) }).Should(BeNumerically(">=", web+2))
+		Eventually(func() string { return text("#runs") }).Should(ContainSubstring("assignment health"), "scheduled runs are listed with their assignment")
+	})
 })
+

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // Drift states of a host for one resource, the matrix's columns.
@@ -16,10 +17,21 @@ const (
 	stateConverged = "converged"
 	stateDrifted   = "drifted"
 	stateFailed    = "failed"
+	stateCritical  = "critical"
 	stateStale     = "stale"
 )
 
-var driftStates = []string{stateConverged, stateDrifted, stateFailed, stateStale}
+var driftStates = []string{stateConverged, stateDrifted, stateFailed, stateCritical, stateStale}
+
+// critical says whether one of the event's health checks is CRITICAL.
+func critical(ev *protocol.TransactionEvent) bool {
+	for _, h := range ev.HealthChecks {
+		if h != nil && h.Status == protocol.HealthCritical {
+			return true
+		}
+	}
+	return false
+}
 
 // maxCellHosts bounds the hosts a matrix cell lists.
 const maxCellHosts = 50
@@ -63,6 +75,8 @@ func (s *Server) driftPage(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case n == nil || s.fleet.stale(n, now):
 				state = stateStale
+			case critical(le.Event):
+				state = stateCritical
 			case le.Event.Failed:
 				state = stateFailed
 			case le.Event.Changed && le.Event.Noop:
