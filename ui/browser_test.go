@@ -267,4 +267,3 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		Eventually(func() string { return text("#runs") }).Should(ContainSubstring("assignment health"), "scheduled runs are listed with their assignment")
 	})
 })
-
