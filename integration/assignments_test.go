@@ -201,6 +201,17 @@ var _ = Describe("Assignments", Ordered, func() {
 		list, err := client.HistoryList(context.Background(), orchestrator.HistoryListOptions{Since: time.Now().Add(-time.Hour), Host: "asg-0", Limit: 100})
 		Expect(err).ToNot(HaveOccurred())
 		Expect(list).ToNot(BeEmpty())
+		// ... and so does the whole listing, without --host: one
+		// scheduled run per selected host.
+		all, err := client.HistoryList(context.Background(), orchestrator.HistoryListOptions{Since: time.Now().Add(-time.Hour), Limit: 100})
+		Expect(err).ToNot(HaveOccurred())
+		scheduled := map[string]bool{}
+		for _, s := range all {
+			if strings.HasPrefix(s.Asked, "assignment web ") {
+				scheduled[s.RequestID] = true
+			}
+		}
+		Expect(len(scheduled)).To(BeNumerically(">=", 2), "asg-0's and asg-2's runs: %+v", all)
 	})
 
 	It("brings a change of the manifest to the selected hosts within seconds", func() {

@@ -86,20 +86,22 @@ func (c *Client) HistoryList(ctx context.Context, opts HistoryListOptions) ([]Hi
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
+	// The runs agents started on their own (assignments) have no request
+	// record: their host records carry the request. Finding them means
+	// reading the headers of every host record in the window (of one host
+	// with Host), which costs more than the request records alone.
+	filter := protocol.HistorySubjects
 	if opts.Host != "" {
-		// The runs the host's agent started on its own (assignments) have
-		// no request record: their host records carry the request.
-		err = jsstore.Read(ctx, c.js, jsstore.ReadOptions{
-			Filter: protocol.HistorySubjectPrefix + ".*." + protocol.EncodeToken(opts.Host), Since: opts.Since, HeadersOnly: true,
-		}, func(r jsstore.Record) error {
-			if r.Header.Get(protocol.HeaderRequest) != "" {
-				found = append(found, listed{r.Seq, r.RequestID})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("history: %w", err)
+		filter = protocol.HistorySubjectPrefix + ".*." + protocol.EncodeToken(opts.Host)
+	}
+	err = jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: filter, Since: opts.Since, HeadersOnly: true}, func(r jsstore.Record) error {
+		if r.Identity != "" && r.Header.Get(protocol.HeaderRequest) != "" {
+			found = append(found, listed{r.Seq, r.RequestID})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
 	}
 	slices.SortFunc(found, func(a, b listed) int { return cmp.Compare(b.seq, a.seq) })
 	ids := make([]string, len(found))
