@@ -2,6 +2,7 @@ package fleettest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -140,7 +141,47 @@ func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary 
 	case <-time.After(startTimeout):
 		t.Fatalf("fleettest: agents did not serve within %s", startTimeout)
 	}
+	// An agent serves even when its first registry write failed (it
+	// retries a second later): under load, discovery from the registry
+	// right after start could miss it. Wait until every entry is there.
+	if err := waitRegistered(url, f.Identities); err != nil {
+		t.Fatalf("fleettest: %v", err)
+	}
 	return f
+}
+
+// waitRegistered waits until the node registry holds every identity.
+func waitRegistered(url string, identities []string) error {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	missing := len(identities)
+	for {
+		if kv, err := jsstore.LookupRegistry(ctx, js); err == nil {
+			missing = 0
+			for _, id := range identities {
+				if _, err := kv.Get(ctx, id); err != nil {
+					missing++
+				}
+			}
+			if missing == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d agents are not in the node registry after %s", missing, len(identities), startTimeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // newEngine is the agents' engine, logging to log when set.
