@@ -171,13 +171,13 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 			Expect(os).To(Equal("debian"))
 		}
 		run(chromedp.Navigate(base + "/?where=" + "os%3D~%28"))
-		Expect(text("#filter-error")).To(ContainSubstring("os=~("))
+		Eventually(func() string { return text("#filter-error") }).Should(ContainSubstring("os=~("))
 	})
 
 	It("renders a fact holding a script as text, running nothing", func() {
 		run(chromedp.Navigate(base + "/hosts/" + fl.Identities[0]))
 		run(chromedp.WaitVisible(chromedp.CSS("#facts")))
-		Expect(text("#facts")).To(ContainSubstring(xssFact))
+		Eventually(func() string { return text("#facts") }).Should(ContainSubstring(xssFact))
 		Expect(count("#facts script")).To(Equal(0))
 		Expect(dialogs.Load()).To(BeZero(), "no alert ran")
 	})
@@ -185,11 +185,11 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 	It("shows a new run on the runs page without a reload", func() {
 		run(chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("#count-runs")))
 		eval(`window.ccmMarker = 42`)
-		before, err := strconv.Atoi(text("#count-runs"))
-		Expect(err).NotTo(HaveOccurred())
+		var before int
+		Eventually(func() error { var err error; before, err = strconv.Atoi(text("#count-runs")); return err }).Should(Succeed())
 		res := ensure(false, "managed\n")
 		Eventually(func() int { return count(fmt.Sprintf(`tr.run[data-request=%q]`, res.RequestID)) }).WithTimeout(20 * time.Second).Should(Equal(1))
-		Expect(text("#count-runs")).To(Equal(strconv.Itoa(before + 1)))
+		Eventually(func() string { return text("#count-runs") }).Should(Equal(strconv.Itoa(before + 1)))
 		Eventually(func() string { return text(fmt.Sprintf(`tr.run[data-request=%q] td.replied`, res.RequestID)) }).Should(Equal(strconv.Itoa(hosts)))
 		Expect(eval(`window.ccmMarker || 0`)).To(BeEquivalentTo(42), "the page was updated in place, not reloaded")
 		screenshot("runs")
@@ -211,9 +211,11 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 
 		// The audit's run page shows how the tampered host differs.
 		run(chromedp.Navigate(base + "/runs/" + res.RequestID))
-		Eventually(func() int { return count("details.group") }).Should(BeNumerically(">=", 2))
-		eval(`document.querySelectorAll("details.group").forEach(d => d.open = true); 0`)
-		Eventually(func() string { return text("pre.unified") }).Should(And(ContainSubstring("-tampered"), ContainSubstring("+managed")))
+		Eventually(func() string {
+			// Open every group each time: a live update may have added one.
+			eval(`document.querySelectorAll("details.group").forEach(d => d.open = true); 0`)
+			return text("pre.unified")
+		}).Should(And(ContainSubstring("-tampered"), ContainSubstring("+managed")))
 		run(chromedp.Navigate(base + "/drift"))
 		row := fmt.Sprintf(`#matrix tr[data-resource=%q]`, "file#"+filepath.Join(dir, "<host>.conf"))
 		Eventually(func() any {
@@ -221,7 +223,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		}).WithTimeout(20 * time.Second).Should(Equal("1"))
 		Eventually(func() string { return text(row + ` td[data-state="converged"] summary`) }).Should(Equal(strconv.Itoa(hosts - 1)))
 		run(chromedp.Click(chromedp.CSS(row + ` td[data-state="drifted"] summary`)))
-		Expect(text(row + ` td[data-state="drifted"] .hosts`)).To(Equal(tampered))
+		Eventually(func() string { return text(row + ` td[data-state="drifted"] .hosts`) }).Should(Equal(tampered))
 		Expect(count("svg.chart rect.bar")).To(BeNumerically(">", 0))
 		screenshot("drift")
 
