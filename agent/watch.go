@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
 // Watch-based repair bounds.
@@ -32,6 +34,9 @@ const (
 // fileStamp is what a watched file looked like after the agent's last run:
 // a change event that leaves it as it was is the agent's own write.
 type fileStamp struct {
+	// stale marks a stamp that matches no file: the file was found
+	// changed before its watch started.
+	stale              bool
 	exists             bool
 	size               int64
 	ino                uint64
@@ -184,6 +189,60 @@ func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply) {
 			delete(ws.paths, p)
 		}
 	}
+	// A change between the run's write and this stamp (the run still had
+	// to finish and record itself) would otherwise be taken for the run's
+	// own result and never repaired: compare each file with the state the
+	// run reported, and treat a difference as a change seen now.
+	for _, ev := range reply.Events {
+		if ev == nil || ev.Type != protocol.TypeFile {
+			continue
+		}
+		p := filepath.Clean(ev.Name)
+		if _, watched := ws.paths[p]; !watched || leftAsRun(p, ev.Status) {
+			continue
+		}
+		ws.paths[p] = fileStamp{stale: true}
+		s.changed(fsnotify.Event{Name: p, Op: fsnotify.Write})
+	}
+}
+
+// maxVerifyBytes bounds the file a watch start hashes to compare with the
+// run's reported checksum; a larger one is compared by size and mode only.
+const maxVerifyBytes = 16 << 20
+
+// leftAsRun says whether the file at path still is what the run reported
+// in status (size, mode and content checksum); true when status says too
+// little to tell.
+func leftAsRun(path string, status protocol.State) bool {
+	st, ok := status.(*protocol.FileState)
+	if !ok || st == nil || st.Metadata == nil {
+		return true
+	}
+	md := st.Metadata
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return st.Ensure == filetype.EnsureAbsent
+	}
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true
+	}
+	if md.Mode != "" && filetype.FormatMode(sys.Mode&0o7777) != md.Mode {
+		return false
+	}
+	if !fi.Mode().IsRegular() || md.Checksum == "" {
+		return true
+	}
+	if fi.Size() != md.Size {
+		return false
+	}
+	if fi.Size() > maxVerifyBytes {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sum, err := filetype.ChecksumFile(ctx, path)
+	return err != nil || sum == md.Checksum
 }
 
 // unwatch stops watching as's files.

@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/filetype"
+)
+
+var _ = Describe("starting a watch after a run", func() {
+	var (
+		s    *assigner
+		path string
+	)
+	BeforeEach(func() {
+		dir := GinkgoT().TempDir()
+		path = filepath.Join(dir, "motd")
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(nc.Close)
+		reg, err := providers.Builtin(providers.Options{})
+		Expect(err).ToNot(HaveOccurred())
+		a, err := New(Config{Identity: "watch-1", StateDir: filepath.Join(dir, "state"), Insecure: true}, nc, engine.New(reg), nil)
+		Expect(err).ToNot(HaveOccurred())
+		s = newAssigner(a)
+		DeferCleanup(func() {
+			if s.w != nil {
+				s.w.close()
+			}
+		})
+	})
+
+	// runOf is a run's reply that wrote content with mode 0644 to path.
+	runOf := func(content string) *protocol.FleetReply {
+		ev := protocol.NewTransactionEvent("e1", protocol.TypeFile, path, "")
+		ev.Properties = map[string]any{"name": path, "watch": true}
+		ev.Status = &protocol.FileState{CommonState: protocol.CommonState{Ensure: filetype.EnsurePresent},
+			Metadata: &protocol.FileMetadata{Name: path, Mode: "0644", Size: int64(len(content)), Checksum: filetype.ChecksumBytes([]byte(content))}}
+		r := protocol.NewFleetReply("r1", "watch-1", ev.Timestamp)
+		r.Events = append(r.Events, ev)
+		return r
+	}
+
+	It("takes the file as the run left it when it is", func() {
+		Expect(os.WriteFile(path, []byte("managed\n"), 0o644)).To(Succeed())
+		as := &assigned{name: "motd", selected: true}
+		s.known[as.name] = as
+		s.rewatch(as, runOf("managed\n"))
+		Expect(as.watch.paths).To(HaveKey(path))
+		Expect(as.trigger).To(BeEmpty(), "nothing to repair")
+	})
+
+	DescribeTable("repairs a change made between the run's write and the watch's start",
+		func(tamper func()) {
+			Expect(os.WriteFile(path, []byte("managed\n"), 0o644)).To(Succeed())
+			tamper()
+			as := &assigned{name: "motd", selected: true}
+			s.known[as.name] = as
+			s.rewatch(as, runOf("managed\n"))
+			Expect(as.trigger).To(Equal(protocol.TriggerWatch))
+			Expect(as.next).NotTo(BeZero())
+		},
+		Entry("other content of the same size", func() { Expect(os.WriteFile(path, []byte("tampere\n"), 0o644)).To(Succeed()) }),
+		Entry("another size", func() { Expect(os.WriteFile(path, []byte("tampered\n"), 0o644)).To(Succeed()) }),
+		Entry("another mode", func() { Expect(os.Chmod(path, 0o600)).To(Succeed()) }),
+		Entry("removed", func() { Expect(os.Remove(path)).To(Succeed()) }),
+	)
+})
