@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -65,12 +64,12 @@ func DiffGroups(r *Result) []DiffGroup {
 	type key struct{ ref, outcome, diff string }
 	groups := map[key]*DiffGroup{}
 	for _, h := range r.Hosts {
-		repl := r.hostReplacements(h.Identity)
+		sh := newTemplateShaper(h.Identity, r.facts[h.Identity], r.TemplateFacts)
 		for _, ev := range h.Events {
 			if ev == nil || ev.Diff.Empty() {
 				continue
 			}
-			shape := func(t string) string { return shapeWith(t, h.Identity, repl) }
+			shape := sh.shape
 			shaped := shapeDiff(ev.Diff, shape)
 			raw, err := json.Marshal(shaped)
 			if err != nil {
@@ -97,40 +96,6 @@ func DiffGroups(r *Result) []DiffGroup {
 	return out
 }
 
-// replacement is a host's fact value and its placeholder.
-type replacement struct{ value, placeholder string }
-
-// hostReplacements lists the values of the template facts of host,
-// longest first so that a value holding another is replaced whole.
-func (r *Result) hostReplacements(host string) []replacement {
-	facts := r.facts[host]
-	if facts == nil {
-		return nil
-	}
-	var out []replacement
-	for _, k := range r.TemplateFacts {
-		v, ok := walkFacts(facts, k)
-		if !ok {
-			continue
-		}
-		var s string
-		switch t := v.(type) {
-		case string:
-			s = t
-		case float64, int, int64, bool, json.Number:
-			s = fmt.Sprint(t)
-		default:
-			continue
-		}
-		if len(s) < minShapeValue || s == host {
-			continue // the identity placeholder covers it
-		}
-		out = append(out, replacement{s, "<facts." + k + ">"})
-	}
-	slices.SortFunc(out, func(a, b replacement) int { return cmp.Compare(len(b.value), len(a.value)) })
-	return out
-}
-
 // walkFacts follows a dotted path through nested maps.
 func walkFacts(facts map[string]any, path string) (any, bool) {
 	var cur any = facts
@@ -144,16 +109,6 @@ func walkFacts(facts map[string]any, path string) (any, bool) {
 		}
 	}
 	return cur, true
-}
-
-// shapeWith replaces the host's identity, then its fact values (see
-// shaper for the token rule).
-func shapeWith(s, host string, repl []replacement) string {
-	s = messageShape(s, host)
-	for _, r := range repl {
-		s = replaceToken(s, r.value, r.placeholder)
-	}
-	return s
 }
 
 // LoadFacts sets the facts DiffGroups uses for a result read from history

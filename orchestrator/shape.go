@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -73,13 +75,47 @@ func newShaper(identity string, facts map[string]any) *shaper {
 		}
 	}
 	walk("", facts, 0)
+	s.sortValues()
+	return s
+}
+
+// newTemplateShaper is the shaper of identity for the named facts only
+// (dotted keys, as templates name them), numbers and booleans included:
+// for text where a fact value turns up only because a template put it
+// there (see DiffGroups).
+func newTemplateShaper(identity string, facts map[string]any, keys []string) *shaper {
+	s := &shaper{identity: identity}
+	for _, k := range keys {
+		v, ok := walkFacts(facts, k)
+		if !ok {
+			continue
+		}
+		var text string
+		switch t := v.(type) {
+		case string:
+			text = t
+		case float64, int, int64, bool, json.Number:
+			text = fmt.Sprint(t)
+		default:
+			continue
+		}
+		if len(text) >= minShapeValue && text != identity {
+			s.values = append(s.values, shapeValue{value: text, placeholder: "<facts." + k + ">"})
+		}
+	}
+	s.sortValues()
+	return s
+}
+
+// sortValues orders the values longest first, so that a value holding
+// another is replaced whole, and bounds them.
+func (s *shaper) sortValues() {
 	slices.SortFunc(s.values, func(a, b shapeValue) int {
 		return cmp.Or(cmp.Compare(len(b.value), len(a.value)), strings.Compare(a.value, b.value), strings.Compare(a.placeholder, b.placeholder))
 	})
 	if len(s.values) > maxShapeFacts {
 		s.values = s.values[:maxShapeFacts]
 	}
-	return s
 }
 
 // shape returns message's shape (see shaper).
@@ -91,12 +127,6 @@ func (s *shaper) shape(message string) string {
 		message = replaceToken(message, v.value, v.placeholder)
 	}
 	return message
-}
-
-// messageShape is message with the host's identity replaced (see shaper),
-// for a host whose facts are not known.
-func messageShape(message, identity string) string {
-	return (&shaper{identity: identity}).shape(message)
 }
 
 // replaceToken replaces each occurrence of token in message that stands as

@@ -9,9 +9,9 @@ import (
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
-var _ = DescribeTable("messageShape replaces the host's identity where it stands as a token",
+var _ = DescribeTable("a shaper without facts replaces the host's identity where it stands as a token",
 	func(message, identity, want string) {
-		Expect(messageShape(message, identity)).To(Equal(want))
+		Expect(newShaper(identity, nil).shape(message)).To(Equal(want))
 	},
 	Entry("in a path", "open /srv/sim-0001/motd: no such file or directory", "sim-0001", "open /srv/<host>/motd: no such file or directory"),
 	Entry("twice", "sim-0001: /srv/sim-0001", "sim-0001", "<host>: /srv/<host>"),
