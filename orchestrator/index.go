@@ -27,6 +27,8 @@ type HistoryIndex struct {
 	order []string
 	// version counts the changes, so readers can tell something changed.
 	version uint64
+	// last is, per host, the run of its newest record.
+	last map[string]string
 }
 
 // indexRun is one run's records so far.
@@ -48,7 +50,7 @@ func NewHistoryIndex(maxRuns int) *HistoryIndex {
 	if maxRuns <= 0 {
 		maxRuns = DefaultIndexRuns
 	}
-	return &HistoryIndex{maxRuns: maxRuns, runs: map[string]*indexRun{}}
+	return &HistoryIndex{maxRuns: maxRuns, runs: map[string]*indexRun{}, last: map[string]string{}}
 }
 
 // Add takes one history record and reports the run it belongs to, or ""
@@ -67,7 +69,13 @@ func (x *HistoryIndex) Add(r jsstore.Record) string {
 		i, _ := slices.BinarySearchFunc(x.order, r.Time, func(id string, t time.Time) int { return x.runs[id].first.Compare(t) })
 		x.order = slices.Insert(x.order, i, r.RequestID)
 		for len(x.order) > x.maxRuns {
-			delete(x.runs, x.order[0])
+			dropped := x.order[0]
+			for host := range x.runs[dropped].recs {
+				if x.last[host] == dropped {
+					delete(x.last, host)
+				}
+			}
+			delete(x.runs, dropped)
 			x.order = x.order[1:]
 		}
 		if x.runs[r.RequestID] == nil {
@@ -97,6 +105,9 @@ func (x *HistoryIndex) Add(r jsstore.Record) string {
 		}
 		run.recs[r.Identity] = &hostRecord{reply: reply, time: r.Time}
 		run.heads[r.Identity] = timingOf(r)
+		if prev := x.runs[x.last[r.Identity]]; prev == nil || !r.Time.Before(prev.recs[r.Identity].time) {
+			x.last[r.Identity] = r.RequestID
+		}
 		if run.request == nil {
 			// A run an agent started on its own (an assignment)
 			// carries its request in the host record's header.
@@ -213,6 +224,46 @@ func (x *HistoryIndex) Host(identity string, limit int) []HostEntry {
 	return out
 }
 
+// LastResult returns the run of host's newest record the index holds and
+// the host's outcome in it; ok is false when there is none, or its run's
+// request record has not been read yet.
+func (x *HistoryIndex) LastResult(host string) (requestID, outcome string, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	id := x.last[host]
+	run := x.runs[id]
+	if run == nil || run.request == nil {
+		return "", "", false
+	}
+	return id, hostOutcome(run.request.Noop, run.recs[host].reply), true
+}
+
+// HostLastEvents returns the last event of each resource one host
+// reported, by "type#name", and when it was reported.
+func (x *HistoryIndex) HostLastEvents(host string) map[string]LastEvent {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := map[string]LastEvent{}
+	for _, id := range x.order {
+		if rec := x.runs[id].recs[host]; rec != nil {
+			addLastEvents(out, id, rec)
+		}
+	}
+	return out
+}
+
+// addLastEvents keeps in m the events of rec that are newer than m's.
+func addLastEvents(m map[string]LastEvent, id string, rec *hostRecord) {
+	for _, ev := range rec.reply.Events {
+		if ev == nil {
+			continue
+		}
+		if prev, ok := m[ev.ResourceID()]; !ok || !rec.time.Before(prev.Time) {
+			m[ev.ResourceID()] = LastEvent{RequestID: id, Time: rec.time, Event: ev}
+		}
+	}
+}
+
 // LastEvents returns, per host, the last event of each resource the host
 // reported, by "type#name", and when it was reported.
 func (x *HistoryIndex) LastEvents() map[string]map[string]LastEvent {
@@ -226,14 +277,7 @@ func (x *HistoryIndex) LastEvents() map[string]map[string]LastEvent {
 				m = map[string]LastEvent{}
 				out[host] = m
 			}
-			for _, ev := range rec.reply.Events {
-				if ev == nil {
-					continue
-				}
-				if prev, ok := m[ev.ResourceID()]; !ok || !rec.time.Before(prev.Time) {
-					m[ev.ResourceID()] = LastEvent{RequestID: id, Time: rec.time, Event: ev}
-				}
-			}
+			addLastEvents(m, id, rec)
 		}
 	}
 	return out

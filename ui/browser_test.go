@@ -227,6 +227,11 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		Expect(count("svg.chart rect.bar")).To(BeNumerically(">", 0))
 		screenshot("drift")
 
+		// The fleet page shows each host's last result.
+		run(chromedp.Navigate(base + "/"))
+		Eventually(func() string { return text(fmt.Sprintf(`tr.host[data-identity=%q] td:last-child`, tampered)) }).Should(Equal("would_change"))
+		Eventually(func() string { return text(fmt.Sprintf(`tr.host[data-identity=%q] td:last-child`, fl.Identities[0])) }).Should(Equal("ok"))
+
 		run(chromedp.Navigate(base + "/hosts/" + tampered))
 		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("would change"))
 		screenshot("host")

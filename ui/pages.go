@@ -138,7 +138,6 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.opts.Now()
-	last := s.lastOutcomes()
 	nodes := s.fleet.nodeList()
 	v.Total = len(nodes)
 	var matched []*protocol.NodeRecord
@@ -153,8 +152,8 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 		} else {
 			v.Online++
 		}
-		if l, ok := last[n.Identity]; ok {
-			v.Outcomes[l.outcome]++
+		if _, outcome, ok := s.fleet.index.LastResult(n.Identity); ok {
+			v.Outcomes[outcome]++
 		}
 	}
 	v.Matched = len(matched)
@@ -165,8 +164,8 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 		for _, k := range keyFacts {
 			row.Facts = append(row.Facts, factText(n.Facts[k]))
 		}
-		if l, ok := last[n.Identity]; ok {
-			row.Last, row.LastRun = l.outcome, l.run
+		if id, outcome, ok := s.fleet.index.LastResult(n.Identity); ok {
+			row.Last, row.LastRun = outcome, id
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -190,25 +189,6 @@ func factText(v any) string {
 	default:
 		return fmt.Sprint(x)
 	}
-}
-
-type lastOutcome struct{ outcome, run string }
-
-// lastOutcomes is each host's outcome in the newest run it replied to.
-func (s *Server) lastOutcomes() map[string]lastOutcome {
-	out := map[string]lastOutcome{}
-	for _, sum := range s.fleet.index.Runs(0, runsPerPage*4) {
-		run := s.fleet.index.Run(sum.RequestID)
-		if run == nil {
-			continue
-		}
-		for _, h := range run.Result.Hosts {
-			if _, seen := out[h.Identity]; !seen && h.Outcome != orchestrator.OutcomeNoReply {
-				out[h.Identity] = lastOutcome{outcome: h.Outcome, run: sum.RequestID}
-			}
-		}
-	}
-	return out
 }
 
 // runRow is a run in the listing; Waiting is set while its hosts may
@@ -321,7 +301,7 @@ func (s *Server) hostPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Runs = s.fleet.index.Host(id, hostRuns)
 	slices.Reverse(v.Runs)
-	for ref, le := range s.fleet.index.LastEvents()[id] {
+	for ref, le := range s.fleet.index.HostLastEvents(id) {
 		v.Resources = append(v.Resources, resourceRow{Resource: ref, LastEvent: le})
 	}
 	slices.SortFunc(v.Resources, func(a, b resourceRow) int { return cmp.Compare(a.Resource, b.Resource) })
