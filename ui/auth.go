@@ -3,6 +3,7 @@ package ui
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -52,10 +53,11 @@ func authenticated(token string, secure bool, next http.Handler) http.Handler {
 }
 
 // loginPage asks for the token; it has no script and posts to itself.
-const loginPage = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Log in · CCM Fleet</title>
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Log in · CCM Fleet</title>
 <link rel="stylesheet" href="/static/style.css"></head><body><header><span class="brand">CCM Fleet</span></header>
-<main><h1>Log in</h1><form method="post" action="/login"><input type="hidden" name="next" value="%s">
-<input type="password" name="token" id="token" size="40" aria-label="token" autofocus> <button type="submit">Log in</button></form>%s</main></body></html>`
+<main><h1>Log in</h1><form method="post" action="/login"><input type="hidden" name="next" value="{{.Next}}">
+<input type="password" name="token" id="token" size="40" aria-label="token" autofocus> <button type="submit">Log in</button></form>
+{{if .Wrong}}<p class="error">That is not the token.</p>{{end}}</main></body></html>`))
 
 // login shows the form, or checks a posted token and sets the cookie.
 func login(w http.ResponseWriter, r *http.Request, ok func(string) bool, secure bool) {
@@ -67,11 +69,11 @@ func login(w http.ResponseWriter, r *http.Request, ok func(string) bool, secure 
 	w.Header().Set("Cache-Control", "no-store")
 	switch r.Method {
 	case http.MethodGet:
-		_, _ = w.Write([]byte(formatLogin(next, "")))
+		_ = loginPage.Execute(w, map[string]any{"Next": next})
 	case http.MethodPost:
 		if !ok(r.PostFormValue("token")) {
 			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(formatLogin(next, `<p class="error">That is not the token.</p>`)))
+			_ = loginPage.Execute(w, map[string]any{"Next": next, "Wrong": true})
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: r.PostFormValue("token"), Path: "/",
@@ -80,14 +82,4 @@ func login(w http.ResponseWriter, r *http.Request, ok func(string) bool, secure 
 	default:
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
-}
-
-func formatLogin(next, message string) string {
-	return strings.Replace(strings.Replace(loginPage, "%s", htmlEscape(next), 1), "%s", message, 1)
-}
-
-// htmlEscape escapes s for an attribute value.
-func htmlEscape(s string) string {
-	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
-	return r.Replace(s)
 }
