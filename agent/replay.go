@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,11 @@ var ErrReplayFull = errors.New("replay cache full")
 // set when the request was answered; an entry read back at start without
 // it is a request the agent stopped on (crashed, killed) while it was
 // queued or running.
+//
+// In memory an entry does not hold its reply: the reply stays in the file,
+// in the entry's line at line (offset, length), and is read back only for
+// a duplicate. An agent answers every request and duplicates are rare, so
+// this keeps a host's memory flat however many requests it remembers.
 type replayEntry struct {
 	ID      string          `json:"id"`
 	Expires time.Time       `json:"expires"`
@@ -46,9 +52,22 @@ type replayEntry struct {
 	Ignored bool            `json:"ignored,omitempty"`
 	Done    bool            `json:"done,omitempty"`
 	Reply   json.RawMessage `json:"reply,omitempty"`
+
+	// replyLen is the length of the reply kept in the file (0: none), and
+	// line where the entry's line is in the file
+	replyLen int
+	line     fileSpan
 }
 
-func (e *replayEntry) size() int64 { return int64(len(e.ID) + len(e.Reply) + 64) }
+// fileSpan is where a line is in the replay file.
+type fileSpan struct {
+	off int64
+	n   int
+}
+
+// size is what the entry counts against the cache's byte bound: the id and
+// the reply kept for it in the file.
+func (e *replayEntry) size() int64 { return int64(len(e.ID) + e.replyLen + 64) }
 
 // replayCache remembers the ids of received requests, in memory and in an
 // append-only file of JSON lines (last line per id wins) that is read back
@@ -86,7 +105,7 @@ func openReplayCache(path string, maxEntries int, maxBytes int64, now time.Time)
 		// Keep only the live entries.
 		err = c.rewriteLocked()
 	} else {
-		c.file, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		c.file, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("replay cache %s: %w", path, err)
@@ -107,11 +126,15 @@ func (c *replayCache) load(now time.Time) (bool, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), maxReplayLine)
+	var off int64
 	for sc.Scan() {
+		line := fileSpan{off: off, n: len(sc.Bytes())}
+		off += int64(line.n) + 1
 		var e replayEntry
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ID == "" {
 			continue
 		}
+		e.replyLen, e.Reply, e.line = len(e.Reply), nil, line
 		if old, ok := c.entries[e.ID]; ok {
 			c.bytes -= old.size()
 		}
@@ -123,7 +146,7 @@ func (c *replayCache) load(now time.Time) (bool, error) {
 	}
 	for _, e := range c.entries {
 		// A file written before Done existed: an answer kept means done.
-		if !e.Done && !e.Ignored && len(e.Reply) == 0 {
+		if !e.Done && !e.Ignored && e.replyLen == 0 {
 			c.interrupted = append(c.interrupted, *e)
 		}
 	}
@@ -151,7 +174,9 @@ func (c *replayCache) add(id string, expires, now time.Time) (first replayEntry,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[id]; ok && e.Expires.After(now) {
-		return *e, true, nil
+		first = *e
+		first.Reply = c.readReplyLocked(e)
+		return first, true, nil
 	}
 	c.adds++
 	if len(c.entries) >= c.maxEntries || c.bytes >= c.maxBytes || c.adds%1024 == 0 {
@@ -182,14 +207,34 @@ func (c *replayCache) finish(id string, reply []byte, ignored bool) error {
 	n.Ignored = ignored
 	n.Done = true
 	if len(reply) <= MaxReplayReplyBytes && c.bytes+int64(len(reply)) <= c.maxBytes {
-		n.Reply = append(json.RawMessage(nil), reply...)
+		n.Reply, n.replyLen = reply, len(reply)
 	}
-	if err := c.appendLocked(&n); err != nil {
+	err := c.appendLocked(&n)
+	n.Reply = nil
+	if err != nil {
 		return err
 	}
 	c.bytes += n.size() - e.size()
 	c.entries[id] = &n
 	return nil
+}
+
+// readReplyLocked reads e's reply back from its line in the file; nil
+// when it has none or the line no longer reads as e's (the answer is then
+// "not known here", never another request's).
+func (c *replayCache) readReplyLocked(e *replayEntry) json.RawMessage {
+	if e.replyLen == 0 || c.file == nil {
+		return nil
+	}
+	buf := make([]byte, e.line.n)
+	if _, err := c.file.ReadAt(buf, e.line.off); err != nil {
+		return nil
+	}
+	var back replayEntry
+	if json.Unmarshal(buf, &back) != nil || back.ID != e.ID || len(back.Reply) != e.replyLen {
+		return nil
+	}
+	return back.Reply
 }
 
 // purgeLocked drops expired entries.
@@ -210,10 +255,11 @@ func (c *replayCache) appendLocked(e *replayEntry) error {
 			return err
 		}
 	}
-	b, err := json.Marshal(e)
+	b, err := encodeReplayLine(e)
 	if err != nil {
 		return fmt.Errorf("replay cache: %w", err)
 	}
+	e.line = fileSpan{off: c.fileBytes, n: len(b)}
 	b = append(b, '\n')
 	if _, err := c.file.Write(b); err != nil {
 		return fmt.Errorf("replay cache %s: %w", c.path, err)
@@ -230,16 +276,32 @@ func (c *replayCache) rewriteLocked() error {
 	if err != nil {
 		return fmt.Errorf("replay cache %s: %w", c.path, err)
 	}
+	old, err := os.Open(c.path)
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("replay cache %s: %w", c.path, err)
+	}
+	defer old.Close()
 	w := bufio.NewWriter(f)
 	var n int64
+	spans := make(map[string]fileSpan, len(c.entries))
 	for _, e := range c.entries {
-		b, err := json.Marshal(e)
-		if err != nil {
-			continue
+		line, ok := rewriteLine(old, e)
+		if !ok {
+			// The reply no longer reads back: keep the entry without it.
+			bare := *e
+			bare.replyLen = 0
+			if line, err = json.Marshal(&bare); err != nil {
+				continue
+			}
+			c.bytes -= int64(e.replyLen)
+			e.replyLen = 0
 		}
-		b = append(b, '\n')
-		n += int64(len(b))
-		_, _ = w.Write(b)
+		spans[e.ID] = fileSpan{off: n, n: len(line)}
+		n += int64(len(line)) + 1
+		_, _ = w.Write(line)
+		_ = w.WriteByte('\n')
 	}
 	err = errors.Join(w.Flush(), f.Close())
 	if err == nil {
@@ -249,16 +311,61 @@ func (c *replayCache) rewriteLocked() error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("replay cache %s: %w", c.path, err)
 	}
+	for id, sp := range spans {
+		c.entries[id].line = sp
+	}
 	if c.file != nil {
 		_ = c.file.Close()
 	}
-	c.file, err = os.OpenFile(c.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	c.file, err = os.OpenFile(c.path, os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		c.file = nil
 		return fmt.Errorf("replay cache %s: %w", c.path, err)
 	}
 	c.fileBytes = n
 	return nil
+}
+
+// encodeReplayLine encodes e as one line (without its newline). The reply
+// is the agent's own encoding, compact JSON, and is spliced in as it is:
+// encoding/json would scan and compact the whole reply again, which cost
+// more than the rest of the line (13 against 2 µs for a 1.5 KiB reply).
+// Should a reply not be JSON after all, its line does not read back: a
+// duplicate is told the result is not known, and after a restart the
+// request counts as interrupted, never as not received.
+func encodeReplayLine(e *replayEntry) ([]byte, error) {
+	reply := e.Reply
+	if len(reply) == 0 || reply[0] != '{' || bytes.ContainsAny(reply, "\n\r") {
+		return json.Marshal(e)
+	}
+	bare := *e
+	bare.Reply = nil
+	b, err := json.Marshal(&bare)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"reply":`...)
+	b = append(b, reply...)
+	return append(b, '}'), nil
+}
+
+// rewriteLine is e's line for a rewritten file: its current line read
+// back from old when it holds a reply (false when that no longer reads as
+// e's), else the entry encoded anew.
+func rewriteLine(old *os.File, e *replayEntry) ([]byte, bool) {
+	if e.replyLen == 0 {
+		b, err := json.Marshal(e)
+		return b, err == nil
+	}
+	buf := make([]byte, e.line.n)
+	if _, err := old.ReadAt(buf, e.line.off); err != nil {
+		return nil, false
+	}
+	var back replayEntry
+	if json.Unmarshal(buf, &back) != nil || back.ID != e.ID || len(back.Reply) != e.replyLen {
+		return nil, false
+	}
+	return buf, true
 }
 
 // len is how many ids the cache remembers.

@@ -244,3 +244,71 @@ func readLines(path string) []string {
 	}
 	return out
 }
+
+var _ = Describe("replayCache replies kept in the file", func() {
+	It("holds no reply in memory, reads it back for a duplicate, also after the file is rewritten", func() {
+		path := filepath.Join(GinkgoT().TempDir(), ReplayFileName)
+		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		c, err := openReplayCache(path, 100, 1<<20, now)
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(c.close)
+		reply := func(i int) string { return fmt.Sprintf(`{"n":%d,"pad":%q}`, i, strings.Repeat("z", i)) }
+		for i := range 20 {
+			id := fmt.Sprintf("r%02d", i)
+			_, _, err := c.add(id, now.Add(time.Hour), now)
+			Expect(err).ToNot(HaveOccurred())
+			if i%5 != 4 {
+				Expect(c.finish(id, []byte(reply(i)), false)).To(Succeed())
+			}
+		}
+		c.mu.Lock()
+		for _, e := range c.entries {
+			Expect(e.Reply).To(BeNil(), "entry %s keeps its reply in memory", e.ID)
+		}
+		c.mu.Unlock()
+		check := func() {
+			for i := range 20 {
+				first, dup, err := c.add(fmt.Sprintf("r%02d", i), now.Add(time.Hour), now)
+				Expect(err).ToNot(HaveOccurred())
+				Expect(dup).To(BeTrue())
+				if i%5 == 4 {
+					Expect(first.Reply).To(BeEmpty(), "r%02d was never answered", i)
+				} else {
+					Expect(string(first.Reply)).To(Equal(reply(i)))
+				}
+			}
+		}
+		check()
+		c.mu.Lock()
+		before := c.fileBytes
+		Expect(c.rewriteLocked()).To(Succeed())
+		after := c.fileBytes
+		c.mu.Unlock()
+		Expect(after).To(BeNumerically("<", before), "the rewrite keeps one line per id")
+		check()
+		// Appending after the rewrite keeps offsets right.
+		_, _, err = c.add("late", now.Add(time.Hour), now)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(c.finish("late", []byte(`{"late":true}`), false)).To(Succeed())
+		first, dup, _ := c.add("late", now.Add(time.Hour), now)
+		Expect(dup).To(BeTrue())
+		Expect(string(first.Reply)).To(Equal(`{"late":true}`))
+		check()
+	})
+
+	It("answers 'not known' rather than another request's reply when the file was damaged", func() {
+		path := filepath.Join(GinkgoT().TempDir(), ReplayFileName)
+		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		c, err := openReplayCache(path, 100, 1<<20, now)
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(c.close)
+		_, _, err = c.add("a", now.Add(time.Hour), now)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(c.finish("a", []byte(`{"a":1}`), false)).To(Succeed())
+		Expect(os.Truncate(path, 10)).To(Succeed())
+		first, dup, err := c.add("a", now.Add(time.Hour), now)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(dup).To(BeTrue())
+		Expect(first.Reply).To(BeEmpty())
+	})
+})

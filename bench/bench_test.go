@@ -56,6 +56,13 @@ var _ = Describe("Run", func() {
 		Expect(byName["noop"][0].Agents).To(Equal(5))
 		Expect(byName["noop"][0].FloorRatio).To(BeNumerically(">", 0))
 		Expect(byName["noop"][0].Errors).To(BeZero(), byName["noop"][0].Note)
+		for _, name := range []string{"noop", "noop-cli", "change", "change-cli"} {
+			for _, r := range byName[name] {
+				Expect(r.Replied).To(Equal(5), "%s: every host replied in every round", name)
+				Expect(r.Unexpected).To(BeZero(), name)
+			}
+		}
+
 		Expect(byName["change"][0].Errors).To(BeZero(), byName["change"][0].Note)
 		Expect(byName["noop-cli"][0].PeakRSSMiB).To(BeNumerically(">", 0))
 		Expect(byName["agent-ensure-cli"][0].PeakRSSMiB).To(BeNumerically(">", 0))

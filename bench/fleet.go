@@ -118,6 +118,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	floor.perHost(nil)
 	rows := []Row{floor}
 
 	b.logf("%d: starting agents", n)
@@ -148,6 +149,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 		if floor.MedianMS > 0 && row.MedianMS > 0 {
 			row.FloorRatio = round3(row.MedianMS / floor.MedianMS)
 		}
+		row.perHost(&floor)
 		rows = append(rows, row)
 		if err != nil {
 			return rows, err
@@ -223,8 +225,13 @@ func (f *fleetRun) measure(ctx context.Context, spec fleetRow) (Row, error) {
 	)
 	cpu0 := selfCPU()
 	agentsCPU0, _ := procCPU(f.agents.pid())
+	row.Replied = -1
 	for range f.b.cfg.Rounds {
 		r, err := round(ctx, spec)
+		if row.Replied < 0 || r.replied < row.Replied {
+			row.Replied = r.replied
+		}
+		row.Unexpected = max(row.Unexpected, r.unexpected)
 		if err != nil {
 			row.Errors++
 			row.Note = err.Error()
@@ -235,6 +242,7 @@ func (f *fleetRun) measure(ctx context.Context, spec fleetRow) (Row, error) {
 			cli.add(r)
 		}
 	}
+	row.Replied = max(row.Replied, 0)
 	got.stats(&row)
 	rounds := float64(f.b.cfg.Rounds)
 	row.BenchCPUSeconds = round3((selfCPU() - cpu0).Seconds() / rounds)
@@ -272,8 +280,9 @@ func (f *fleetRun) libraryRound(ctx context.Context, spec fleetRow) (run, error)
 		return run{}, err
 	}
 	stored, serr := f.s.settle(ctx)
+	acct := run{replied: res.Replied, unexpected: len(res.Unexpected)}
 	if err := f.check(spec, res.ExitCode, res.Replied, res.Summary.Hosts, len(res.Unexpected)); err != nil {
-		return run{}, err
+		return acct, err
 	}
 	if serr != nil {
 		return run{}, serr
@@ -282,7 +291,8 @@ func (f *fleetRun) libraryRound(ctx context.Context, spec fleetRow) (run, error)
 		f.lastNoop = res.RequestID
 		f.stored = append(f.stored, stored.Sub(sent))
 	}
-	return run{wall: wall}, nil
+	acct.wall = wall
+	return acct, nil
 }
 
 // cliRound runs the row's request as a ccm-orch process and waits for
@@ -298,6 +308,7 @@ func (f *fleetRun) cliRound(ctx context.Context, spec fleetRow) (run, error) {
 	if err != nil {
 		return r, fmt.Errorf("ccm-orch exited %d: %s (%w)", r.code, r.errText, err)
 	}
+	r.replied, r.unexpected = sum.replied, sum.unexpected
 	if sum.expected > 0 {
 		f.s.history += uint64(sum.expected) + 1
 	}

@@ -183,12 +183,15 @@ func selfCPU() time.Duration {
 
 // run is one finished whole-process run.
 type run struct {
-	wall    time.Duration
-	code    int
-	cpu     time.Duration
-	maxRSS  int64 // bytes
-	stdout  []byte
-	errText string
+	// replied and unexpected are the run's accounting: hosts that replied,
+	// and replies from hosts that were not asked
+	replied, unexpected int
+	wall                time.Duration
+	code                int
+	cpu                 time.Duration
+	maxRSS              int64 // bytes
+	stdout              []byte
+	errText             string
 }
 
 // processRuns gathers the measures of timed whole-process runs.
@@ -261,12 +264,19 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// raiseFileLimit lifts the soft limit of open files to the hard limit and
-// reports an error when that is still below need.
+// raiseFileLimit lifts the soft limit of open files to need, raising the
+// hard limit too when it is lower and the process may (root may, up to
+// fs.nr_open), and reports an error when the limit stays below need.
 func raiseFileLimit(need uint64) error {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return fmt.Errorf("open files limit: %w", err)
+	}
+	if l.Max < need {
+		raised := syscall.Rlimit{Cur: need, Max: need}
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			l = raised
+		}
 	}
 	if l.Cur < l.Max {
 		l.Cur = l.Max

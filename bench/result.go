@@ -47,6 +47,19 @@ type Row struct {
 	AgentsRSSMiB     float64 `json:"agents_rss_mib,omitempty"`
 	AgentsPeakRSSMiB float64 `json:"agents_peak_rss_mib,omitempty"`
 	AgentRSSKiB      float64 `json:"agent_rss_kib,omitempty"`
+	// Replied is the fewest hosts that replied in any timed round and
+	// Unexpected the most replies from hosts that were not asked: a fleet
+	// row's accounting (exact when Replied is Agents and Unexpected 0).
+	Replied    int `json:"replied,omitempty"`
+	Unexpected int `json:"unexpected,omitempty"`
+	// AgentCPUPerHostMS is the agents' CPU per round per host, and
+	// CentralCPUPerHostMS the broker's and orchestrator's (the bench
+	// process, plus ccm-orch for -cli rows), in milliseconds;
+	// CentralFloorRatio is the latter over the floor's (broker and
+	// requester) for the same size.
+	AgentCPUPerHostMS   float64 `json:"agent_cpu_per_host_ms,omitempty"`
+	CentralCPUPerHostMS float64 `json:"central_cpu_per_host_ms,omitempty"`
+	CentralFloorRatio   float64 `json:"central_floor_ratio,omitempty"`
 	// RatePerSecond is a throughput (history records written per second).
 	RatePerSecond float64 `json:"rate_per_s,omitempty"`
 	// Errors counts rounds that did not give the expected answer; they are
@@ -111,12 +124,13 @@ func WriteJSON(path string, rows []Row) error {
 // PrintTable prints the rows as an aligned table.
 func PrintTable(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tagents\tdiscovery\trounds\tmedian ms\tp90 ms\tp99 ms\tx floor\tproc rss MiB\tproc cpu s\tagents cpu s\tbench cpu s\tagents rss MiB\trss/agent KiB\trate/s\terrors\t")
+	fmt.Fprintln(tw, "name\tagents\tdiscovery\trounds\tmedian ms\tp90 ms\tp99 ms\tx floor\treplied\tunexp\tproc rss MiB\tproc cpu s\tagents cpu s\tbench cpu s\tagent ms/host\tcentral ms/host\tcentral x floor\tagents rss MiB\trss/agent KiB\trate/s\terrors\t")
 	for _, r := range rows {
 		cols := []string{
 			r.Name, num(float64(r.Agents)), r.Discovery, num(float64(r.Rounds)),
 			num(r.MedianMS), num(r.P90MS), num(r.P99MS), num(r.FloorRatio),
-			num(r.PeakRSSMiB), num(r.CPUSeconds), num(r.AgentsCPUSeconds), num(r.BenchCPUSeconds),
+			num(float64(r.Replied)), accounted(r), num(r.PeakRSSMiB), num(r.CPUSeconds), num(r.AgentsCPUSeconds), num(r.BenchCPUSeconds),
+			num(r.AgentCPUPerHostMS), num(r.CentralCPUPerHostMS), num(r.CentralFloorRatio),
 			num(r.AgentsRSSMiB), num(r.AgentRSSKiB), num(r.RatePerSecond), num(float64(r.Errors)),
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
@@ -128,6 +142,32 @@ func PrintTable(w io.Writer, rows []Row) {
 		}
 	}
 }
+
+// accounted is the unexpected column: the count, or 0 written out for a
+// row with accounting (so a clean run says so), empty otherwise.
+func accounted(r Row) string {
+	if r.Replied == 0 && r.Unexpected == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d", r.Unexpected)
+}
+
+// perHost fills the per-host CPU columns of a fleet row against its
+// size's floor (nil: the row is the floor).
+func (r *Row) perHost(floor *Row) {
+	if r.Agents <= 0 {
+		return
+	}
+	n := float64(r.Agents)
+	r.AgentCPUPerHostMS = round4(r.AgentsCPUSeconds * 1000 / n)
+	r.CentralCPUPerHostMS = round4((r.BenchCPUSeconds + r.CPUSeconds) * 1000 / n)
+	if floor != nil && floor.CentralCPUPerHostMS > 0 {
+		r.CentralFloorRatio = round3(r.CentralCPUPerHostMS / floor.CentralCPUPerHostMS)
+	}
+}
+
+// round4 rounds to four decimals.
+func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
 
 // num formats a value for the table: empty for zero, few decimals.
 func num(f float64) string {

@@ -1,0 +1,49 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestPerHostCPU(t *testing.T) {
+	floor := Row{Name: "floor", Agents: 1000, BenchCPUSeconds: 0.04}
+	floor.perHost(nil)
+	if floor.CentralCPUPerHostMS != 0.04 || floor.CentralFloorRatio != 0 {
+		t.Fatalf("floor: central %v ms/host, ratio %v; want 0.04 and none", floor.CentralCPUPerHostMS, floor.CentralFloorRatio)
+	}
+	cli := Row{Name: "noop-cli", Agents: 1000, AgentsCPUSeconds: 0.3, BenchCPUSeconds: 0.09, CPUSeconds: 0.13}
+	cli.perHost(&floor)
+	if cli.AgentCPUPerHostMS != 0.3 {
+		t.Errorf("agent ms/host = %v, want 0.3", cli.AgentCPUPerHostMS)
+	}
+	if cli.CentralCPUPerHostMS != 0.22 {
+		t.Errorf("central ms/host = %v, want 0.22 (broker 0.09 s + ccm-orch 0.13 s over 1000 hosts)", cli.CentralCPUPerHostMS)
+	}
+	if cli.CentralFloorRatio != 5.5 {
+		t.Errorf("central x floor = %v, want 5.5", cli.CentralFloorRatio)
+	}
+	none := Row{Name: "agents"}
+	none.perHost(&floor)
+	if none.AgentCPUPerHostMS != 0 || none.CentralCPUPerHostMS != 0 {
+		t.Errorf("a row without a fleet size got per-host CPU: %+v", none)
+	}
+}
+
+func TestTableShowsAccounting(t *testing.T) {
+	var out bytes.Buffer
+	PrintTable(&out, []Row{
+		{Name: "noop", Agents: 20000, Rounds: 3, MedianMS: 9000, P90MS: 9500, Replied: 20000},
+		{Name: "agents", Agents: 20000, Rounds: 1, MedianMS: 60000, P90MS: 60000},
+	})
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "replied") || !strings.Contains(lines[0], "unexp") {
+		t.Fatalf("header lacks the accounting columns: %q", lines[0])
+	}
+	if f := strings.Fields(lines[1]); !strings.Contains(strings.Join(f, " "), "9500 20000 0") {
+		t.Errorf("noop line should show 20000 replied and 0 unexpected: %q", lines[1])
+	}
+	if strings.Contains(lines[2], " 0 ") {
+		t.Errorf("a row without accounting shows a 0: %q", lines[2])
+	}
+}
