@@ -72,7 +72,10 @@ func SimulatedStateDir(base, identity string) string {
 // Simulation runs Count agents in this process, each with its own NATS
 // connection, identity and facts, sharing one engine.
 type Simulation struct {
-	Count  int
+	Count int
+	// First is the index of the first agent (0: PREFIX-0001), so that
+	// several simulations can make up one fleet.
+	First  int
 	Prefix string
 	// Facts are every simulated agent's base facts.
 	Facts map[string]any
@@ -99,6 +102,9 @@ func (s Simulation) Run(ctx context.Context) error {
 	if s.Count < 1 || s.Count > MaxSimulated {
 		return fmt.Errorf("%w: count %d must be between 1 and %d", ErrConfig, s.Count, MaxSimulated)
 	}
+	if s.First < 0 || s.First > 999999 {
+		return fmt.Errorf("%w: first agent %d must be between 1 and 1000000", ErrConfig, s.First+1)
+	}
 	if s.Prefix == "" {
 		s.Prefix = "sim"
 	}
@@ -120,7 +126,7 @@ func (s Simulation) Run(ctx context.Context) error {
 	var ready sync.WaitGroup
 	readyOnce := make([]sync.Once, s.Count)
 	for i := range s.Count {
-		facts := SimulatedFacts(i, s.Prefix, s.Facts, s.Vary)
+		facts := SimulatedFacts(s.First+i, s.Prefix, s.Facts, s.Vary)
 		cfg := s.Config
 		cfg.Identity = facts["identity"].(string)
 		cfg.StateDir = SimulatedStateDir(s.Config.StateDir, cfg.Identity)

@@ -52,6 +52,10 @@ type Config struct {
 	// ProfileDir, when set, receives a CPU profile of each simulated
 	// agents process (agents-<size>.pprof).
 	ProfileDir string
+	// MaxOpenFiles, when set, is taken as each process's open files limit
+	// if it is lower than the real one: a small fleet is then spread over
+	// processes and brokers as a large one would be (tests).
+	MaxOpenFiles uint64
 	// Rows, when not empty, limits the run to the rows of these names
 	// (see RowNames); a step none of whose rows is asked for is skipped.
 	// The floor of a fleet size is measured whenever one of its rows is.
@@ -144,8 +148,10 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		return nil, err
 	}
 	// Each agent and responder has its own connection, and the broker
-	// (this process) holds the other end of each.
-	if err := raiseFileLimit(uint64(2*slices.Max(cfg.Sizes) + 1024)); err != nil {
+	// holds the other end of each; a fleet too large for one process's
+	// open files is spread over several (see layoutFor).
+	limit, err := raiseFileLimit(uint64(agentFDs*slices.Max(cfg.Sizes) + fdReserve))
+	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	work := cfg.WorkDir
@@ -172,7 +178,10 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	b := &bencher{cfg: cfg, work: work, owner: u.Username, group: g.Name}
+	if cfg.MaxOpenFiles > 0 {
+		limit = min(limit, cfg.MaxOpenFiles)
+	}
+	b := &bencher{cfg: cfg, work: work, owner: u.Username, group: g.Name, fdLimit: limit}
 	if b.sign, err = newSigning(work); err != nil {
 		return nil, err
 	}
@@ -219,6 +228,9 @@ type bencher struct {
 	cfg          Config
 	work         string
 	owner, group string
+	// fdLimit is each process's open files limit, which decides how a
+	// fleet is spread over processes
+	fdLimit uint64
 	// requestBytes and replyBytes are the sizes of a fleet request and
 	// of one host's reply to it, signature headers included, for the floor.
 	requestBytes, replyBytes int

@@ -92,7 +92,7 @@ type fleetRun struct {
 	b      *bencher
 	s      *site
 	n      int
-	agents *child
+	agents procs
 	client *orchestrator.Client
 	files  string
 	// version makes the content of every change round differ.
@@ -107,7 +107,11 @@ type fleetRun struct {
 // fleet measures one fleet size: the floor, then every fleet row, then
 // the history rows and the agents' footprint.
 func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
-	s, dir, err := b.openSite(ctx, fmt.Sprintf("fleet-%d", n), 0)
+	lay := layoutFor(n, b.fdLimit)
+	if lay.brokers > 1 || lay.agentProcs > 1 {
+		b.logf("%d: %d brokers, %d agent processes, %d responder processes (each process may open %d files)", n, lay.brokers, lay.agentProcs, lay.responderProcs, b.fdLimit)
+	}
+	s, dir, err := b.openSite(ctx, fmt.Sprintf("fleet-%d", n), 0, lay.brokers)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +126,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	rows := []Row{floor}
 
 	b.logf("%d: starting agents", n)
-	agents, startup, err := b.startAgents(ctx, s.url, dir, n)
+	agents, startup, err := b.startAgents(ctx, s, dir, n)
 	if err != nil {
 		return rows, err
 	}
@@ -163,11 +167,11 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 			return rows, err
 		}
 	}
-	rss, peak, err := procRSS(agents.pid())
+	rss, peak, err := agents.rss()
 	if err != nil {
 		return rows, err
 	}
-	cpu, _ := procCPU(agents.pid())
+	cpu := agents.cpu()
 	rows = append(rows, Row{
 		Name: "agents", Agents: n, Rounds: 1, MedianMS: ms(startup), P90MS: ms(startup),
 		AgentsCPUSeconds: round3(cpu.Seconds()),
@@ -180,7 +184,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 // floor times plain responders answering a request-sized message.
 func (b *bencher) floor(ctx context.Context, s *site, n int) (Row, error) {
 	row := Row{Name: "floor", Agents: n}
-	resp, err := b.startResponders(ctx, s.url, n)
+	resp, err := b.startResponders(ctx, s, n)
 	if err != nil {
 		return row, err
 	}
@@ -190,8 +194,8 @@ func (b *bencher) floor(ctx context.Context, s *site, n int) (Row, error) {
 		request[i] = 'x'
 	}
 	var got samples
-	cpu0 := selfCPU()
-	agentsCPU0, _ := procCPU(resp.pid())
+	cpu0 := s.centralCPU()
+	agentsCPU0 := resp.cpu()
 	for i := range b.cfg.Rounds + 1 {
 		d, err := s.floorRound(ctx, request, n)
 		if err != nil {
@@ -202,10 +206,8 @@ func (b *bencher) floor(ctx context.Context, s *site, n int) (Row, error) {
 		}
 	}
 	got.stats(&row)
-	row.BenchCPUSeconds = round3((selfCPU() - cpu0).Seconds() / float64(b.cfg.Rounds+1))
-	if c, err := procCPU(resp.pid()); err == nil {
-		row.AgentsCPUSeconds = round3((c - agentsCPU0).Seconds() / float64(b.cfg.Rounds+1))
-	}
+	row.BenchCPUSeconds = round3((s.centralCPU() - cpu0).Seconds() / float64(b.cfg.Rounds+1))
+	row.AgentsCPUSeconds = round3((resp.cpu() - agentsCPU0).Seconds() / float64(b.cfg.Rounds+1))
 	return row, nil
 }
 
@@ -223,8 +225,8 @@ func (f *fleetRun) measure(ctx context.Context, spec fleetRow) (Row, error) {
 		got samples
 		cli processRuns
 	)
-	cpu0 := selfCPU()
-	agentsCPU0, _ := procCPU(f.agents.pid())
+	cpu0 := f.s.centralCPU()
+	agentsCPU0 := f.agents.cpu()
 	row.Replied = -1
 	for range f.b.cfg.Rounds {
 		r, err := round(ctx, spec)
@@ -245,10 +247,8 @@ func (f *fleetRun) measure(ctx context.Context, spec fleetRow) (Row, error) {
 	row.Replied = max(row.Replied, 0)
 	got.stats(&row)
 	rounds := float64(f.b.cfg.Rounds)
-	row.BenchCPUSeconds = round3((selfCPU() - cpu0).Seconds() / rounds)
-	if c, err := procCPU(f.agents.pid()); err == nil {
-		row.AgentsCPUSeconds = round3((c - agentsCPU0).Seconds() / rounds)
-	}
+	row.BenchCPUSeconds = round3((f.s.centralCPU() - cpu0).Seconds() / rounds)
+	row.AgentsCPUSeconds = round3((f.agents.cpu() - agentsCPU0).Seconds() / rounds)
 	if spec.cli {
 		cli.fill(&row)
 	}

@@ -28,14 +28,14 @@ const latencyWarmup = 50
 // one orchestrator run on one named host (which also records the request
 // in history).
 func (b *bencher) latency(ctx context.Context) ([]Row, error) {
-	s, dir, err := b.openSite(ctx, "latency", 0)
+	s, dir, err := b.openSite(ctx, "latency", 0, 1)
 	if err != nil {
 		return nil, err
 	}
 	defer s.stop()
 
 	b.logf("latency: bare NATS request")
-	resp, err := b.startResponders(ctx, s.url, 1)
+	resp, err := b.startResponders(ctx, s, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (b *bencher) latency(ctx context.Context) ([]Row, error) {
 	rows := []Row{bare}
 
 	b.logf("latency: one agent")
-	agents, _, err := b.startAgents(ctx, s.url, dir, 1)
+	agents, _, err := b.startAgents(ctx, s, dir, 1)
 	if err != nil {
 		return rows, err
 	}

@@ -264,16 +264,18 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// raiseFileLimit lifts the soft limit of open files to need, raising the
-// hard limit too when it is lower and the process may (root may, up to
-// fs.nr_open), and reports an error when the limit stays below need.
-func raiseFileLimit(need uint64) error {
+// raiseFileLimit lifts the soft limit of open files towards want, raising
+// the hard limit too when it is lower and the process may (root with
+// CAP_SYS_RESOURCE may, up to fs.nr_open), and returns the limit in force.
+// A limit below want is no error: a large fleet is then spread over more
+// processes. Only a limit too small for any fleet is.
+func raiseFileLimit(want uint64) (uint64, error) {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
-		return fmt.Errorf("open files limit: %w", err)
+		return 0, fmt.Errorf("open files limit: %w", err)
 	}
-	if l.Max < need {
-		raised := syscall.Rlimit{Cur: need, Max: need}
+	if l.Max < want {
+		raised := syscall.Rlimit{Cur: want, Max: want}
 		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
 			l = raised
 		}
@@ -281,13 +283,13 @@ func raiseFileLimit(need uint64) error {
 	if l.Cur < l.Max {
 		l.Cur = l.Max
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
-			return fmt.Errorf("open files limit: %w", err)
+			return 0, fmt.Errorf("open files limit: %w", err)
 		}
 	}
-	if l.Cur < need {
-		return fmt.Errorf("open files limit is %d, the largest fleet needs about %d: raise it (ulimit -n) or run smaller sizes", l.Cur, need)
+	if l.Cur < 4*fdReserve {
+		return 0, fmt.Errorf("open files limit is %d, too low to run a fleet: raise it (ulimit -n)", l.Cur)
 	}
-	return nil
+	return l.Cur, nil
 }
 
 // readPeakRSS reads what a process wrote to its peakRSSEnv file ("14308

@@ -25,7 +25,7 @@ var registryFacts = map[string]any{
 // registry times discovery from node registries of RegistrySizes entries
 // (no agents: the entries are written directly).
 func (b *bencher) registry(ctx context.Context) ([]Row, error) {
-	s, _, err := b.openSite(ctx, "registry", registryTTL)
+	s, _, err := b.openSite(ctx, "registry", registryTTL, 1)
 	if err != nil {
 		return nil, err
 	}

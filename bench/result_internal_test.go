@@ -47,3 +47,26 @@ func TestTableShowsAccounting(t *testing.T) {
 		t.Errorf("a row without accounting shows a 0: %q", lines[2])
 	}
 }
+
+func TestLayoutSpreadsLargeFleets(t *testing.T) {
+	for _, c := range []struct {
+		n     int
+		limit uint64
+		want  layout
+	}{
+		{n: 5, limit: 20000, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
+		{n: 5000, limit: 20000, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
+		{n: 6500, limit: 20000, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
+		{n: 6600, limit: 20000, want: layout{brokers: 1, agentProcs: 2, responderProcs: 1}},
+		{n: 20000, limit: 20000, want: layout{brokers: 2, agentProcs: 4, responderProcs: 2}},
+		{n: 20000, limit: 1 << 20, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
+	} {
+		if got := layoutFor(c.n, c.limit); got != c.want {
+			t.Errorf("layoutFor(%d, %d) = %+v, want %+v", c.n, c.limit, got, c.want)
+		}
+	}
+	got := parts(20000, 3)
+	if got[0]+got[1]+got[2] != 20000 || got[0]-got[2] > 1 {
+		t.Errorf("parts(20000, 3) = %v", got)
+	}
+}

@@ -31,6 +31,10 @@ const (
 type site struct {
 	b   *broker.Broker
 	url string
+	// urls are every broker's client URL, this process's first; peers
+	// are the other brokers of a cluster
+	urls  []string
+	peers procs
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	// history counts the records the stream should hold once every
@@ -42,12 +46,13 @@ type site struct {
 
 // openSite makes a fresh directory called name below the work directory
 // and starts a broker with its store there; stop removes both.
-func (b *bencher) openSite(ctx context.Context, name string, registryTTL time.Duration) (*site, string, error) {
+// With brokers above 1 the site is a cluster of that many servers.
+func (b *bencher) openSite(ctx context.Context, name string, registryTTL time.Duration, brokers int) (*site, string, error) {
 	dir, err := b.dir(name)
 	if err != nil {
 		return nil, "", err
 	}
-	s, err := b.startSite(ctx, dir, registryTTL)
+	s, err := b.startSite(ctx, dir, registryTTL, brokers)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", err
@@ -56,16 +61,40 @@ func (b *bencher) openSite(ctx context.Context, name string, registryTTL time.Du
 	return s, dir, nil
 }
 
-// startSite starts a broker with its store below dir.
-func (b *bencher) startSite(ctx context.Context, dir string, registryTTL time.Duration) (*site, error) {
-	br, err := broker.New(broker.Config{Listen: "127.0.0.1:-1", StoreDir: filepath.Join(dir, "store")})
+// startSite starts a broker with its store below dir, and brokers-1 peers
+// forming a cluster with it.
+func (b *bencher) startSite(ctx context.Context, dir string, registryTTL time.Duration, brokers int) (*site, error) {
+	cfg := broker.Config{Listen: "127.0.0.1:-1", StoreDir: filepath.Join(dir, "store")}
+	var plan *cluster
+	if brokers > 1 {
+		var err error
+		if plan, err = planCluster(brokers); err != nil {
+			return nil, err
+		}
+		cfg.Listen = fmt.Sprintf("127.0.0.1:%d", plan.clientPorts[0])
+		cfg.ServerName = "bench-1"
+		cfg.Cluster = broker.ClusterConfig{Name: "bench", Listen: fmt.Sprintf("127.0.0.1:%d", plan.routePorts[0]), Routes: plan.routes()}
+	}
+	br, err := broker.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench broker: %w", err)
 	}
+	s := &site{b: br}
+	if plan != nil {
+		// The peers first: a clustered server's JetStream waits for them.
+		if s.peers, err = b.startPeers(ctx, plan, dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := br.Start(ctx); err != nil {
+		s.peers.stop(stopTimeout)
 		return nil, fmt.Errorf("bench broker: %w", err)
 	}
-	s := &site{b: br, url: br.ClientURL()}
+	s.url = br.ClientURL()
+	s.urls = []string{s.url}
+	for i := 1; i < brokers; i++ {
+		s.urls = append(s.urls, plan.url(i))
+	}
 	s.nc, err = nats.Connect(s.url, nats.Name("ccm-bench"), nats.MaxReconnects(-1))
 	if err != nil {
 		s.stop()
@@ -78,7 +107,10 @@ func (b *bencher) startSite(ctx context.Context, dir string, registryTTL time.Du
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := jsstore.EnsureHistory(pctx, s.js, jsstore.HistoryConfig{}); err != nil {
+	if err := retryUntil(pctx, func(ctx context.Context) error {
+		_, err := jsstore.EnsureHistory(ctx, s.js, jsstore.HistoryConfig{})
+		return err
+	}); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -97,10 +129,35 @@ func (s *site) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	_ = s.b.Shutdown(ctx)
+	s.peers.stop(stopTimeout)
 	if s.dir != "" {
 		_ = os.RemoveAll(s.dir)
 	}
 }
+
+// retryUntil calls f, each time with a few seconds, until it succeeds or
+// ctx ends (a new cluster's JetStream answers only once its servers have
+// elected a leader, and a request sent before may never be answered); the
+// last error then.
+func retryUntil(ctx context.Context, f func(context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// centralCPU is the CPU the center used so far: this process (broker,
+// and the orchestrator of library rows) and the broker's peers.
+func (s *site) centralCPU() time.Duration { return selfCPU() + s.peers.cpu() }
 
 // historyMsgs is how many records the history stream holds.
 func (s *site) historyMsgs(ctx context.Context) (uint64, error) {
@@ -177,41 +234,48 @@ func (s *site) floorRound(ctx context.Context, request []byte, n int) (time.Dura
 	}
 }
 
-// startResponders starts the floor's responders as a child process.
-func (b *bencher) startResponders(ctx context.Context, url string, n int) (*child, error) {
-	c, err := startChild(fmt.Sprintf("%d floor responders", n), respondersReady, b.cfg.OrchBin,
-		"bench-responders", "--server", url, "--count", strconv.Itoa(n),
-		"--subject", floorSubject, "--reply-bytes", strconv.Itoa(b.replyBytes))
-	if err != nil {
-		return nil, err
+// startResponders starts the floor's n responders, in as many child
+// processes as their connections need, spread over the site's brokers.
+func (b *bencher) startResponders(ctx context.Context, s *site, n int) (procs, error) {
+	var names []string
+	var args [][]string
+	for i, count := range parts(n, layoutFor(n, b.fdLimit).responderProcs) {
+		names = append(names, fmt.Sprintf("%d floor responders", count))
+		args = append(args, []string{"bench-responders", "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
+			"--subject", floorSubject, "--reply-bytes", strconv.Itoa(b.replyBytes)})
 	}
-	if err := c.waitReady(ctx, startTimeout); err != nil {
-		c.stop(stopTimeout)
-		return nil, err
-	}
-	return c, nil
+	return startAll(ctx, b.cfg.OrchBin, respondersReady, names, args)
 }
 
 // agentsReady is what ccm-agent simulate prints once every agent serves.
 const agentsReady = "simulated agents serving"
 
-// startAgents starts n simulated agents (ccm-agent simulate) as a child
-// process with their state below dir, and returns how long they took to
-// serve.
-func (b *bencher) startAgents(ctx context.Context, url, dir string, n int) (*child, time.Duration, error) {
-	args := []string{"simulate", "--server", url, "--count", strconv.Itoa(n),
-		"--state-dir", filepath.Join(dir, "state"), "--vary", "os=debian,rhel", "--vary", "role=web,db,cache", "--policy", b.sign.policyFile}
-	if b.cfg.ProfileDir != "" {
-		args = append(args, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("agents-%d.pprof", n)))
+// startAgents starts n simulated agents (ccm-agent simulate) with their
+// state below dir, in as many child processes as their open files need,
+// spread over the site's brokers, and returns how long they took to serve.
+func (b *bencher) startAgents(ctx context.Context, s *site, dir string, n int) (procs, time.Duration, error) {
+	counts := parts(n, layoutFor(n, b.fdLimit).agentProcs)
+	var names []string
+	var args [][]string
+	first := 1
+	for i, count := range counts {
+		a := []string{"simulate", "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count), "--first", strconv.Itoa(first),
+			"--state-dir", filepath.Join(dir, "state"), "--vary", "os=debian,rhel", "--vary", "role=web,db,cache", "--policy", b.sign.policyFile}
+		if b.cfg.ProfileDir != "" {
+			name := fmt.Sprintf("agents-%d.pprof", n)
+			if len(counts) > 1 {
+				name = fmt.Sprintf("agents-%d-%d.pprof", n, i+1)
+			}
+			a = append(a, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, name))
+		}
+		names = append(names, fmt.Sprintf("%d simulated agents from %d", count, first))
+		args = append(args, a)
+		first += count
 	}
 	start := time.Now()
-	c, err := startChild(fmt.Sprintf("%d simulated agents", n), agentsReady, b.cfg.AgentBin, args...)
+	p, err := startAll(ctx, b.cfg.AgentBin, agentsReady, names, args)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := c.waitReady(ctx, startTimeout); err != nil {
-		c.stop(stopTimeout)
-		return nil, 0, err
-	}
-	return c, time.Since(start), nil
+	return p, time.Since(start), nil
 }

@@ -26,7 +26,7 @@ const (
 // loopback HTTP, rendered from what the dashboard follows) with a registry
 // of uiHosts entries and a history of uiRuns runs.
 func (b *bencher) uiRows(ctx context.Context) ([]Row, error) {
-	s, _, err := b.openSite(ctx, "ui", registryTTL)
+	s, _, err := b.openSite(ctx, "ui", registryTTL, 1)
 	if err != nil {
 		return nil, err
 	}

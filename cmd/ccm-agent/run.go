@@ -189,6 +189,7 @@ func refreshOnHangup(ctx context.Context, ag *ccmagent.Agent, log *slog.Logger) 
 func (a *app) registerSimulate(cli *fisk.Application) {
 	var (
 		count     int
+		first     int
 		prefix    string
 		pairs     []string
 		varies    []string
@@ -199,6 +200,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 	)
 	cmd := cli.Command("simulate", "Run many agents in this process, each with its own connection, identity and facts")
 	cmd.Flag("count", "How many agents").Default("10").IntVar(&count)
+	cmd.Flag("first", "Number of the first agent, so that several simulations share one fleet without sharing identities (--count 5000 --first 5001: PREFIX-5001 … PREFIX-10000)").Default("1").IntVar(&first)
 	cmd.Flag("identity-prefix", "Identities are PREFIX-0001, PREFIX-0002, …").Default("sim").StringVar(&prefix)
 	cmd.Flag("fact", "Fact every agent has, key=value (repeatable)").PlaceHolder("K=V").StringsVar(&pairs)
 	cmd.Flag("vary", "Fact that takes each value in turn, key=v1,v2 (repeatable; combinations are spread evenly)").PlaceHolder("K=V1,V2").StringsVar(&varies)
@@ -246,7 +248,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 			return program.Exit(protocol.ExitError, err)
 		}
 		sim := ccmagent.Simulation{
-			Count: count, Prefix: prefix, Facts: base, Vary: vary,
+			Count: count, First: first - 1, Prefix: prefix, Facts: base, Vary: vary,
 			Config: simCfg,
 			Engine: engine.New(reg, engine.WithHealthRunner(ex)), Log: log, Version: version,
 			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
@@ -256,7 +258,9 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 				}
 				return natsconn.Connect(ctx, o)
 			},
-			Ready: func() { fmt.Fprintf(a.Stderr, "%d simulated agents serving (%s-0001 …)\n", count, prefix) },
+			Ready: func() {
+				fmt.Fprintf(a.Stderr, "%d simulated agents serving (%s …)\n", count, ccmagent.SimulatedIdentity(prefix, first-1))
+			},
 		}
 		if err := sim.Run(ctx); err != nil {
 			return program.Exit(protocol.ExitError, err)

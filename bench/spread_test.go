@@ -1,0 +1,39 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/bench"
+)
+
+var _ = Describe("A fleet too large for one process's open files", func() {
+	It("is spread over agent processes and a cluster of brokers, with exact accounting", func() {
+		var log bytes.Buffer
+		// 300 open files: 30 agents need 2 agent processes and 2 brokers.
+		rows, err := bench.Run(context.Background(), bench.Config{
+			Sizes: []int{30}, Rounds: 2, Rows: []string{"floor", "noop", "noop-cli", "agents"}, MaxOpenFiles: 300,
+			AgentBin: agentBin, OrchBin: orchBin, WorkDir: GinkgoT().TempDir(), Log: &log,
+		})
+		Expect(err).ToNot(HaveOccurred(), log.String())
+		byName := map[string][]bench.Row{}
+		for _, r := range rows {
+			byName[r.Name] = append(byName[r.Name], r)
+		}
+		Expect(byName["floor"]).To(HaveLen(1))
+		for _, name := range []string{"noop", "noop-cli"} {
+			Expect(byName[name]).ToNot(BeEmpty(), name)
+			for _, r := range byName[name] {
+				Expect(r.Errors).To(BeZero(), r.Note)
+				Expect(r.Replied).To(Equal(30), name)
+				Expect(r.Unexpected).To(BeZero(), name)
+			}
+		}
+		Expect(byName["agents"][0].AgentsRSSMiB).To(BeNumerically(">", 0))
+		Expect(log.String()).To(ContainSubstring("2 agent processes"))
+		Expect(log.String()).To(ContainSubstring("2 brokers"))
+	})
+})
