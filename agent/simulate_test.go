@@ -26,9 +26,11 @@ var _ = Describe("Simulation", func() {
 		ready, done := make(chan struct{}), make(chan error, 1)
 		sim := agent.Simulation{
 			Count: 3, First: 4998, Prefix: "part", Engine: engine.New(reg),
-			Config:  agent.Config{StateDir: GinkgoT().TempDir(), Insecure: true},
-			Connect: func(_ context.Context, name string) (*nats.Conn, error) { return nats.Connect(b.ClientURL(), nats.Name(name)) },
-			Ready:   func() { close(ready) },
+			Config: agent.Config{StateDir: GinkgoT().TempDir(), Insecure: true},
+			Connect: func(_ context.Context, name string) (*nats.Conn, error) {
+				return nats.Connect(b.ClientURL(), nats.Name(name))
+			},
+			Ready: func() { close(ready) },
 		}
 		go func() { done <- sim.Run(ctx) }()
 		DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(30 * time.Second).Should(Receive()) })

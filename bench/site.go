@@ -35,8 +35,8 @@ type site struct {
 	// are the other brokers of a cluster
 	urls  []string
 	peers procs
-	nc  *nats.Conn
-	js  jetstream.JetStream
+	nc    *nats.Conn
+	js    jetstream.JetStream
 	// history counts the records the stream should hold once every
 	// reply of the runs so far was written.
 	history uint64
