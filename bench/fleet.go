@@ -126,11 +126,19 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	rows := []Row{floor}
 
 	b.logf("%d: starting agents", n)
-	agents, startup, err := b.startAgents(ctx, s, dir, n)
+	start := time.Now()
+	agents, _, err := b.startAgents(ctx, s, dir, n)
 	if err != nil {
 		return rows, err
 	}
 	defer agents.stop(stopTimeout)
+	// An agent serves even when its first registry write failed (under
+	// the load of thousands starting at once some do; it retries a second
+	// later), and registry discovery would then miss it.
+	if err := s.waitRegistered(ctx, n); err != nil {
+		return rows, err
+	}
+	startup := time.Since(start)
 	f := &fleetRun{b: b, s: s, n: n, agents: agents, client: b.sign.client(s.nc), files: filepath.Join(dir, "files")}
 	if err := os.MkdirAll(f.files, 0o755); err != nil {
 		return rows, err
@@ -176,7 +184,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 		Name: "agents", Agents: n, Rounds: 1, MedianMS: ms(startup), P90MS: ms(startup),
 		AgentsCPUSeconds: round3(cpu.Seconds()),
 		AgentsRSSMiB:     mib(rss), AgentsPeakRSSMiB: mib(peak), AgentRSSKiB: round3(float64(rss) / 1024 / float64(n)),
-		Note: "time to start and serve; RSS after every row, CPU over the whole size",
+		Note: "time to start, serve and be in the registry; RSS after every row, CPU over the whole size",
 	})
 	return rows, nil
 }
@@ -282,6 +290,12 @@ func (f *fleetRun) libraryRound(ctx context.Context, spec fleetRow) (run, error)
 	stored, serr := f.s.settle(ctx)
 	acct := run{replied: res.Replied, unexpected: len(res.Unexpected)}
 	if err := f.check(spec, res.ExitCode, res.Replied, res.Summary.Hosts, len(res.Unexpected)); err != nil {
+		for _, g := range res.Groups {
+			if g.Outcome == "failed" || g.Outcome == orchestrator.GroupError {
+				err = fmt.Errorf("%w; %d hosts: %.300s", err, g.Count, g.Message)
+				break
+			}
+		}
 		return acct, err
 	}
 	if serr != nil {

@@ -20,9 +20,12 @@ import (
 const (
 	// fdReserve is what a process keeps for everything but connections.
 	fdReserve = 256
-	// agentFDs is what one simulated agent holds open: its connection,
-	// its replay cache and its audit log.
-	agentFDs = 3
+	// agentFDs is what one simulated agent may hold open: its connection,
+	// its replay cache and its audit log, and while it applies a file
+	// resource the directories of the path walk and the file itself (with
+	// 3, thousands of agents applying at once ran out: "too many open
+	// files" in the 20,000-agent setup round).
+	agentFDs = 6
 )
 
 // layout is how a fleet of a size is spread over processes.

@@ -159,6 +159,27 @@ func retryUntil(ctx context.Context, f func(context.Context) error) error {
 // and the orchestrator of library rows) and the broker's peers.
 func (s *site) centralCPU() time.Duration { return selfCPU() + s.peers.cpu() }
 
+// waitRegistered waits until the node registry holds n entries.
+func (s *site) waitRegistered(ctx context.Context, n int) error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		kv, err := jsstore.LookupRegistry(ctx, s.js)
+		got := 0
+		if err == nil {
+			var nodes []*protocol.NodeRecord
+			nodes, _, err = jsstore.ListNodes(ctx, kv)
+			got = len(nodes)
+		}
+		if err == nil && got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("bench: %d of %d agents in the node registry after %s (%v)", got, n, startTimeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // historyMsgs is how many records the history stream holds.
 func (s *site) historyMsgs(ctx context.Context) (uint64, error) {
 	st, err := s.js.Stream(ctx, protocol.HistoryStream)
