@@ -179,8 +179,8 @@ func (s *site) floorRound(ctx context.Context, request []byte, n int) (time.Dura
 
 // startResponders starts the floor's responders as a child process.
 func (b *bencher) startResponders(ctx context.Context, url string, n int) (*child, error) {
-	c, err := startChild(fmt.Sprintf("%d floor responders", n), respondersReady, b.cfg.OrchBin,
-		"bench-responders", "--server", url, "--count", strconv.Itoa(n),
+	c, err := startChild(fmt.Sprintf("%d floor responders", n), respondersReady, b.cfg.BenchBin,
+		RespondersCommand, "--server", url, "--count", strconv.Itoa(n),
 		"--subject", floorSubject, "--reply-bytes", strconv.Itoa(b.replyBytes))
 	if err != nil {
 		return nil, err
