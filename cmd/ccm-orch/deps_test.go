@@ -27,9 +27,6 @@ var toleratedDeps = map[[2]string]string{
 	// process runner; resources/engine is how manifests are checked
 	// locally.
 	{"github.com/ccm-fleet/ccm/resources/engine", "github.com/ccm-fleet/ccm/providers/runner"}: "the engine's default health check runner",
-	// NATS CLI contexts (--context) are read with the nats CLI's own
-	// package, which links parts of the server's packages.
-	{"github.com/ccm-fleet/ccm/natsconn", "github.com/nats-io/jsm.go/natscontext"}: "nats CLI contexts, read as the nats CLI reads them",
 }
 
 // forbidden reports whether pkg is one of forbiddenDeps.
