@@ -6,13 +6,16 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # The build date: SOURCE_DATE_EPOCH when set (reproducible builds), else now.
 DATE      ?= $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
-COMMANDS  := ccm-agent ccm-orch
+# ccm-orch is the operators' client; ccm-broker (the embedded broker) and
+# ccm-bench (the benchmark) link what it must not: ccm-orch broker and
+# ccm-orch bench run them from beside it.
+COMMANDS  := ccm-agent ccm-orch ccm-broker ccm-bench
 STATICCHECK_VERSION := v0.8.2
 SHELL     := /bin/bash
 
 # make bench: BENCH_AGENTS=1000 limits the run to one fleet size (or a list,
 # 100,1000); BENCH_ROUNDS sets the timed rounds per row; BENCH_FLAGS passes
-# more ccm-orch bench flags (e.g. --rows noop,floor --profile-dir prof).
+# more ccm-bench flags (e.g. --rows noop,floor --profile-dir prof).
 BENCH_AGENTS ?=
 BENCH_ROUNDS ?=
 BENCH_FLAGS  ?=
@@ -62,10 +65,11 @@ deps:
 demo: build
 	@bash scripts/demo.sh
 
-## bench: build, then measure fleet runs against the raw NATS floor; prints a
+## bench: build, then measure fleet runs against the raw NATS floor with
+## bin/ccm-bench (timing bin/ccm-orch and bin/ccm-agent beside it); prints a
 ## table and writes bench/results.json (never part of make test)
 bench: build
-	$(BIN)/ccm-orch bench --out bench/results.json $(if $(BENCH_AGENTS),--agents $(BENCH_AGENTS)) $(if $(BENCH_ROUNDS),--rounds $(BENCH_ROUNDS)) $(BENCH_FLAGS)
+	$(BIN)/ccm-bench --out bench/results.json $(if $(BENCH_AGENTS),--agents $(BENCH_AGENTS)) $(if $(BENCH_ROUNDS),--rounds $(BENCH_ROUNDS)) $(BENCH_FLAGS)
 
 ## vet: go vet over every package
 vet:

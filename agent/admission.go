@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -92,7 +92,7 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	}
 
 	// 3. lifetime
-	skew := a.policy.skew()
+	skew := a.policy.Skew()
 	now := a.now()
 	switch {
 	case req.Created.After(now.Add(skew)):
@@ -171,7 +171,7 @@ func (a *Agent) authenticate(data []byte, signerKey, sig string) (s *Signer, sig
 	if err := protocol.Verify(data, signerKey, sig); err != nil {
 		return nil, false, protocol.NewError(protocol.CodeUnauthenticated, "signature of signer %.60s: %s", signerKey, err)
 	}
-	s, ok := a.policy.signer(signerKey)
+	s, ok := a.policy.SignerByKey(signerKey)
 	switch {
 	case ok:
 		return s, true, nil
@@ -195,83 +195,32 @@ func (a *Agent) authorize(id string, s *Signer, b *body, noop bool, audit *Audit
 			a.observePolicy(id, res)
 		}
 	}
-	if d, refused := refusal(s.CheckRequest(noop, a.currentFacts().all)); refused {
+	if d, refused := policy.FirstRefusal(s.CheckRequest(noop, a.currentFacts().all)); refused {
 		audit.Rule, audit.Value = d.Rule, d.Value
-		return protocol.NewError(protocol.CodeForbidden, "%s", s.refusalMessage("", d))
+		return protocol.NewError(protocol.CodeForbidden, "%s", s.RefusalMessage("", d))
 	}
-	if ref, ok := s.allows(b.resources, noop); !ok {
-		audit.Rule, audit.Value = ref.rule, ref.value
-		return protocol.NewError(protocol.CodeForbidden, "%s", ref.msg)
+	if ref, ok := s.Allows(b.resources, noop); !ok {
+		audit.Rule, audit.Value = ref.Rule, ref.Value
+		return protocol.NewError(protocol.CodeForbidden, "%s", ref.Msg)
 	}
 	return nil
 }
 
-// parseBody decodes what a request asks for, once: the ensure resource's
-// properties (strictly: exact keys the type has, no duplicates, valid
-// UTF-8; types are the registry's), or the
-// manifest bundle and its manifest (parsed without writing any file).
+// parseBody decodes what a request asks for, once (policy.ParseBody: the
+// same parse the offline policy check makes).
 func parseBody(req *protocol.FleetRequest, types *resources.Registry) (*body, error) {
-	if req.Ensure != nil {
-		props, err := req.Ensure.PropertiesMap()
-		if err != nil {
-			return nil, err
-		}
-		t, err := types.Type(req.Ensure.Type)
-		if err != nil {
-			return nil, protocol.NewError(protocol.CodeBadRequest, "field \"ensure.type\": %s", err)
-		}
-		// Exact keys only: a key in another case or spelling is not
-		// the property it resembles.
-		if parent, key, bad := resources.PropertyKeys(t).Unknown(props); bad {
-			return nil, protocol.UnknownKeyError(joinField("ensure.properties", parent), key)
-		}
-		spec := &engine.Spec{Type: req.Ensure.Type, Properties: props}
-		return &body{ensure: spec, resources: []policyResource{specResource(spec)}}, nil
-	}
-	bundle, err := decodeBundle(req.Manifest)
+	b, err := policy.ParseBody(req, types)
 	if err != nil {
-		return nil, protocol.NewError(protocol.CodeBadRequest, "manifest bundle: %s", err)
+		return nil, err
 	}
-	m, err := manifest.Parse(bundle.Manifest, manifest.ParseOptions{})
-	if err != nil {
-		return nil, protocol.NewError(protocol.CodeBadRequest, "%s", manifestMessage(err))
-	}
-	declared, providers := m.Declared(), m.Providers()
-	res := make([]policyResource, len(declared))
-	for i, d := range declared {
-		res[i] = policyResource{Type: d.Type, Name: d.Name, Provider: providers[i]}
-	}
-	return &body{bundle: bundle, manifest: m, resources: res}, nil
-}
-
-// joinField is parent.child, or parent when child is "".
-func joinField(parent, child string) string {
-	if child == "" {
-		return parent
-	}
-	return parent + "." + child
-}
-
-// specResource is an ensure resource as the policy sees it: its type,
-// name and literal provider ("*" when not a string).
-func specResource(spec *engine.Spec) policyResource {
-	r := policyResource{Type: spec.Type}
-	r.Name, _ = spec.Properties["name"].(string)
-	if p, ok := spec.Properties["provider"]; ok && p != nil {
-		s, isString := p.(string)
-		if !isString {
-			s = "*"
-		}
-		r.Provider = s
-	}
-	return r
+	return &body{ensure: b.Ensure, bundle: b.Bundle, manifest: b.Manifest, resources: b.Resources}, nil
 }
 
 // refs lists the body's resources as type#name for the audit log.
 func (b *body) refs() []string {
 	out := make([]string, len(b.resources))
 	for i, r := range b.resources {
-		out[i] = r.ref()
+		out[i] = r.Ref()
 	}
 	return out
 }
@@ -289,9 +238,9 @@ func (a *Agent) guard(r *request) func(p *engine.Prepared) error {
 		if a.observePolicy != nil {
 			a.observePolicy(r.req.ID, policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()})
 		}
-		if d, refused := refusal(r.signer.CheckResource(p, a.resolver)); refused {
+		if d, refused := policy.FirstRefusal(r.signer.CheckResource(p, a.resolver)); refused {
 			r.audit.Rule, r.audit.Value = d.Rule, d.Value
-			return fmt.Errorf("%w: %s", resources.ErrForbidden, r.signer.refusalMessage("", d))
+			return fmt.Errorf("%w: %s", resources.ErrForbidden, r.signer.RefusalMessage("", d))
 		}
 		return nil
 	}

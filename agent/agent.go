@@ -547,7 +547,7 @@ func (a *Agent) execute(ctx context.Context, r *request) *protocol.FleetReply {
 	reply := protocol.NewFleetReply(req.ID, a.cfg.Identity, started)
 	a.metrics.queueDepth(len(a.queue))
 	defer func() { reply.Duration = a.now().Sub(started) }()
-	if skew := a.policy.skew(); started.After(req.Deadline().Add(skew)) {
+	if skew := a.policy.Skew(); started.After(req.Deadline().Add(skew)) {
 		a.stats.expired.Add(1)
 		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", req.Deadline().Format(time.RFC3339), skew)
 		return reply

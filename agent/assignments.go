@@ -410,7 +410,7 @@ func (s *assigner) conflicts() map[string]string {
 		}
 		seen := map[string]bool{}
 		for _, r := range as.body.resources {
-			ref := r.ref()
+			ref := r.Ref()
 			if !seen[ref] {
 				seen[ref] = true
 				owners[ref] = append(owners[ref], as.name)

@@ -2,17 +2,16 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"os"
-	"strings"
 
+	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // manifestTempPattern names the per-request directories bundles are
 // unpacked into, below os.TempDir().
-const manifestTempPattern = "ccm-manifest-"
+const manifestTempPattern = policy.ManifestTempPattern
 
 // runManifest applies (or, under noop, audits) the manifest a request
 // carries, parsed at admission, and puts its events in reply. Its bundled
@@ -56,25 +55,5 @@ func (a *Agent) runManifest(ctx context.Context, r *request, reply *protocol.Fle
 	reply.Events = append(reply.Events, rep.Events...)
 }
 
-// decodeBundle strictly decodes a request's manifest body. Its size is
-// bounded by the request's (max_request_bytes); Unpack bounds the files
-// again (manifest.MaxBundleBytes) before writing any.
-func decodeBundle(raw []byte) (*manifest.Bundle, error) {
-	var b manifest.Bundle
-	if err := protocol.DecodeJSONStrict(raw, &b); err != nil {
-		return nil, errors.New(protocol.AsError(err).Message)
-	}
-	if len(b.Manifest) == 0 || string(b.Manifest) == "null" {
-		return nil, errors.New("field \"manifest\" is required")
-	}
-	return &b, nil
-}
-
 // manifestMessage is err's text, said to be about the manifest.
-func manifestMessage(err error) string {
-	msg := err.Error()
-	if strings.HasPrefix(msg, "manifest") || strings.HasPrefix(msg, manifest.ErrBundle.Error()) {
-		return msg
-	}
-	return "manifest: " + msg
-}
+func manifestMessage(err error) string { return policy.ManifestMessage(err) }

@@ -194,7 +194,7 @@ var _ = Describe("One parse, one truth", func() {
 			// Admission saw the declared resource, the guard the one run:
 			// both are the event's.
 			Expect(obs).To(HaveLen(2), "request %s: policy evaluations %v", id, obs)
-			Expect(obs[0].ref()).To(Equal(ev.Type+"#"+ev.Name), "request %s: the policy evaluated another resource than ran: %s", id, props)
+			Expect(obs[0].Ref()).To(Equal(ev.Type+"#"+ev.Name), "request %s: the policy evaluated another resource than ran: %s", id, props)
 			Expect(obs[1]).To(Equal(policyResource{Type: ev.Type, Name: ev.Name, Provider: ev.Provider}), "request %s", id)
 		}
 		GinkgoWriter.Printf("generated requests: %d ran, %d refused\n", ran, refused)

@@ -1,232 +1,31 @@
 package agent
 
-import (
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"time"
+import "github.com/ccm-fleet/ccm/agent/policy"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
-	"github.com/ccm-fleet/ccm/protocol"
+// The agent's policy is package policy's; these names keep the agent's
+// API in one import.
+type (
+	// Policy says which signed requests the agent executes (policy.Policy).
+	Policy = policy.Policy
+	// Signer is one trusted key and what it may do (policy.Signer).
+	Signer = policy.Signer
+	// policyResource is one resource of a request as the policy sees it.
+	policyResource = policy.Resource
 )
 
 // ErrPolicy is wrapped by every error loading or validating a policy.
-var ErrPolicy = errors.New("invalid agent policy")
+var ErrPolicy = policy.ErrPolicy
 
-// Policy bounds.
+// Policy bounds (see package policy).
 const (
-	// DefaultMaxClockSkew is how far a request's created time may be ahead
-	// of the agent's clock, and how long past its deadline it is still
-	// taken, when the policy does not say.
-	DefaultMaxClockSkew = 30 * time.Second
-	// MaxMaxClockSkew is the largest max_clock_skew accepted.
-	MaxMaxClockSkew = time.Hour
-	// MaxSigners bounds the signers of one policy.
-	MaxSigners = 1000
-	// MaxPolicyBytes bounds a policy file.
-	MaxPolicyBytes = 1 << 20
+	DefaultMaxClockSkew = policy.DefaultMaxClockSkew
+	MaxMaxClockSkew     = policy.MaxMaxClockSkew
+	MaxSigners          = policy.MaxSigners
+	MaxPolicyBytes      = policy.MaxPolicyBytes
 )
 
-// Policy says which signed requests an agent executes: those signed by one
-// of Signers, for the resource types that signer is allowed. Insecure
-// accepts unsigned requests from anyone (demos and tests only).
-type Policy struct {
-	// Insecure accepts unsigned requests and lets them use every type.
-	Insecure bool `json:"insecure" yaml:"insecure"`
-	// MaxClockSkew is how far the agent's clock and the orchestrator's may
-	// differ; default 30s, at most 1h.
-	MaxClockSkew time.Duration `json:"max_clock_skew" yaml:"max_clock_skew"`
-	// Signers are the trusted keys.
-	Signers []Signer `json:"signers" yaml:"signers"`
-}
+// LoadPolicy reads and validates a policy file (policy.LoadPolicy).
+func LoadPolicy(path string) (*Policy, error) { return policy.LoadPolicy(path) }
 
-// Signer is one trusted key and what it may do.
-type Signer struct {
-	// Name names the signer in the audit log and in messages.
-	Name string `json:"name" yaml:"name"`
-	// PublicKey is the signer's nkeys user public key ("U...").
-	PublicKey string `json:"public_key" yaml:"public_key"`
-	// Allow lists the resource types the signer may use; exec must be
-	// listed to run commands.
-	Allow []string `json:"allow" yaml:"allow"`
-	// Shell allows exec resources with the shell provider.
-	Shell bool `json:"shell" yaml:"shell"`
-	// NoopOnly allows only noop requests.
-	NoopOnly bool `json:"noop_only" yaml:"noop_only"`
-	// Rules are the signer's scopes (hosts, exec, file, package,
-	// service), written beside allow: once one is set for a type, only
-	// what it describes is allowed (see package scope).
-	scope.Rules
-	// Deny are rules of the same shapes that refuse what they describe,
-	// whatever the scopes allow.
-	Deny *scope.Rules `json:"deny,omitempty" yaml:"deny"`
-
-	// scope is Rules and Deny compiled by Validate; nil without any.
-	scope *scope.Scope
-}
-
-// LoadPolicy reads and validates a policy file (YAML or JSON, decoded by
-// protocol.DecodeConfig: exact keys, unknown keys, duplicate keys, anchors
-// and invalid UTF-8 are errors). Every error wraps ErrPolicy and reads
-// `policy PATH: problem`, e.g. `policy /etc/ccm/policy.yaml: signers[0]:
-// unknown key "colour"`.
-func LoadPolicy(path string) (*Policy, error) {
-	data, err := readBounded(path, MaxPolicyBytes)
-	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", path, &fileError{msg: err.Error(), sentinel: ErrPolicy, cause: err})
-	}
-	p, err := ParsePolicy(data)
-	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", path, err)
-	}
-	return p, nil
-}
-
-// ParsePolicy strictly decodes and validates a YAML or JSON policy,
-// filling in defaults. Errors wrap ErrPolicy and name the key as written
-// (`signers[0]: unknown key "colour"`).
-func ParsePolicy(data []byte) (*Policy, error) {
-	var p Policy
-	if _, err := protocol.DecodeConfig(data, &p, protocol.Limits{MaxBytes: MaxPolicyBytes}); err != nil {
-		return nil, decodeError(ErrPolicy, err)
-	}
-	if p.MaxClockSkew == 0 {
-		p.MaxClockSkew = DefaultMaxClockSkew
-	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return &p, nil
-}
-
-// Validate checks the policy: unique names and keys, keys that are user
-// public keys, known types, a bounded clock skew, and each signer's scopes
-// (see scope.Compile: a rule that does not parse, a scope for a type the
-// signer is not allowed, an allow entry a deny entry shadows), which it
-// compiles.
-func (p *Policy) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &fileError{msg: fmt.Sprintf(format, args...), sentinel: ErrPolicy}
-	}
-	if p.MaxClockSkew < 0 || p.MaxClockSkew > MaxMaxClockSkew {
-		return bad("max_clock_skew %s must be between 0 and %s", p.MaxClockSkew, MaxMaxClockSkew)
-	}
-	if len(p.Signers) > MaxSigners {
-		return bad("signers: %d, the limit is %d", len(p.Signers), MaxSigners)
-	}
-	names := map[string]int{}
-	keys := map[string]int{}
-	for i, s := range p.Signers {
-		where := fmt.Sprintf("signers[%d]", i)
-		if s.Name == "" {
-			return bad("%s: name is required", where)
-		}
-		if err := protocol.ValidateIdentity(s.Name); err != nil {
-			return bad("%s: name %.60q: use letters, digits, '.', '-' and '_'", where, s.Name)
-		}
-		where = fmt.Sprintf("signers[%d] %s", i, s.Name)
-		if j, dup := names[s.Name]; dup {
-			return bad("%s: name is also the name of signers[%d]", where, j)
-		}
-		names[s.Name] = i
-		if _, err := protocol.ParseUserKey(s.PublicKey); err != nil {
-			return bad("%s: public_key: %s", where, strings.TrimPrefix(err.Error(), protocol.ErrSigner.Error()+": "))
-		}
-		if j, dup := keys[s.PublicKey]; dup {
-			return bad("%s: public_key is also the key of signers[%d]", where, j)
-		}
-		keys[s.PublicKey] = i
-		if len(s.Allow) == 0 {
-			return bad("%s: allow must list at least one resource type (%s)", where, strings.Join(protocol.Types, ", "))
-		}
-		for _, t := range s.Allow {
-			if !slices.Contains(protocol.Types, t) {
-				return bad("%s: allow: unknown resource type %.40q (known: %s)", where, t, strings.Join(protocol.Types, ", "))
-			}
-		}
-		if s.Shell && !slices.Contains(s.Allow, protocol.TypeExec) {
-			return bad("%s: shell: true needs exec in allow", where)
-		}
-		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow)
-		if err != nil {
-			return bad("%s: %s", where, strings.TrimPrefix(err.Error(), scope.ErrRule.Error()+": "))
-		}
-		p.Signers[i].scope = sc
-	}
-	return nil
-}
-
-// signer returns the trusted signer with public key pub.
-func (p *Policy) signer(pub string) (*Signer, bool) {
-	if p == nil {
-		return nil, false
-	}
-	for i := range p.Signers {
-		if p.Signers[i].PublicKey == pub {
-			return &p.Signers[i], true
-		}
-	}
-	return nil, false
-}
-
-// skew is the policy's clock skew (the default without a policy).
-func (p *Policy) skew() time.Duration {
-	if p == nil || p.MaxClockSkew == 0 {
-		return DefaultMaxClockSkew
-	}
-	return p.MaxClockSkew
-}
-
-// policyResource is one resource of a request as the policy sees it.
-type policyResource struct {
-	Type string
-	Name string
-	// Provider is the literal provider asked for, "" when none, "*" when
-	// it cannot be known before templates are expanded.
-	Provider string
-}
-
-// ref is the resource's type#name.
-func (r policyResource) ref() string { return r.Type + "#" + r.Name }
-
-// allows checks that signer s may apply every resource of a request as
-// parsed (noop says whether it is a dry run): noop_only, each literal
-// type and exec provider. A refusal names the first resource and the rule
-// that refuses it.
-func (s *Signer) allows(resources []policyResource, noop bool) (policyRefusal, bool) {
-	if s.NoopOnly && !noop {
-		return policyRefusal{msg: fmt.Sprintf("signer %s may only send noop requests (noop_only)", s.Name), rule: "noop_only: true", value: "noop: false"}, false
-	}
-	for _, r := range resources {
-		if ref, ok := s.allowsResource(r); !ok {
-			return ref, false
-		}
-	}
-	return policyRefusal{}, true
-}
-
-// policyRefusal is why the policy refuses a request: the message of the
-// reply, and the rule and value the audit line names.
-type policyRefusal struct {
-	msg, rule, value string
-}
-
-// allowsResource checks one resource: its type must be allowed, and an
-// exec resource may use a provider other than posix only with shell: true
-// (an unknown provider, "*", counts as other).
-func (s *Signer) allowsResource(r policyResource) (policyRefusal, bool) {
-	if !slices.Contains(s.Allow, r.Type) {
-		return policyRefusal{
-			msg:  fmt.Sprintf("%s: signer %s is not allowed resource type %s (allow: %s)", r.ref(), s.Name, r.Type, strings.Join(s.Allow, ", ")),
-			rule: "allow [" + strings.Join(s.Allow, ", ") + "]", value: r.Type,
-		}, false
-	}
-	if r.Type == protocol.TypeExec && r.Provider != "" && r.Provider != "posix" && !s.Shell {
-		return policyRefusal{
-			msg:  fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.ref(), s.Name),
-			rule: "shell: false", value: r.Provider,
-		}, false
-	}
-	return policyRefusal{}, true
-}
+// ParsePolicy strictly decodes and validates a policy (policy.ParsePolicy).
+func ParsePolicy(data []byte) (*Policy, error) { return policy.ParsePolicy(data) }

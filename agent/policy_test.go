@@ -3,8 +3,6 @@ package agent_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -26,90 +24,6 @@ func userKey() string {
 }
 
 var _ = Describe("Policy", func() {
-	var ops, dev string
-	BeforeEach(func() { ops, dev = userKey(), userKey() })
-
-	It("parses a policy with defaults", func() {
-		p, err := agent.ParsePolicy([]byte("signers:\n  - name: ops\n    public_key: " + ops + "\n    allow: [file, exec]\n    shell: true\n  - name: dev\n    public_key: " + dev + "\n    allow: [file]\n    noop_only: true\n"))
-		Expect(err).ToNot(HaveOccurred())
-		Expect(p.Insecure).To(BeFalse())
-		Expect(p.MaxClockSkew).To(Equal(agent.DefaultMaxClockSkew))
-		Expect(p.Signers).To(HaveLen(2))
-		Expect(p.Signers[0]).To(Equal(agent.Signer{Name: "ops", PublicKey: ops, Allow: []string{"file", "exec"}, Shell: true}))
-		Expect(p.Signers[1].NoopOnly).To(BeTrue())
-	})
-
-	It("parses an insecure policy with no signers and a skew", func() {
-		p, err := agent.ParsePolicy([]byte("insecure: true\nmax_clock_skew: 2m\n"))
-		Expect(err).ToNot(HaveOccurred())
-		Expect(p.Insecure).To(BeTrue())
-		Expect(p.MaxClockSkew).To(Equal(2 * time.Minute))
-	})
-
-	DescribeTable("refuses an invalid policy, naming the problem",
-		func(doc func(ops, dev string) string, want string) {
-			_, err := agent.ParsePolicy([]byte(doc(ops, dev)))
-			Expect(err).To(MatchError(agent.ErrPolicy))
-			Expect(err).To(MatchError(ContainSubstring(want)))
-		},
-		Entry("empty", func(_, _ string) string { return "" }, "empty"),
-		Entry("unknown top-level field", func(_, _ string) string { return "insecur: true\n" }, `unknown key "insecur"`),
-		Entry("unknown signer field", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    shel: true\n"
-		}, `signers[0]: unknown key "shel"`),
-		Entry("skew too large", func(_, _ string) string { return "max_clock_skew: 2h\n" }, "max_clock_skew 2h0m0s"),
-		Entry("negative skew", func(_, _ string) string { return "max_clock_skew: -1s\n" }, "max_clock_skew -1s"),
-		Entry("skew not a duration", func(_, _ string) string { return "max_clock_skew: soon\n" }, "soon"),
-		Entry("missing name", func(o, _ string) string {
-			return "signers:\n  - public_key: " + o + "\n    allow: [file]\n"
-		}, "signers[0]: name is required"),
-		Entry("bad name", func(o, _ string) string {
-			return "signers:\n  - name: \"a b\"\n    public_key: " + o + "\n    allow: [file]\n"
-		}, `signers[0]: name "a b"`),
-		Entry("duplicate name", func(o, d string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n  - name: ops\n    public_key: " + d + "\n    allow: [file]\n"
-		}, "signers[1] ops: name is also the name of signers[0]"),
-		Entry("duplicate key", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n  - name: dev\n    public_key: " + o + "\n    allow: [file]\n"
-		}, "signers[1] dev: public_key is also the key of signers[0]"),
-		Entry("missing key", func(_, _ string) string {
-			return "signers:\n  - name: ops\n    allow: [file]\n"
-		}, "signers[0] ops: public_key: no public key"),
-		Entry("key that is not a user key", func(_, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: UNOTAKEY\n    allow: [file]\n"
-		}, "signers[0] ops: public_key:"),
-		Entry("seed instead of a public key", func(_, _ string) string {
-			kp, _ := nkeys.CreateUser()
-			seed, _ := kp.Seed()
-			return "signers:\n  - name: ops\n    public_key: " + string(seed) + "\n    allow: [file]\n"
-		}, "is not an nkeys user public key"),
-		Entry("no allowed types", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n"
-		}, "signers[0] ops: allow must list at least one resource type"),
-		Entry("unknown type", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file, cron]\n"
-		}, `signers[0] ops: allow: unknown resource type "cron"`),
-		Entry("shell without exec", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    shell: true\n"
-		}, "signers[0] ops: shell: true needs exec in allow"),
-		Entry("allow not a list", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: file\n"
-		}, "signers[0].allow: expected a list, got string"),
-		Entry("noop_only not a boolean", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    noop_only: maybe\n"
-		}, "signers[0].noop_only: expected true or false, got string"),
-	)
-
-	It("names the file when loading fails", func() {
-		path := filepath.Join(GinkgoT().TempDir(), "policy.yaml")
-		Expect(os.WriteFile(path, []byte("signers: [{name: ops}]\n"), 0o600)).To(Succeed())
-		_, err := agent.LoadPolicy(path)
-		Expect(err).To(MatchError(agent.ErrPolicy))
-		Expect(err.Error()).To(HavePrefix("policy " + path + ": "))
-		_, err = agent.LoadPolicy(filepath.Join(GinkgoT().TempDir(), "missing.yaml"))
-		Expect(err).To(MatchError(agent.ErrPolicy))
-	})
-
 	It("makes New fail on a broken policy file: nothing is allowed by it", func() {
 		path := filepath.Join(GinkgoT().TempDir(), "policy.yaml")
 		Expect(os.WriteFile(path, []byte("signers: [{name: ops, public_key: nope, allow: [file]}]\n"), 0o600)).To(Succeed())
@@ -122,24 +36,5 @@ var _ = Describe("Policy", func() {
 		_, err = agent.New(agent.Config{Identity: "web-1", Policy: path, StateDir: GinkgoT().TempDir()}, nc, engine.New(reg), nil)
 		Expect(err).To(MatchError(agent.ErrPolicy))
 		Expect(err).To(MatchError(ContainSubstring("signers[0] ops: public_key")))
-	})
-
-	It("reads the commented example in dist/ as shipped, and with real keys put in", func() {
-		data, err := os.ReadFile("../dist/policy.yaml")
-		Expect(err).ToNot(HaveOccurred())
-		// As installed, the policy loads (the agent starts) and its keys
-		// are valid ones nobody holds the seed of.
-		p, err := agent.ParsePolicy(data)
-		Expect(err).ToNot(HaveOccurred())
-		Expect(p.Signers).To(HaveLen(3))
-		Expect(p.Signers[1].Name).To(Equal("web"))
-		Expect(p.Signers[1].Hosts).To(Equal([]string{"role=web"}))
-		Expect(p.Signers[1].Exec.Commands).To(ContainElement("/usr/sbin/nginx -s reload"))
-		Expect(p.Signers[1].Deny.File.Paths).To(Equal([]string{"/etc/nginx/ssl/"}))
-		Expect(p.Signers[2].NoopOnly).To(BeTrue())
-		doc := strings.NewReplacer(p.Signers[0].PublicKey, ops, p.Signers[2].PublicKey, dev).Replace(string(data))
-		p, err = agent.ParsePolicy([]byte(doc))
-		Expect(err).ToNot(HaveOccurred())
-		Expect(p.Signers[0].PublicKey).To(Equal(ops))
 	})
 })

@@ -44,8 +44,16 @@ type Config struct {
 	LatencyRequests int
 	// OneHostRounds is how often the cold ccm-agent ensure runs; default 30.
 	OneHostRounds int
-	// AgentBin and OrchBin are the ccm-agent and ccm-orch binaries.
+	// AgentBin and OrchBin are the ccm-agent and ccm-orch binaries; the
+	// -cli rows time OrchBin.
 	AgentBin, OrchBin string
+	// BenchBin is the binary that serves RespondersCommand (ccm-bench):
+	// the floor's responders run as its child process.
+	BenchBin string
+	// BrokerBin is the ccm-broker binary, which runs the other brokers of
+	// a fleet too large for one process's open files (see layoutFor);
+	// needed only then.
+	BrokerBin string
 	// WorkDir holds the brokers' stores, the agents' state and the files
 	// they manage; default a temporary directory, removed at the end.
 	WorkDir string
@@ -127,10 +135,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("bench: rounds %d must be positive", c.Rounds)
 	case c.LatencyRequests < 1 || c.OneHostRounds < 1:
 		return errors.New("bench: latency requests and one-host rounds must be positive")
-	case c.AgentBin == "" || c.OrchBin == "":
-		return errors.New("bench: the ccm-agent and ccm-orch binaries are required")
+	case c.AgentBin == "" || c.OrchBin == "" || c.BenchBin == "":
+		return errors.New("bench: the ccm-agent, ccm-orch and ccm-bench binaries are required")
 	}
-	for _, b := range []string{c.AgentBin, c.OrchBin} {
+	for _, b := range []string{c.AgentBin, c.OrchBin, c.BenchBin} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("bench: %w (make build first)", err)
 		}

@@ -15,13 +15,17 @@ import (
 	"github.com/ccm-fleet/ccm/bench"
 )
 
-var agentBin, orchBin string
+var agentBin, orchBin, benchBin, brokerBin string
 
 var _ = BeforeSuite(func() {
 	var err error
 	agentBin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-agent")
 	Expect(err).ToNot(HaveOccurred())
 	orchBin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-orch")
+	Expect(err).ToNot(HaveOccurred())
+	benchBin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-bench")
+	Expect(err).ToNot(HaveOccurred())
+	brokerBin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-broker")
 	Expect(err).ToNot(HaveOccurred())
 	DeferCleanup(gexec.CleanupBuildArtifacts)
 })
@@ -34,7 +38,7 @@ var _ = Describe("Run", func() {
 		defer cancel()
 		rows, err := bench.Run(ctx, bench.Config{
 			Sizes: []int{5}, Rounds: 2, RegistrySizes: []int{20}, LatencyRequests: 5, OneHostRounds: 2,
-			AgentBin: agentBin, OrchBin: orchBin, WorkDir: GinkgoT().TempDir(), Log: &log,
+			AgentBin: agentBin, OrchBin: orchBin, BenchBin: benchBin, WorkDir: GinkgoT().TempDir(), Log: &log,
 		})
 		Expect(err).ToNot(HaveOccurred(), log.String())
 
@@ -90,7 +94,7 @@ var _ = Describe("Run", func() {
 	It("refuses a configuration without binaries or with a bad size", func() {
 		_, err := bench.Run(context.Background(), bench.Config{Sizes: []int{5}})
 		Expect(err).To(MatchError(ContainSubstring("binaries are required")))
-		_, err = bench.Run(context.Background(), bench.Config{Sizes: []int{0}, AgentBin: agentBin, OrchBin: orchBin})
+		_, err = bench.Run(context.Background(), bench.Config{Sizes: []int{0}, AgentBin: agentBin, OrchBin: orchBin, BenchBin: benchBin})
 		Expect(err).To(MatchError(ContainSubstring("fleet size 0")))
 	})
 })

@@ -6,7 +6,8 @@
 // It also times discovery from large node registries, history writes and
 // reads, single request latency and a cold ccm-agent ensure.
 //
-// Run is what `ccm-orch bench` (and `make bench`) call; Responders is the
-// floor's child process (`ccm-orch bench-responders`). A benchmark reports
+// Run is what `ccm-bench` (and `ccm-orch bench`, which runs it, and `make
+// bench`) call; Responders is the floor's child process (`ccm-bench
+// responders`). A benchmark reports
 // numbers, it never fails on them.
 package bench

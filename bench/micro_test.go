@@ -17,7 +17,7 @@ import (
 // The benchmarks of this file time the steps of one request on its own
 // (go test -run XXX -bench . ./bench): what an agent does with a fleet
 // request (decode, engine, encode the reply) and what the orchestrator does
-// with a reply or a registry entry. ccm-orch bench measures the whole.
+// with a reply or a registry entry. ccm-bench measures the whole.
 
 // microFixture is a fleet noop request for a templated file, and one
 // host's reply to it, made by the code the agents use.

@@ -23,6 +23,10 @@ type ResponderOptions struct {
 	ReplyBytes int
 }
 
+// RespondersCommand is the hidden command of Config.BenchBin that runs
+// Responders (ccm-bench responders).
+const RespondersCommand = "responders"
+
 // respondersReady is what Responders prints once every responder serves.
 const respondersReady = "responders ready"
 

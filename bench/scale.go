@@ -15,7 +15,7 @@ import (
 // and every agent costs one on each side of its connection. A fleet too
 // large for one process is spread over several: simulated agents and
 // responders over several child processes, and the broker over a cluster
-// of several servers (this process's and `ccm-orch broker` children),
+// of several servers (this process's and ccm-broker children),
 // which is how a real deployment outgrows one server too.
 const (
 	// fdReserve is what a process keeps for everything but connections.
@@ -135,11 +135,11 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// peerReady is what ccm-orch broker prints once it listens.
+// peerReady is what ccm-broker prints once it listens.
 const peerReady = "broker listening on"
 
 // cluster is the plan of a site of several brokers: this process's broker
-// is the first, the others are ccm-orch broker children.
+// is the first, the others are ccm-broker children.
 type cluster struct {
 	clientPorts, routePorts []int
 }
@@ -165,6 +165,9 @@ func (c *cluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", 
 
 // startPeers starts brokers 2..k as children with their stores below dir.
 func (b *bencher) startPeers(ctx context.Context, c *cluster, dir string) (procs, error) {
+	if b.cfg.BrokerBin == "" {
+		return nil, fmt.Errorf("bench: %d brokers are needed and no ccm-broker binary was given", len(c.clientPorts))
+	}
 	var names []string
 	var args [][]string
 	for i := 1; i < len(c.clientPorts); i++ {
@@ -173,10 +176,10 @@ func (b *bencher) startPeers(ctx context.Context, c *cluster, dir string) (procs
 		if err := os.MkdirAll(store, 0o700); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		args = append(args, []string{"broker", "--name", fmt.Sprintf("bench-%d", i+1),
+		args = append(args, []string{"--name", fmt.Sprintf("bench-%d", i+1),
 			"--listen", fmt.Sprintf("127.0.0.1:%d", c.clientPorts[i]), "--store", store,
 			"--cluster-name", "bench", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", c.routePorts[i]),
 			"--routes", strings.Join(c.routes(), ","), "--replicas", "1"})
 	}
-	return startAll(ctx, b.cfg.OrchBin, peerReady, names, args)
+	return startAll(ctx, b.cfg.BrokerBin, peerReady, names, args)
 }

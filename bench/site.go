@@ -262,10 +262,10 @@ func (b *bencher) startResponders(ctx context.Context, s *site, n int) (procs, e
 	var args [][]string
 	for i, count := range parts(n, layoutFor(n, b.fdLimit).responderProcs) {
 		names = append(names, fmt.Sprintf("%d floor responders", count))
-		args = append(args, []string{"bench-responders", "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
+		args = append(args, []string{RespondersCommand, "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
 			"--subject", floorSubject, "--reply-bytes", strconv.Itoa(b.replyBytes)})
 	}
-	return startAll(ctx, b.cfg.OrchBin, respondersReady, names, args)
+	return startAll(ctx, b.cfg.BenchBin, respondersReady, names, args)
 }
 
 // agentsReady is what ccm-agent simulate prints once every agent serves.

@@ -18,7 +18,7 @@ var _ = Describe("A fleet too large for one process's open files", func() {
 		// and 2 brokers.
 		rows, err := bench.Run(context.Background(), bench.Config{
 			Sizes: []int{30}, Rounds: 2, Rows: []string{"floor", "noop", "noop-cli", "agents"}, MaxOpenFiles: 300,
-			AgentBin: agentBin, OrchBin: orchBin, WorkDir: GinkgoT().TempDir(), Log: &log,
+			AgentBin: agentBin, OrchBin: orchBin, BenchBin: benchBin, BrokerBin: brokerBin, WorkDir: GinkgoT().TempDir(), Log: &log,
 		})
 		Expect(err).ToNot(HaveOccurred(), log.String())
 		byName := map[string][]bench.Row{}

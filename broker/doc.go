@@ -1,7 +1,7 @@
 // Package broker runs the real nats-server in-process with JetStream enabled.
 //
 // It owns the embedded server's lifecycle for everything in CCM Fleet that
-// needs a NATS deployment of its own: `ccm-orch broker` (through Run), the
+// needs a NATS deployment of its own: `ccm-broker` (and the benchmark), the
 // integration suites and every unit test that talks to NATS (through the
 // brokertest helper). A Broker is configured by a YAML-tagged Config, started
 // with Start (which waits, bounded, until the server accepts clients), stopped

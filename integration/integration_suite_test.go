@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ var orchBin string
 var _ = SynchronizedBeforeSuite(func() []byte {
 	p, err := gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-orch")
 	Expect(err).ToNot(HaveOccurred())
+	// ccm-orch broker runs the ccm-broker beside it, as installed.
+	out, err := exec.Command("go", "build", "-o", filepath.Join(filepath.Dir(p), "ccm-broker"), "github.com/ccm-fleet/ccm/cmd/ccm-broker").CombinedOutput()
+	Expect(err).ToNot(HaveOccurred(), string(out))
 	return []byte(p)
 }, func(p []byte) { orchBin = string(p) })
 

@@ -184,6 +184,78 @@ var _ = Describe("Context", func() {
 	})
 })
 
+var _ = Describe("ReadContext against the nats CLI's own context package", func() {
+	var home string
+	BeforeEach(func() {
+		home = useConfigHome()
+		GinkgoT().Setenv("CCM_TEST_DIR", "/srv/ccm")
+		// An nsc that knows one user, alone on PATH.
+		bin := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(bin, "nsc"), []byte(`#!/bin/sh
+if [ "$1 $2 $3" = "generate profile nsc://op/acc/user" ]; then
+	echo '{"user_creds":"/nsc/user.creds","operator":{"service":["nats://n1:4222","nats://n2:4222"]}}'
+	exit 0
+fi
+echo "no such user: $3" >&2
+exit 1
+`), 0o755)).To(Succeed())
+		GinkgoT().Setenv("PATH", bin)
+	})
+
+	DescribeTable("reads every file as natscontext does",
+		func(doc string, wording ...string) {
+			path := writeContext(home, "same", nil)
+			Expect(os.WriteFile(path, []byte(doc), 0o600)).To(Succeed())
+			got, err := natsconn.ReadContext("same")
+			want, werr := natscontext.New("same", true)
+			if werr != nil {
+				Expect(err).To(MatchError(natsconn.ErrContext), "natscontext: %v", werr)
+				Expect(err.Error()).To(HavePrefix(`nats context "same": ` + path + ": "))
+				// The same error, in the same words unless ours names
+				// the key where natscontext names its Go types.
+				if len(wording) == 0 {
+					wording = []string{werr.Error()}
+				}
+				Expect(err.Error()).To(HaveSuffix(wording[0]))
+				return
+			}
+			Expect(err).ToNot(HaveOccurred())
+			Expect(got).To(Equal(natsconn.Context{
+				URL: want.ServerURL(), Creds: want.Creds(), NKey: want.NKey(),
+				Cert: want.Certificate(), Key: want.Key(), CA: want.CA(),
+				User: want.User(), Password: want.Password(), Token: want.Token(),
+			}))
+		},
+		Entry("every field", `{"url":"nats://a:4222,nats://b:4222","creds":"/c.creds","nkey":"/n.nk","cert":"/c.pem","key":"/k.pem","ca":"/ca.pem","user":"u","password":"p","token":"t"}`),
+		Entry("nothing: the default url", `{}`),
+		Entry("null values", `{"url":null,"creds":null}`),
+		Entry("~ and $VARs in paths", `{"creds":"~/x.creds","nkey":"$CCM_TEST_DIR/n.nk","cert":"~","key":"${CCM_TEST_DIR}/~/k","ca":"~other/ca.pem"}`),
+		Entry("$VARs outside paths stay", `{"url":"nats://$CCM_TEST_DIR:4222","user":"~","password":"$CCM_TEST_DIR"}`),
+		Entry("an unset $VAR", `{"creds":"$CCM_TEST_UNSET/x.creds"}`),
+		Entry("a key twice", `{"url":"nats://a:4222","url":"nats://b:4222"}`),
+		Entry("keys in another case", `{"URL":"nats://evil:4222","Creds":"/evil"}`),
+		Entry("unknown keys", `{"description":"x","jetstream_domain":"hub","color_scheme":"red","tls_first":true,"url":"nats://a:4222"}`),
+		Entry("not JSON", `url: nats://x`),
+		Entry("a value of the wrong type", `{"url":4222}`, `key "url": a JSON number, not a string`),
+		Entry("an array", `[]`, "a JSON array, not an object"),
+		Entry("trailing data", `{"url":"nats://a:4222"} {}`),
+		Entry("an nsc lookup", `{"nsc":"nsc://op/acc/user"}`),
+		Entry("an nsc lookup without its scheme", `{"nsc":"op/acc/user"}`),
+		Entry("an nsc lookup under the url and creds of the file", `{"nsc":"NSC://op/acc/user","url":"nats://mine:4222","creds":"/mine.creds"}`),
+		Entry("an nsc lookup that fails", `{"nsc":"nsc://op/acc/nobody"}`),
+	)
+
+	It("says nsc is missing as the nats CLI does", func() {
+		GinkgoT().Setenv("PATH", GinkgoT().TempDir())
+		writeContext(home, "nsc", map[string]any{"nsc": "nsc://op/acc/user"})
+		_, err := natsconn.ReadContext("nsc")
+		_, werr := natscontext.New("nsc", true)
+		Expect(werr).To(HaveOccurred())
+		Expect(err).To(MatchError(ContainSubstring(werr.Error())))
+		Expect(err.Error()).To(ContainSubstring("cannot find 'nsc' in user path"))
+	})
+})
+
 var _ = Describe("SelectedContext", func() {
 	It("reads the name `nats context select` wrote, trimmed", func() {
 		home := useConfigHome()

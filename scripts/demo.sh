@@ -31,8 +31,8 @@ fail() { printf '\ndemo failed: %s\n' "$*" >&2; exit 1; }
 
 rm -rf "$DEMO_DIR"
 
-say "Starting an embedded NATS broker (JetStream on) at $SERVER"
-"$BIN/ccm-orch" broker --listen "127.0.0.1:${PORT}" --store "$WORK/store" >"$WORK/broker.log" 2>&1 &
+say "Starting an embedded NATS broker (ccm-broker, JetStream on) at $SERVER"
+"$BIN/ccm-broker" --listen "127.0.0.1:${PORT}" --store "$WORK/store" >"$WORK/broker.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do
 	"$BIN/ccm-orch" discover --discovery-timeout 200ms >/dev/null 2>&1

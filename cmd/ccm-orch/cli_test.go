@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gbytes"
 
 	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
 )
@@ -231,30 +229,4 @@ var _ = Describe("ccm-orch", func() {
 		Entry("an unreachable server", []string{"discover", "--server", "nats://127.0.0.1:1"}, "127.0.0.1:1"),
 		Entry("a missing resource name", []string{"ensure", "file"}, "required argument 'name'"),
 	)
-})
-
-var _ = Describe("ccm-orch broker", func() {
-	It("serves clients until its context ends", func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		out, errOut := gbytes.NewBuffer(), gbytes.NewBuffer()
-		done := make(chan int, 1)
-		go func() {
-			done <- runContext(ctx, []string{"broker", "--listen", "127.0.0.1:-1", "--store", GinkgoT().TempDir()}, out, errOut)
-		}()
-		Eventually(out).WithTimeout(fleetTimeout).Should(gbytes.Say(`broker listening on (nats://127\.0\.0\.1:\d+)\n`))
-		url := strings.TrimSpace(strings.TrimPrefix(string(out.Contents()), "broker listening on "))
-		nc, err := nats.Connect(url)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(nc.Flush()).To(Succeed())
-		nc.Close()
-		cancel()
-		Eventually(done).WithTimeout(fleetTimeout).Should(Receive(Equal(0)))
-	})
-
-	It("exits 1 with one line when it cannot listen", func() {
-		code, _, errOut := orch("broker", "--listen", "nowhere")
-		Expect(code).To(Equal(1))
-		Expect(lines(errOut)).To(HaveLen(1))
-	})
 })

@@ -17,12 +17,8 @@ ccm-orch cheat ensure
 ccm-orch cheat --save /tmp/cheats
 `,
 	"broker": `
-# A lab broker on this host, its JetStream store kept across restarts
-ccm-orch broker --listen 0.0.0.0:4222 --store /var/lib/ccm-broker
-# One of a cluster of three (run the same on the others with their own --name)
-ccm-orch broker --name b1 --store /var/lib/ccm-broker --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.1:6222,nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222
-# Cap the store and require client certificates
-ccm-orch broker --store /var/lib/ccm-broker --max-store 20GiB --tlscert server.pem --tlskey server-key.pem --tlsca ca.pem --tls-verify
+# The broker's own flags and examples: ccm-orch broker runs ccm-broker with the same arguments
+ccm-orch broker --help
 `,
 	"discover": `
 # Every host, with its key facts
@@ -142,10 +138,8 @@ ccm-orch history show 0123456789abcdefghij --json
 ccm-orch history host web1 --since 7d
 `,
 	"bench": `
-# The benchmark table for 1,000 simulated agents
-ccm-orch bench --agents 1000 --rounds 5
-# Only the noop and floor rows, with CPU profiles
-ccm-orch bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
+# The benchmark's own flags and examples: ccm-orch bench runs ccm-bench (make build) with the same arguments
+ccm-orch bench --help
 `,
 	"ui": `
 # The dashboard on this machine, reading the fleet's NATS with a read-only context

@@ -15,6 +15,7 @@ import (
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/diffview"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/cmd/internal/provision"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -44,11 +45,11 @@ func (a *app) registerHistoryInit(h *fisk.CmdClause) {
 	cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()).DurationVar(&ttl)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
-		age, err := parseAge(maxAge)
+		age, err := provision.ParseAge(maxAge)
 		if err != nil {
 			return program.Exit(protocol.ExitError, fmt.Errorf("--max-age: %w", err))
 		}
-		size, err := parseSize(bytes)
+		size, err := provision.ParseSize(bytes)
 		if err != nil {
 			return program.Exit(protocol.ExitError, fmt.Errorf("--max-bytes: %w", err))
 		}
@@ -70,46 +71,11 @@ func (a *app) registerHistoryInit(h *fisk.CmdClause) {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := provision(ctx, js, hc, rc, a.Stdout); err != nil {
+		if err := provision.Streams(ctx, js, hc, rc, a.Stdout); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
 		return nil
 	})
-}
-
-// provision creates or updates the history stream and the registry bucket
-// and says so on w.
-func provision(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig, w interface{ Write([]byte) (int, error) }) error {
-	info, err := jsstore.EnsureHistory(ctx, js, hc)
-	if err != nil {
-		return err
-	}
-	limit := "no size limit"
-	if info.Config.MaxBytes > 0 {
-		limit = fmt.Sprintf("at most %d bytes", info.Config.MaxBytes)
-	}
-	fmt.Fprintf(w, "history stream %s: %s, records kept %s, %s\n", protocol.HistoryStream, replicasText(info.Config.Replicas), formatAge(info.Config.MaxAge), limit)
-	kv, err := jsstore.EnsureRegistry(ctx, js, rc)
-	if err != nil {
-		return err
-	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
-	}
-	fmt.Fprintf(w, "node registry %s: %s, entries expire %s after their last heartbeat\n", protocol.NodesBucket, replicasText(rc.Replicas), st.TTL())
-	if _, err := jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{Replicas: rc.Replicas}); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "assignments %s: %s, %d revisions kept per assignment\n", protocol.AssignmentsBucket, replicasText(rc.Replicas), jsstore.AssignmentHistory)
-	return nil
-}
-
-func replicasText(n int) string {
-	if n == 1 {
-		return "1 replica"
-	}
-	return fmt.Sprintf("%d replicas", n)
 }
 
 func (a *app) registerHistoryList(h *fisk.CmdClause) {
@@ -125,7 +91,7 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 	cmd.Flag("json", "Print the list as JSON").BoolVar(&js)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
-		age, err := parseAge(since)
+		age, err := provision.ParseAge(since)
 		if err != nil {
 			return program.Exit(protocol.ExitError, fmt.Errorf("--since: %w", err))
 		}
@@ -226,7 +192,7 @@ func (a *app) registerHistoryHost(h *fisk.CmdClause) {
 	cmd.Flag("json", "Print the timeline as JSON").BoolVar(&js)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
-		age, err := parseAge(since)
+		age, err := provision.ParseAge(since)
 		if err != nil {
 			return program.Exit(protocol.ExitError, fmt.Errorf("--since: %w", err))
 		}

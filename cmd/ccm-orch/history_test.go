@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -175,37 +174,6 @@ var _ = Describe("ccm-orch history init", func() {
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(ContainSubstring("ccm-orch history init"))
 	})
-})
-
-var _ = DescribeTable("sizes and ages on the command line",
-	func(in string, size int64, age time.Duration) {
-		if size != 0 {
-			Expect(parseSize(in)).To(Equal(size))
-		}
-		if age != 0 {
-			Expect(parseAge(in)).To(Equal(age))
-		}
-	},
-	Entry("bytes", "1048576", int64(1<<20), time.Duration(0)),
-	Entry("binary units", "10GiB", int64(10<<30), time.Duration(0)),
-	Entry("decimal units", "500MB", int64(500_000_000), time.Duration(0)),
-	Entry("no limit", "-1", int64(-1), time.Duration(0)),
-	Entry("days", "30d", int64(0), 30*24*time.Hour),
-	Entry("hours", "24h", int64(0), 24*time.Hour),
-	Entry("half a day", "0.5d", int64(0), 12*time.Hour),
-)
-
-var _ = It("refuses sizes and ages that do not parse", func() {
-	for _, s := range []string{"", "0", "ten", "-5", "5XB"} {
-		_, err := parseSize(s)
-		Expect(err).To(HaveOccurred(), s)
-	}
-	for _, s := range []string{"", "0s", "-1h", "d", "1w"} {
-		_, err := parseAge(s)
-		Expect(err).To(HaveOccurred(), s)
-	}
-	Expect(formatAge(30 * 24 * time.Hour)).To(Equal("30d"))
-	Expect(formatAge(90 * time.Minute)).To(Equal(fmt.Sprint(90 * time.Minute)))
 })
 
 // regexpID finds the request id in a summary line; regexpElapsed the

@@ -3,18 +3,21 @@
 // audit) on all of them at once or in batches and prints one aggregated
 // answer with a documented exit code. Requests and replies are kept in
 // JetStream and can be read again (history). Requests are signed with a key
-// made by "keys new" (--key). It can also run an embedded NATS broker, alone
-// or in a cluster (broker).
+// made by "keys new" (--key). It is a client: "broker" and "bench" run the
+// binaries ccm-broker and ccm-bench (beside it, else on PATH), so that
+// ccm-orch links neither the NATS server nor the agent and its providers.
 package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/choria-io/fisk"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // version, commit and date are set at build time with -ldflags
@@ -28,6 +31,11 @@ var (
 type app struct {
 	program.Globals
 	ctx context.Context
+	// execve replaces the process with a forwarded command's binary;
+	// nil is syscall.Exec (tests record the call instead).
+	execve func(path string, argv, env []string) error
+	// self finds the running executable; nil is os.Executable.
+	self func() (string, error)
 }
 
 func main() {
@@ -43,22 +51,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 // commands (broker) the way a signal would.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}, ctx: ctx}
+	return a.run(args)
+}
+
+// run parses and runs args; a forwarded command (broker, bench) runs its
+// binary with the arguments as given, before ccm-orch parses any of them.
+func (a *app) run(args []string) int {
+	if global, f, rest, ok := splitForwarded(args); ok {
+		// forward returns only when the binary could not be run.
+		err := a.forward(f, global, rest)
+		fmt.Fprintf(a.Stderr, "ccm-orch: %v\n", err)
+		return int(protocol.ExitError)
+	}
 	cli, _ := a.newCLI()
-	return program.Run(cli, args, stderr)
+	return program.Run(cli, args, a.Stderr)
 }
 
 // newCLI builds the command line with every command and its examples; the
 // error names commands without examples (a test holds it to nil).
 func (a *app) newCLI() (*fisk.Application, error) {
 	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.", program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
-	a.registerBroker(cli)
+	a.registerForwarded(cli)
 	a.registerDiscover(cli)
 	a.registerEnsure(cli)
 	a.registerApply(cli)
 	a.registerAssign(cli)
 	a.registerStatus(cli)
 	a.registerHistory(cli)
-	a.registerBench(cli)
 	a.registerKeys(cli)
 	a.registerPolicy(cli)
 	a.registerUI(cli)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/choria-io/fisk"
 
-	ccmagent "github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/facts"
@@ -51,7 +51,7 @@ func (a *app) policyCheck(c *policyCheckFlags) error {
 	if (c.request == "") == (c.manifest == "") {
 		return program.Exit(protocol.ExitError, errors.New("policy check: give one of --request FILE or --manifest FILE"))
 	}
-	p, err := ccmagent.LoadPolicy(c.policy)
+	p, err := policy.LoadPolicy(c.policy)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
@@ -59,7 +59,7 @@ func (a *app) policyCheck(c *policyCheckFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	check := ccmagent.OfflineCheck{Signer: c.key, Facts: f, Noop: c.noop, Resolver: scope.HostResolver()}
+	check := policy.OfflineCheck{Signer: c.key, Facts: f, Noop: c.noop, Resolver: scope.HostResolver()}
 	switch {
 	case c.request != "":
 		if check.Request, err = readPolicyCheckRequest(c.request, os.Stdin); err != nil {
@@ -84,7 +84,7 @@ func (a *app) policyCheck(c *policyCheckFlags) error {
 	}
 	if c.json {
 		doc := struct {
-			*ccmagent.CheckReport
+			*policy.CheckReport
 			Allowed bool   `json:"allowed"`
 			Verdict string `json:"verdict"`
 		}{rep, code == protocol.ExitOK, verdict}

@@ -65,7 +65,7 @@ func Info(c Config, arch, binDir string) *nfpm.Info {
 		Section:     "admin",
 		Priority:    "optional",
 		Maintainer:  "CCM Fleet <ccm-fleet@users.noreply.github.com>",
-		Description: "CCM Fleet configuration management: ccm-agent (runs on every managed host, with its systemd unit) and ccm-orch (operators' command line, and a broker unit for labs and small sites). Nothing is enabled or started on install.",
+		Description: "CCM Fleet configuration management: ccm-agent (runs on every managed host, with its systemd unit), ccm-orch (operators' command line) and ccm-broker (an embedded NATS broker, with a unit for labs and small sites). Nothing is enabled or started on install.",
 		Homepage:    "https://github.com/ccm-fleet/ccm",
 		MTime:       mtime,
 		Overridables: nfpm.Overridables{
@@ -74,7 +74,7 @@ func Info(c Config, arch, binDir string) *nfpm.Info {
 				PostInstall: dist("packager/postinstall.sh"),
 				PostRemove:  dist("packager/postremove.sh"),
 			},
-			RPM: nfpm.RPM{Group: "System Environment/Daemons", Summary: "CCM Fleet agent and orchestrator"},
+			RPM: nfpm.RPM{Group: "System Environment/Daemons", Summary: "CCM Fleet agent, orchestrator and broker"},
 		},
 	}
 }

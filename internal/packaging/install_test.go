@@ -83,7 +83,7 @@ func installable(ctx context.Context) string {
 	if st := dpkgStatus(ctx); st != "" {
 		return fmt.Sprintf("%s is %s on this host (by hand, or by a killed earlier run: dpkg --purge %s); the test would replace it", packaging.Name, st, packaging.Name)
 	}
-	for _, p := range []string{"/usr/bin/ccm-agent", "/usr/bin/ccm-orch", packaging.AgentConfig, packaging.PolicyConfig, packaging.AgentUnit, packaging.BrokerUnit, packaging.AgentState} {
+	for _, p := range []string{"/usr/bin/ccm-agent", "/usr/bin/ccm-orch", "/usr/bin/ccm-broker", packaging.AgentConfig, packaging.PolicyConfig, packaging.AgentUnit, packaging.BrokerUnit, packaging.AgentState} {
 		if _, err := os.Lstat(p); err == nil {
 			return p + " exists on this host without the package; the test would overwrite it"
 		}
@@ -157,7 +157,7 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		Expect(string(agentUnit)).To(ContainSubstring("\nStateDirectoryMode=0700\n"))
 		brokerUnit, err := os.ReadFile(packaging.BrokerUnit)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(brokerUnit)).To(ContainSubstring("\nExecStart=/usr/bin/ccm-orch broker --listen ${CCM_BROKER_LISTEN} --store /var/lib/ccm-broker $CCM_BROKER_OPTS\n"))
+		Expect(string(brokerUnit)).To(ContainSubstring("\nExecStart=/usr/bin/ccm-broker --listen ${CCM_BROKER_LISTEN} --store /var/lib/ccm-broker $CCM_BROKER_OPTS\n"))
 		Expect(string(brokerUnit)).To(And(ContainSubstring("\nDynamicUser=yes\n"), ContainSubstring("\nStateDirectory=ccm-broker\n")))
 		for _, unit := range []string{packaging.AgentUnit, packaging.BrokerUnit} {
 			verify := exec.CommandContext(ctx, "systemd-analyze", "verify", unit)
@@ -169,7 +169,7 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		}
 
 		By("finding nothing started")
-		Expect(runningFrom("/usr/bin/ccm-agent", "/usr/bin/ccm-orch")).To(BeEmpty())
+		Expect(runningFrom("/usr/bin/ccm-agent", "/usr/bin/ccm-orch", "/usr/bin/ccm-broker")).To(BeEmpty())
 		if _, err := os.Stat("/run/systemd/system"); err == nil {
 			for _, unit := range []string{"ccm-agent", "ccm-broker"} {
 				out, _ := exec.CommandContext(ctx, "systemctl", "is-enabled", unit).Output()
@@ -180,7 +180,7 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		By("removing: the programs and units go, the configuration stays")
 		run(ctx, "dpkg", "-r", packaging.Name)
 		Expect(dpkgStatus(ctx)).To(Equal("config-files"))
-		for _, p := range []string{"/usr/bin/ccm-agent", "/usr/bin/ccm-orch", packaging.AgentUnit, packaging.BrokerUnit, packaging.AgentState} {
+		for _, p := range []string{"/usr/bin/ccm-agent", "/usr/bin/ccm-orch", "/usr/bin/ccm-broker", packaging.AgentUnit, packaging.BrokerUnit, packaging.AgentState} {
 			Expect(p).NotTo(BeAnExistingFile())
 		}
 		for _, p := range []string{packaging.AgentConfig, packaging.PolicyConfig, packaging.AgentEnv, packaging.BrokerEnv} {

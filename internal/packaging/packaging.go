@@ -21,8 +21,10 @@ import (
 const Name = "ccm-fleet"
 
 // Commands are the binaries the package installs in /usr/bin, each built
-// from ./cmd/<name>.
-var Commands = []string{"ccm-agent", "ccm-orch"}
+// from ./cmd/<name>: the agent, the operators' client and the embedded
+// broker (the ccm-broker unit runs it; ccm-orch broker runs it too). The
+// benchmark, ccm-bench, is not packaged.
+var Commands = []string{"ccm-agent", "ccm-orch", "ccm-broker"}
 
 // Config says what Build builds. Root, Out, Version, Arches and Formats are
 // required.

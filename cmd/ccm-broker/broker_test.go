@@ -10,7 +10,7 @@ import (
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 )
 
-var _ = Describe("ccm-orch broker security flags", func() {
+var _ = Describe("ccm-broker security flags", func() {
 	var (
 		dir string
 		pki brokertest.PKI
@@ -22,7 +22,7 @@ var _ = Describe("ccm-orch broker security flags", func() {
 
 	DescribeTable("exits 1 with a line naming the problem",
 		func(args func() []string, want func() string) {
-			code, _, errOut := orch(append([]string{"broker", "--listen", "127.0.0.1:-1", "--store", dir}, args()...)...)
+			code, _, errOut := brk(append([]string{"--listen", "127.0.0.1:-1", "--store", dir}, args()...)...)
 			Expect(code).To(Equal(1))
 			Expect(lines(errOut)).To(HaveLen(1))
 			Expect(errOut).To(ContainSubstring(want()))

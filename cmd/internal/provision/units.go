@@ -1,4 +1,4 @@
-package main
+package provision
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 // day is 24 hours, the "d" of --since and --max-age.
 const day = 24 * time.Hour
 
-// parseAge reads a positive duration such as "24h", "90m" or "30d" (days).
-func parseAge(s string) (time.Duration, error) {
+// ParseAge reads a positive duration such as "24h", "90m" or "30d" (days).
+func ParseAge(s string) (time.Duration, error) {
 	var (
 		d   time.Duration
 		err error
@@ -29,15 +29,15 @@ func parseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// formatAge writes a duration in whole days when it is some, else as Go does.
-func formatAge(d time.Duration) string {
+// FormatAge writes a duration in whole days when it is some, else as Go does.
+func FormatAge(d time.Duration) string {
 	if d > 0 && d%day == 0 {
 		return fmt.Sprintf("%dd", d/day)
 	}
 	return d.String()
 }
 
-// sizeUnits are the suffixes parseSize accepts, longest first.
+// sizeUnits are the suffixes ParseSize accepts, longest first.
 var sizeUnits = []struct {
 	suffix string
 	factor int64
@@ -48,9 +48,9 @@ var sizeUnits = []struct {
 	{"B", 1},
 }
 
-// parseSize reads a byte size: "-1" (no limit), a number of bytes, or a
+// ParseSize reads a byte size: "-1" (no limit), a number of bytes, or a
 // number with a unit (KiB, MiB, GiB, TiB; KB, MB, GB, TB; K, M, G, T).
-func parseSize(s string) (int64, error) {
+func ParseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "-1" {
 		return -1, nil

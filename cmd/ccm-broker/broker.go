@@ -15,6 +15,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/cmd/internal/provision"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -27,7 +28,7 @@ const (
 	provisionTimeout = 2 * time.Second
 )
 
-// brokerFlags are the flags of ccm-orch broker.
+// brokerFlags are the flags of ccm-broker run.
 type brokerFlags struct {
 	cfg         broker.Config
 	routes      []string
@@ -37,9 +38,9 @@ type brokerFlags struct {
 	registryTTL time.Duration
 }
 
-func (a *app) registerBroker(cli *fisk.Application) {
+func (a *app) registerRun(cli *fisk.Application) {
 	f := &brokerFlags{}
-	cmd := cli.Command("broker", "Run an embedded NATS broker with JetStream until interrupted, alone or as one of a cluster")
+	cmd := cli.Command("run", "Run an embedded NATS broker with JetStream until interrupted, alone or as one of a cluster (the default command: ccm-broker --listen ... is ccm-broker run --listen ...)").Default()
 	cmd.Flag("listen", "Client address host:port").Default(broker.DefaultListen).StringVar(&f.cfg.Listen)
 	cmd.Flag("store", "JetStream store directory (default: a temporary directory removed at exit)").PlaceHolder("DIR").StringVar(&f.cfg.StoreDir)
 	cmd.Flag("name", "This server's name, unique in the cluster (required with --cluster-listen)").PlaceHolder("NAME").StringVar(&f.cfg.ServerName)
@@ -69,12 +70,12 @@ func (a *app) runBroker(f *brokerFlags) error {
 	if f.cfg.Cluster.Listen == "" {
 		f.cfg.Cluster.Name = "" // the default name alone does not make a cluster
 	}
-	age, err := parseAge(f.maxAge)
+	age, err := provision.ParseAge(f.maxAge)
 	if err != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("--history-max-age: %w", err))
 	}
 	if f.maxStore != "" {
-		size, err := parseSize(f.maxStore)
+		size, err := provision.ParseSize(f.maxStore)
 		if err != nil || size <= 0 {
 			return program.Exit(protocol.ExitError, fmt.Errorf("--max-store %q: use a size such as 20GiB or 500MB", f.maxStore))
 		}
@@ -141,10 +142,10 @@ func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.
 	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
-		err := provision(pctx, js, hc, rc, io.Discard)
+		err := provision.Streams(pctx, js, hc, rc, io.Discard)
 		cancel()
 		if err == nil {
-			fmt.Fprintf(a.Stderr, "history stream %s, node registry %s and assignments %s ready (%s)\n", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, replicasText(hc.Replicas))
+			fmt.Fprintf(a.Stderr, "history stream %s, node registry %s and assignments %s ready (%s)\n", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, provision.ReplicasText(hc.Replicas))
 			return
 		}
 		log.Info("history not set up yet, retrying", "error", err)

@@ -1,4 +1,4 @@
-package agent
+package policy
 
 import (
 	"context"
@@ -102,7 +102,7 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 	}
 	reg := inertRegistry()
 	var (
-		b    *body
+		b    *Body
 		noop = c.Noop
 	)
 	switch {
@@ -116,14 +116,14 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 			rep.Targeted = false
 			return rep, nil
 		}
-		if b, err = parseBody(req, reg); err != nil {
+		if b, err = ParseBody(req, reg); err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrCheck, protocol.AsError(err).Message)
 		}
 	case c.Manifest != nil:
-		b = &body{manifest: c.Manifest}
+		b = &Body{Manifest: c.Manifest}
 		declared, providers := c.Manifest.Declared(), c.Manifest.Providers()
 		for i, d := range declared {
-			b.resources = append(b.resources, policyResource{Type: d.Type, Name: d.Name, Provider: providers[i]})
+			b.Resources = append(b.Resources, Resource{Type: d.Type, Name: d.Name, Provider: providers[i]})
 		}
 	default:
 		return nil, fmt.Errorf("%w: give a request or a manifest", ErrCheck)
@@ -135,9 +135,9 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 		}
 	}
 	add("request", s.CheckRequest(noop, facts)...)
-	for _, r := range b.resources {
-		if ref, ok := s.allowsResource(r); !ok {
-			add(r.ref(), scope.Decision{Check: "as sent", Value: ref.value, Rule: ref.rule, Reason: ref.msg})
+	for _, r := range b.Resources {
+		if ref, ok := s.AllowsResource(r); !ok {
+			add(r.Ref(), scope.Decision{Check: "as sent", Value: ref.Value, Rule: ref.Rule, Reason: ref.Msg})
 		}
 	}
 	guard := func(pr *engine.Prepared) error {
@@ -145,29 +145,29 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 		return nil
 	}
 	eng := engine.New(reg)
-	if b.ensure != nil {
+	if b.Ensure != nil {
 		sess := eng.NewSession(engine.RunOptions{Noop: true, Env: templates.New(facts, nil), Guard: guard})
-		if _, err := sess.Prepare(*b.ensure); err != nil {
+		if _, err := sess.Prepare(*b.Ensure); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 		}
 		return rep, nil
 	}
-	m := b.manifest
-	if b.bundle != nil {
-		dir, err := os.MkdirTemp("", manifestTempPattern)
+	m := b.Manifest
+	if b.Bundle != nil {
+		dir, err := os.MkdirTemp("", ManifestTempPattern)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCheck, err)
 		}
 		defer os.RemoveAll(dir)
-		if err := b.bundle.WriteFiles(dir); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrCheck, manifestMessage(err))
+		if err := b.Bundle.WriteFiles(dir); err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrCheck, ManifestMessage(err))
 		}
 		m = m.InDir(dir)
 	}
 	// The providers are inert: "applying" fails each resource at once,
 	// touching nothing; only the guard's decisions are kept.
 	if _, err := manifest.Run(ctx, eng, m, manifest.RunOptions{Noop: true, Facts: facts, Guard: guard}); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrCheck, manifestMessage(err))
+		return nil, fmt.Errorf("%w: %s", ErrCheck, ManifestMessage(err))
 	}
 	return rep, nil
 }

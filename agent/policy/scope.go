@@ -1,4 +1,4 @@
-package agent
+package policy
 
 import (
 	"fmt"
@@ -78,8 +78,8 @@ func (s *Signer) CheckResource(p *engine.Prepared, r scope.Resolver) []scope.Dec
 	return append(out, s.scope.Resource(r, p.Properties, provider)...)
 }
 
-// refusal returns the first decision of ds that is not allowed.
-func refusal(ds []scope.Decision) (scope.Decision, bool) {
+// FirstRefusal returns the first decision of ds that is not allowed.
+func FirstRefusal(ds []scope.Decision) (scope.Decision, bool) {
 	for _, d := range ds {
 		if !d.Allowed {
 			return d, true
@@ -88,10 +88,10 @@ func refusal(ds []scope.Decision) (scope.Decision, bool) {
 	return scope.Decision{}, false
 }
 
-// refusalMessage words a refusal for the reply and the audit line:
+// RefusalMessage words a refusal for the reply and the audit line:
 // `file#/etc/shadow: signer web: denied name "/etc/shadow" by file.paths
 // (no prefix holds /etc/shadow: default deny)`.
-func (s *Signer) refusalMessage(ref string, d scope.Decision) string {
+func (s *Signer) RefusalMessage(ref string, d scope.Decision) string {
 	if ref == "" {
 		return fmt.Sprintf("signer %s: %s", s.Name, d)
 	}

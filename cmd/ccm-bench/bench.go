@@ -16,7 +16,7 @@ import (
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
-// benchFlags are the flags of ccm-orch bench.
+// benchFlags are the flags of ccm-bench run.
 type benchFlags struct {
 	agents, registry []string
 	rows             []string
@@ -24,23 +24,25 @@ type benchFlags struct {
 	out, profileDir  string
 }
 
-func (a *app) registerBench(cli *fisk.Application) {
+func (a *app) registerRun(cli *fisk.Application) {
 	f := &benchFlags{}
-	cmd := cli.Command("bench", "Measure fleet runs against the raw NATS floor on an embedded broker with simulated agents, and print a table")
+	cmd := cli.Command("run", "Measure fleet runs against the raw NATS floor on an embedded broker with simulated agents, and print a table (the default command: ccm-bench --agents ... is ccm-bench run --agents ...)").Default()
 	cmd.Flag("agents", "Fleet sizes to measure (comma separated or repeated)").Default("100,1000,5000").StringsVar(&f.agents)
 	cmd.Flag("rounds", "Timed rounds per fleet row").Default(strconv.Itoa(bench.DefaultRounds)).IntVar(&f.cfg.Rounds)
 	cmd.Flag("registry-entries", "Node registry sizes to time discovery over (comma separated or repeated; 0 skips)").Default("1000,10000").StringsVar(&f.registry)
 	cmd.Flag("latency-requests", "Single requests timed for the latency rows").Default(strconv.Itoa(bench.DefaultLatencyRequests)).IntVar(&f.cfg.LatencyRequests)
 	cmd.Flag("one-host-rounds", "Runs of the cold ccm-agent ensure").Default(strconv.Itoa(bench.DefaultOneHostRounds)).IntVar(&f.cfg.OneHostRounds)
 	cmd.Flag("rows", "Measure only these rows (comma separated or repeated): "+strings.Join(bench.RowNames, ", ")).PlaceHolder("NAME").StringsVar(&f.rows)
-	cmd.Flag("agent-bin", "The ccm-agent binary (default: next to this ccm-orch, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.AgentBin)
+	cmd.Flag("agent-bin", "The ccm-agent binary (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.AgentBin)
+	cmd.Flag("broker-bin", "The ccm-broker binary that runs the other brokers of a fleet too large for one process's open files (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.BrokerBin)
+	cmd.Flag("orch-bin", "The ccm-orch binary the -cli rows time (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.OrchBin)
 	cmd.Flag("out", "Also write the rows as JSON to this file").PlaceHolder("FILE").StringVar(&f.out)
 	cmd.Flag("work-dir", "Directory for brokers, agent state and managed files (default: a temporary directory)").PlaceHolder("DIR").StringVar(&f.cfg.WorkDir)
 	cmd.Flag("profile-dir", "Write CPU profiles here: bench.pprof (broker and library orchestrator) and agents-N.pprof").PlaceHolder("DIR").StringVar(&f.profileDir)
 	cmd.Action(func(*fisk.ParseContext) error { return a.runBench(f) })
 
 	var ro bench.ResponderOptions
-	resp := cli.Command("bench-responders", "Plain NATS responders for the benchmark's floor").Hidden()
+	resp := cli.Command(bench.RespondersCommand, "Plain NATS responders for the benchmark's floor (started by run)").Hidden()
 	resp.Flag("server", "NATS server URL").Required().StringVar(&ro.Server)
 	resp.Flag("count", "Responders, each with its own connection").Required().IntVar(&ro.Count)
 	resp.Flag("subject", "Subject to answer on").Required().StringVar(&ro.Subject)
@@ -73,11 +75,22 @@ func (a *app) runBench(f *benchFlags) error {
 			}
 		}
 	}
-	if f.cfg.OrchBin, err = os.Executable(); err != nil {
+	// The harness starts its floor responders through this binary, and
+	// times the ccm-orch and ccm-agent found beside it.
+	if f.cfg.BenchBin, err = os.Executable(); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
+	if real, err := filepath.EvalSymlinks(f.cfg.BenchBin); err == nil {
+		f.cfg.BenchBin = real
+	}
 	if f.cfg.AgentBin == "" {
-		f.cfg.AgentBin = siblingBinary(f.cfg.OrchBin, "ccm-agent")
+		f.cfg.AgentBin = siblingBinary(f.cfg.BenchBin, "ccm-agent")
+	}
+	if f.cfg.OrchBin == "" {
+		f.cfg.OrchBin = siblingBinary(f.cfg.BenchBin, "ccm-orch")
+	}
+	if f.cfg.BrokerBin == "" {
+		f.cfg.BrokerBin = siblingBinary(f.cfg.BenchBin, "ccm-broker")
 	}
 	f.cfg.Log = a.Stderr
 	if f.profileDir != "" {

@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// ManifestTempPattern names the directories a request's manifest bundle
+// is unpacked into, below os.TempDir().
+const ManifestTempPattern = "ccm-manifest-"
+
+// Body is what a request asks for, parsed once: the resource of an ensure
+// request, or a manifest request's bundle and manifest.
+type Body struct {
+	// Ensure is the resource of an ensure request, nil for a manifest.
+	Ensure *engine.Spec
+	// Bundle and Manifest are a manifest request's, parsed without
+	// writing any file.
+	Bundle   *manifest.Bundle
+	Manifest *manifest.Manifest
+	// Resources are the declared resources as the policy sees them, in
+	// order (names as written, before templates).
+	Resources []Resource
+}
+
+// ParseBody decodes what a request asks for, once: the ensure resource's
+// properties (strictly: exact keys the type has, no duplicates, valid
+// UTF-8; types are the registry's), or the manifest bundle and its
+// manifest (parsed without writing any file). Errors are protocol errors
+// (bad_request) naming the field.
+func ParseBody(req *protocol.FleetRequest, types *resources.Registry) (*Body, error) {
+	if req.Ensure != nil {
+		props, err := req.Ensure.PropertiesMap()
+		if err != nil {
+			return nil, err
+		}
+		t, err := types.Type(req.Ensure.Type)
+		if err != nil {
+			return nil, protocol.NewError(protocol.CodeBadRequest, "field \"ensure.type\": %s", err)
+		}
+		// Exact keys only: a key in another case or spelling is not
+		// the property it resembles.
+		if parent, key, bad := resources.PropertyKeys(t).Unknown(props); bad {
+			return nil, protocol.UnknownKeyError(joinField("ensure.properties", parent), key)
+		}
+		spec := &engine.Spec{Type: req.Ensure.Type, Properties: props}
+		return &Body{Ensure: spec, Resources: []Resource{SpecResource(spec)}}, nil
+	}
+	bundle, err := decodeBundle(req.Manifest)
+	if err != nil {
+		return nil, protocol.NewError(protocol.CodeBadRequest, "manifest bundle: %s", err)
+	}
+	m, err := manifest.Parse(bundle.Manifest, manifest.ParseOptions{})
+	if err != nil {
+		return nil, protocol.NewError(protocol.CodeBadRequest, "%s", ManifestMessage(err))
+	}
+	declared, providers := m.Declared(), m.Providers()
+	res := make([]Resource, len(declared))
+	for i, d := range declared {
+		res[i] = Resource{Type: d.Type, Name: d.Name, Provider: providers[i]}
+	}
+	return &Body{Bundle: bundle, Manifest: m, Resources: res}, nil
+}
+
+// joinField is parent.child, or parent when child is "".
+func joinField(parent, child string) string {
+	if child == "" {
+		return parent
+	}
+	return parent + "." + child
+}
+
+// SpecResource is an ensure resource as the policy sees it: its type,
+// name and literal provider ("*" when not a string).
+func SpecResource(spec *engine.Spec) Resource {
+	r := Resource{Type: spec.Type}
+	r.Name, _ = spec.Properties["name"].(string)
+	if p, ok := spec.Properties["provider"]; ok && p != nil {
+		s, isString := p.(string)
+		if !isString {
+			s = "*"
+		}
+		r.Provider = s
+	}
+	return r
+}
+
+// decodeBundle strictly decodes a request's manifest body. Its size is
+// bounded by the request's (max_request_bytes); Unpack bounds the files
+// again (manifest.MaxBundleBytes) before writing any.
+func decodeBundle(raw []byte) (*manifest.Bundle, error) {
+	var b manifest.Bundle
+	if err := protocol.DecodeJSONStrict(raw, &b); err != nil {
+		return nil, errors.New(protocol.AsError(err).Message)
+	}
+	if len(b.Manifest) == 0 || string(b.Manifest) == "null" {
+		return nil, errors.New("field \"manifest\" is required")
+	}
+	return &b, nil
+}
+
+// ManifestMessage is err's text, said to be about the manifest.
+func ManifestMessage(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "manifest") || strings.HasPrefix(msg, manifest.ErrBundle.Error()) {
+		return msg
+	}
+	return "manifest: " + msg
+}

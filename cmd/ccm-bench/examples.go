@@ -1,0 +1,25 @@
+package main
+
+import "github.com/ccm-fleet/ccm/cmd/internal/program"
+
+// examples are shown at the end of each command's --help and as cheats
+// (ccm-bench cheat run). Every command line here is parsed by a test.
+var examples = program.Examples{
+	"version": `
+# The version, commit, build date and Go version of this binary
+ccm-bench version
+`,
+	"cheat": `
+# Every command's examples, as cheat sheets
+ccm-bench cheat --list
+ccm-bench cheat run
+`,
+	"run": `
+# The benchmark table for 1,000 simulated agents (ccm-orch bench ... runs the same)
+ccm-bench --agents 1000 --rounds 5
+# Only the noop and floor rows, with CPU profiles
+ccm-bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
+# Time another ccm-orch build in the -cli rows, writing the rows as JSON
+ccm-bench run --agents 1000 --rows noop-cli --orch-bin /tmp/old/ccm-orch --out /tmp/old.json
+`,
+}

@@ -1,0 +1,25 @@
+package main
+
+import "github.com/ccm-fleet/ccm/cmd/internal/program"
+
+// examples are shown at the end of each command's --help and as cheats
+// (ccm-broker cheat run). Every command line here is parsed by a test.
+var examples = program.Examples{
+	"version": `
+# The version, commit, build date and Go version of this binary
+ccm-broker version
+`,
+	"cheat": `
+# Every command's examples, as cheat sheets
+ccm-broker cheat --list
+ccm-broker cheat run
+`,
+	"run": `
+# A lab broker on this host, its JetStream store kept across restarts (ccm-orch broker ... runs the same)
+ccm-broker --listen 0.0.0.0:4222 --store /var/lib/ccm-broker
+# One of a cluster of three (run the same on the others with their own --name)
+ccm-broker --name b1 --store /var/lib/ccm-broker --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.1:6222,nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222
+# Cap the store and require client certificates
+ccm-broker run --store /var/lib/ccm-broker --max-store 20GiB --tlscert server.pem --tlskey server-key.pem --tlsca ca.pem --tls-verify
+`,
+}

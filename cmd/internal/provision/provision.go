@@ -1,0 +1,48 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// Streams creates or updates the history stream, the node registry and
+// the assignment store, and says so on w.
+func Streams(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig, w io.Writer) error {
+	info, err := jsstore.EnsureHistory(ctx, js, hc)
+	if err != nil {
+		return err
+	}
+	limit := "no size limit"
+	if info.Config.MaxBytes > 0 {
+		limit = fmt.Sprintf("at most %d bytes", info.Config.MaxBytes)
+	}
+	fmt.Fprintf(w, "history stream %s: %s, records kept %s, %s\n", protocol.HistoryStream, ReplicasText(info.Config.Replicas), FormatAge(info.Config.MaxAge), limit)
+	kv, err := jsstore.EnsureRegistry(ctx, js, rc)
+	if err != nil {
+		return err
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
+	}
+	fmt.Fprintf(w, "node registry %s: %s, entries expire %s after their last heartbeat\n", protocol.NodesBucket, ReplicasText(rc.Replicas), st.TTL())
+	if _, err := jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{Replicas: rc.Replicas}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "assignments %s: %s, %d revisions kept per assignment\n", protocol.AssignmentsBucket, ReplicasText(rc.Replicas), jsstore.AssignmentHistory)
+	return nil
+}
+
+// ReplicasText is "1 replica" or "N replicas".
+func ReplicasText(n int) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
+}
