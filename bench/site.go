@@ -167,7 +167,7 @@ func (s *site) waitRegistered(ctx context.Context, n int) error {
 		got := 0
 		if err == nil {
 			var nodes []*protocol.NodeRecord
-			nodes, _, err = jsstore.ListNodes(ctx, kv)
+			nodes, _, err = jsstore.ListNodes(ctx, s.js, kv)
 			got = len(nodes)
 		}
 		if err == nil && got >= n {

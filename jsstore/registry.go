@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -68,7 +70,7 @@ func ReadRegistry(ctx context.Context, js jetstream.JetStream) (nodes []*protoco
 	if err != nil {
 		return nil, 0, err
 	}
-	return ListNodes(ctx, kv)
+	return ListNodes(ctx, js, kv)
 }
 
 // LookupRegistry opens the existing registry bucket; a missing bucket, or
@@ -83,13 +85,57 @@ func LookupRegistry(ctx context.Context, js jetstream.JetStream) (jetstream.KeyV
 
 // ListNodes reads every live entry of the registry bucket kv (see
 // ReadRegistry).
-func ListNodes(ctx context.Context, kv jetstream.KeyValue) (nodes []*protocol.NodeRecord, malformed int, err error) {
+//
+// It reads the bucket with a watch, in bulk, and does not trust the
+// watch's "every current value delivered" marker alone: under concurrent
+// writes (thousands of agents refreshing their entries) that marker can
+// come before the last current values (the per-message pending count the
+// client goes by can reach zero and grow again), and a host would be left
+// out of discovery. So it first takes the bucket's keys from the stream's
+// subjects, and reads any of them the watch did not deliver one by one.
+// A key written after the listing began may be missed; one that existed
+// before it is not.
+func ListNodes(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (nodes []*protocol.NodeRecord, malformed int, err error) {
+	keys, err := registryKeys(ctx, js)
+	if err != nil {
+		return nil, 0, registryError(err)
+	}
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, 0, registryError(err)
 	}
 	defer func() { _ = w.Stop() }()
-	for {
+	// at is where each key's record is in nodes (-1: it was malformed): a
+	// key rewritten during the watch comes again, and its newer value
+	// replaces the older one.
+	at := make(map[string]int, len(keys))
+	take := func(key string, value []byte) {
+		rec, err := protocol.DecodeNodeRecord(value, protocol.Limits{MaxBytes: MaxNodeValueSize})
+		if err != nil || rec.Identity != key {
+			rec = nil
+		}
+		i, seen := at[key]
+		switch {
+		case seen && i >= 0 && rec != nil:
+			nodes[i] = rec
+		case seen && i >= 0: // a newer value that does not decode
+			nodes[i] = nil
+			at[key] = -1
+			malformed++
+		case seen && rec != nil: // a newer value that does
+			malformed--
+			fallthrough
+		case rec != nil:
+			if len(nodes) < MaxRegistryEntries {
+				at[key] = len(nodes)
+				nodes = append(nodes, rec)
+			}
+		default:
+			at[key] = -1
+			malformed++
+		}
+	}
+	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			return nil, 0, fmt.Errorf("registry %s: %w", protocol.NodesBucket, ctx.Err())
@@ -97,19 +143,48 @@ func ListNodes(ctx context.Context, kv jetstream.KeyValue) (nodes []*protocol.No
 			if !ok {
 				return nil, 0, fmt.Errorf("registry %s: the watch ended early", protocol.NodesBucket)
 			}
-			if e == nil { // every current value was delivered
-				return nodes, malformed, nil
-			}
-			rec, err := protocol.DecodeNodeRecord(e.Value(), protocol.Limits{MaxBytes: MaxNodeValueSize})
-			if err != nil || rec.Identity != e.Key() {
-				malformed++
+			if e == nil { // every current value was delivered, it says
+				done = true
 				continue
 			}
-			if len(nodes) < MaxRegistryEntries {
-				nodes = append(nodes, rec)
-			}
+			take(e.Key(), e.Value())
 		}
 	}
+	for _, key := range keys {
+		if _, seen := at[key]; seen {
+			continue
+		}
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			// deleted since (or a delete marker all along)
+		case err != nil:
+			return nil, 0, fmt.Errorf("registry %s: %s: %w", protocol.NodesBucket, key, err)
+		default:
+			take(key, e.Value())
+		}
+	}
+	return slices.DeleteFunc(nodes, func(r *protocol.NodeRecord) bool { return r == nil }), malformed, nil
+}
+
+// registryKeys lists the keys the registry's stream holds a message for,
+// delete markers included.
+func registryKeys(ctx context.Context, js jetstream.JetStream) ([]string, error) {
+	st, err := js.Stream(ctx, "KV_"+protocol.NodesBucket)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + protocol.NodesBucket + "."
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subject, prefix))
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 func registryError(err error) error {

@@ -159,7 +159,7 @@ func (c *Client) registryNodes(ctx context.Context, opts DiscoverOptions) (regis
 	}
 	rctx, cancel := context.WithTimeout(ctx, max(opts.Timeout, registryReadTimeout))
 	defer cancel()
-	recs, malformed, err := jsstore.ListNodes(rctx, kv)
+	recs, malformed, err := jsstore.ListNodes(rctx, c.js, kv)
 	if err != nil {
 		return view, err
 	}
@@ -231,7 +231,7 @@ func (c *Client) registryKeys(ctx context.Context, hosts []string, timeout time.
 		return keys
 	}
 	if len(hosts) > maxKeyLookups {
-		recs, _, err := jsstore.ListNodes(ctx, kv)
+		recs, _, err := jsstore.ListNodes(ctx, c.js, kv)
 		if err != nil {
 			c.log.Debug("could not read keys from the node registry", "error", err)
 			return keys
