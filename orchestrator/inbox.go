@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -38,6 +40,11 @@ type inbox struct {
 	done      chan struct{}
 	once      sync.Once
 	verifiers sync.WaitGroup
+	// pending counts the messages received and not yet passed on to ch,
+	// and arrived is when the last one was received (unix nanoseconds):
+	// a discovery round is not quiet while replies wait to be verified
+	pending atomic.Int64
+	arrived atomic.Int64
 }
 
 // inboxVerifiers is how many goroutines check reply signatures at most.
@@ -55,6 +62,8 @@ func openInbox(nc *nats.Conn) (*inbox, error) {
 		if isNoResponders(m) {
 			return
 		}
+		in.arrived.Store(time.Now().UnixNano())
+		in.pending.Add(1)
 		select {
 		case in.raw <- m:
 		case <-in.done:
@@ -88,6 +97,7 @@ func (in *inbox) verify() {
 			msg := verified(m.Data, m.Header)
 			select {
 			case in.ch <- msg:
+				in.pending.Add(-1)
 			case <-in.done:
 				return
 			}
@@ -95,6 +105,23 @@ func (in *inbox) verify() {
 			return
 		}
 	}
+}
+
+// quietFor reports how much longer a round with the quiet window must wait
+// before it may end: 0 when nothing was received for quiet and nothing
+// received waits to be passed on.
+func (in *inbox) quietFor(quiet time.Duration) time.Duration {
+	if in.pending.Load() > 0 {
+		return quiet
+	}
+	last := in.arrived.Load()
+	if last == 0 {
+		return 0
+	}
+	if since := time.Since(time.Unix(0, last)); since < quiet {
+		return quiet - since
+	}
+	return 0
 }
 
 // close stops the subscription and the verifiers and releases a handler
