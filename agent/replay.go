@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -226,15 +227,22 @@ func (c *replayCache) readReplyLocked(e *replayEntry) json.RawMessage {
 	if e.replyLen == 0 || c.file == nil {
 		return nil
 	}
-	buf := make([]byte, e.line.n)
-	if _, err := c.file.ReadAt(buf, e.line.off); err != nil {
-		return nil
+	_, reply, _ := readBack(c.file, e)
+	return reply
+}
+
+// readBack reads e's line from r, and its reply, when the line is still
+// e's with a reply of the length kept.
+func readBack(r io.ReaderAt, e *replayEntry) (line []byte, reply json.RawMessage, ok bool) {
+	line = make([]byte, e.line.n)
+	if _, err := r.ReadAt(line, e.line.off); err != nil {
+		return nil, nil, false
 	}
 	var back replayEntry
-	if json.Unmarshal(buf, &back) != nil || back.ID != e.ID || len(back.Reply) != e.replyLen {
-		return nil
+	if json.Unmarshal(line, &back) != nil || back.ID != e.ID || len(back.Reply) != e.replyLen {
+		return nil, nil, false
 	}
-	return back.Reply
+	return line, back.Reply, true
 }
 
 // purgeLocked drops expired entries.
@@ -357,15 +365,8 @@ func rewriteLine(old *os.File, e *replayEntry) ([]byte, bool) {
 		b, err := json.Marshal(e)
 		return b, err == nil
 	}
-	buf := make([]byte, e.line.n)
-	if _, err := old.ReadAt(buf, e.line.off); err != nil {
-		return nil, false
-	}
-	var back replayEntry
-	if json.Unmarshal(buf, &back) != nil || back.ID != e.ID || len(back.Reply) != e.replyLen {
-		return nil, false
-	}
-	return buf, true
+	line, _, ok := readBack(old, e)
+	return line, ok
 }
 
 // len is how many ids the cache remembers.
