@@ -3,13 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
 )
@@ -209,63 +208,17 @@ const MaxConfigBytes = 1 << 20
 // PATH: problem`, naming the key as written.
 func LoadConfig(path string) (Config, error) {
 	var c Config
-	data, err := readBounded(path, MaxConfigBytes)
+	data, err := filecheck.ReadBounded(path, MaxConfigBytes)
 	if err != nil {
-		return c, fmt.Errorf("config %s: %w", path, &fileError{msg: err.Error(), sentinel: ErrConfig, cause: err})
+		return c, fmt.Errorf("config %s: %w", path, filecheck.Wrap(ErrConfig, err))
 	}
 	if _, err := protocol.DecodeConfig(data, &c, protocol.Limits{MaxBytes: MaxConfigBytes}); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, decodeError(ErrConfig, err))
+		return Config{}, fmt.Errorf("config %s: %w", path, filecheck.Decode(ErrConfig, err))
 	}
 	if err := c.ValidateConnection(); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
-}
-
-// readBounded reads at most limit bytes of path; a larger file is an error.
-func readBounded(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, nil
-}
-
-// fileError is a problem with a file the agent reads (configuration,
-// policy): its text is only the problem, so the caller's one line reads
-// `policy PATH: signers[0]: unknown key "colour"`, and it matches its
-// sentinel (ErrConfig, ErrPolicy) and its cause with errors.Is.
-type fileError struct {
-	msg      string
-	sentinel error
-	cause    error
-}
-
-func (e *fileError) Error() string { return e.msg }
-
-func (e *fileError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.sentinel}
-	}
-	return []error{e.sentinel, e.cause}
-}
-
-// decodeError words a decoding error of a file: the key path as written
-// and the problem (see protocol.Error.KeyMessage).
-func decodeError(sentinel, err error) error {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return &fileError{msg: pe.KeyMessage(), sentinel: sentinel, cause: err}
-	}
-	return &fileError{msg: err.Error(), sentinel: sentinel, cause: err}
 }
 
 // WithDefaults returns c with zero fields set to their defaults.

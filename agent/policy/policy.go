@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/agent/scope"
+	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -72,9 +73,9 @@ type Signer struct {
 // `policy PATH: problem`, e.g. `policy /etc/ccm/policy.yaml: signers[0]:
 // unknown key "colour"`.
 func LoadPolicy(path string) (*Policy, error) {
-	data, err := readBounded(path, MaxPolicyBytes)
+	data, err := filecheck.ReadBounded(path, MaxPolicyBytes)
 	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", path, &fileError{msg: err.Error(), sentinel: ErrPolicy, cause: err})
+		return nil, fmt.Errorf("policy %s: %w", path, filecheck.Wrap(ErrPolicy, err))
 	}
 	p, err := ParsePolicy(data)
 	if err != nil {
@@ -89,7 +90,7 @@ func LoadPolicy(path string) (*Policy, error) {
 func ParsePolicy(data []byte) (*Policy, error) {
 	var p Policy
 	if _, err := protocol.DecodeConfig(data, &p, protocol.Limits{MaxBytes: MaxPolicyBytes}); err != nil {
-		return nil, decodeError(ErrPolicy, err)
+		return nil, filecheck.Decode(ErrPolicy, err)
 	}
 	if p.MaxClockSkew == 0 {
 		p.MaxClockSkew = DefaultMaxClockSkew
@@ -107,7 +108,7 @@ func ParsePolicy(data []byte) (*Policy, error) {
 // compiles.
 func (p *Policy) Validate() error {
 	bad := func(format string, args ...any) error {
-		return &fileError{msg: fmt.Sprintf(format, args...), sentinel: ErrPolicy}
+		return &filecheck.Error{Msg: fmt.Sprintf(format, args...), Sentinel: ErrPolicy}
 	}
 	if p.MaxClockSkew < 0 || p.MaxClockSkew > MaxMaxClockSkew {
 		return bad("max_clock_skew %s must be between 0 and %s", p.MaxClockSkew, MaxMaxClockSkew)
