@@ -26,7 +26,7 @@ const (
 )
 
 // MaxDiscovered bounds how many hosts one discovery round keeps.
-const MaxDiscovered = 100000
+const MaxDiscovered = protocol.MaxExpected
 
 // DiscoverOptions selects the hosts to find and bounds the search.
 type DiscoverOptions struct {

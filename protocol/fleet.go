@@ -24,6 +24,9 @@ const (
 	MaxFleetTTL = 24 * time.Hour
 	// MaxTargets is the most exact identities a fleet request may list.
 	MaxTargets = 10000
+	// MaxExpected is the most hosts one run may expect (discovered by a
+	// filter, not listed): what its history request record may hold.
+	MaxExpected = 100000
 	// MaxRequestIDLength is the longest request id accepted.
 	MaxRequestIDLength = 128
 )

@@ -92,8 +92,8 @@ func DecodeHistoryRequest(data []byte, limits Limits) (*HistoryRequest, error) {
 	if err := ValidateRequestID(r.RequestID); err != nil {
 		return nil, within("request_id", err)
 	}
-	if len(r.Expected) > MaxTargets {
-		return nil, badRequest("field \"expected\": %d identities, the limit is %d", len(r.Expected), MaxTargets)
+	if len(r.Expected) > MaxExpected {
+		return nil, badRequest("field \"expected\": %d identities, the limit is %d", len(r.Expected), MaxExpected)
 	}
 	for i, id := range r.Expected {
 		if err := ValidateIdentity(id); err != nil {

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -28,6 +29,26 @@ var _ = Describe("History records", func() {
 		Expect(out.Expected).To(Equal(in.Expected))
 		Expect(out.Timeout).To(Equal(in.Timeout))
 		Expect(out.Filter.Match(map[string]any{"identity": "web1", "os": "debian"})).To(BeTrue())
+	})
+
+	It("keeps the expected set of a run larger than a request's target list (a 20,000-host run), up to MaxExpected", func() {
+		rec := protocol.HistoryRequest{Protocol: protocol.HistoryRequestProtocol, RequestID: "big", Created: time.Now().UTC()}
+		for i := range 20000 {
+			rec.Expected = append(rec.Expected, fmt.Sprintf("sim-%05d", i))
+		}
+		b, err := json.Marshal(&rec)
+		Expect(err).NotTo(HaveOccurred())
+		out, err := protocol.DecodeHistoryRequest(b, protocol.Limits{MaxBytes: 8 << 20})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Expected).To(HaveLen(20000))
+
+		for i := 20000; i <= protocol.MaxExpected; i++ {
+			rec.Expected = append(rec.Expected, fmt.Sprintf("sim-%06d", i))
+		}
+		b, err = json.Marshal(&rec)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = protocol.DecodeHistoryRequest(b, protocol.Limits{MaxBytes: 8 << 20})
+		Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf(`field "expected": %d identities, the limit is %d`, protocol.MaxExpected+1, protocol.MaxExpected))))
 	})
 
 	DescribeTable("refuses a request record that is not one",
