@@ -57,7 +57,7 @@ func TestLayoutSpreadsLargeFleets(t *testing.T) {
 		{n: 5, limit: 20000, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
 		{n: 3290, limit: 20000, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
 		{n: 5000, limit: 20000, want: layout{brokers: 1, agentProcs: 2, responderProcs: 1}},
-		{n: 20000, limit: 20000, want: layout{brokers: 2, agentProcs: 7, responderProcs: 2}},
+		{n: 20000, limit: 20000, want: layout{brokers: 3, agentProcs: 7, responderProcs: 2}},
 		{n: 20000, limit: 1 << 20, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
 	} {
 		if got := layoutFor(c.n, c.limit); got != c.want {

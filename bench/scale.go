@@ -37,8 +37,16 @@ type layout struct {
 // open files.
 func layoutFor(n int, limit uint64) layout {
 	room := max(int(min(limit, 1<<30))-fdReserve, 64)
+	brokers := ceilDiv(n+64, room) // the bench's and ccm-orch's own connections
+	if brokers > 1 {
+		// JetStream's leaders need a majority: with 2 servers a busy one
+		// missing a heartbeat leaves the cluster without a leader (the
+		// 20,000-agent run saw "no responders" from JetStream); with 3,
+		// one can lag.
+		brokers = max(brokers, 3)
+	}
 	return layout{
-		brokers:        ceilDiv(n+64, room), // the bench's and ccm-orch's own connections
+		brokers:        brokers,
 		agentProcs:     ceilDiv(n*agentFDs, room),
 		responderProcs: ceilDiv(n, room),
 	}

@@ -42,7 +42,8 @@ type inbox struct {
 	verifiers sync.WaitGroup
 	// pending counts the messages received and not yet passed on to ch,
 	// and arrived is when the last one was received (unix nanoseconds):
-	// a discovery round is not quiet while replies wait to be verified
+	// a discovery round is not quiet while replies wait to be verified or
+	// taken
 	pending atomic.Int64
 	arrived atomic.Int64
 }
@@ -111,7 +112,7 @@ func (in *inbox) verify() {
 // before it may end: 0 when nothing was received for quiet and nothing
 // received waits to be passed on.
 func (in *inbox) quietFor(quiet time.Duration) time.Duration {
-	if in.pending.Load() > 0 {
+	if in.waiting() {
 		return quiet
 	}
 	last := in.arrived.Load()
@@ -123,6 +124,26 @@ func (in *inbox) quietFor(quiet time.Duration) time.Duration {
 	}
 	return 0
 }
+
+// drained reports whether every message the server had sent to the inbox
+// has been received and passed on: after a round trip to the server
+// (messages sent before its answer are read before it) nothing waits in
+// the subscription or the verifiers. A process that was kept off the CPU
+// past a quiet window has replies still unread in its socket; those are
+// not quiet. A failed round trip is not drained either.
+func (in *inbox) drained(nc *nats.Conn, timeout time.Duration) bool {
+	if nc.FlushTimeout(timeout) != nil {
+		return false
+	}
+	if msgs, _, err := in.sub.Pending(); err != nil || msgs > 0 {
+		return false
+	}
+	return !in.waiting()
+}
+
+// waiting reports whether received messages wait to be verified or to be
+// taken from ch.
+func (in *inbox) waiting() bool { return in.pending.Load() > 0 || len(in.ch) > 0 }
 
 // close stops the subscription and the verifiers and releases a handler
 // blocked on a channel. It is safe to call more than once.
