@@ -20,9 +20,12 @@ const (
 	// WatchDebounce is how long after a watched file changes the
 	// assignment runs again, so a burst of writes is one repair.
 	WatchDebounce = 250 * time.Millisecond
-	// watchFlapWindow: a repair this soon after the previous one doubles
-	// the wait before the next (from 2×WatchDebounce up to
-	// watchMaxBackoff); a quieter file starts again without one.
+	// watchFlapWindow: a repair starting this soon after the previous one
+	// finished doubles the wait before the next (from 2×WatchDebounce up
+	// to watchMaxBackoff); a quieter file starts again without one.
+	// Counted from the end of a repair, so that slow repairs (a loaded
+	// disk's fsync can take seconds) still count as a file that keeps
+	// changing.
 	watchFlapWindow = 2 * time.Second
 	// watchMaxBackoff bounds the wait between two repairs of a file that
 	// keeps changing.
@@ -62,8 +65,9 @@ func stampOf(path string) fileStamp {
 // watchState is one assignment's watched files and repair backoff.
 type watchState struct {
 	paths map[string]fileStamp
-	// lastRepair is when a watch run last changed something; backoff is
-	// the wait before the next watch run may start
+	// lastRepair is when a watch run that changed something last
+	// finished; backoff is the wait after it before the next watch run
+	// may start
 	lastRepair time.Time
 	backoff    time.Duration
 }
@@ -293,8 +297,9 @@ func (s *assigner) changed(ev fsnotify.Event) {
 	}
 }
 
-// repaired updates as's backoff after a watch run that changed something
-// at t, and returns the backoff when the file is flapping ("" otherwise).
+// repaired updates as's backoff after a watch run that started at t and
+// changed something, and returns the backoff when the file is flapping
+// ("" otherwise).
 func (s *assigner) repaired(as *assigned, t time.Time, reply *protocol.FleetReply) string {
 	ws := as.watch
 	if ws == nil || reply == nil {
@@ -314,7 +319,7 @@ func (s *assigner) repaired(as *assigned, t time.Time, reply *protocol.FleetRepl
 	} else {
 		ws.backoff = 0
 	}
-	ws.lastRepair = t
+	ws.lastRepair = s.a.now()
 	if ws.backoff == 0 {
 		return ""
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	. "github.com/onsi/ginkgo/v2"
@@ -74,4 +75,41 @@ var _ = Describe("starting a watch after a run", func() {
 		Entry("another mode", func() { Expect(os.Chmod(path, 0o600)).To(Succeed()) }),
 		Entry("removed", func() { Expect(os.Remove(path)).To(Succeed()) }),
 	)
+})
+
+var _ = Describe("backing off a file that keeps changing", func() {
+	It("counts a repair as flapping by the time since the previous one finished, however long repairs take", func() {
+		dir := GinkgoT().TempDir()
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(nc.Close)
+		reg, err := providers.Builtin(providers.Options{})
+		Expect(err).ToNot(HaveOccurred())
+		clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		a, err := New(Config{Identity: "watch-1", StateDir: filepath.Join(dir, "state"), Insecure: true}, nc, engine.New(reg), nil,
+			WithClock(func() time.Time { return clock }))
+		Expect(err).ToNot(HaveOccurred())
+		s := newAssigner(a)
+		as := &assigned{name: "motd", selected: true, watch: &watchState{}}
+		changed := protocol.NewFleetReply("r1", "watch-1", clock)
+		ev := protocol.NewTransactionEvent("e1", protocol.TypeFile, "/x", "")
+		ev.Changed = true
+		changed.Events = append(changed.Events, ev)
+
+		// Each repair takes 3 s (a slow disk), and the next starts 250 ms
+		// plus the backoff after the previous one finished.
+		var got []string
+		for range 4 {
+			started := clock
+			clock = clock.Add(3 * time.Second)
+			got = append(got, s.repaired(as, started, changed))
+			clock = clock.Add(WatchDebounce + as.watch.backoff)
+		}
+		Expect(got).To(Equal([]string{"", "500ms", "1s", "2s"}))
+
+		// A file left alone for longer than the window starts again.
+		clock = clock.Add(time.Minute)
+		Expect(s.repaired(as, clock, changed)).To(BeEmpty())
+	})
 })
