@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -14,14 +13,6 @@ import (
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
-
-func userKey() string {
-	kp, err := nkeys.CreateUser()
-	Expect(err).ToNot(HaveOccurred())
-	pub, err := kp.PublicKey()
-	Expect(err).ToNot(HaveOccurred())
-	return pub
-}
 
 var _ = Describe("Policy", func() {
 	It("makes New fail on a broken policy file: nothing is allowed by it", func() {
