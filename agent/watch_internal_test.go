@@ -16,6 +16,21 @@ import (
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
+// watchAgent is an insecure agent "watch-1" on a broker of its own, with
+// its state below dir.
+func watchAgent(dir string, opts ...Option) *Agent {
+	GinkgoHelper()
+	b := brokertest.Start(GinkgoT())
+	nc, err := nats.Connect(b.ClientURL())
+	Expect(err).ToNot(HaveOccurred())
+	DeferCleanup(nc.Close)
+	reg, err := providers.Builtin(providers.Options{})
+	Expect(err).ToNot(HaveOccurred())
+	a, err := New(Config{Identity: "watch-1", StateDir: filepath.Join(dir, "state"), Insecure: true}, nc, engine.New(reg), nil, opts...)
+	Expect(err).ToNot(HaveOccurred())
+	return a
+}
+
 var _ = Describe("starting a watch after a run", func() {
 	var (
 		s    *assigner
@@ -24,15 +39,7 @@ var _ = Describe("starting a watch after a run", func() {
 	BeforeEach(func() {
 		dir := GinkgoT().TempDir()
 		path = filepath.Join(dir, "motd")
-		b := brokertest.Start(GinkgoT())
-		nc, err := nats.Connect(b.ClientURL())
-		Expect(err).ToNot(HaveOccurred())
-		DeferCleanup(nc.Close)
-		reg, err := providers.Builtin(providers.Options{})
-		Expect(err).ToNot(HaveOccurred())
-		a, err := New(Config{Identity: "watch-1", StateDir: filepath.Join(dir, "state"), Insecure: true}, nc, engine.New(reg), nil)
-		Expect(err).ToNot(HaveOccurred())
-		s = newAssigner(a)
+		s = newAssigner(watchAgent(dir))
 		DeferCleanup(func() {
 			if s.w != nil {
 				s.w.close()
@@ -80,17 +87,8 @@ var _ = Describe("starting a watch after a run", func() {
 var _ = Describe("backing off a file that keeps changing", func() {
 	It("counts a repair as flapping by the time since the previous one finished, however long repairs take", func() {
 		dir := GinkgoT().TempDir()
-		b := brokertest.Start(GinkgoT())
-		nc, err := nats.Connect(b.ClientURL())
-		Expect(err).ToNot(HaveOccurred())
-		DeferCleanup(nc.Close)
-		reg, err := providers.Builtin(providers.Options{})
-		Expect(err).ToNot(HaveOccurred())
 		clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-		a, err := New(Config{Identity: "watch-1", StateDir: filepath.Join(dir, "state"), Insecure: true}, nc, engine.New(reg), nil,
-			WithClock(func() time.Time { return clock }))
-		Expect(err).ToNot(HaveOccurred())
-		s := newAssigner(a)
+		s := newAssigner(watchAgent(dir, WithClock(func() time.Time { return clock })))
 		as := &assigned{name: "motd", selected: true, watch: &watchState{}}
 		changed := protocol.NewFleetReply("r1", "watch-1", clock)
 		ev := protocol.NewTransactionEvent("e1", protocol.TypeFile, "/x", "")
