@@ -105,35 +105,20 @@ func ListNodes(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValu
 		return nil, 0, registryError(err)
 	}
 	defer func() { _ = w.Stop() }()
-	// at is where each key's record is in nodes (-1: it was malformed): a
-	// key rewritten during the watch comes again, and its newer value
-	// replaces the older one.
-	at := make(map[string]int, len(keys))
+	// latest is each key's newest value decoded (nil: malformed), in
+	// order of first delivery: a key rewritten during the watch comes
+	// again, and its newer value replaces the older one.
+	latest := make(map[string]*protocol.NodeRecord, len(keys))
+	var order []string
 	take := func(key string, value []byte) {
 		rec, err := protocol.DecodeNodeRecord(value, protocol.Limits{MaxBytes: MaxNodeValueSize})
 		if err != nil || rec.Identity != key {
 			rec = nil
 		}
-		i, seen := at[key]
-		switch {
-		case seen && i >= 0 && rec != nil:
-			nodes[i] = rec
-		case seen && i >= 0: // a newer value that does not decode
-			nodes[i] = nil
-			at[key] = -1
-			malformed++
-		case seen && rec != nil: // a newer value that does
-			malformed--
-			fallthrough
-		case rec != nil:
-			if len(nodes) < MaxRegistryEntries {
-				at[key] = len(nodes)
-				nodes = append(nodes, rec)
-			}
-		default:
-			at[key] = -1
-			malformed++
+		if _, seen := latest[key]; !seen {
+			order = append(order, key)
 		}
+		latest[key] = rec
 	}
 	for done := false; !done; {
 		select {
@@ -151,7 +136,7 @@ func ListNodes(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValu
 		}
 	}
 	for _, key := range keys {
-		if _, seen := at[key]; seen {
+		if _, seen := latest[key]; seen {
 			continue
 		}
 		e, err := kv.Get(ctx, key)
@@ -164,7 +149,15 @@ func ListNodes(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValu
 			take(key, e.Value())
 		}
 	}
-	return slices.DeleteFunc(nodes, func(r *protocol.NodeRecord) bool { return r == nil }), malformed, nil
+	for _, key := range order {
+		switch rec := latest[key]; {
+		case rec == nil:
+			malformed++
+		case len(nodes) < MaxRegistryEntries:
+			nodes = append(nodes, rec)
+		}
+	}
+	return nodes, malformed, nil
 }
 
 // registryKeys lists the keys the registry's stream holds a message for,
