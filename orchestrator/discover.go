@@ -162,12 +162,8 @@ func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) 
 		case <-deadline.C:
 			return sortedNodes(found), nil
 		case <-quiet.C:
-			// Replies received but not yet verified, or still unread after
-			// this process waited for a core, are not quiet.
-			if wait := in.quietFor(opts.Quiet); wait > 0 {
-				quiet.Reset(wait)
-				continue
-			}
+			// Replies received but not yet verified or taken, or still
+			// unread after this process waited for a core, are not quiet.
 			if !in.drained(c.nc, opts.Quiet) {
 				quiet.Reset(opts.Quiet)
 				continue

@@ -40,12 +40,9 @@ type inbox struct {
 	done      chan struct{}
 	once      sync.Once
 	verifiers sync.WaitGroup
-	// pending counts the messages received and not yet passed on to ch,
-	// and arrived is when the last one was received (unix nanoseconds):
-	// a discovery round is not quiet while replies wait to be verified or
-	// taken
+	// pending counts the messages received and not yet passed on to ch:
+	// a discovery round is not quiet while replies wait to be verified
 	pending atomic.Int64
-	arrived atomic.Int64
 }
 
 // inboxVerifiers is how many goroutines check reply signatures at most.
@@ -63,7 +60,6 @@ func openInbox(nc *nats.Conn) (*inbox, error) {
 		if isNoResponders(m) {
 			return
 		}
-		in.arrived.Store(time.Now().UnixNano())
 		in.pending.Add(1)
 		select {
 		case in.raw <- m:
@@ -106,23 +102,6 @@ func (in *inbox) verify() {
 			return
 		}
 	}
-}
-
-// quietFor reports how much longer a round with the quiet window must wait
-// before it may end: 0 when nothing was received for quiet and nothing
-// received waits to be passed on.
-func (in *inbox) quietFor(quiet time.Duration) time.Duration {
-	if in.waiting() {
-		return quiet
-	}
-	last := in.arrived.Load()
-	if last == 0 {
-		return 0
-	}
-	if since := time.Since(time.Unix(0, last)); since < quiet {
-		return quiet - since
-	}
-	return 0
 }
 
 // drained reports whether every message the server had sent to the inbox
