@@ -127,7 +127,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 
 	b.logf("%d: starting agents", n)
 	start := time.Now()
-	agents, _, err := b.startAgents(ctx, s, dir, n)
+	agents, err := b.startAgents(ctx, s, dir, n)
 	if err != nil {
 		return rows, err
 	}

@@ -53,7 +53,7 @@ func (b *bencher) latency(ctx context.Context) ([]Row, error) {
 	rows := []Row{bare}
 
 	b.logf("latency: one agent")
-	agents, _, err := b.startAgents(ctx, s, dir, 1)
+	agents, err := b.startAgents(ctx, s, dir, 1)
 	if err != nil {
 		return rows, err
 	}
