@@ -348,6 +348,34 @@ var _ = Describe("Adversarial, round 1: a real ccm-agent run", Ordered, func() {
 			contained("background", "setsid ESCAPEE & while [ ! -s "+pidFile+" ]; do sleep 0.05; done; echo started", "", false)
 		})
 
+		It("bounds the output it keeps of a command printing 64 MiB, its reply small and its memory bounded", func() {
+			const canary = "exec-output-canary-c41d"
+			er, err := protocol.NewEnsureRequest(protocol.TypeExec, map[string]any{
+				// Long lines: logoutput logs each kept line.
+				"name": "/bin/sh -c 'yes " + canary + strings.Repeat("-", 4000) + " | head -c 67108864'", "logoutput": true, "timeout": "120s",
+			})
+			Expect(err).ToNot(HaveOccurred())
+			req := protocol.NewFleetRequest("output-flood", time.Now(), time.Minute)
+			req.Ensure = er
+			w := signedWire(req, nc.NewInbox(), &ops)
+			sub, err := nc.SubscribeSync(w.reply)
+			Expect(err).ToNot(HaveOccurred())
+			defer func() { _ = sub.Unsubscribe() }()
+			Expect(nc.PublishMsg(&nats.Msg{Subject: subject, Reply: w.reply, Header: w.header, Data: w.body})).To(Succeed())
+			m, err := sub.NextMsg(120 * time.Second)
+			Expect(err).ToNot(HaveOccurred())
+			r, err := protocol.DecodeFleetReply(m.Data, protocol.Limits{})
+			Expect(err).ToNot(HaveOccurred())
+			Expect(r.Error).To(BeNil())
+			Expect(r.Events).To(HaveLen(1))
+			Expect(r.Events[0].Failed).To(BeFalse(), "errors: %v", r.Events[0].Errors)
+			Expect(string(m.Data)).To(ContainSubstring(canary), "the output is kept, bounded")
+			rss := peakRSS(ra.proc.Command.Process.Pid)
+			GinkgoWriter.Printf("output flood: reply %d bytes, agent peak RSS %d KiB\n", len(m.Data), rss)
+			Expect(len(m.Data)).To(BeNumerically("<", 512<<10), "the reply holds a bounded part of 64 MiB")
+			Expect(rss).To(BeNumerically("<", 64*1024), "peak RSS (KiB) stays below what holding the output would take")
+		})
+
 		// Last in the container: it kills and restarts the agent.
 		It("kills what an exec left running when the agent is killed with SIGKILL, by the next start", func() {
 			pidFile := filepath.Join(dir, "killed.pid")
