@@ -9,6 +9,7 @@ package integration_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
@@ -30,6 +32,8 @@ import (
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/internal/proctest"
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -616,5 +620,91 @@ var _ = Describe("Adversarial, round 2: the dashboard shows hostile text as text
 		Expect(body).ToNot(ContainSubstring(markup))
 		Expect(body).ToNot(ContainSubstring(`<img src=x`))
 		Expect(body).To(ContainSubstring(`&lt;img src=x onerror=alert(`))
+	})
+})
+
+var _ = Describe("Adversarial, round 2: a real agent judges assignments by the signer's scopes, as it judges requests", Ordered, func() {
+	const identity = "adv-asg-1"
+	var (
+		dir, state string
+		web, db    signingKey
+		client     *orchestrator.Client
+		js         jetstream.JetStream
+	)
+
+	BeforeAll(func() {
+		dir = GinkgoT().TempDir()
+		state = filepath.Join(dir, "state")
+		for _, d := range []string{"www", "outside"} {
+			Expect(os.Mkdir(filepath.Join(dir, d), 0o755)).To(Succeed())
+		}
+		web, db = newSigningKey(dir, "web"), newSigningKey(dir, "db")
+		policy := policyFile(dir,
+			signerEntry("web", web.pub, "file", `file: {paths: ["`+dir+`/www/"]}`),
+			signerEntry("db", db.pub, "file", "hosts: [role=db]"))
+		facts := filepath.Join(dir, "facts.yaml")
+		Expect(os.WriteFile(facts, []byte("role: web\n"), 0o600)).To(Succeed())
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js, err = jetstream.New(nc)
+		Expect(err).ToNot(HaveOccurred())
+		ctx := context.Background()
+		_, err = jsstore.EnsureHistory(ctx, js, jsstore.HistoryConfig{})
+		Expect(err).ToNot(HaveOccurred())
+		_, err = jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{})
+		Expect(err).ToNot(HaveOccurred())
+		client = orchestrator.New(nc)
+		proc := startProcess(ccmAgentBin(), "-v", "run", "--server", b.ClientURL(), "--identity", identity, "--state-dir", state,
+			"--policy", policy, "--facts-file", facts, "--heartbeat", "1s")
+		Eventually(proc.Err).WithTimeout(30 * time.Second).Should(gbytes.Say("serving"))
+	})
+
+	// assignFile stores, signed by key, an assignment for every host that
+	// writes path.
+	assignFile := func(name, path string, key signingKey) {
+		GinkgoHelper()
+		_, err := client.Assign(context.Background(), &protocol.Assignment{
+			Protocol: protocol.AssignmentProtocol, Name: name, Interval: protocol.Duration(time.Hour),
+			Manifest: json.RawMessage(fmt.Sprintf(`{"manifest":{"ccm":{"resources":[{"file":[{%q:{"content":"%s\n","owner":"root","group":"root","mode":"0644"}}]}]}}}`, path, name)),
+		}, key.kp)
+		Expect(err).ToNot(HaveOccurred())
+	}
+	// refusedRun waits for the host's run of assignment name and expects it
+	// forbidden by rule, with an audit line naming the rule (which decision
+	// that line records is round 3's to settle).
+	refusedRun := func(name, rule string) {
+		GinkgoHelper()
+		Eventually(func() []assignmentRun { return assignmentRuns(js, identity, name) }).WithTimeout(30 * time.Second).Should(ContainElement(And(
+			HaveField("Reply.Error.Code", protocol.CodeForbidden), HaveField("Reply.Error.Message", ContainSubstring(rule)),
+			HaveField("Reply.Events", BeEmpty()))))
+		var lines []agent.AuditRecord
+		for _, l := range (&securedAgent{stateDir: state}).auditLines() {
+			if strings.HasPrefix(l.RequestID, name+"_") {
+				lines = append(lines, l)
+			}
+		}
+		Expect(lines).To(ContainElement(HaveField("Rule", ContainSubstring(rule))), "an audit line of %s names the rule: %+v", name, lines)
+	}
+
+	It("refuses an assignment writing outside the signer's file.paths, writing nothing", func() {
+		canary := filepath.Join(dir, "outside", "canary-asg-path")
+		assignFile("outside-paths", canary, web)
+		refusedRun("outside-paths", "file.paths")
+		Expect(canary).ToNot(BeAnExistingFile())
+	})
+
+	It("refuses an assignment from a signer whose hosts scope leaves this host out, writing nothing", func() {
+		canary := filepath.Join(dir, "www", "canary-asg-host")
+		assignFile("other-hosts", canary, db)
+		refusedRun("other-hosts", `hosts ["role=db"]`)
+		Expect(canary).ToNot(BeAnExistingFile())
+	})
+
+	It("applies the same signer's assignment inside its scope (the refusals are the scopes' doing)", func() {
+		inside := filepath.Join(dir, "www", "inside")
+		assignFile("inside-paths", inside, web)
+		Eventually(func() ([]byte, error) { return os.ReadFile(inside) }).WithTimeout(30 * time.Second).Should(Equal([]byte("inside-paths\n")))
 	})
 })
