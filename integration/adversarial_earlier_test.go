@@ -303,16 +303,17 @@ var _ = Describe("Adversarial, round 1: a real ccm-agent run", Ordered, func() {
 	})
 
 	Context("contained exec", func() {
-		// timedOut sends an exec of script with a 2 s timeout; the command
-		// leaves a process that writes its pid to pidFile, then (if it were
-		// still alive 5 s later) the canary. The reply must say the command
-		// timed out, the process must be gone and the canary absent.
+		// contained sends an exec of script (with its timeout, if any), in
+		// which ESCAPEE is a process that writes its pid to a file and, if
+		// it were still alive 8 s later, the canary. The event must fail
+		// "timed out" when wantFailed, the process must be gone and the
+		// canary absent.
 		contained := func(id, script string, timeout string, wantFailed bool) {
 			GinkgoHelper()
 			pidFile := filepath.Join(dir, id+".pid")
 			canary := filepath.Join(dir, "canary-"+id)
 			proctest.KillAfter(pidFile)
-			escapee := `/bin/sh -c "echo \$\$ > ` + pidFile + `; sleep 5; touch ` + canary + `"`
+			escapee := `/bin/sh -c "echo \$\$ > ` + pidFile + `; sleep 8; touch ` + canary + `"`
 			props := map[string]any{"name": "/bin/sh -c '" + strings.ReplaceAll(script, "ESCAPEE", escapee) + "'"}
 			if timeout != "" {
 				props["timeout"] = timeout
@@ -336,15 +337,15 @@ var _ = Describe("Adversarial, round 1: a real ccm-agent run", Ordered, func() {
 		}
 
 		It("kills a setsid grandchild when the command times out", func() {
-			contained("setsid-timeout", "setsid ESCAPEE & sleep 300", "2s", true)
+			contained("setsid-timeout", "setsid ESCAPEE & sleep 300", "4s", true)
 		})
 
 		It("kills a double-forked, setsid grandchild when the command times out", func() {
-			contained("double-fork", "(setsid ESCAPEE &); sleep 300", "2s", true)
+			contained("double-fork", "(setsid ESCAPEE &); sleep 300", "4s", true)
 		})
 
 		It("kills a setsid orphan that cleared its environment (env -i) when the command times out", func() {
-			contained("env-i", "(setsid env -i ESCAPEE &); sleep 300", "2s", true)
+			contained("env-i", "(setsid env -i ESCAPEE &); sleep 300", "4s", true)
 		})
 
 		It("kills a setsid background process left by a command that ends normally", func() {
