@@ -21,7 +21,8 @@ var contentKeys = map[string]bool{"output": true, "content": true, "contents": t
 //   - diff: contents and content-bearing changes (protocol.Diff.Redact),
 //     and changes of secret properties or holding a secret;
 //   - status: output and content, and any value holding a secret;
-//   - health checks: every message, and a command holding a secret;
+//   - health checks: every message, and a name or command holding a
+//     secret;
 //   - errors and the noop message: withheld when they hold a secret (the
 //     errors themselves are built redacted, see Error).
 //
@@ -52,7 +53,7 @@ func Event(ev *protocol.TransactionEvent, s *Secrets) {
 		}
 		c := *hc
 		c.Message = s.Output(c.Message)
-		c.Command = s.Value("", c.Command)
+		c.Name, c.Command = s.Value("", c.Name), s.Value("", c.Command)
 		ev.HealthChecks[i] = &c
 	}
 	for i, e := range ev.Errors {

@@ -378,7 +378,7 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		ev.NoopMessage = out.NoopMessage
 	}
 	if out.Changed || out.Refreshed {
-		ev.Diff = eventDiff(out.Diff, c.Sensitive)
+		ev.Diff = eventDiff(out.Diff)
 	}
 	if err != nil {
 		ev.Failed = true
