@@ -163,7 +163,7 @@ var _ = Describe("Type", func() {
 			Expect(redact.Error(err, redact.New("exec#reload-app", false)).Error()).To(ContainSubstring("CANARY-exit-1"))
 		})
 
-				It("quotes stdout when stderr is empty", func() {
+		It("quotes stdout when stderr is empty", func() {
 			p, f := row{}.setup()
 			f.results[cmd] = &exectype.Result{ExitCode: 1, Stdout: []byte("usage: reload-app\n")}
 			_, err := apply(p, f, &resources.ApplyContext{})
