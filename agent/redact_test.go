@@ -184,4 +184,23 @@ ccm:
 		lf.expectNoCanary(req.ID, reply, canary, `"msg":"failed","resource":"file#`+target)
 		Expect(target).ToNot(BeAnExistingFile())
 	})
+
+	It("keeps the status of a sensitive resource that converged, its content left out", func() {
+		target := filepath.Join(lf.dir, "ok.conf")
+		req := ensureRequest("redact-ok-1", time.Minute, "file", map[string]any{
+			"name": target, "ensure": "present", "content": "CANARY-content-0c3\n", "owner": "root", "group": "root", "mode": "0600", "sensitive": true,
+		})
+		reply := lf.send(protocol.RequestNodeSubject("db-1"), req)
+		Expect(reply.Error).To(BeNil())
+		Expect(reply.Events).To(HaveLen(1))
+		ev := reply.Events[0]
+		Expect(ev.Failed).To(BeFalse(), "%v", ev.Errors)
+		Expect(ev.Status).ToNot(BeNil())
+		st, ok := ev.Status.(*protocol.FileState)
+		Expect(ok).To(BeTrue())
+		Expect(st.Metadata.Owner).To(Equal("root"), "an owner written as it is stays visible")
+		Expect(st.Metadata.Checksum).ToNot(BeEmpty())
+		Expect(ev.FinalEnsure).To(Equal("present"))
+		lf.expectNoCanary(req.ID, reply, "CANARY-content-0c3", `"msg":"changed","resource":"file#`+target)
+	})
 })

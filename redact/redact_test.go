@@ -133,6 +133,26 @@ var _ = Describe("Event", func() {
 		Expect(*ev.Status.(*protocol.ExecState).ExitCode).To(Equal(3))
 	})
 
+	DescribeTable("keeps the status of every type, its content and secrets replaced",
+		func(typeName, doc string) {
+			st, err := protocol.DecodeState(typeName, []byte(doc))
+			Expect(err).ToNot(HaveOccurred())
+			e := protocol.NewTransactionEvent("e3", typeName, "x", "")
+			e.Properties = map[string]any{"name": "x", "sensitive": true}
+			e.Status = st
+			redact.Event(e, secrets())
+			Expect(e.Status).ToNot(BeNil())
+			Expect(e.Status.Common().Name).To(Equal("x"))
+			Expect(encoded(e)).ToNot(ContainSubstring(canary))
+		},
+		Entry("file", protocol.TypeFile, `{"type":"file","name":"x","ensure":"present","metadata":{"name":"x","owner":"`+canary+`","group":"root","mode":"0600","provider":"posix","mtime":"2026-01-01T00:00:00Z","size":3,"checksum":"abc"}}`),
+		Entry("exec", protocol.TypeExec, `{"type":"exec","name":"x","ensure":"present","exitcode":0,"metadata":{"name":"x","provider":"posix","output":"`+canary+`"}}`),
+		Entry("package", protocol.TypePackage, `{"type":"package","name":"x","ensure":"1.0"}`),
+		Entry("service", protocol.TypeService, `{"type":"service","name":"x","ensure":"running"}`),
+		Entry("archive", protocol.TypeArchive, `{"type":"archive","name":"x","ensure":"present"}`),
+		Entry("scaffold", protocol.TypeScaffold, `{"type":"scaffold","name":"x","ensure":"present"}`),
+	)
+
 	It("is idempotent", func() {
 		redact.Event(ev, secrets())
 		first := encoded(ev)
