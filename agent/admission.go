@@ -103,7 +103,7 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	}
 
 	// 4. replay
-	first, dup, err := a.replay.add(req.ID, req.Deadline().Add(skew), now)
+	first, dup, err := a.replay.addWith(req.ID, req.Deadline().Add(skew), now, newReplayWho(&r.audit))
 	switch {
 	case err != nil:
 		a.log.Error("replay cache", "error", err)
