@@ -41,8 +41,8 @@ func (s *assigner) mayReplace(name, what string, revision uint64, digest string,
 	}
 	if known && st.Owner != "" && !st.Removed && st.Owner != signerKey && (signer == nil || !signer.AssignmentsAdmin) {
 		audit.Rule, audit.Value = "assignment owner", signerKey
-		return protocol.NewError(protocol.CodeForbidden, "assignment %s belongs to signer %s: only it or a signer with assignments_admin: true may replace or remove it, not %s",
-			name, s.signerName(st.Owner), s.signerName(signerKey))
+		return protocol.NewError(protocol.CodeForbidden, "assignment %s %s %d by signer %s refused: the assignment belongs to signer %s, and only it or a signer with assignments_admin: true may replace or remove it",
+			name, what, revision, s.signerName(signerKey), s.signerName(st.Owner))
 	}
 	if !known && len(s.state) >= MaxAssignmentStates {
 		audit.Rule, audit.Value = "assignment state", name
