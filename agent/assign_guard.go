@@ -140,7 +140,7 @@ func (s *assigner) ignoreDelete(name string, revision uint64, op jetstream.KeyVa
 	if op == jetstream.KeyValuePurge {
 		verb = "purge"
 	}
-	e := protocol.NewError(protocol.CodeForbidden, "unsigned %s of assignment %s (store revision %d) ignored: an assignment is removed only by a signed removal (ccm-orch assignments rm %s --key FILE); it keeps running", verb, name, revision, name)
+	e := protocol.NewError(protocol.CodeForbidden, "unsigned %s of assignment %s (store revision %d) ignored: an assignment is removed only by a signed removal (ccm-orch assignments rm %s --key FILE); the revision accepted before stays in force", verb, name, revision, name)
 	audit := AuditRecord{Time: a.now().UTC(), RequestID: runID(name, revision), Subject: "$KV." + protocol.AssignmentsBucket + "." + name, Identity: a.cfg.Identity,
 		Decision: string(e.Code), Message: e.Message, Rule: "signed removal required", Value: verb}
 	a.writeAudit(&audit)
@@ -212,4 +212,3 @@ func (s *assigner) rejudge(as *assigned) bool {
 	}
 	return true
 }
-

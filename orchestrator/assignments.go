@@ -93,7 +93,8 @@ func (c *Client) Assignments(ctx context.Context) ([]AssignmentEntry, error) {
 }
 
 // Assignment returns one assignment: its current revision (revision 0) or
-// the given one, which may be older than a removal.
+// the given one, which may be older than a removal. The current revision
+// of a removed assignment is its removal (Removed set).
 func (c *Client) Assignment(ctx context.Context, name string, revision uint64) (AssignmentEntry, error) {
 	if err := protocol.ValidateAssignmentName(name); err != nil {
 		return AssignmentEntry{}, errors.New(protocol.AsError(err).Message)
@@ -116,11 +117,7 @@ func (c *Client) Assignment(ctx context.Context, name string, revision uint64) (
 	case err != nil:
 		return AssignmentEntry{}, fmt.Errorf("assignment %s: %w", name, err)
 	}
-	out := readEntry(e)
-	if r := out.Removed; r != nil && revision == 0 {
-		return out, fmt.Errorf("%w %q: removed at %s by %s (revision %d; past revisions: ccm-orch assignments show %s --history)", ErrNoAssignment, name, r.Created.Format(time.RFC3339), r.Sender, out.Revision, name)
-	}
-	return out, nil
+	return readEntry(e), nil
 }
 
 // AssignmentHistory lists the revisions the store keeps of name, oldest
@@ -166,6 +163,9 @@ func (c *Client) RemoveAssignment(ctx context.Context, name, author string, kp n
 	cur, err := c.Assignment(ctx, name, 0)
 	if err != nil {
 		return 0, err
+	}
+	if r := cur.Removed; r != nil {
+		return 0, fmt.Errorf("%w %q: removed at %s by %s (revision %d)", ErrNoAssignment, name, r.Created.Format(time.RFC3339), r.Sender, cur.Revision)
 	}
 	value, err := protocol.SignAssignmentRemoval(&protocol.AssignmentRemoval{Name: name, Created: c.now().UTC(), Author: author, Revision: cur.Revision}, kp)
 	if err != nil {

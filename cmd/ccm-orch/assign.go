@@ -246,6 +246,10 @@ func withData(m *manifest.Manifest, file string) (*manifest.Manifest, error) {
 func (a *app) printAssignment(e orchestrator.AssignmentEntry) {
 	w := a.Stdout
 	fmt.Fprintf(w, "assignment %s, revision %d, stored %s\n", e.Name, e.Revision, e.Stored.Local().Format(historyTimeFormat))
+	if r := e.Removed; r != nil {
+		fmt.Fprintf(w, "  removed:  %s by %s (%s), a signed removal: agents stop running it\n", r.Created.Local().Format(historyTimeFormat), e.Signer, orDash(r.Author))
+		return
+	}
 	if e.Assignment == nil {
 		fmt.Fprintf(w, "  unreadable: %s\n", e.Problem)
 		return
