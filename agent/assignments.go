@@ -95,6 +95,9 @@ type assigner struct {
 	path  string
 	state map[string]assignmentState
 	known map[string]*assigned
+	// refused is the revision whose refusal was recorded of each name
+	// without a high-water mark (kept in memory only)
+	refused map[string]uint64
 	// kv is the assignment store once open: a revision this agent
 	// accepted is fetched from its history when the current value is not
 	// one to run
@@ -111,11 +114,12 @@ func newAssigner(a *Agent) *assigner {
 		state = map[string]assignmentState{}
 	}
 	return &assigner{
-		a:     a,
-		path:  filepath.Join(a.cfg.StateDir, AssignmentStateFileName),
-		state: state,
-		known: map[string]*assigned{},
-		facts: a.currentFacts().all,
+		a:       a,
+		path:    filepath.Join(a.cfg.StateDir, AssignmentStateFileName),
+		state:   state,
+		known:   map[string]*assigned{},
+		refused: map[string]uint64{},
+		facts:   a.currentFacts().all,
 	}
 }
 
@@ -236,11 +240,8 @@ func (s *assigner) take(name string, revision uint64, value []byte, restoring bo
 	st := s.state[name]
 	if !as.supersedes {
 		a.log.Warn("assignment revision refused, the one accepted before stays", "assignment", name, "revision", as.revision, "code", as.refusal.Code, "error", as.refusal.Message)
-		if st.Refused != as.revision && (as.spec == nil || as.spec.Selects(a.cfg.Identity, s.facts)) {
-			s.recordRefusal(as)
-			st.Refused = as.revision
-			s.state[name] = st
-			s.save()
+		if as.spec == nil || as.spec.Selects(a.cfg.Identity, s.facts) {
+			s.recordRefusalOnce(as)
 		}
 		if cur := s.known[name]; cur == nil || !cur.supersedes {
 			if !restoring && s.restore(name) {
@@ -267,11 +268,8 @@ func (s *assigner) take(name string, revision uint64, value []byte, restoring bo
 	if as.refusal != nil {
 		s.unwatch(as)
 		a.log.Warn("assignment refused", "assignment", name, "revision", as.revision, "code", as.refusal.Code, "error", as.refusal.Message)
-		if st.Refused != as.revision && as.spec.Selects(a.cfg.Identity, s.facts) {
-			s.recordRefusal(as)
-			st.Refused = as.revision
-			s.state[name] = st
-			s.save()
+		if as.spec.Selects(a.cfg.Identity, s.facts) {
+			s.recordRefusalOnce(as)
 		}
 		return
 	}
@@ -395,12 +393,8 @@ func (s *assigner) reselect() {
 		}
 		switch {
 		case as.refusal != nil:
-			if as.selected && !was && s.state[as.name].Refused != as.revision {
-				s.recordRefusal(as)
-				st := s.state[as.name]
-				st.Refused = as.revision
-				s.state[as.name] = st
-				s.save()
+			if as.selected && !was {
+				s.recordRefusalOnce(as)
 			}
 		case as.selected:
 			if s.rejudge(as) {
@@ -545,6 +539,29 @@ func (s *assigner) answer(as *assigned, started time.Time, e *protocol.Error) {
 func (s *assigner) recordRefusal(as *assigned) {
 	as.trigger = protocol.TriggerChange
 	s.answer(as, s.a.now(), as.refusal)
+}
+
+// recordRefusalOnce records as's refusal unless that of its revision was
+// recorded already. Only names with a high-water mark keep this in the
+// state file (so a restart does not record it again); others keep it in
+// memory, so whoever can write the store cannot fill the file.
+func (s *assigner) recordRefusalOnce(as *assigned) {
+	st, marked := s.state[as.name]
+	done := st.Refused
+	if !marked {
+		done = s.refused[as.name]
+	}
+	if done == as.revision {
+		return
+	}
+	s.recordRefusal(as)
+	if !marked {
+		s.refused[as.name] = as.revision
+		return
+	}
+	st.Refused = as.revision
+	s.state[as.name] = st
+	s.save()
 }
 
 // requestOf is the HistoryRequest of a run, as the header of its host

@@ -125,13 +125,13 @@ var _ = Describe("Adversarial, round 3: assignments", func() {
 		old, err := kv.GetRevision(ctx, "rollback", 1)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(kv.Delete(ctx, "rollback")).To(Succeed())
-		Eventually(auditOf("adv3-1", "rollback")).WithTimeout(20 * time.Second).Should(ContainElement(And(
-			ContainSubstring(`"decision":"forbidden"`), ContainSubstring("unsigned delete of assignment rollback"))))
 		_, err = kv.Put(ctx, "rollback", old.Value())
 		Expect(err).ToNot(HaveOccurred())
+		Consistently(content).WithTimeout(5 * time.Second).ShouldNot(ContainSubstring(canary))
+		Eventually(auditOf("adv3-1", "rollback")).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			ContainSubstring(`"decision":"forbidden"`), ContainSubstring("unsigned delete of assignment rollback"))))
 		Eventually(auditOf("adv3-1", "rollback")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(`"decision":"forbidden"`), ContainSubstring("an older revision stored again is not run"))))
-		Consistently(content).WithTimeout(5 * time.Second).ShouldNot(ContainSubstring(canary))
 
 		// The current revision keeps running: a change is repaired.
 		Expect(os.WriteFile(filepath.Join(target, "rollback"), []byte("drift"), 0o644)).To(Succeed())
