@@ -329,6 +329,21 @@ var _ = Describe("Assignments only move forward", func() {
 		stillRuns("site", "CANARY-SCOPED")
 	})
 
+	It("keeps no state for names it never accepted: a store writer cannot fill the state file", func() {
+		fa.start()
+		store("motd", "one", ops)
+		Eventually(content).WithTimeout(10 * time.Second).Should(Equal("one"))
+		for i := range 20 {
+			_, err := kv.Put(context.Background(), fmt.Sprintf("junk-%d", i), []byte(`{"protocol":"io.choria.ccm.v1.assignment.signed","assignment":"e30=","signer":"","signature":""}`))
+			Expect(err).ToNot(HaveOccurred())
+		}
+		Eventually(func() []string { return decisions("junk-19") }).Should(ContainElement(ContainSubstring("is not signed")))
+		state, err := os.ReadFile(filepath.Join(fa.cfg.StateDir, agent.AssignmentStateFileName))
+		Expect(err).ToNot(HaveOccurred())
+		Expect(string(state)).To(ContainSubstring(`"motd"`))
+		Expect(string(state)).ToNot(ContainSubstring("junk"))
+	})
+
 	It("fails closed on a corrupt state file, naming it", func() {
 		Expect(os.MkdirAll(fa.cfg.StateDir, 0o700)).To(Succeed())
 		path := filepath.Join(fa.cfg.StateDir, agent.AssignmentStateFileName)
