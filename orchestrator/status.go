@@ -110,6 +110,9 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 		if len(entries) == 0 {
 			return nil, fmt.Errorf("%w %q", ErrNoAssignment, opts.Assignment)
 		}
+		if r := entries[0].Removed; r != nil {
+			return nil, fmt.Errorf("%w %q: removed at %s by %s", ErrNoAssignment, opts.Assignment, r.Created.Format(time.RFC3339), r.Sender)
+		}
 	}
 	var window time.Duration
 	for _, e := range entries {
