@@ -14,7 +14,14 @@
     if (busy) { again = true; return; }
     busy = true;
     fetch(window.location.href, { headers: { "Accept": "text/html" }, cache: "no-store" })
-      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (r) {
+        // The session ended (idle, lifetime, logout): show the login page.
+        if (r.redirected && new URL(r.url).pathname === "/login") {
+          window.location.assign(r.url);
+          return Promise.reject("logged out");
+        }
+        return r.ok ? r.text() : Promise.reject(r.status);
+      })
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById("main");
