@@ -82,12 +82,10 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.AuthToken != "" && len(opts.AuthToken) < MinTokenLength {
-		return nil, fmt.Errorf("ui: the auth token has %d characters; use at least %d", len(opts.AuthToken), MinTokenLength)
-	}
-	if err := opts.sessionDefaults(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	opts.loginDefaults()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
@@ -115,22 +113,32 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// sessionDefaults fills in the login defaults and checks the values.
-func (o *Options) sessionDefaults() error {
+// Validate checks the token and the login settings (a zero value stands
+// for its default).
+func (o Options) Validate() error {
+	if o.AuthToken != "" && len(o.AuthToken) < MinTokenLength {
+		return fmt.Errorf("ui: the auth token has %d characters; use at least %d", len(o.AuthToken), MinTokenLength)
+	}
+	if o.SessionIdle < 0 || o.SessionLifetime < 0 || o.MaxSessions < 0 || o.MaxLoginClients < 0 {
+		return fmt.Errorf("ui: session idle time %s, lifetime %s, at most %d sessions and %d login clients: none may be negative",
+			o.SessionIdle, o.SessionLifetime, o.MaxSessions, o.MaxLoginClients)
+	}
+	o.loginDefaults()
+	switch {
+	case o.SessionIdle > o.SessionLifetime:
+		return fmt.Errorf("ui: the session idle time %s is longer than the session lifetime %s", o.SessionIdle, o.SessionLifetime)
+	case o.SessionIdle < time.Second:
+		return fmt.Errorf("ui: the session idle time %s is shorter than a second", o.SessionIdle)
+	}
+	return nil
+}
+
+// loginDefaults fills in the login settings left zero.
+func (o *Options) loginDefaults() {
 	o.SessionIdle = cmp.Or(o.SessionIdle, DefaultSessionIdle)
 	o.SessionLifetime = cmp.Or(o.SessionLifetime, DefaultSessionLifetime)
 	o.MaxSessions = cmp.Or(o.MaxSessions, DefaultMaxSessions)
 	o.MaxLoginClients = cmp.Or(o.MaxLoginClients, DefaultMaxLoginClients)
-	switch {
-	case o.SessionIdle < 0 || o.SessionLifetime < 0 || o.MaxSessions < 0 || o.MaxLoginClients < 0:
-		return fmt.Errorf("ui: session idle time %s, lifetime %s, at most %d sessions and %d login clients: none may be negative",
-			o.SessionIdle, o.SessionLifetime, o.MaxSessions, o.MaxLoginClients)
-	case o.SessionIdle > o.SessionLifetime:
-		return fmt.Errorf("ui: the session idle time %s is longer than the session lifetime %s", o.SessionIdle, o.SessionLifetime)
-	case o.SessionLifetime < time.Second:
-		return fmt.Errorf("ui: the session lifetime %s is shorter than a second", o.SessionLifetime)
-	}
-	return nil
 }
 
 // Run follows the registry and the history stream and feeds the live
