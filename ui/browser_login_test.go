@@ -13,7 +13,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
+	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/ui"
 )
 
@@ -26,6 +28,7 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 		base    string
 		browser context.Context
 		shots   string
+		client  *orchestrator.Client
 	)
 
 	BeforeEach(func() {
@@ -41,6 +44,7 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 		DeferCleanup(web.Close)
 		base = web.URL
 		shots = screenshotDir()
+		client = orchestrator.New(fl.Connect(GinkgoT()))
 
 		actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.WindowSize(1280, 500),
@@ -138,5 +142,30 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 		Eventually(location).Should(Equal(base + "/login?next=%2Fdrift"))
 		Expect(evalString(`document.querySelector("#logout") === null ? "none" : "shown"`)).To(Equal("none"))
 		Expect(strings.Count(evalString(`document.documentElement.outerHTML`), "<form")).To(Equal(1))
+	})
+
+	It("sends an open page to the login page when its session ends elsewhere", func() {
+		run(chromedp.Navigate(base+"/login?next=%2Fruns"), chromedp.WaitVisible(chromedp.CSS("#token")),
+			chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)))
+		Eventually(location).Should(Equal(base + "/runs"))
+		Eventually(func() string { return evalString(`document.getElementById("live").textContent`) }).Should(Equal("live"))
+
+		// Another tab of the same browser logs out: the session ends.
+		other, cancel := chromedp.NewContext(browser)
+		defer cancel()
+		ctx, cancelRun := context.WithTimeout(other, 30*time.Second)
+		defer cancelRun()
+		Expect(chromedp.Do(ctx, chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("#logout button")),
+			chromedp.Click(chromedp.CSS("#logout button")), chromedp.WaitVisible(chromedp.CSS("#logged-out")))).To(Succeed())
+
+		// The next live update finds the session gone and shows the login page.
+		e, err := protocol.NewEnsureRequest("exec", map[string]any{"name": "/bin/true"})
+		Expect(err).NotTo(HaveOccurred())
+		rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer rcancel()
+		res, err := client.Run(rctx, orchestrator.Request{Ensure: e})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Replied).To(Equal(hosts))
+		Eventually(location).WithTimeout(20 * time.Second).Should(Equal(base + "/login?next=%2Fruns"))
 	})
 })
