@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -25,6 +26,9 @@ const (
 	MinTokenLength = 16
 	// maxLoginForm bounds a login or logout request's body.
 	maxLoginForm = 4 << 10
+	// liveHeader marks the requests a page's script makes for a live
+	// update (see static/live.js).
+	liveHeader = "X-CCM-Live"
 )
 
 // auth is the token check in front of the dashboard's pages.
@@ -90,9 +94,20 @@ func (a *auth) guard(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil && a.sessions.use(c.Value) {
-		a.next.ServeHTTP(w, r)
-		return
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		// A page's live updates (its event stream, and the fetches the
+		// stream triggers) do not keep a session alive: the stream ends
+		// when the session would, and the page then finds it gone.
+		live := r.URL.Path == "/events" || r.Header.Get(liveHeader) != ""
+		if ok, left := a.sessions.use(c.Value, !live); ok {
+			if r.URL.Path == "/events" {
+				ctx, cancel := context.WithTimeout(r.Context(), left)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
+			a.next.ServeHTTP(w, r)
+			return
+		}
 	}
 	if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)

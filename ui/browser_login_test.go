@@ -31,18 +31,26 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 		client  *orchestrator.Client
 	)
 
+	// serve serves a dashboard over the fleet with opts and the token, at
+	// base.
+	var serve func(opts ui.Options)
 	BeforeEach(func() {
 		exe := chromium()
 		fl := fleettest.StartWith(GinkgoT(), fleettest.Options{History: true}, hosts, nil, "os=debian")
-		srv, err := ui.New(fl.Connect(GinkgoT()), ui.Options{LiveInterval: 200 * time.Millisecond, AuthToken: token})
-		Expect(err).NotTo(HaveOccurred())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { srv.Run(ctx); close(done) }()
-		DeferCleanup(func() { cancel(); <-done })
-		web := httptest.NewServer(srv)
-		DeferCleanup(web.Close)
-		base = web.URL
+		serve = func(opts ui.Options) {
+			GinkgoHelper()
+			opts.LiveInterval, opts.AuthToken = 200*time.Millisecond, token
+			srv, err := ui.New(fl.Connect(GinkgoT()), opts)
+			Expect(err).NotTo(HaveOccurred())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { srv.Run(ctx); close(done) }()
+			DeferCleanup(func() { cancel(); <-done })
+			web := httptest.NewServer(srv)
+			DeferCleanup(web.Close)
+			base = web.URL
+		}
+		serve(ui.Options{})
 		shots = screenshotDir()
 		client = orchestrator.New(fl.Connect(GinkgoT()))
 
@@ -167,5 +175,21 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Replied).To(Equal(hosts))
 		Eventually(location).WithTimeout(20 * time.Second).Should(Equal(base + "/login?next=%2Fruns"))
+	})
+
+	It("sends a page left open to the login page when its session has been idle too long", func() {
+		serve(ui.Options{SessionIdle: 3 * time.Second, SessionLifetime: time.Hour})
+		run(chromedp.Navigate(base+"/login?next=%2Fruns"), chromedp.WaitVisible(chromedp.CSS("#token")),
+			chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)))
+		// The page's own live updates do not count as use: a few seconds
+		// after the login, the page shows the login form again.
+		Eventually(location).WithTimeout(30 * time.Second).Should(Equal(base + "/login?next=%2Fruns"))
+		Eventually(func() bool {
+			ctx, cancel := context.WithTimeout(browser, 10*time.Second)
+			defer cancel()
+			shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("token") !== null`))
+			return err == nil && shown
+		}).Should(BeTrue(), "the login form")
+		Expect(cookies()).To(HaveLen(1), "the browser still has the cookie, the server no session")
 	})
 })

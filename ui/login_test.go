@@ -297,6 +297,32 @@ var _ = Describe("the dashboard's login", func() {
 			Expect(get("192.0.2.31:1", "/runs", c).StatusCode).To(Equal(http.StatusUnauthorized))
 		})
 
+		It("is not kept alive by a page's live updates", func() {
+			c := session(login("192.0.2.32:1", token))
+			clk.Advance(9 * time.Minute)
+			Expect(get("192.0.2.32:1", "/runs", c, "X-CCM-Live", "1").StatusCode).To(Equal(http.StatusOK))
+			clk.Advance(2 * time.Minute)
+			Expect(get("192.0.2.32:1", "/runs", c).StatusCode).To(Equal(http.StatusUnauthorized))
+		})
+
+		It("ends a page's event stream when its session would end", func() {
+			c := session(login("192.0.2.33:1", token))
+			clk.Advance(10*time.Minute - time.Second)
+			web := httptest.NewServer(srv)
+			DeferCleanup(web.Close)
+			req, err := http.NewRequest(http.MethodGet, web.URL+"/events", nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.AddCookie(c)
+			resp, err := http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			body := make(chan string, 1)
+			go func() { b, _ := io.ReadAll(resp.Body); body <- string(b) }()
+			Eventually(body).WithTimeout(10*time.Second).Should(Receive(ContainSubstring("event: hello")), "the stream ended")
+			Expect(get("192.0.2.33:1", "/runs", c).StatusCode).To(Equal(http.StatusOK), "the stream did not use up the session")
+		})
+
 		It("refuses an idle time longer than the lifetime", func() {
 			_, err := ui.New(nc, ui.Options{AuthToken: token, SessionIdle: 2 * time.Hour, SessionLifetime: time.Hour})
 			Expect(err).To(MatchError(ContainSubstring("the session idle time 2h0m0s is longer than the session lifetime 1h0m0s")))

@@ -69,23 +69,27 @@ func (s *sessions) create() string {
 	return id
 }
 
-// use says whether id names a live session, and marks it used.
-func (s *sessions) use(id string) bool {
+// use says whether id names a live session and, when it does, how long
+// it has left unless used again. touch marks it used: a request a person
+// made, not a page's own live update.
+func (s *sessions) use(id string, touch bool) (ok bool, left time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.byKey[sha256.Sum256([]byte(id))]
 	if e == nil {
-		return false
+		return false, 0
 	}
 	now := s.now()
 	ss := e.Value.(*session)
 	if !s.liveLocked(ss, now) {
 		s.removeLocked(e)
-		return false
+		return false, 0
 	}
-	ss.used = now
-	s.order.MoveToBack(e)
-	return true
+	if touch {
+		ss.used = now
+		s.order.MoveToBack(e)
+	}
+	return true, min(ss.used.Add(s.idle).Sub(now), ss.created.Add(s.lifetime).Sub(now))
 }
 
 // end ends the session id names, if any.

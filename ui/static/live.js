@@ -13,7 +13,7 @@
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
-    fetch(window.location.href, { headers: { "Accept": "text/html" }, cache: "no-store" })
+    fetch(window.location.href, { headers: { "Accept": "text/html", "X-CCM-Live": "1" }, cache: "no-store" })
       .then(function (r) {
         // The session ended (idle, lifetime, logout): show the login page.
         if (r.redirected && new URL(r.url).pathname === "/login") {
@@ -55,5 +55,8 @@
     if (e.data !== document.body.dataset.stamp) { refresh(); }
   });
   es.addEventListener("changed", function () { refresh(); });
-  es.onerror = function () { state(false); };
+  // The stream ends with the session, and then cannot reconnect: refresh
+  // to find out whether the session is gone (the login page) or only the
+  // connection.
+  es.onerror = function () { state(false); refresh(); };
 })();
