@@ -20,6 +20,7 @@ import (
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers/apt/apttest"
 )
 
 // nobodyUID is the unprivileged user the adversarial specs act as.
@@ -149,5 +150,47 @@ var _ = Describe("Adversarial names and watches (round 3)", func() {
 		Expect(h.WatchFailures).To(BeNumerically(">=", 1))
 		Expect(h.WatchError).ToNot(BeEmpty())
 		Expect(h.WatchFailedAt).ToNot(BeZero())
+	})
+
+	It("installs nothing but the exact package a glob-scoped signer names, never what apt reads the name as", func(sctx SpecContext) {
+		if reason, ok := apttest.Available(); !ok {
+			Skip(reason)
+		}
+		ctx, cancel := context.WithTimeout(sctx, 5*time.Minute)
+		defer cancel()
+		repo, err := apttest.Setup(ctx, GinkgoT())
+		Expect(err).ToNot(HaveOccurred())
+		installed := func() []string {
+			GinkgoHelper()
+			names, err := repo.Installed(ctx)
+			Expect(err).ToNot(HaveOccurred())
+			return names
+		}
+		Expect(installed()).To(BeEmpty())
+
+		dir := GinkgoT().TempDir()
+		pkgs := newSigningKey(dir, "pkgs")
+		sa := &securedAgent{b: brokertest.Start(GinkgoT()), identity: "adv-pkg-1", stateDir: filepath.Join(dir, "state"),
+			policy: policyFile(dir, signerEntry("pkgs", pkgs.pub, "package", `package: {names: ["ccm-fleet-testpkg-*"]}`))}
+		sa.start()
+		DeferCleanup(sa.stopLast)
+
+		// The regex "ccm-fleet-testpkg-." matches the glob; apt would read
+		// it as a regex selecting ccm-fleet-testpkg-a, -b and also
+		// zz-ccm-fleet-testpkg-x, outside the glob.
+		name := "ccm-fleet-testpkg-."
+		code, out, errOut := runOrch("ensure", "package", name, "--server", sa.b.ClientURL(), "--key", pkgs.seedFile, "--json", "--reply-timeout", "2m")
+		Expect(code).To(Equal(2), "stdout %s\nstderr %s", out, errOut)
+		Expect(out).To(ContainSubstring("no such package " + name))
+		Expect(installed()).To(BeEmpty(), "nothing was installed")
+		for _, n := range repo.Neighbours() {
+			Expect(filepath.Join("/usr/share", n, "MARKER")).ToNot(BeAnExistingFile())
+		}
+
+		// The scope still lets the signer install a package of exactly a
+		// name it matches, and only that package.
+		code, out, errOut = runOrch("ensure", "package", "ccm-fleet-testpkg-a", "--server", sa.b.ClientURL(), "--key", pkgs.seedFile, "--json", "--reply-timeout", "2m")
+		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
+		Expect(installed()).To(Equal([]string{"ccm-fleet-testpkg-a"}))
 	})
 })
