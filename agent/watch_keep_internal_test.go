@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -126,5 +127,29 @@ var _ = Describe("a watch that cannot be switched off", func() {
 		Expect(as.trigger).To(Equal(protocol.TriggerWatch))
 		Expect(s.w.events()).ToNot(BeNil(), "a new inotify watcher is made")
 		Expect(s.w.armed).To(HaveKey(dir))
+	})
+
+	It("compares every watched file when inotify lost events (overflow)", func() {
+		as := watched()
+		Expect(os.WriteFile(path, []byte("tampered\n"), 0o644)).To(Succeed())
+		as.next, as.trigger = time.Time{}, ""
+		s.watcherFailed(fsnotify.ErrEventOverflow, false)
+		Expect(as.trigger).To(Equal(protocol.TriggerWatch))
+		Expect(as.next).ToNot(BeZero())
+	})
+
+	It("makes a new inotify watcher when the old one's channels close", func() {
+		watched()
+		old := s.w.fs
+		Expect(old.Close()).To(Succeed())
+		Eventually(func() bool { _, ok := <-old.Events; return ok }).Should(BeFalse())
+		s.watcherFailed(errors.New("event channel closed"), true)
+		Expect(s.w.fs).ToNot(BeNil())
+		Expect(s.w.fs).ToNot(BeIdenticalTo(old))
+		Expect(s.w.armed).To(HaveKey(dir))
+		Expect(os.WriteFile(path, []byte("again\n"), 0o644)).To(Succeed())
+		var ev fsnotify.Event
+		Eventually(s.w.events()).Should(Receive(&ev))
+		Expect(filepath.Dir(ev.Name)).To(Equal(dir))
 	})
 })
