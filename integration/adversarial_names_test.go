@@ -150,6 +150,11 @@ var _ = Describe("Adversarial names and watches (round 3)", func() {
 		Expect(h.WatchFailures).To(BeNumerically(">=", 1))
 		Expect(h.WatchError).ToNot(BeEmpty())
 		Expect(h.WatchFailedAt).ToNot(BeZero())
+
+		By("the host's runs, as the dashboard shows them, carrying the failures")
+		runs, err := orchestrator.New(nc).HistoryHost(context.Background(), fa.identity, time.Time{}, 0)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(runs).To(ContainElement(HaveField("WatchFailures", BeNumerically(">=", 1))))
 	})
 
 	It("installs nothing but the exact package a glob-scoped signer names, never what apt reads the name as", func(sctx SpecContext) {
