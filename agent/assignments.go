@@ -35,6 +35,11 @@ type assignmentRun struct {
 	// flapping is the backoff of a watch repair of a file that keeps
 	// changing, "" otherwise
 	flapping string
+	// watchFailures, watchError and watchFailedAt are the assignment's
+	// failed watch repairs (count, latest error and time); zero when none
+	watchFailures int
+	watchError    string
+	watchFailedAt time.Time
 	// request is the run's HistoryRequest, encoded
 	request string
 }
@@ -50,6 +55,11 @@ func (r *assignmentRun) mark(h nats.Header) {
 	h.Set(protocol.HeaderTrigger, r.trigger)
 	if r.flapping != "" {
 		h.Set(protocol.HeaderFlapping, r.flapping)
+	}
+	if r.watchFailures > 0 {
+		h.Set(protocol.HeaderWatchFailures, strconv.Itoa(r.watchFailures))
+		h.Set(protocol.HeaderWatchError, r.watchError)
+		h.Set(protocol.HeaderWatchFailedAt, r.watchFailedAt.UTC().Format(time.RFC3339Nano))
 	}
 	if r.request != "" {
 		h.Set(protocol.HeaderRequest, r.request)
@@ -158,6 +168,8 @@ func (s *assigner) run(ctx, jobs context.Context) {
 	defer func() { s.w.close() }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	poll := time.NewTicker(watchPollInterval)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -172,10 +184,19 @@ func (s *assigner) run(ctx, jobs context.Context) {
 			}
 		case <-a.assignFacts:
 			s.reselect()
-		case ev := <-s.w.events():
-			s.changed(ev)
-		case err := <-s.w.errors():
-			a.log.Warn("file watcher", "error", err)
+		case ev, ok := <-s.w.events():
+			if !ok {
+				s.watcherFailed(errors.New("event channel closed"), true)
+				break
+			}
+			s.fileEvent(ev)
+		case err, ok := <-s.w.errors():
+			if !ok {
+				err = errors.New("error channel closed")
+			}
+			s.watcherFailed(err, !ok)
+		case <-poll.C:
+			s.poll()
 		case <-timer.C:
 		}
 		// Take every update already delivered before running, so a burst
@@ -430,6 +451,10 @@ func (s *assigner) runDue(ctx context.Context) {
 			return
 		}
 		started := s.a.now()
+		// A run may ask for a watch repair of its own (a file changed
+		// while it ran, a failed repair to try again): kept when due
+		// before the schedule.
+		as.next = time.Time{}
 		if msg, ok := conflicts[as.name]; ok {
 			s.a.log.Error("assignment not run: it declares a resource another assignment declares", "assignment", as.name, "error", msg)
 			s.answer(as, started, protocol.NewError(protocol.CodeBadRequest, "%s", msg))
@@ -440,7 +465,9 @@ func (s *assigner) runDue(ctx context.Context) {
 		st.Revision, st.LastRun = as.revision, started
 		s.state[as.name] = st
 		s.save()
-		as.next, as.trigger = s.after(as, started), protocol.TriggerSchedule
+		if sched := s.after(as, started); as.next.IsZero() || as.trigger != protocol.TriggerWatch || !as.next.Before(sched) {
+			as.next, as.trigger = sched, protocol.TriggerSchedule
+		}
 	}
 }
 
@@ -524,6 +551,9 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 	reply := a.execute(ctx, r)
 	if as.trigger == protocol.TriggerWatch {
 		r.assignment.flapping = s.repaired(as, started, reply)
+	}
+	if ws := as.watch; ws != nil && ws.failures > 0 {
+		r.assignment.watchFailures, r.assignment.watchError, r.assignment.watchFailedAt = ws.failures, ws.lastError, ws.failedAt
 	}
 	a.finish(r, reply)
 	s.rewatch(as, reply)
