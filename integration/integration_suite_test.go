@@ -28,6 +28,10 @@ import (
 
 func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// These suites wait for agents, brokers and processes; on a loaded
+	// machine (CI on 2 cores under -race) that can take longer than
+	// Gomega's default 1 s. Eventually still returns at the first success.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	RunSpecs(t, "Integration Suite")
 }
 
