@@ -149,7 +149,11 @@ func (p *Policy) Validate() error {
 		if s.Shell && !slices.Contains(s.Allow, protocol.TypeExec) {
 			return bad("%s: shell: true needs exec in allow", where)
 		}
-		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow)
+		var opts []scope.Option
+		if s.NoopOnly {
+			opts = append(opts, scope.NoopOnly())
+		}
+		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow, opts...)
 		if err != nil {
 			return bad("%s: %s", where, strings.TrimPrefix(err.Error(), scope.ErrRule.Error()+": "))
 		}

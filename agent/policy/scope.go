@@ -75,6 +75,7 @@ func (s *Signer) CheckResource(p *engine.Prepared, r scope.Resolver) []scope.Dec
 		}
 		out = append(out, d)
 	}
+	r.WorkingDir = p.WorkingDir
 	return append(out, s.scope.Resource(r, p.Properties, provider)...)
 }
 

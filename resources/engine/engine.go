@@ -99,6 +99,9 @@ type Prepared struct {
 	Properties resources.Properties
 	// Managed is false when control.if/unless say the resource is not managed.
 	Managed bool
+	// WorkingDir is the directory its relative sources resolve against
+	// (the run's), "" when none.
+	WorkingDir string
 	factory resources.Factory
 	// selectErr is a provider selection failure that fails the resource
 	// (rather than the request) when it is applied.
@@ -155,7 +158,7 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	if s.opts.Env.Sensitive(spec.Properties, expanded) {
 		c.Sensitive = true
 	}
-	p := &Prepared{Type: t, Properties: props, Managed: managed}
+	p := &Prepared{Type: t, Properties: props, Managed: managed, WorkingDir: s.opts.WorkingDir}
 	if !managed {
 		return p, nil
 	}
