@@ -168,4 +168,3 @@ func treeLinks(dir string) ([]string, error) {
 	}
 	return links, nil
 }
-

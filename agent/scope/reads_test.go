@@ -154,8 +154,12 @@ var _ = Describe("Scope reads", func() {
 			Entry("source in read_paths", readCase{func() resources.Properties { return file(www+"/f", ro+"/conf") }, "source", true, "file.read_paths[0]"}),
 			Entry("source denied by deny.file.read_paths", readCase{func() resources.Properties { return file(www+"/f", ro+"/shadow") }, "source", false, "deny.file.read_paths[0]"}),
 			Entry("source outside", readCase{func() resources.Properties { return file(www+"/f", outside+"/secret") }, "source", false, "file.read_paths (no prefix holds"}),
-			Entry("exec creates outside", readCase{func() resources.Properties { return execProps("/bin/true", func(p *exectype.Properties) { p.Creates = outside + "/secret" }) }, "creates", false, "file.read_paths (no prefix holds"}),
-			Entry("exec creates inside", readCase{func() resources.Properties { return execProps("/bin/true", func(p *exectype.Properties) { p.Creates = ro + "/conf" }) }, "creates", true, "file.read_paths[0]"}),
+			Entry("exec creates outside", readCase{func() resources.Properties {
+				return execProps("/bin/true", func(p *exectype.Properties) { p.Creates = outside + "/secret" })
+			}, "creates", false, "file.read_paths (no prefix holds"}),
+			Entry("exec creates inside", readCase{func() resources.Properties {
+				return execProps("/bin/true", func(p *exectype.Properties) { p.Creates = ro + "/conf" })
+			}, "creates", true, "file.read_paths[0]"}),
 		)
 		It("still judges the write by file.paths", func() {
 			ds := s.Resource(r, file(ro+"/conf", www+"/page"), "")

@@ -102,7 +102,7 @@ type Prepared struct {
 	// WorkingDir is the directory its relative sources resolve against
 	// (the run's), "" when none.
 	WorkingDir string
-	factory resources.Factory
+	factory    resources.Factory
 	// selectErr is a provider selection failure that fails the resource
 	// (rather than the request) when it is applied.
 	selectErr error
