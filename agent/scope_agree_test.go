@@ -146,4 +146,34 @@ signers:
 		Entry("noop_only with read_paths, source outside", "scanner", "file", fileFrom("DIR/etc/motd", "DIR/root/secret"), true, false),
 		Entry("unscoped signer reads anything", "ops", "file", fileFrom("DIR/www/f9", "DIR/etc/motd"), true, true),
 	)
+
+	DescribeTable("on manifests, relative sources read the request's own files only",
+		func(source string, allowed bool) {
+			seq++
+			req := ensureRequest(fmt.Sprintf("agree-m-%03d", seq), time.Minute, "file", map[string]any{"name": "x"})
+			req.Ensure = nil
+			doc := map[string]any{"ccm": map[string]any{"resources": []any{map[string]any{"file": []any{map[string]any{
+				in("DIR/www/m") + fmt.Sprint(seq): map[string]any{"source": in(source), "owner": "root", "group": "root", "mode": "0644"},
+			}}}}}}
+			mb, err := json.Marshal(doc)
+			Expect(err).ToNot(HaveOccurred())
+			bundle, err := json.Marshal(map[string]any{"manifest": json.RawMessage(mb), "files": map[string][]byte{"files/a.conf": []byte("bundled\n")}})
+			Expect(err).ToNot(HaveOccurred())
+			req.Manifest = bundle
+			body, err := json.Marshal(req)
+			Expect(err).ToNot(HaveOccurred())
+			rep, err := pol.CheckOffline(context.Background(), policy.OfflineCheck{Signer: "web", Facts: facts, Request: body, Resolver: scope.HostResolver()})
+			Expect(err).ToNot(HaveOccurred())
+			reply := f.sendSigned("web-1", keys["web"], req)
+			raw, err := json.Marshal(reply)
+			Expect(err).ToNot(HaveOccurred())
+			agentAllowed := reply.Error == nil || reply.Error.Code != protocol.CodeForbidden
+			Expect(agentAllowed).To(Equal(rep.Allowed()), "agent: %s\ncheck: %v", raw, rep.Decisions)
+			Expect(agentAllowed).To(Equal(allowed), "agent: %s", raw)
+			Expect(string(raw)).ToNot(ContainSubstring(canary))
+		},
+		Entry("a bundled file", "files/a.conf", true),
+		Entry("a relative path climbing out", "../../../../../../../../../DIR/root/secret", false),
+		Entry("an absolute path outside the scope", "DIR/root/secret", false),
+	)
 })
