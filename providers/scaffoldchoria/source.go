@@ -1,7 +1,6 @@
 package scaffoldchoria
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,10 +21,6 @@ const (
 	// maxSourceDepth bounds how deep a source's directories nest.
 	maxSourceDepth = 64
 )
-
-// ErrSourceTree is wrapped when a source cannot be copied as it is: a
-// link, a device or a FIFO below it, or more than the bounds allow.
-var ErrSourceTree = errors.New("scaffold source")
 
 // copySource copies the directory source into dst (created, mode 0700)
 // through directory handles, and the library renders that private copy,
