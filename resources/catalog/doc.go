@@ -13,5 +13,13 @@
 // names something on the host, is declared here once and is judged
 // everywhere.
 //
+// Template files: the only ones a resource reads on an agent are a
+// scaffold's source tree, declared as a path read. The templates' file()
+// function reads files below a manifest's own directory and is exposed to
+// local runs only (ccm-agent apply), never to a request or an assignment,
+// whose templates see facts and data alone; a manifest's data and its
+// relative sources come from the request's own bundle, written to a fresh
+// private directory (HostObject.Base).
+//
 // The package only describes; it touches nothing on the host.
 package catalog
