@@ -23,6 +23,7 @@ import (
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -119,7 +120,7 @@ func startFleetWith(o fleetOptions, count int, prefix string, base map[string]an
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	sim := agent.Simulation{
-		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg), Config: cfg,
+		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{}))), Config: cfg,
 		Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 			return nats.Connect(serversOf(name), nats.Name(name), nats.DontRandomize(),
 				nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/templates"
@@ -24,8 +23,8 @@ type Engine struct {
 	reg *resources.Registry
 	log *slog.Logger
 	now func() time.Time
-	// health runs health checks; nil runs real processes
-	health runner.Runner
+	// health runs health checks; nil runs none (each is UNKNOWN)
+	health HealthRunner
 }
 
 // Option configures an Engine.
