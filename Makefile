@@ -61,7 +61,10 @@ deps:
 		fi; \
 	fi
 
-## demo: a broker, six simulated agents and an orchestrated change, drift and repair
+## demo: a broker, six simulated agents and an orchestrated change, drift and
+## repair, then the dashboard until Ctrl-C; the broker and the dashboard take
+## free loopback ports unless DEMO_PORT / DEMO_UI_PORT name them (a taken port
+## fails at once); DEMO_NO_UI=1 skips the dashboard, DEMO_NO_WAIT=1 does not wait
 demo: build
 	@bash scripts/demo.sh
 
