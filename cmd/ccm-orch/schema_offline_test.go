@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,12 +11,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/internal/schemacheck"
 	"github.com/ccm-fleet/ccm/protocol"
 )
-
-// offlineCanary is the key planted in each deliberately invalid document; a
-// stock validator's refusal must name it.
-const offlineCanary = "ccm_offline_canary_7f3a"
 
 // schemaCopy names a schema that carries copies of another's $defs so that
 // it validates on its own: its $defs named prefix+X are source's $defs X,
@@ -66,114 +61,28 @@ func readSchema(name string) map[string]any {
 	return v
 }
 
-// refsOf lists every $ref value in a decoded schema.
-func refsOf(v any) []string {
-	var out []string
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			if s, ok := x.(string); ok && k == "$ref" {
-				out = append(out, s)
-				continue
-			}
-			out = append(out, refsOf(x)...)
-		}
-	case []any:
-		for _, x := range t {
-			out = append(out, refsOf(x)...)
-		}
-	}
-	return out
-}
-
-// stockPythons lists the Python interpreters that have the jsonschema
-// package (Debian's python3-jsonschema installs it for /usr/bin/python3),
-// each once.
-func stockPythons() []string {
-	var out []string
-	seen := map[string]bool{}
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		real, err := filepath.EvalSymlinks(c)
-		if err != nil || seen[real] {
-			continue
-		}
-		seen[real] = true
-		if exec.Command(c, "-c", "import jsonschema").Run() == nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// stockValidate runs `python -m jsonschema -i DOC... SCHEMA` the way an
-// operator would, with any HTTP(S) fetch pointed at a closed port so that a
-// schema needing the network fails here too. It returns the exit status and
-// the combined output.
-func stockValidate(python, schema string, docs ...string) (int, string) {
-	GinkgoHelper()
-	dir := GinkgoT().TempDir()
-	args := []string{"-m", "jsonschema"}
-	for i, d := range docs {
-		f := filepath.Join(dir, fmt.Sprintf("doc-%d.json", i))
-		Expect(os.WriteFile(f, []byte(d), 0o600)).To(Succeed())
-		args = append(args, "-i", f)
-	}
-	args = append(args, filepath.Join("..", "..", "schemas", schema))
-	cmd := exec.Command(python, args...)
-	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore::DeprecationWarning",
-		"http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9",
-		"HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9", "no_proxy=", "NO_PROXY=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		var ee *exec.ExitError
-		Expect(err).To(BeAssignableToTypeOf(ee), "%s: %s", python, out)
-		return err.(*exec.ExitError).ExitCode(), string(out)
-	}
-	return 0, string(out)
-}
-
-// spoil returns doc with the canary planted where no schema allows it: a
-// key of the top object, or an element of the top array.
-func spoil(doc string) string {
-	GinkgoHelper()
-	var v any
-	Expect(json.Unmarshal([]byte(doc), &v)).To(Succeed())
-	switch t := v.(type) {
-	case map[string]any:
-		t[offlineCanary] = true
-	case []any:
-		v = append(t, map[string]any{offlineCanary: true})
-	default:
-		Fail("a document is neither an object nor an array: " + doc)
-	}
-	var b bytes.Buffer
-	Expect(json.NewEncoder(&b).Encode(v)).To(Succeed())
-	return b.String()
-}
-
 // checkOffline validates real documents, and a spoiled copy of the first,
 // against each schema with every stock validator found.
 func checkOffline(docs map[string][]string) {
 	GinkgoHelper()
-	pythons := stockPythons()
+	pythons := schemacheck.Pythons()
 	Expect(pythons).NotTo(BeEmpty(), "no python3 with jsonschema: install python3-jsonschema (make deps)")
 	for _, py := range pythons {
-		for _, schema := range slices.Sorted(func(yield func(string) bool) {
-			for k := range docs {
-				if !yield(k) {
-					return
-				}
+		for _, schema := range slices.Sorted(maps.Keys(docs)) {
+			path := filepath.Join("..", "..", "schemas", schema)
+			var real [][]byte
+			for _, d := range docs[schema] {
+				real = append(real, []byte(d))
 			}
-		}) {
-			code, out := stockValidate(py, schema, docs[schema]...)
+			code, out, err := schemacheck.Validate(py, GinkgoT().TempDir(), path, real...)
+			Expect(err).NotTo(HaveOccurred())
 			Expect(code).To(Equal(0), "%s -m jsonschema %s on real output:\n%s", py, schema, out)
-			code, out = stockValidate(py, schema, spoil(docs[schema][0]))
+			spoiled, err := schemacheck.Spoil(real[0])
+			Expect(err).NotTo(HaveOccurred())
+			code, out, err = schemacheck.Validate(py, GinkgoT().TempDir(), path, spoiled)
+			Expect(err).NotTo(HaveOccurred())
 			Expect(code).NotTo(Equal(0), "%s -m jsonschema %s accepted an invalid document", py, schema)
-			Expect(out).To(ContainSubstring(offlineCanary), "%s -m jsonschema %s refused the invalid document for its canary, not for a failure of its own:\n%s", py, schema, out)
+			Expect(out).To(ContainSubstring(schemacheck.Canary), "%s -m jsonschema %s refused the invalid document for its canary, not for a failure of its own:\n%s", py, schema, out)
 			Expect(out).NotTo(ContainSubstring("Traceback"), out)
 		}
 	}
@@ -185,7 +94,7 @@ var _ = Describe("the published JSON schemas, offline", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(paths).NotTo(BeEmpty())
 		for _, p := range paths {
-			for _, ref := range refsOf(readSchema(filepath.Base(p))) {
+			for _, ref := range schemacheck.Refs(readSchema(filepath.Base(p))) {
 				Expect(ref).To(HavePrefix("#"), "%s: $ref %q leaves the file", filepath.Base(p), ref)
 			}
 		}
