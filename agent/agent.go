@@ -622,7 +622,7 @@ func (a *Agent) sendReply(subject, id string, data []byte, sig string) {
 	if subject == "" || data == nil {
 		return
 	}
-	if err := a.publishSigned(subject, data, sig); err != nil {
+	if err := a.publishReply(subject, data, sig); err != nil {
 		a.log.Warn("could not send a reply", "request", id, "error", err)
 	}
 }

@@ -307,6 +307,9 @@ func (s *assigner) admit(name string, revision uint64, value []byte) *assigned {
 		return as
 	}
 	as.body = b
+	if as.refusal = admitSize(b); as.refusal != nil {
+		return as
+	}
 	as.refusal = a.authorize(runID(name, revision), signer, b, spec.Noop, &as.audit)
 	return as
 }

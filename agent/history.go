@@ -251,4 +251,4 @@ func spoolDir(stateDir string) string { return filepath.Join(stateDir, SpoolDirN
 
 // errorsIsPayload reports whether err says the record is too large to ever
 // be written, so spooling it would not help.
-func errorsIsPayload(err error) bool { return errors.Is(err, nats.ErrMaxPayload) }
+func errorsIsPayload(err error) bool { return tooLargeToRecord(err) }

@@ -43,6 +43,8 @@ type inbox struct {
 	// pending counts the messages received and not yet passed on to ch:
 	// a discovery round is not quiet while replies wait to be verified
 	pending atomic.Int64
+	// parts joins the replies that arrive in parts
+	parts *assembler
 }
 
 // inboxVerifiers is how many goroutines check reply signatures at most.
@@ -55,10 +57,17 @@ func openInbox(nc *nats.Conn) (*inbox, error) {
 		ch:      make(chan inboxMsg, inboxChannelSize),
 		raw:     make(chan *nats.Msg, inboxChannelSize),
 		done:    make(chan struct{}),
+		parts:   newAssembler(time.Now),
 	}
 	sub, err := nc.Subscribe(in.subject, func(m *nats.Msg) {
 		if isNoResponders(m) {
 			return
+		}
+		if whole, part := in.parts.add(m); part {
+			if whole == nil {
+				return
+			}
+			m = whole
 		}
 		in.pending.Add(1)
 		select {
