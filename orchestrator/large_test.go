@@ -3,16 +3,19 @@ package orchestrator_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
@@ -48,7 +51,7 @@ var _ = Describe("Client.Run with a reply larger than one message", Ordered, fun
 		fl = fleettest.StartWith(GinkgoT(), fleettest.Options{History: true, Config: agent.Config{HistoryRetry: 100 * time.Millisecond}},
 			1, map[string]any{"kernel": "Linux"})
 		nc = fl.Connect(GinkgoT())
-		client = orchestrator.New(nc, orchestrator.WithSender("tester@here"))
+		client = orchestrator.New(nc, orchestrator.WithSender("tester@here"), orchestrator.WithLogger(slog.New(slog.NewTextHandler(GinkgoWriter, nil))))
 		ctx = context.Background()
 	})
 	BeforeEach(func() { dir = GinkgoT().TempDir() })
@@ -115,5 +118,65 @@ var _ = Describe("Client.Run with a reply larger than one message", Ordered, fun
 		Expect(res.Hosts[0].Error.Code).To(Equal(protocol.CodeTooLarge))
 		Expect(res.Hosts[0].Error.Message).To(ContainSubstring(fmt.Sprintf("declares %d resources, the limit is %d", protocol.MaxRequestResources+1, protocol.MaxRequestResources)))
 		Expect(target).NotTo(BeAnExistingFile())
+	})
+
+	Context("an agent whose reply loses a part on the way", func() {
+		// fake answers requests to fake-1 with a 2 MiB reply in parts,
+		// all but part 2, and records the whole reply in history when
+		// record is set.
+		fake := func(record bool) {
+			sub, err := nc.Subscribe(protocol.RequestNodeSubject("fake-1"), func(m *nats.Msg) {
+				req, err := protocol.DecodeFleetRequest(m.Data, protocol.Limits{})
+				if err != nil {
+					return
+				}
+				reply := protocol.NewFleetReply(req.ID, "fake-1", time.Now())
+				reply.Error = protocol.NewError(protocol.CodeInternal, "%s", strings.Repeat("canary-lost-part ", 2<<20/17))
+				data, err := reply.Encode()
+				if err != nil {
+					return
+				}
+				if record {
+					js, err := jetstream.New(nc)
+					if err != nil {
+						return
+					}
+					if _, err := jsstore.Publish(ctx, js, protocol.HistorySubject(req.ID, "fake-1"), protocol.HistoryMsgID(req.ID, "fake-1"), nats.Header{}, data); err != nil {
+						return
+					}
+				}
+				parts, err := protocol.Split(data, protocol.PartBytes(nc.MaxPayload(), nil))
+				if err != nil {
+					return
+				}
+				for _, p := range parts {
+					if p.Index != 2 {
+						_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header(p.Headers()), Data: p.Data})
+					}
+				}
+			})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(sub.Unsubscribe)
+		}
+
+		It("takes the host's record from history, kept whole, instead", func() {
+			fake(true)
+			res, err := client.Run(ctx, orchestrator.Request{Hosts: []string{"fake-1"}, Ensure: ensureRequest("exec", map[string]any{"name": "/bin/true"}), Timeout: 20 * time.Second})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.NoReply).To(BeEmpty())
+			Expect(res.Incomplete).To(BeEmpty())
+			Expect(res.Hosts).To(HaveLen(1))
+			Expect(res.Hosts[0].Source).To(Equal(orchestrator.SourceHistory))
+			Expect(res.Hosts[0].Error.Message).To(HavePrefix("canary-lost-part"))
+		})
+
+		It("reports the host's reply as incomplete when history does not have it either", func() {
+			fake(false)
+			res, err := client.Run(ctx, orchestrator.Request{Hosts: []string{"fake-1"}, Ensure: ensureRequest("exec", map[string]any{"name": "/bin/true"}), Timeout: 3 * time.Second})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.NoReply).To(Equal([]string{"fake-1"}))
+			Expect(res.Incomplete).To(Equal([]string{"fake-1"}))
+			Expect(res.ExitCode).To(Equal(protocol.ExitNoReply))
+		})
 	})
 })

@@ -23,6 +23,11 @@ const (
 	maxJoiningBytes   = 256 << 20
 	maxJoiningReplies = 256
 	partsTimeout      = 30 * time.Second
+	// partsStall is how long after its last part a reply still being
+	// joined counts as stalled: the run's history records are then read
+	// (the agent keeps its reply there whole) while the parts may still
+	// come.
+	partsStall = 2 * time.Second
 	// maxIncomplete bounds the incomplete replies remembered per run.
 	maxIncomplete = 1000
 )
@@ -34,7 +39,8 @@ type joining struct {
 	head nats.Header
 	// identity is the identity part 1 claims (unverified), "" until it came
 	identity string
-	started  time.Time
+	// started and last are when its first and latest part came
+	started, last time.Time
 }
 
 // incompleteReply is a reply that arrived only in part, or whose parts
@@ -49,6 +55,8 @@ type incompleteReply struct {
 // what waited too long and takes the incomplete ones.
 type assembler struct {
 	now func() time.Time
+	// maxBytes and maxReplies bound what is joined at once
+	maxBytes, maxReplies int
 
 	// guards the fields below
 	mu         sync.Mutex
@@ -60,7 +68,7 @@ type assembler struct {
 }
 
 func newAssembler(now func() time.Time) *assembler {
-	return &assembler{now: now, byDigest: map[string]*joining{}}
+	return &assembler{now: now, maxBytes: maxJoiningBytes, maxReplies: maxJoiningReplies, byDigest: map[string]*joining{}}
 }
 
 // add takes one message of the inbox. part is false for a message that is
@@ -83,11 +91,11 @@ func (s *assembler) add(m *nats.Msg) (whole *nats.Msg, part bool) {
 	j := s.byDigest[info.Digest]
 	if j == nil {
 		switch {
-		case len(s.byDigest) >= maxJoiningReplies:
-			s.failLocked(claimedIdentity(info, m.Data), "more than "+strconv.Itoa(maxJoiningReplies)+" replies were being joined at once")
+		case len(s.byDigest) >= s.maxReplies:
+			s.failLocked(claimedIdentity(info, m.Data), "more than "+strconv.Itoa(s.maxReplies)+" replies were being joined at once")
 			return nil, true
-		case s.bytes+len(m.Data) > maxJoiningBytes:
-			s.failLocked(claimedIdentity(info, m.Data), "the replies being joined passed "+strconv.Itoa(maxJoiningBytes)+" bytes")
+		case s.bytes+len(m.Data) > s.maxBytes:
+			s.failLocked(claimedIdentity(info, m.Data), "the replies being joined passed "+strconv.Itoa(s.maxBytes)+" bytes")
 			return nil, true
 		}
 		asm, err := protocol.NewAssembly(info)
@@ -95,11 +103,11 @@ func (s *assembler) add(m *nats.Msg) (whole *nats.Msg, part bool) {
 			s.failLocked(claimedIdentity(info, m.Data), err.Error())
 			return nil, true
 		}
-		j = &joining{asm: asm, started: now}
+		j = &joining{asm: asm, started: now, last: now}
 		s.byDigest[info.Digest] = j
 	}
-	if s.bytes+len(m.Data) > maxJoiningBytes {
-		s.dropLocked(info.Digest, j, "the replies being joined passed "+strconv.Itoa(maxJoiningBytes)+" bytes")
+	if s.bytes+len(m.Data) > s.maxBytes {
+		s.dropLocked(info.Digest, j, "the replies being joined passed "+strconv.Itoa(s.maxBytes)+" bytes")
 		return nil, true
 	}
 	before := j.asm.Bytes()
@@ -111,6 +119,7 @@ func (s *assembler) add(m *nats.Msg) (whole *nats.Msg, part bool) {
 		return nil, true
 	}
 	s.bytes += j.asm.Bytes() - before
+	j.last = now
 	if info.Index == 1 {
 		j.head = m.Header
 		j.identity = claimedIdentity(info, m.Data)
@@ -239,6 +248,19 @@ func incompleteHosts(found []incompleteReply, noResult func(string) bool) []stri
 	return out
 }
 
+// stalled reports whether a reply being joined has had no new part for
+// partsStall.
+func (s *assembler) stalled(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.byDigest {
+		if now.Sub(j.last) >= partsStall {
+			return true
+		}
+	}
+	return false
+}
+
 // joiningCount is how many replies are being joined.
 func (s *assembler) joiningCount() int {
 	s.mu.Lock()
@@ -259,6 +281,10 @@ func (rc *reconciler) activate(now time.Time) {
 // last call: each is logged, and the run's history records are read from
 // now on, so that their hosts' records, kept whole, are taken instead.
 func (r *runner) noteIncomplete(now time.Time) {
+	if r.in.parts.stalled(now) && !r.rc.active {
+		r.c.log.Info("a reply arriving in parts stalled, reading the run's history as well", "request", r.id)
+		r.rc.activate(now)
+	}
 	found := r.in.parts.takeIncomplete()
 	if len(found) == 0 {
 		return

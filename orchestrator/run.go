@@ -252,6 +252,7 @@ func (r *runner) loop(ctx context.Context) error {
 			return ctx.Err()
 		case b := <-r.in.ch:
 			r.receive(b)
+		case <-r.in.partial:
 		case s := <-r.rc.status:
 			r.rc.changed(s, time.Now())
 		case p := <-r.rc.results:
