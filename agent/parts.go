@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -57,4 +58,11 @@ func admitSize(b *body) *protocol.Error {
 // would not help.
 func tooLargeToRecord(err error) bool {
 	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, protocol.ErrPartsTooLarge)
+}
+
+// recordTimeout is how long writing a record of size bytes may take: the
+// history timeout for each MiB begun, as a record larger than a message
+// is written one part at a time.
+func recordTimeout(timeout time.Duration, size int) time.Duration {
+	return timeout * time.Duration(1+size/(1<<20))
 }

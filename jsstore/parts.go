@@ -101,7 +101,7 @@ func (g *partGetter) join(ctx context.Context, rec Record, info protocol.PartInf
 		}
 	}
 	for n := 2; n <= info.Count; n++ {
-		m, err := g.stream.GetLastMsgForSubject(ctx, protocol.HistoryPartSubject(rec.RequestID, rec.Identity, n))
+		m, err := g.getPart(ctx, protocol.HistoryPartSubject(rec.RequestID, rec.Identity, n))
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			return nil, fmt.Errorf("%w: part %d of %d is not in the stream (%d bytes announced)", protocol.ErrIncomplete, n, info.Count, info.Size)
@@ -120,4 +120,22 @@ func (g *partGetter) join(ctx context.Context, rec Record, info protocol.PartInf
 		}
 	}
 	return a.Whole()
+}
+
+// partAttempts is how many times a part is asked for before its record is
+// reported incomplete: a busy server may let one direct get time out.
+const partAttempts = 3
+
+// getPart fetches the part on subject, asking again after a failure other
+// than its absence, unless ctx ended.
+func (g *partGetter) getPart(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	var err error
+	for range partAttempts {
+		var m *jetstream.RawStreamMsg
+		m, err = g.stream.GetLastMsgForSubject(ctx, subject)
+		if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil {
+			return m, err
+		}
+	}
+	return nil, err
 }

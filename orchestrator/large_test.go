@@ -103,6 +103,7 @@ var _ = Describe("Client.Run with a reply larger than one message", Ordered, fun
 		Expect(err).NotTo(HaveOccurred())
 		Expect(entries).NotTo(BeEmpty())
 		Expect(entries[len(entries)-1].RequestID).To(Equal(res.RequestID))
+		Expect(entries[len(entries)-1].Error).To(BeNil())
 		Expect(entries[len(entries)-1].Events).To(HaveLen(largeCount + 1))
 	})
 
