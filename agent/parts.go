@@ -66,3 +66,53 @@ func tooLargeToRecord(err error) bool {
 func recordTimeout(timeout time.Duration, size int) time.Duration {
 	return timeout * time.Duration(1+size/(1<<20))
 }
+
+// shrinkReply makes a reply whose encoding passes limit fit, keeping one
+// event per resource with its outcome (changed, failed, noop, errors), so
+// that every resource is still accounted for: first the resolved
+// properties, state documents, diffs and health-check output of the
+// resources that neither changed nor failed are dropped, then those of
+// every resource. Only when even that passes limit (names or messages of
+// extraordinary size) are the events dropped, and the reply says
+// too_large with the counts. A request is refused at admission when its
+// resource count could make a reply this large (see admitSize); this step
+// covers templates that expand far beyond the request's own size. It
+// reports what it did, "" when the reply fit.
+func shrinkReply(reply *protocol.FleetReply, limit int) (data []byte, what string, err error) {
+	data, err = reply.Encode()
+	if err != nil || len(data) <= limit {
+		return data, "", err
+	}
+	strip := func(all bool) {
+		for _, ev := range reply.Events {
+			if all || (!ev.Changed && !ev.Failed) {
+				ev.Properties, ev.Status, ev.Diff = nil, nil, nil
+				for _, hc := range ev.HealthChecks {
+					hc.Message = ""
+				}
+			}
+		}
+	}
+	strip(false)
+	if data, err = reply.Encode(); err != nil || len(data) <= limit {
+		return data, "dropped the properties and state of the stable resources", err
+	}
+	strip(true)
+	if data, err = reply.Encode(); err != nil || len(data) <= limit {
+		return data, "dropped the properties and state of every resource", err
+	}
+	var changed, failed int
+	for _, ev := range reply.Events {
+		switch {
+		case ev.Failed:
+			failed++
+		case ev.Changed:
+			changed++
+		}
+	}
+	n := len(reply.Events)
+	reply.Events = []*protocol.TransactionEvent{}
+	reply.Error = protocol.NewError(protocol.CodeTooLarge, "the reply of %d resources (%d changed, %d failed) passes %d bytes even without their properties: its events are not kept", n, changed, failed, limit)
+	data, err = reply.Encode()
+	return data, "dropped every event", err
+}
