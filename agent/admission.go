@@ -104,7 +104,7 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	}
 
 	// 4. replay
-	first, dup, err := a.replay.add(req.ID, req.Deadline().Add(skew), now)
+	first, dup, err := a.replay.addWith(req.ID, req.Deadline().Add(skew), now, newReplayWho(&r.audit))
 	switch {
 	case err != nil:
 		a.log.Error("replay cache", "error", err)
@@ -199,10 +199,26 @@ func (a *Agent) authorize(id string, s *Signer, b *body, noop bool, audit *Audit
 			a.observePolicy(id, res)
 		}
 	}
-	if d, refused := policy.FirstRefusal(s.CheckRequest(noop, a.currentFacts().all)); refused {
+	if e := a.authorizeHost(s, noop, a.currentFacts().all, audit); e != nil {
+		return e
+	}
+	return a.authorizeResources(s, b, noop, audit)
+}
+
+// authorizeHost asks the signer's policy about the request as a whole on
+// a host with facts: its hosts scope and noop_only (forbidden, with the
+// rule and value in audit).
+func (a *Agent) authorizeHost(s *Signer, noop bool, facts map[string]any, audit *AuditRecord) *protocol.Error {
+	if d, refused := policy.FirstRefusal(s.CheckRequest(noop, facts)); refused {
 		audit.Rule, audit.Value = d.Rule, d.Value
 		return protocol.NewError(protocol.CodeForbidden, "%s", s.RefusalMessage("", d))
 	}
+	return nil
+}
+
+// authorizeResources asks the signer's policy about every resource of b
+// as parsed (types, literal providers, noop_only).
+func (a *Agent) authorizeResources(s *Signer, b *body, noop bool, audit *AuditRecord) *protocol.Error {
 	if ref, ok := s.Allows(b.resources, noop); !ok {
 		audit.Rule, audit.Value = ref.Rule, ref.Value
 		return protocol.NewError(protocol.CodeForbidden, "%s", ref.Msg)

@@ -75,6 +75,9 @@ type Agent struct {
 	publicKey string
 	replay    *replayCache
 	audit     *auditLog
+	// assignState is the assignment state file as loaded (see
+	// loadAssignmentState), handed to the assigner
+	assignState map[string]assignmentState
 	// resolver finds commands and paths as they will run, for the
 	// signers' scopes
 	resolver scope.Resolver
@@ -185,6 +188,9 @@ func (a *Agent) openSecurity() error {
 		return fmt.Errorf("%w: %w", ErrKey, err)
 	}
 	a.publicKey = a.signer.PublicKey()
+	if a.assignState, err = loadAssignmentState(filepath.Join(cfg.StateDir, AssignmentStateFileName)); err != nil {
+		return err
+	}
 	if a.replay, err = openReplayCache(filepath.Join(cfg.StateDir, ReplayFileName), DefaultReplayMaxEntries, DefaultReplayMaxBytes, a.now()); err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -36,6 +35,11 @@ type assignmentRun struct {
 	// flapping is the backoff of a watch repair of a file that keeps
 	// changing, "" otherwise
 	flapping string
+	// watchFailures, watchError and watchFailedAt are the assignment's
+	// failed watch repairs (count, latest error and time); zero when none
+	watchFailures int
+	watchError    string
+	watchFailedAt time.Time
 	// request is the run's HistoryRequest, encoded
 	request string
 }
@@ -51,6 +55,11 @@ func (r *assignmentRun) mark(h nats.Header) {
 	h.Set(protocol.HeaderTrigger, r.trigger)
 	if r.flapping != "" {
 		h.Set(protocol.HeaderFlapping, r.flapping)
+	}
+	if r.watchFailures > 0 {
+		h.Set(protocol.HeaderWatchFailures, strconv.Itoa(r.watchFailures))
+		h.Set(protocol.HeaderWatchError, r.watchError)
+		h.Set(protocol.HeaderWatchFailedAt, r.watchFailedAt.UTC().Format(time.RFC3339Nano))
 	}
 	if r.request != "" {
 		h.Set(protocol.HeaderRequest, r.request)
@@ -76,18 +85,16 @@ type assigned struct {
 	watch *watchState
 	// audit holds the policy rule and value of a refusal
 	audit AuditRecord
-}
-
-// assignmentState is what the state file keeps of one assignment.
-type assignmentState struct {
-	Revision uint64    `json:"revision"`
-	LastRun  time.Time `json:"last_run,omitzero"`
-	// Refused is the revision whose refusal was recorded, so a restart
-	// does not record it again.
-	Refused uint64 `json:"refused,omitempty"`
-	// Created is when the last admitted revision was signed: a revision
-	// signed before it is an older one stored again, and is refused.
-	Created time.Time `json:"created,omitzero"`
+	// digest is the SHA-256 of the stored value; supersedes is whether
+	// the revision passed the checks that let it replace what this agent
+	// runs of the name (signature, order, ownership): a revision that did
+	// not leaves the current one running
+	digest     string
+	supersedes bool
+	// outOfScope is the refusal of the signer's hosts scope on this
+	// host's facts as last judged (nil: in scope); it is judged again
+	// when the facts change and before every run
+	outOfScope *protocol.Error
 }
 
 // assigner follows the assignment store and runs the assignments that
@@ -98,6 +105,13 @@ type assigner struct {
 	path  string
 	state map[string]assignmentState
 	known map[string]*assigned
+	// refused is the revision whose refusal was recorded of each name
+	// without a high-water mark (kept in memory only)
+	refused map[string]uint64
+	// kv is the assignment store once open: a revision this agent
+	// accepted is fetched from its history when the current value is not
+	// one to run
+	kv jetstream.KeyValue
 	// facts are the facts the selection was last made with
 	facts map[string]any
 	// w watches the files of watch: true resources (nil until needed)
@@ -105,20 +119,18 @@ type assigner struct {
 }
 
 func newAssigner(a *Agent) *assigner {
-	s := &assigner{
-		a:     a,
-		path:  filepath.Join(a.cfg.StateDir, AssignmentStateFileName),
-		state: map[string]assignmentState{},
-		known: map[string]*assigned{},
-		facts: a.currentFacts().all,
+	state := a.assignState
+	if state == nil {
+		state = map[string]assignmentState{}
 	}
-	if b, err := os.ReadFile(s.path); err == nil {
-		if err := json.Unmarshal(b, &s.state); err != nil {
-			a.log.Warn("assignment state unreadable, every assignment runs at once", "file", s.path, "error", err)
-			s.state = map[string]assignmentState{}
-		}
+	return &assigner{
+		a:       a,
+		path:    filepath.Join(a.cfg.StateDir, AssignmentStateFileName),
+		state:   state,
+		known:   map[string]*assigned{},
+		refused: map[string]uint64{},
+		facts:   a.currentFacts().all,
 	}
-	return s
 }
 
 // run follows the store until ctx is done; runs see jobs (cancelled when
@@ -146,6 +158,7 @@ func (s *assigner) run(ctx, jobs context.Context) {
 		case <-time.After(a.cfg.HistoryRetry):
 		}
 	}
+	s.kv = kv
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		a.log.Error("cannot watch the assignment store", "error", err)
@@ -155,6 +168,8 @@ func (s *assigner) run(ctx, jobs context.Context) {
 	defer func() { s.w.close() }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	poll := time.NewTicker(watchPollInterval)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,10 +184,19 @@ func (s *assigner) run(ctx, jobs context.Context) {
 			}
 		case <-a.assignFacts:
 			s.reselect()
-		case ev := <-s.w.events():
-			s.changed(ev)
-		case err := <-s.w.errors():
-			a.log.Warn("file watcher", "error", err)
+		case ev, ok := <-s.w.events():
+			if !ok {
+				s.watcherFailed(errors.New("event channel closed"), true)
+				break
+			}
+			s.fileEvent(ev)
+		case err, ok := <-s.w.errors():
+			if !ok {
+				err = errors.New("error channel closed")
+			}
+			s.watcherFailed(err, !ok)
+		case <-poll.C:
+			s.poll()
 		case <-timer.C:
 		}
 		// Take every update already delivered before running, so a burst
@@ -206,47 +230,67 @@ func (s *assigner) wait() time.Duration {
 	return d
 }
 
-// update takes one change of the store: a new revision is admitted (or
-// refused, with an audit line and a history record) and scheduled when it
-// selects this host; a removal stops it.
+// update takes one change of the store. A delete or purge is not a
+// removal: it is audited as refused and changes nothing (see
+// ignoreDelete); a signed removal stops the assignment (see remove). A new
+// revision is admitted (or refused, with an audit line and a history
+// record) and scheduled when it selects this host; a revision refused
+// before it could replace the current one (unsigned, untrusted, signed
+// before the high-water mark, not by the owner) leaves the current one
+// running.
 func (s *assigner) update(e jetstream.KeyValueEntry) {
-	a := s.a
-	name := e.Key()
 	if e.Operation() != jetstream.KeyValuePut {
-		if old, ok := s.known[name]; ok {
-			a.log.Info("assignment removed", "assignment", name)
-			s.unwatch(old)
+		s.ignoreDelete(e.Key(), e.Revision(), e.Operation())
+		return
+	}
+	s.take(e.Key(), e.Revision(), e.Value(), false)
+}
+
+// take is update for a stored value: a removal or a revision. restoring
+// is set when value is the revision this agent last accepted, fetched
+// again from the store's history (see restore).
+func (s *assigner) take(name string, revision uint64, value []byte, restoring bool) {
+	a := s.a
+	limits := protocol.Limits{MaxBytes: jsstore.MaxAssignmentValueSize + 1}
+	signed, err := protocol.DecodeSignedAssignment(value, limits)
+	if err == nil && len(signed.Removal) > 0 {
+		s.remove(name, revision, digestOf(value), signed)
+		return
+	}
+	as := s.admit(name, revision, digestOf(value), signed, err)
+	st := s.state[name]
+	if !as.supersedes {
+		a.log.Warn("assignment revision refused, the one accepted before stays", "assignment", name, "revision", as.revision, "code", as.refusal.Code, "error", as.refusal.Message)
+		if as.spec == nil || as.spec.Selects(a.cfg.Identity, s.facts) {
+			s.recordRefusalOnce(as)
 		}
-		delete(s.known, name)
-		if _, ok := s.state[name]; ok {
-			delete(s.state, name)
-			s.save()
+		if cur := s.known[name]; cur == nil || !cur.supersedes {
+			if !restoring && s.restore(name) {
+				return
+			}
+			s.known[name] = as
 		}
 		return
 	}
-	as := s.admit(name, e.Revision(), e.Value())
+	same := st.Digest == as.digest
 	if old := s.known[name]; old != nil {
 		// The new revision's first run decides what stays watched.
 		as.watch = old.watch
 	}
 	s.known[name] = as
-	st := s.state[name]
-	if as.refusal == nil && as.spec.Created.Before(st.Created) {
-		as.refusal = protocol.NewError(protocol.CodeUnauthenticated, "assignment %s revision %d was signed at %s, before the revision it replaces (signed at %s): an older revision stored again is not run (assign it anew to roll back)",
-			name, as.revision, as.spec.Created.Format(time.RFC3339Nano), st.Created.Format(time.RFC3339Nano))
-	}
-	if as.refusal == nil {
-		st.Created = as.spec.Created
+	if !same || st.Accepted != revision {
+		if st.Owner == "" || st.Removed {
+			st.Owner = as.signerKey
+		}
+		st.Created, st.Accepted, st.Digest, st.Removed = as.spec.Created, revision, as.digest, false
 		s.state[name] = st
+		s.save()
 	}
 	if as.refusal != nil {
 		s.unwatch(as)
 		a.log.Warn("assignment refused", "assignment", name, "revision", as.revision, "code", as.refusal.Code, "error", as.refusal.Message)
-		if st.Refused != as.revision && (as.spec == nil || as.spec.Selects(a.cfg.Identity, s.facts)) {
-			s.recordRefusal(as)
-			st.Refused = as.revision
-			s.state[name] = st
-			s.save()
+		if as.spec.Selects(a.cfg.Identity, s.facts) {
+			s.recordRefusalOnce(as)
 		}
 		return
 	}
@@ -255,8 +299,12 @@ func (s *assigner) update(e jetstream.KeyValueEntry) {
 		s.unwatch(as)
 		return
 	}
-	if st.Revision == as.revision && !st.LastRun.IsZero() {
-		// Ran before (a restart): resume the schedule.
+	if !s.rejudge(as) {
+		return
+	}
+	if (st.Revision == as.revision || same) && !st.LastRun.IsZero() {
+		// Ran before (a restart, or the same revision stored again):
+		// resume the schedule.
 		as.next, as.trigger = s.after(as, st.LastRun), protocol.TriggerSchedule
 		return
 	}
@@ -265,15 +313,18 @@ func (s *assigner) update(e jetstream.KeyValueEntry) {
 
 // admit checks a stored assignment the way a fleet request is checked:
 // the signature and the signer's trust (authenticate), a strict decode,
-// the sender equal to the signer, the manifest parsed, and the policy on
-// every resource (authorize).
-func (s *assigner) admit(name string, revision uint64, value []byte) *assigned {
+// the sender equal to the signer; then that it may replace what this
+// agent runs of the name (signed after the high-water mark, by the owner
+// or an assignments administrator: supersedes); then the manifest parsed
+// and the policy on every resource (authorize). signed and decodeErr are
+// the stored form as decoded. The hosts scope is judged apart (rejudge),
+// as it changes with the host's facts.
+func (s *assigner) admit(name string, revision uint64, digest string, signed *protocol.SignedAssignment, decodeErr error) *assigned {
 	a := s.a
-	as := &assigned{name: name, revision: revision}
+	as := &assigned{name: name, revision: revision, digest: digest}
 	limits := protocol.Limits{MaxBytes: jsstore.MaxAssignmentValueSize + 1}
-	signed, err := protocol.DecodeSignedAssignment(value, limits)
-	if err != nil {
-		as.refusal = protocol.AsError(err)
+	if decodeErr != nil {
+		as.refusal = protocol.AsError(decodeErr)
 		return as
 	}
 	as.signerKey = signed.Signer
@@ -301,6 +352,10 @@ func (s *assigner) admit(name string, revision uint64, value []byte) *assigned {
 		as.refusal = protocol.NewError(protocol.CodeUnauthenticated, "field \"sender\" %.60q is not the signer %s", spec.Sender, signed.Signer)
 		return as
 	}
+	if as.refusal = s.mayReplace(name, "revision", revision, digest, spec.Created, signed.Signer, signer, &as.audit); as.refusal != nil {
+		return as
+	}
+	as.supersedes = true
 	b, err := parseBody(&protocol.FleetRequest{Manifest: spec.Manifest}, a.eng.Registry())
 	if err != nil {
 		as.refusal = protocol.AsError(err)
@@ -310,7 +365,15 @@ func (s *assigner) admit(name string, revision uint64, value []byte) *assigned {
 	if as.refusal = admitSize(b); as.refusal != nil {
 		return as
 	}
-	as.refusal = a.authorize(runID(name, revision), signer, b, spec.Noop, &as.audit)
+	if signer != nil {
+		id := runID(name, revision)
+		if a.observePolicy != nil {
+			for _, res := range b.resources {
+				a.observePolicy(id, res)
+			}
+		}
+		as.refusal = a.authorizeResources(signer, b, spec.Noop, &as.audit)
+	}
 	return as
 }
 
@@ -348,17 +411,19 @@ func (s *assigner) reselect() {
 		}
 		was := as.selected
 		as.selected = as.spec.Selects(s.a.cfg.Identity, facts)
+		if !as.selected {
+			// Judged again when it selects this host again.
+			as.outOfScope = nil
+		}
 		switch {
 		case as.refusal != nil:
-			if as.selected && !was && s.state[as.name].Refused != as.revision {
-				s.recordRefusal(as)
-				st := s.state[as.name]
-				st.Refused = as.revision
-				s.state[as.name] = st
-				s.save()
+			if as.selected && !was {
+				s.recordRefusalOnce(as)
 			}
 		case as.selected:
-			as.next, as.trigger = now, protocol.TriggerFacts
+			if s.rejudge(as) {
+				as.next, as.trigger = now, protocol.TriggerFacts
+			}
 		case was:
 			s.a.log.Info("assignment no longer selects this host", "assignment", as.name)
 			as.next = time.Time{}
@@ -375,7 +440,7 @@ func (s *assigner) runDue(ctx context.Context) {
 	now := s.a.now()
 	var due []*assigned
 	for _, as := range s.known {
-		if as.refusal == nil && as.selected && !as.next.IsZero() && !as.next.After(now) {
+		if as.refusal == nil && as.selected && !as.next.IsZero() && !as.next.After(now) && s.rejudge(as) {
 			due = append(due, as)
 		}
 	}
@@ -389,6 +454,10 @@ func (s *assigner) runDue(ctx context.Context) {
 			return
 		}
 		started := s.a.now()
+		// A run may ask for a watch repair of its own (a file changed
+		// while it ran, a failed repair to try again): kept when due
+		// before the schedule.
+		as.next = time.Time{}
 		if msg, ok := conflicts[as.name]; ok {
 			s.a.log.Error("assignment not run: it declares a resource another assignment declares", "assignment", as.name, "error", msg)
 			s.answer(as, started, protocol.NewError(protocol.CodeBadRequest, "%s", msg))
@@ -399,7 +468,9 @@ func (s *assigner) runDue(ctx context.Context) {
 		st.Revision, st.LastRun = as.revision, started
 		s.state[as.name] = st
 		s.save()
-		as.next, as.trigger = s.after(as, started), protocol.TriggerSchedule
+		if sched := s.after(as, started); as.next.IsZero() || as.trigger != protocol.TriggerWatch || !as.next.Before(sched) {
+			as.next, as.trigger = sched, protocol.TriggerSchedule
+		}
 	}
 }
 
@@ -408,7 +479,7 @@ func (s *assigner) runDue(ctx context.Context) {
 func (s *assigner) conflicts() map[string]string {
 	owners := map[string][]string{}
 	for _, as := range s.known {
-		if as.refusal != nil || !as.selected {
+		if as.refusal != nil || !as.selected || as.outOfScope != nil {
 			continue
 		}
 		seen := map[string]bool{}
@@ -484,6 +555,9 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 	if as.trigger == protocol.TriggerWatch {
 		r.assignment.flapping = s.repaired(as, started, reply)
 	}
+	if ws := as.watch; ws != nil && ws.failures > 0 {
+		r.assignment.watchFailures, r.assignment.watchError, r.assignment.watchFailedAt = ws.failures, ws.lastError, ws.failedAt
+	}
 	a.finish(r, reply)
 	s.rewatch(as, reply)
 }
@@ -498,6 +572,29 @@ func (s *assigner) answer(as *assigned, started time.Time, e *protocol.Error) {
 func (s *assigner) recordRefusal(as *assigned) {
 	as.trigger = protocol.TriggerChange
 	s.answer(as, s.a.now(), as.refusal)
+}
+
+// recordRefusalOnce records as's refusal unless that of its revision was
+// recorded already. Only names with a high-water mark keep this in the
+// state file (so a restart does not record it again); others keep it in
+// memory, so whoever can write the store cannot fill the file.
+func (s *assigner) recordRefusalOnce(as *assigned) {
+	st, marked := s.state[as.name]
+	done := st.Refused
+	if !marked {
+		done = s.refused[as.name]
+	}
+	if done == as.revision {
+		return
+	}
+	s.recordRefusal(as)
+	if !marked {
+		s.refused[as.name] = as.revision
+		return
+	}
+	st.Refused = as.revision
+	s.state[as.name] = st
+	s.save()
 }
 
 // requestOf is the HistoryRequest of a run, as the header of its host
@@ -527,18 +624,12 @@ func (s *assigner) requestOf(as *assigned, fr *protocol.FleetRequest) string {
 	return string(data)
 }
 
-// save writes the state file (atomically); a failure is logged: the
-// schedule goes on, a restart may run an assignment early.
+// save writes the state file (atomically, synced); a failure is logged:
+// the schedule goes on, a restart may run an assignment early, and a
+// high-water mark not kept is said out loud.
 func (s *assigner) save() {
-	b, err := json.Marshal(s.state)
-	if err == nil {
-		tmp := s.path + ".tmp"
-		if err = os.WriteFile(tmp, b, 0o600); err == nil {
-			err = os.Rename(tmp, s.path)
-		}
-	}
-	if err != nil {
-		s.a.log.Error("could not save the assignment state", "file", s.path, "error", err)
+	if err := saveAssignmentState(s.path, s.state); err != nil {
+		s.a.log.Error("could not save the assignment state: a restart may run an assignment early, or miss a high-water mark", "file", s.path, "error", err)
 	}
 }
 

@@ -210,3 +210,15 @@ func clip(s string) string {
 	}
 	return s[:maxAuditField] + "..."
 }
+
+// forbiddenAtRun makes the result line of an accepted request that the
+// policy refused as it was about to run (the engine's guard: a scope on a
+// path, command or name as expanded) a forbidden line, as a refusal at
+// admission is: decision "forbidden", the message, and the rule and value
+// the guard set.
+func (rec *AuditRecord) forbiddenAtRun(e *protocol.Error) {
+	if rec.Decision == DecisionAccepted && e != nil && e.Code == protocol.CodeForbidden {
+		rec.Decision = string(protocol.CodeForbidden)
+		rec.Message = e.Message
+	}
+}

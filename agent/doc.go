@@ -31,7 +31,13 @@
 // changes. Each assignment is admitted with the request path's own checks
 // (authenticate, authorize, the engine guard); runs go one at a time in
 // name order and are recorded in history like replies, marked with the
-// assignment, its revision and the trigger.
+// assignment, its revision and the trigger. Assignments only move forward:
+// the agent keeps per name a high-water mark (assignments.json in the
+// state directory) and never runs a revision signed at or before it; a
+// bare delete of a key changes nothing (only a signed removal does); only
+// the signer that stored a name, or an assignments administrator, may
+// replace or remove it; and the signer's hosts scope is judged again when
+// the facts change and before every run.
 //
 // Every reply is signed with the agent's own key (agent.nk in the state
 // directory), whose public key it announces in discovery and the registry.

@@ -53,11 +53,51 @@ type replayEntry struct {
 	Ignored bool            `json:"ignored,omitempty"`
 	Done    bool            `json:"done,omitempty"`
 	Reply   json.RawMessage `json:"reply,omitempty"`
+	// Who is who sent the request and what it asks, in the line written
+	// when it was received (not kept in memory, see addWith)
+	Who *replayWho `json:"who,omitempty"`
 
-	// replyLen is the length of the reply kept in the file (0: none), and
+	// whoLen is the length of Who as kept in the file, replyLen is the length of the reply kept in the file (0: none), and
 	// line where the entry's line is in the file
+	whoLen   int
 	replyLen int
 	line     fileSpan
+}
+
+// replayWho is who sent a request and what it asks, as its audit line
+// names them: the journal keeps them in the line written when the request
+// is received, so a request the agent stopped on is audited at the next
+// start with its subject, signer and resources.
+type replayWho struct {
+	Subject   string      `json:"subject,omitempty"`
+	Signer    AuditSigner `json:"signer"`
+	Resources []string    `json:"resources,omitempty"`
+}
+
+// newReplayWho takes who and what from an audit line, bounded as the
+// audit line bounds them.
+func newReplayWho(rec *AuditRecord) *replayWho {
+	w := &replayWho{Subject: clip(rec.Subject), Signer: AuditSigner{Name: clip(rec.Signer.Name), Key: clip(rec.Signer.Key)}}
+	for i, ref := range rec.Resources {
+		if i == maxAuditResources {
+			w.Resources = append(w.Resources, fmt.Sprintf("... and %d more", len(rec.Resources)-i))
+			break
+		}
+		w.Resources = append(w.Resources, clip(ref))
+	}
+	return w
+}
+
+// size is the bytes w takes in a line.
+func (w *replayWho) size() int {
+	if w == nil {
+		return 0
+	}
+	n := len(w.Subject) + len(w.Signer.Name) + len(w.Signer.Key) + 64
+	for _, r := range w.Resources {
+		n += len(r) + 3
+	}
+	return n
 }
 
 // fileSpan is where a line is in the replay file.
@@ -68,7 +108,7 @@ type fileSpan struct {
 
 // size is what the entry counts against the cache's byte bound: the id and
 // the reply kept for it in the file.
-func (e *replayEntry) size() int64 { return int64(len(e.ID) + e.replyLen + 64) }
+func (e *replayEntry) size() int64 { return int64(len(e.ID) + e.replyLen + e.whoLen + 64) }
 
 // replayCache remembers the ids of received requests, in memory and in an
 // append-only file of JSON lines (last line per id wins) that is read back
@@ -136,6 +176,7 @@ func (c *replayCache) load(now time.Time) (bool, error) {
 			continue
 		}
 		e.replyLen, e.Reply, e.line = len(e.Reply), nil, line
+		e.whoLen = e.Who.size()
 		if old, ok := c.entries[e.ID]; ok {
 			c.bytes -= old.size()
 		}
@@ -150,6 +191,8 @@ func (c *replayCache) load(now time.Time) (bool, error) {
 		if !e.Done && !e.Ignored && e.replyLen == 0 {
 			c.interrupted = append(c.interrupted, *e)
 		}
+		// Who stays in the file only.
+		e.Who = nil
 	}
 	slices.SortFunc(c.interrupted, func(x, y replayEntry) int { return x.Seen.Compare(y.Seen) })
 	c.purgeLocked(now)
@@ -172,6 +215,13 @@ func (c *replayCache) takeInterrupted() []replayEntry {
 // expired entries) is ErrReplayFull; a failure to persist is an error and
 // the id is not remembered.
 func (c *replayCache) add(id string, expires, now time.Time) (first replayEntry, dup bool, err error) {
+	return c.addWith(id, expires, now, nil)
+}
+
+// addWith is add that also journals who sent the request and what it
+// asks (nil: not known), in the same line, so a restart after a crash
+// knows them (see takeInterrupted). Who is kept in the file only.
+func (c *replayCache) addWith(id string, expires, now time.Time, who *replayWho) (first replayEntry, dup bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[id]; ok && e.Expires.After(now) {
@@ -183,11 +233,13 @@ func (c *replayCache) add(id string, expires, now time.Time) (first replayEntry,
 	if len(c.entries) >= c.maxEntries || c.bytes >= c.maxBytes || c.adds%1024 == 0 {
 		c.purgeLocked(now)
 	}
-	e := &replayEntry{ID: id, Expires: expires.UTC(), Seen: now.UTC()}
+	e := &replayEntry{ID: id, Expires: expires.UTC(), Seen: now.UTC(), Who: who, whoLen: who.size()}
 	if len(c.entries) >= c.maxEntries || c.bytes+e.size() > c.maxBytes {
 		return replayEntry{}, false, fmt.Errorf("%w: %d requests remembered (%d bytes) until they expire", ErrReplayFull, len(c.entries), c.bytes)
 	}
-	if err := c.appendLocked(e); err != nil {
+	err = c.appendLocked(e)
+	e.Who = nil
+	if err != nil {
 		return replayEntry{}, false, err
 	}
 	c.entries[id] = e
@@ -207,6 +259,7 @@ func (c *replayCache) finish(id string, reply []byte, ignored bool) error {
 	n := *e
 	n.Ignored = ignored
 	n.Done = true
+	n.whoLen = 0
 	if len(reply) <= MaxReplayReplyBytes && c.bytes+int64(len(reply)) <= c.maxBytes {
 		n.Reply, n.replyLen = reply, len(reply)
 	}
@@ -297,14 +350,15 @@ func (c *replayCache) rewriteLocked() error {
 	for _, e := range c.entries {
 		line, ok := rewriteLine(old, e)
 		if !ok {
-			// The reply no longer reads back: keep the entry without it.
+			// The line no longer reads back: keep the entry without its
+			// reply and who sent it.
 			bare := *e
-			bare.replyLen = 0
+			bare.replyLen, bare.whoLen = 0, 0
 			if line, err = json.Marshal(&bare); err != nil {
 				continue
 			}
-			c.bytes -= int64(e.replyLen)
-			e.replyLen = 0
+			c.bytes -= int64(e.replyLen + e.whoLen)
+			e.replyLen, e.whoLen = 0, 0
 		}
 		spans[e.ID] = fileSpan{off: n, n: len(line)}
 		n += int64(len(line)) + 1
@@ -358,10 +412,11 @@ func encodeReplayLine(e *replayEntry) ([]byte, error) {
 }
 
 // rewriteLine is e's line for a rewritten file: its current line read
-// back from old when it holds a reply (false when that no longer reads as
-// e's), else the entry encoded anew.
+// back from old when it holds a reply or journals who sent a request not
+// yet answered (false when that no longer reads as e's), else the entry
+// encoded anew.
 func rewriteLine(old *os.File, e *replayEntry) ([]byte, bool) {
-	if e.replyLen == 0 {
+	if e.replyLen == 0 && e.whoLen == 0 {
 		b, err := json.Marshal(e)
 		return b, err == nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -79,8 +80,9 @@ func (a *Agent) refusef(r *request, code protocol.Code, format string, args ...a
 
 // finish answers a request, in one fixed order whatever the outcome:
 //
-//  1. encode and sign the reply (reply nil: the request is not answered,
-//     as when this host was not asked),
+//  1. redact, encode and sign the reply (reply nil: the request is not
+//     answered, as when this host was not asked); the one encoding is
+//     what the reply, the replay cache and history carry,
 //  2. keep it in the replay cache, when r owns the entry, so a replay sent
 //     on seeing the reply finds it,
 //  3. write the audit line (its decision, and the result when answered),
@@ -95,8 +97,10 @@ func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
 	var data []byte
 	var sig string
 	if reply != nil {
+		redact.Reply(reply)
 		reply.CapDiffs(protocol.MaxReplyDiffBytes)
 		data, sig = a.encodeReply(reply)
+		r.audit.forbiddenAtRun(reply.Error)
 	}
 	if r.cached {
 		if err := a.replay.finish(id, data, r.audit.Decision == DecisionNotTargeted); err != nil {
@@ -176,6 +180,9 @@ func (a *Agent) recordInterrupted() {
 			cached:   true,
 			record:   true,
 			audit:    AuditRecord{RequestID: e.ID, Identity: a.cfg.Identity},
+		}
+		if e.Who != nil {
+			r.audit.Subject, r.audit.Signer, r.audit.Resources = e.Who.Subject, e.Who.Signer, e.Who.Resources
 		}
 		a.refuse(r, protocol.NewError(protocol.CodeInterrupted, "%s", msg))
 	}

@@ -3,11 +3,15 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -32,7 +36,20 @@ const (
 	watchMaxBackoff = 5 * time.Minute
 	// maxWatchedPaths bounds the files one agent watches.
 	maxWatchedPaths = 4096
+	// watchPollInterval is how often every watched file is compared with
+	// how the last run left it, whatever inotify reported, and a lost
+	// directory watch is set up again: the fallback that keeps a watch in
+	// force when events are lost (overflow), a watched directory is
+	// removed or replaced, or inotify cannot be used at all.
+	watchPollInterval = 10 * time.Second
+	// maxWatchErrorBytes bounds the error of a failed repair kept for
+	// status.
+	maxWatchErrorBytes = 512
 )
+
+// errNoInotify is wrapped by the errors of a directory watch that cannot
+// be set up because inotify cannot be used (no watcher could be made).
+var errNoInotify = errors.New("inotify unavailable")
 
 // fileStamp is what a watched file looked like after the agent's last run:
 // a change event that leaves it as it was is the agent's own write.
@@ -70,14 +87,35 @@ type watchState struct {
 	// may start
 	lastRepair time.Time
 	backoff    time.Duration
+	// failures counts the watch repairs that failed since the watch
+	// started; lastError and failedAt are the latest one's. A failed
+	// repair never ends the watch: it is tried again after the backoff.
+	failures  int
+	lastError string
+	failedAt  time.Time
 }
 
 // watcher is the assigner's inotify watcher: parent directories are
 // watched (an editor or a package replaces a file by renaming another
-// over it), with a count of the paths needing each.
+// over it), with a count of the paths needing each. A directory whose
+// watch could not be set up, or was lost (the directory removed or
+// renamed), is set up again by rearm; until then, and always, the
+// periodic check compares the files themselves.
 type watcher struct {
+	// fs is nil when inotify cannot be used: only the periodic check
+	// runs until a new watcher can be made
 	fs   *fsnotify.Watcher
 	dirs map[string]int
+	// armed are the directories with an inotify watch in place
+	armed map[string]bool
+}
+
+func newWatcher() *watcher {
+	w := &watcher{dirs: map[string]int{}, armed: map[string]bool{}}
+	if fw, err := fsnotify.NewWatcher(); err == nil {
+		w.fs = fw
+	}
+	return w
 }
 
 // events is the watcher's event channel; nil (never ready) without one.
@@ -101,15 +139,27 @@ func (w *watcher) close() {
 	}
 }
 
-// add watches path's directory.
+// add counts path's directory as needed and watches it; an error says the
+// directory is not watched yet (rearm tries again), the path is counted
+// all the same.
 func (w *watcher) add(path string) error {
 	dir := filepath.Dir(path)
-	if w.dirs[dir] == 0 {
-		if err := w.fs.Add(dir); err != nil {
-			return fmt.Errorf("watch %s: %w", dir, err)
-		}
-	}
 	w.dirs[dir]++
+	return w.arm(dir)
+}
+
+// arm sets up the inotify watch of dir unless it is in place.
+func (w *watcher) arm(dir string) error {
+	if w.armed[dir] {
+		return nil
+	}
+	if w.fs == nil {
+		return fmt.Errorf("watch %s: %w", dir, errNoInotify)
+	}
+	if err := w.fs.Add(dir); err != nil {
+		return fmt.Errorf("watch %s: %w", dir, err)
+	}
+	w.armed[dir] = true
 	return nil
 }
 
@@ -122,16 +172,65 @@ func (w *watcher) remove(path string) {
 	w.dirs[dir]--
 	if w.dirs[dir] == 0 {
 		delete(w.dirs, dir)
-		_ = w.fs.Remove(dir)
+		if w.armed[dir] {
+			delete(w.armed, dir)
+			_ = w.fs.Remove(dir)
+		}
 	}
 }
 
+// lost takes an event on a watched directory itself: removed or renamed,
+// its inotify watch is gone (or follows the old directory), so it is
+// dropped, to be set up again on whatever directory has the name now.
+// It reports whether ev was such an event.
+func (w *watcher) lost(ev fsnotify.Event) bool {
+	dir := filepath.Clean(ev.Name)
+	if w.dirs[dir] == 0 || !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
+		return false
+	}
+	if w.armed[dir] {
+		delete(w.armed, dir)
+		_ = w.fs.Remove(dir) // fsnotify may have dropped it already
+	}
+	return true
+}
+
+// broken drops the inotify watcher (its channels closed): every directory
+// is set up again on a new one by rearm.
+func (w *watcher) broken() {
+	w.close()
+	w.fs = nil
+	clear(w.armed)
+}
+
+// rearm sets up every needed directory watch not in place (making a new
+// inotify watcher first when there is none) and returns the errors of
+// those that still cannot be.
+func (w *watcher) rearm() []error {
+	if w.fs == nil {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return []error{fmt.Errorf("%w: %w", errNoInotify, err)}
+		}
+		w.fs = fw
+	}
+	var errs []error
+	for dir := range w.dirs {
+		if err := w.arm(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
 // watchedFiles are the file resources of a run's events that asked to be
-// watched and did not fail.
+// watched, failed or skipped ones included: a resource that could not be
+// applied is still the host's to keep as declared, and a run that fails
+// must not end its watch.
 func watchedFiles(events []*protocol.TransactionEvent) []string {
 	var out []string
 	for _, ev := range events {
-		if ev == nil || ev.Type != protocol.TypeFile || ev.Failed || ev.Skipped || !filepath.IsAbs(ev.Name) {
+		if ev == nil || ev.Type != protocol.TypeFile || !filepath.IsAbs(ev.Name) {
 			continue
 		}
 		b, err := json.Marshal(ev.Properties)
@@ -161,18 +260,28 @@ func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply) {
 		return
 	}
 	if s.w == nil {
-		fw, err := fsnotify.NewWatcher()
-		if err != nil {
-			s.a.log.Error("cannot watch files, watch: true is not in force", "error", err)
-			return
+		s.w = newWatcher()
+		if s.w.fs == nil {
+			s.a.log.Error("cannot watch files with inotify: watched files are checked every " + watchPollInterval.String() + " instead")
 		}
-		s.w = &watcher{fs: fw, dirs: map[string]int{}}
 	}
 	if ws == nil {
 		ws = &watchState{paths: map[string]fileStamp{}}
 		as.watch = ws
 	}
 	keep := map[string]bool{}
+	// A failed or skipped resource whose event no longer says watch (its
+	// properties could not be resolved) stays watched as it was.
+	for _, ev := range reply.Events {
+		if ev == nil || ev.Type != protocol.TypeFile || !ev.Failed && !ev.Skipped {
+			continue
+		}
+		if p := filepath.Clean(ev.Name); !slices.Contains(paths, p) {
+			if _, ok := ws.paths[p]; ok {
+				paths = append(paths, p)
+			}
+		}
+	}
 	for _, p := range paths {
 		keep[p] = true
 		if _, ok := ws.paths[p]; !ok {
@@ -181,8 +290,7 @@ func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply) {
 				continue
 			}
 			if err := s.w.add(p); err != nil {
-				s.a.log.Error("cannot watch a file", "assignment", as.name, "error", err)
-				continue
+				s.a.log.Warn("cannot watch a file's directory yet: the file is checked every "+watchPollInterval.String()+" until it can be", "assignment", as.name, "path", p, "error", err)
 			}
 		}
 		ws.paths[p] = stampOf(p)
@@ -297,17 +405,31 @@ func (s *assigner) changed(ev fsnotify.Event) {
 	}
 }
 
-// repaired updates as's backoff after a watch run that started at t and
-// changed something, and returns the backoff when the file is flapping
-// ("" otherwise).
+// repaired updates as's backoff and failures after a watch run that
+// started at t, and returns the backoff when repairs are backed off (""
+// otherwise). A run that changed something soon after the previous repair
+// doubles the backoff (a file that keeps changing); a run that failed
+// doubles it too, counts as a failed repair, and is tried again once the
+// backoff has passed: a failed repair never ends a watch.
 func (s *assigner) repaired(as *assigned, t time.Time, reply *protocol.FleetReply) string {
 	ws := as.watch
 	if ws == nil || reply == nil {
 		return ""
 	}
+	now := s.a.now()
+	if failure := runFailure(reply); failure != "" {
+		ws.failures++
+		ws.lastError, ws.failedAt = failure, now
+		ws.backoff = min(max(2*ws.backoff, 2*WatchDebounce), watchMaxBackoff)
+		ws.lastRepair = now
+		as.next, as.trigger = now.Add(ws.backoff), protocol.TriggerWatch
+		s.a.log.Warn("a watch repair failed: the file stays watched and is repaired again after the backoff",
+			"assignment", as.name, "failures", ws.failures, "backoff", ws.backoff, "error", failure)
+		return ws.backoff.String()
+	}
 	changed := false
 	for _, ev := range reply.Events {
-		if ev != nil && (ev.Changed || ev.Failed) {
+		if ev != nil && ev.Changed {
 			changed = true
 		}
 	}
@@ -319,12 +441,102 @@ func (s *assigner) repaired(as *assigned, t time.Time, reply *protocol.FleetRepl
 	} else {
 		ws.backoff = 0
 	}
-	ws.lastRepair = s.a.now()
+	ws.lastRepair = now
 	if ws.backoff == 0 {
 		return ""
 	}
 	s.a.log.Warn("a watched file keeps changing: repairs are backed off (flapping)", "assignment", as.name, "backoff", ws.backoff)
 	return ws.backoff.String()
+}
+
+// runFailure says why a run failed, "" when it did not: the request's
+// error or the first failed resource's, on one line and bounded. The
+// message of a sensitive resource is not given.
+func runFailure(reply *protocol.FleetReply) string {
+	msg := ""
+	switch {
+	case reply.Error != nil:
+		msg = reply.Error.Message
+	default:
+		for _, ev := range reply.Events {
+			if ev == nil || !ev.Failed {
+				continue
+			}
+			msg = ev.ResourceID() + ": failed"
+			if !sensitiveEvent(ev) && len(ev.Errors) > 0 {
+				msg = ev.ResourceID() + ": " + strings.Join(ev.Errors, "; ")
+			}
+			break
+		}
+	}
+	msg = strings.Join(strings.Fields(strings.ToValidUTF8(msg, "?")), " ")
+	if len(msg) > maxWatchErrorBytes {
+		cut := maxWatchErrorBytes
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
+	return msg
+}
+
+// sensitiveEvent says whether ev's resource is sensitive (true when its
+// properties cannot be read).
+func sensitiveEvent(ev *protocol.TransactionEvent) bool {
+	b, err := json.Marshal(ev.Properties)
+	if err != nil {
+		return true
+	}
+	var p struct {
+		Sensitive bool `json:"sensitive"`
+	}
+	return json.Unmarshal(b, &p) != nil || p.Sensitive
+}
+
+// fileEvent takes one inotify event: a watched directory removed or
+// renamed has its watch set up again on whatever now has its name (and
+// every watched file is compared); any other event is a possible change.
+func (s *assigner) fileEvent(ev fsnotify.Event) {
+	if s.w != nil && s.w.lost(ev) {
+		s.a.log.Warn("a watched directory was removed or renamed: watching it again", "dir", ev.Name)
+		s.poll()
+		return
+	}
+	s.changed(ev)
+}
+
+// watcherFailed takes the end of the inotify watcher's channels or an
+// error it reported (such as lost events): every directory watch is set
+// up again and every watched file compared, so nothing it missed stays
+// unrepaired.
+func (s *assigner) watcherFailed(err error, closed bool) {
+	if s.w == nil {
+		return
+	}
+	if closed {
+		s.w.broken()
+	}
+	s.a.log.Warn("the file watcher failed: every watched file is checked and its directory watched again", "error", err, "closed", closed)
+	s.poll()
+}
+
+// poll is the periodic check: lost directory watches are set up again
+// and every watched file is compared with how the last run left it.
+func (s *assigner) poll() {
+	if s.w == nil {
+		return
+	}
+	for _, err := range s.w.rearm() {
+		s.a.log.Debug("a watched directory cannot be watched yet: its files are checked every "+watchPollInterval.String(), "error", err)
+	}
+	for _, as := range s.known {
+		if as.watch == nil {
+			continue
+		}
+		for p := range as.watch.paths {
+			s.changed(fsnotify.Event{Name: p, Op: fsnotify.Write})
+		}
+	}
 }
 
 func later(a, b time.Time) time.Time {

@@ -155,6 +155,13 @@ var _ = Describe("Assignments", Ordered, func() {
 		return rev
 	}
 
+	// remove stores a removal of name signed by key.
+	remove := func(name string, key signingKey) {
+		GinkgoHelper()
+		_, err := client.RemoveAssignment(context.Background(), name, "test", key.kp)
+		Expect(err).ToNot(HaveOccurred())
+	}
+
 	BeforeAll(func() {
 		dir = GinkgoT().TempDir()
 		target = filepath.Join(dir, "target")
@@ -250,7 +257,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		Expect(refused).ToNot(BeEmpty())
 		Expect(refused[0].Decision).To(Equal(string(protocol.CodeUnauthenticated)))
 		Expect(refused[0].Signer.Key).To(Equal(stranger.pub))
-		Expect(client.RemoveAssignment(context.Background(), "rogue")).To(Succeed())
+		remove("rogue", stranger)
 	})
 
 	It("refuses an older signed revision stored again (a replay), keeping the current one", func() {
@@ -261,7 +268,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		rev, err := kv.Put(context.Background(), "web", first.Value())
 		Expect(err).ToNot(HaveOccurred())
 		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-0", "web") }).WithTimeout(20 * time.Second).Should(ContainElement(And(
-			HaveField("Revision", fmt.Sprint(rev)), HaveField("Reply.Error.Code", protocol.CodeUnauthenticated),
+			HaveField("Revision", fmt.Sprint(rev)), HaveField("Reply.Error.Code", protocol.CodeForbidden),
 			HaveField("Reply.Error.Message", ContainSubstring("an older revision stored again is not run")))))
 		Expect(motd("asg-0")).To(Equal("three\n"), "revision 1 said one")
 		assign("web", "three", []string{"role=web"}, ops, time.Hour)
@@ -277,7 +284,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		Eventually(func() []assignmentRun { return assignmentRuns(js, "asg-0", "web-copy") }).WithTimeout(20 * time.Second).Should(ContainElement(
 			HaveField("Reply.Error.Message", ContainSubstring("is declared by assignments web and web-copy"))))
 		Expect(motd("asg-0")).To(Equal(before), "neither applied")
-		Expect(client.RemoveAssignment(context.Background(), "web-copy")).To(Succeed())
+		remove("web-copy", ops)
 	})
 
 	It("reports each host's state in ccm-orch status: converged, refused by policy, failed and drift, with their exit codes", func() {
@@ -300,7 +307,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		Expect(out).To(ContainSubstring("refused: asg-1, asg-3: exec#/bin/touch"))
 		Expect(out).To(ContainSubstring("not allowed resource type exec"))
 		Expect(filepath.Join(target, "exec-ran")).ToNot(BeAnExistingFile())
-		Expect(client.RemoveAssignment(context.Background(), "runner")).To(Succeed())
+		remove("runner", ops)
 
 		// A file below a missing directory fails.
 		_, err = client.Assign(context.Background(), &protocol.Assignment{
@@ -314,7 +321,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		}).WithTimeout(20 * time.Second).Should(ContainSubstring("2 hosts: 2 failed"))
 		code, _, _ = runOrch("status", "--assignment", "broken", "--where", "identity=asg-1", "--server", b.ClientURL())
 		Expect(code).To(Equal(2))
-		Expect(client.RemoveAssignment(context.Background(), "broken")).To(Succeed())
+		remove("broken", ops)
 
 		// A scheduled audit reports drift and changes nothing.
 		_, err = client.Assign(context.Background(), &protocol.Assignment{
@@ -344,7 +351,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring(runID))
 		Expect(filepath.Join(target, "audited")).ToNot(BeAnExistingFile())
-		Expect(client.RemoveAssignment(context.Background(), "audit")).To(Succeed())
+		remove("audit", ops)
 
 		// Health checks need exec: ops may not send them; checker may, and
 		// a CRITICAL one fails the host.
@@ -362,7 +369,7 @@ var _ = Describe("Assignments", Ordered, func() {
 			return out
 		}).WithTimeout(20 * time.Second).Should(And(ContainSubstring("refused: asg-1, asg-3: "), ContainSubstring(`forbidden: signer ops: denied health_checks "/bin/sh -c 'echo connection refused; exit 2'" by allow [file]: health checks are commands: they need exec in allow`)))
 		Expect(filepath.Join(target, "checked-ops")).ToNot(BeAnExistingFile(), "refused before anything was applied")
-		Expect(client.RemoveAssignment(context.Background(), "checked-ops")).To(Succeed())
+		remove("checked-ops", ops)
 
 		healthy("checked", checker)
 		Eventually(func() string {
@@ -374,7 +381,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
 		Expect(rep.Assignments[0].Hosts[0].Health).To(Equal(map[string]int{"CRITICAL": 1}))
 		Expect(filepath.Join(target, "checked")).To(BeAnExistingFile(), "the file applied, its check failed")
-		Expect(client.RemoveAssignment(context.Background(), "checked")).To(Succeed())
+		remove("checked", checker)
 
 		// A scheduled run is in history beside pushed requests.
 		code, out, _ = runOrch("history", "host", "asg-1", "--server", b.ClientURL())
@@ -402,12 +409,13 @@ var _ = Describe("Assignments", Ordered, func() {
 	})
 
 	It("stops applying a removed assignment", func() {
-		Expect(client.RemoveAssignment(context.Background(), "web")).To(Succeed())
-		// The agent forgets it (its state file no longer names it) ...
+		remove("web", ops)
+		// The agent takes the removal (its state file keeps the name's
+		// high-water mark, removed) ...
 		Eventually(func() string {
 			b, _ := os.ReadFile(filepath.Join(agents[0].stateDir, agent.AssignmentStateFileName))
 			return string(b)
-		}).WithTimeout(10 * time.Second).ShouldNot(ContainSubstring(`"web"`))
+		}).WithTimeout(10 * time.Second).Should(MatchRegexp(`"web":\{[^}]*"removed":true`))
 		// ... and a change it would have repaired every 2s stays.
 		Expect(os.WriteFile(filepath.Join(target, "asg-0", "motd"), []byte("mine now\n"), 0o644)).To(Succeed())
 		Consistently(func() string { return motd("asg-0") }).WithTimeout(5 * time.Second).Should(Equal("mine now\n"))

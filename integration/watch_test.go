@@ -118,11 +118,12 @@ var _ = Describe("Watch-based repair", Ordered, func() {
 	})
 
 	It("stops watching when the assignment goes away", func() {
-		Expect(client.RemoveAssignment(context.Background(), "motd")).To(Succeed())
+		_, err := client.RemoveAssignment(context.Background(), "motd", "test", ops.kp)
+		Expect(err).ToNot(HaveOccurred())
 		Eventually(func() string {
 			b, _ := os.ReadFile(filepath.Join(fa.stateDir, "assignments.json"))
 			return string(b)
-		}).WithTimeout(10 * time.Second).ShouldNot(ContainSubstring(`"motd"`))
+		}).WithTimeout(10 * time.Second).Should(MatchRegexp(`"motd":\{[^}]*"removed":true`))
 		Expect(os.WriteFile(file, []byte("mine\n"), 0o644)).To(Succeed())
 		Consistently(content).WithTimeout(2 * time.Second).Should(Equal("mine\n"))
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
@@ -222,5 +223,6 @@ func (r *runner) skipped(p *engine.Prepared, unmet []string, reason string) *pro
 	if reason != "" {
 		ev.Errors = []string{reason}
 	}
+	redact.Event(ev, p.Secrets())
 	return ev
 }

@@ -18,6 +18,10 @@ import (
 // store does not hold.
 var ErrNoAssignment = errors.New("no such assignment")
 
+// ErrRemovalKey is returned by RemoveAssignment without a signing key:
+// agents remove an assignment only on a signed removal.
+var ErrRemovalKey = errors.New("a signing key is required to remove an assignment: agents ignore unsigned removals")
+
 // AssignmentEntry is one revision of an assignment as stored.
 type AssignmentEntry struct {
 	Name     string    `json:"name"`
@@ -28,7 +32,10 @@ type AssignmentEntry struct {
 	// Assignment is the signed document, nil when Problem says why it
 	// could not be read.
 	Assignment *protocol.Assignment `json:"assignment,omitempty"`
-	Problem    string               `json:"problem,omitempty"`
+	// Removed is the signed removal stored in the assignment's place when
+	// it was removed (ccm-orch assignments rm): agents stop running it.
+	Removed *protocol.AssignmentRemoval `json:"removed,omitempty"`
+	Problem string                      `json:"problem,omitempty"`
 }
 
 // Assign signs a with kp and stores it under a.Name, returning the new
@@ -55,7 +62,8 @@ func (c *Client) Assign(ctx context.Context, a *protocol.Assignment, kp nkeys.Ke
 	return rev, nil
 }
 
-// Assignments lists the current revision of every assignment, by name.
+// Assignments lists the current revision of every assignment, by name; a
+// removed one is listed with its removal (Removed).
 func (c *Client) Assignments(ctx context.Context) ([]AssignmentEntry, error) {
 	kv, err := jsstore.OpenAssignments(ctx, c.js)
 	if err != nil {
@@ -85,7 +93,8 @@ func (c *Client) Assignments(ctx context.Context) ([]AssignmentEntry, error) {
 }
 
 // Assignment returns one assignment: its current revision (revision 0) or
-// the given one, which may be older than a removal.
+// the given one, which may be older than a removal. The current revision
+// of a removed assignment is its removal (Removed set).
 func (c *Client) Assignment(ctx context.Context, name string, revision uint64) (AssignmentEntry, error) {
 	if err := protocol.ValidateAssignmentName(name); err != nil {
 		return AssignmentEntry{}, errors.New(protocol.AsError(err).Message)
@@ -112,8 +121,9 @@ func (c *Client) Assignment(ctx context.Context, name string, revision uint64) (
 }
 
 // AssignmentHistory lists the revisions the store keeps of name, oldest
-// first; a removal is an entry without an assignment and the problem
-// "removed".
+// first; a signed removal is an entry with Removed set, a bare delete of
+// the key (which agents ignore) one without an assignment and the problem
+// "deleted without a signature (agents ignore it)".
 func (c *Client) AssignmentHistory(ctx context.Context, name string) ([]AssignmentEntry, error) {
 	if err := protocol.ValidateAssignmentName(name); err != nil {
 		return nil, errors.New(protocol.AsError(err).Message)
@@ -132,7 +142,7 @@ func (c *Client) AssignmentHistory(ctx context.Context, name string) ([]Assignme
 	out := make([]AssignmentEntry, 0, len(hist))
 	for _, e := range hist {
 		if e.Operation() != jetstream.KeyValuePut {
-			out = append(out, AssignmentEntry{Name: name, Revision: e.Revision(), Stored: e.Created(), Problem: "removed"})
+			out = append(out, AssignmentEntry{Name: name, Revision: e.Revision(), Stored: e.Created(), Problem: "deleted without a signature (agents ignore it)"})
 			continue
 		}
 		out = append(out, readEntry(e))
@@ -140,20 +150,38 @@ func (c *Client) AssignmentHistory(ctx context.Context, name string) ([]Assignme
 	return out, nil
 }
 
-// RemoveAssignment removes an assignment (its past revisions stay in the
-// store's history); agents stop running it.
-func (c *Client) RemoveAssignment(ctx context.Context, name string) error {
-	if _, err := c.Assignment(ctx, name, 0); err != nil {
-		return err
+// RemoveAssignment removes an assignment: it stores a removal signed with
+// kp in its place (its past revisions stay in the store's history), and
+// agents stop running it when their policy trusts kp and kp stored it (or
+// is an assignments administrator). A bare delete of the key would change
+// nothing: agents ignore unsigned removals. author names who removed it,
+// for people.
+func (c *Client) RemoveAssignment(ctx context.Context, name, author string, kp nkeys.KeyPair) (uint64, error) {
+	if kp == nil {
+		return 0, fmt.Errorf("assignment %s: %w", name, ErrRemovalKey)
+	}
+	cur, err := c.Assignment(ctx, name, 0)
+	if err != nil {
+		return 0, err
+	}
+	if r := cur.Removed; r != nil {
+		return 0, fmt.Errorf("%w %q: removed at %s by %s (revision %d)", ErrNoAssignment, name, r.Created.Format(time.RFC3339), r.Sender, cur.Revision)
+	}
+	value, err := protocol.SignAssignmentRemoval(&protocol.AssignmentRemoval{Name: name, Created: c.now().UTC(), Author: author, Revision: cur.Revision}, kp)
+	if err != nil {
+		return 0, fmt.Errorf("assignment %s: %w", name, err)
 	}
 	kv, err := jsstore.OpenAssignments(ctx, c.js)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := kv.Delete(ctx, name); err != nil {
-		return fmt.Errorf("assignment %s: %w", name, err)
+	// Only over the revision read: a revision stored meanwhile is not
+	// removed unseen.
+	rev, err := kv.Update(ctx, name, value, cur.Revision)
+	if err != nil {
+		return 0, fmt.Errorf("assignment %s (revision %d): %w", name, cur.Revision, err)
 	}
-	return nil
+	return rev, nil
 }
 
 // readEntry decodes a stored revision; what does not decode is named in
@@ -166,6 +194,15 @@ func readEntry(e jetstream.KeyValueEntry) AssignmentEntry {
 		return out
 	}
 	out.Signer = s.Signer
+	if len(s.Removal) > 0 {
+		r, err := protocol.DecodeAssignmentRemoval(s.Removal, protocol.Limits{MaxBytes: len(s.Removal)})
+		if err != nil {
+			out.Problem = protocol.AsError(err).Message
+			return out
+		}
+		out.Removed = r
+		return out
+	}
 	a, err := protocol.DecodeAssignment(s.Assignment, protocol.Limits{MaxBytes: jsstore.MaxAssignmentValueSize + 1})
 	if err != nil {
 		out.Problem = protocol.AsError(err).Message

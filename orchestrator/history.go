@@ -245,6 +245,9 @@ type hostTiming struct {
 	received, replied time.Time
 	// request is the Ccm-Request header of a scheduled run's record
 	request string
+	// watch is what a scheduled run's record says of failed watch
+	// repairs
+	watch watchFailures
 }
 
 func timingOf(r jsstore.Record) hostTiming {
@@ -252,6 +255,7 @@ func timingOf(r jsstore.Record) hostTiming {
 		received: protocol.ParseHeaderTime(r.Header.Get(protocol.HeaderReceived)),
 		replied:  protocol.ParseHeaderTime(r.Header.Get(protocol.HeaderReplied)),
 		request:  r.Header.Get(protocol.HeaderRequest),
+		watch:    watchFailuresOf(r.Header),
 	}
 }
 

@@ -211,6 +211,17 @@ type HostEntry struct {
 	Events   []*protocol.TransactionEvent `json:"events"`
 	Error    *protocol.Error              `json:"error"`
 	Duration time.Duration                `json:"duration"`
+	// WatchFailures, WatchError and WatchFailedAt are, for a run of an
+	// assignment whose watch repairs failed on the host, how many did,
+	// the latest one's error and time (see HostStatus).
+	WatchFailures int       `json:"watch_failures,omitempty"`
+	WatchError    string    `json:"watch_error,omitempty"`
+	WatchFailedAt time.Time `json:"watch_failed_at,omitzero"`
+}
+
+// setWatch copies what a record says of failed watch repairs.
+func (e *HostEntry) setWatch(w watchFailures) {
+	e.WatchFailures, e.WatchError, e.WatchFailedAt = w.count, w.err, w.at
 }
 
 // HistoryHost returns one host's results since a time (zero: from the
@@ -249,6 +260,7 @@ func (c *Client) HistoryHost(ctx context.Context, identity string, since time.Ti
 			requests[r.RequestID] = req
 		}
 		e := HostEntry{RequestID: r.RequestID, Time: r.Time, Events: reply.Events, Error: reply.Error, Duration: reply.Duration}
+		e.setWatch(watchFailuresOf(r.Header))
 		if e.Events == nil {
 			e.Events = []*protocol.TransactionEvent{}
 		}

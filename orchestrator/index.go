@@ -205,6 +205,7 @@ func (x *HistoryIndex) Host(identity string, limit int) []HostEntry {
 			continue
 		}
 		e := HostEntry{RequestID: id, Time: rec.time, Late: rec.late, Events: rec.reply.Events, Error: rec.reply.Error, Duration: rec.reply.Duration}
+		e.setWatch(run.heads[identity].watch)
 		noop := false
 		if run.request != nil {
 			e.Asked, noop = DescribeRequest(run.request), run.request.Noop

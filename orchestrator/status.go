@@ -61,7 +61,13 @@ type HostStatus struct {
 	// Flapping is the backoff of the last watch repair of a file that
 	// keeps changing, "" when the last run was not one.
 	Flapping string `json:"flapping,omitempty"`
-	Message  string `json:"message,omitempty"`
+	// WatchFailures counts the watch repairs that failed on the host
+	// since its watch started; WatchError and WatchFailedAt are the
+	// latest one's error and time. A failed repair does not end a watch.
+	WatchFailures int       `json:"watch_failures,omitempty"`
+	WatchError    string    `json:"watch_error,omitempty"`
+	WatchFailedAt time.Time `json:"watch_failed_at,omitzero"`
+	Message       string    `json:"message,omitempty"`
 }
 
 // AssignmentStatus is one assignment and every host it selects.
@@ -92,7 +98,24 @@ type lastRun struct {
 	id       string
 	trigger  string
 	flapping string
+	watch    watchFailures
 	reply    *protocol.FleetReply
+}
+
+// watchFailures is what a run's headers say of failed watch repairs.
+type watchFailures struct {
+	count int
+	err   string
+	at    time.Time
+}
+
+func watchFailuresOf(h interface{ Get(string) string }) watchFailures {
+	n, err := strconv.Atoi(h.Get(protocol.HeaderWatchFailures))
+	if err != nil || n <= 0 {
+		return watchFailures{}
+	}
+	at, _ := time.Parse(time.RFC3339Nano, h.Get(protocol.HeaderWatchFailedAt))
+	return watchFailures{count: n, err: h.Get(protocol.HeaderWatchError), at: at}
 }
 
 // Status reports, for each assignment and each live host in the node
@@ -109,6 +132,9 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 		entries = slices.DeleteFunc(entries, func(e AssignmentEntry) bool { return e.Name != opts.Assignment })
 		if len(entries) == 0 {
 			return nil, fmt.Errorf("%w %q", ErrNoAssignment, opts.Assignment)
+		}
+		if r := entries[0].Removed; r != nil {
+			return nil, fmt.Errorf("%w %q: removed at %s by %s", ErrNoAssignment, opts.Assignment, r.Created.Format(time.RFC3339), r.Sender)
 		}
 	}
 	var window time.Duration
@@ -148,7 +174,7 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 			last[name] = byHost
 		}
 		if prev := byHost[r.Identity]; prev == nil || !r.Time.Before(prev.time) {
-			byHost[r.Identity] = &lastRun{time: r.Time, revision: rev, id: r.RequestID, trigger: r.Header.Get(protocol.HeaderTrigger), flapping: r.Header.Get(protocol.HeaderFlapping), reply: reply}
+			byHost[r.Identity] = &lastRun{time: r.Time, revision: rev, id: r.RequestID, trigger: r.Header.Get(protocol.HeaderTrigger), flapping: r.Header.Get(protocol.HeaderFlapping), watch: watchFailuresOf(r.Header), reply: reply}
 		}
 		return nil
 	})
@@ -196,6 +222,7 @@ func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostS
 		return h
 	}
 	h.Revision, h.Time, h.RequestID, h.Trigger, h.Flapping = run.revision, run.time, run.id, run.trigger, run.flapping
+	h.WatchFailures, h.WatchError, h.WatchFailedAt = run.watch.count, run.watch.err, run.watch.at
 	for _, ev := range run.reply.Events {
 		for _, hc := range ev.HealthChecks {
 			if h.Health == nil {

@@ -210,11 +210,25 @@ func DecodeAssignment(data []byte, limits Limits) (*Assignment, error) {
 // SignedAssignment is an assignment as stored: the exact bytes that were
 // signed, the signer's public key and the signature (see Sign). Agents
 // verify the signature over Assignment before decoding it.
+//
+// A removal (a tombstone) is stored in the same form with Removal set
+// instead of Assignment: exactly one of them is present, and the signature
+// is over that one's bytes.
 type SignedAssignment struct {
 	Protocol   string `json:"protocol"`
-	Assignment []byte `json:"assignment"`
+	Assignment []byte `json:"assignment,omitempty"`
+	Removal    []byte `json:"removal,omitempty"`
 	Signer     string `json:"signer"`
 	Signature  string `json:"signature"`
+}
+
+// Signed returns the signed bytes: the removal's for a tombstone, the
+// assignment's otherwise.
+func (s *SignedAssignment) Signed() []byte {
+	if len(s.Removal) > 0 {
+		return s.Removal
+	}
+	return s.Assignment
 }
 
 // SignAssignment encodes a, signs its bytes with kp and returns the stored
@@ -250,8 +264,10 @@ func DecodeSignedAssignment(data []byte, limits Limits) (*SignedAssignment, erro
 	switch {
 	case s.Protocol != SignedAssignmentProtocol:
 		return nil, badRequest("field \"protocol\": expected %q, got %q", SignedAssignmentProtocol, s.Protocol)
-	case len(s.Assignment) == 0:
-		return nil, badRequest("field \"assignment\" is required")
+	case len(s.Assignment) == 0 && len(s.Removal) == 0:
+		return nil, badRequest("field \"assignment\" (or \"removal\", for a removal) is required")
+	case len(s.Assignment) > 0 && len(s.Removal) > 0:
+		return nil, badRequest("fields \"assignment\" and \"removal\" cannot both be set")
 	}
 	return &s, nil
 }

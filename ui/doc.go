@@ -6,4 +6,10 @@
 // JetStream, and pushes changes to open pages with server-sent events at
 // a bounded rate. It never publishes a request and holds no signing key:
 // it only needs read access to CCM_NODES and CCM_HISTORY.
+//
+// With a token, every page needs it: a script sends it as a bearer
+// token, a person types it in once at /login and gets a session, whose
+// random id (never the token) the browser keeps in an HttpOnly,
+// SameSite=Strict cookie until its idle time or lifetime is over or it
+// logs out. Wrong tokens are throttled per client address.
 package ui

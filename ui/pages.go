@@ -55,6 +55,8 @@ type layout struct {
 	Nav      string
 	Problems []string
 	Stamp    uint64
+	// Logout shows the logout button: the dashboard asks for a token.
+	Logout bool
 }
 
 func (s *Server) render(w http.ResponseWriter, page string, data any) {
@@ -66,7 +68,7 @@ func (s *Server) render(w http.ResponseWriter, page string, data any) {
 }
 
 func (s *Server) layout(title, nav string) layout {
-	return layout{Title: title, Nav: nav, Problems: s.fleet.problems(), Stamp: s.fleet.stamp()}
+	return layout{Title: title, Nav: nav, Problems: s.fleet.problems(), Stamp: s.fleet.stamp(), Logout: s.opts.AuthToken != ""}
 }
 
 // pageNumber reads ?page=, 1-based.

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
@@ -35,10 +36,25 @@ type Options struct {
 	Now func() time.Time
 	// AuthToken, when set (at least MinTokenLength characters), is needed
 	// by every request: as "Authorization: Bearer TOKEN", or typed in once
-	// at /login, which sets a cookie.
+	// at /login, which starts a session kept in a cookie.
 	AuthToken string
-	// SecureCookie marks the login cookie Secure (served over HTTPS).
+	// SecureCookie marks the session cookie Secure (served over HTTPS
+	// behind something that terminates TLS; a request that arrives over
+	// TLS gets it anyway).
 	SecureCookie bool
+	// SessionIdle ends a login session not used for this long (default
+	// DefaultSessionIdle).
+	SessionIdle time.Duration
+	// SessionLifetime ends a login session this long after its login,
+	// used or not (default DefaultSessionLifetime).
+	SessionLifetime time.Duration
+	// MaxSessions bounds the login sessions held; a login beyond it ends
+	// the least recently used one (default DefaultMaxSessions).
+	MaxSessions int
+	// MaxLoginClients bounds the clients whose wrong tokens are
+	// remembered for throttling; beyond it the one that failed longest
+	// ago is forgotten (default DefaultMaxLoginClients).
+	MaxLoginClients int
 }
 
 // Server is the dashboard: an http.Handler over the fleet's registry and
@@ -66,9 +82,10 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.AuthToken != "" && len(opts.AuthToken) < MinTokenLength {
-		return nil, fmt.Errorf("ui: the auth token has %d characters; use at least %d", len(opts.AuthToken), MinTokenLength)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
+	opts.loginDefaults()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
@@ -91,9 +108,37 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /events", s.hub.serve)
 	s.handler = s.mux
 	if opts.AuthToken != "" {
-		s.handler = authenticated(opts.AuthToken, opts.SecureCookie, s.mux)
+		s.handler = newAuth(opts, s.mux)
 	}
 	return s, nil
+}
+
+// Validate checks the token and the login settings (a zero value stands
+// for its default).
+func (o Options) Validate() error {
+	if o.AuthToken != "" && len(o.AuthToken) < MinTokenLength {
+		return fmt.Errorf("ui: the auth token has %d characters; use at least %d", len(o.AuthToken), MinTokenLength)
+	}
+	if o.SessionIdle < 0 || o.SessionLifetime < 0 || o.MaxSessions < 0 || o.MaxLoginClients < 0 {
+		return fmt.Errorf("ui: session idle time %s, lifetime %s, at most %d sessions and %d login clients: none may be negative",
+			o.SessionIdle, o.SessionLifetime, o.MaxSessions, o.MaxLoginClients)
+	}
+	o.loginDefaults()
+	switch {
+	case o.SessionIdle > o.SessionLifetime:
+		return fmt.Errorf("ui: the session idle time %s is longer than the session lifetime %s", o.SessionIdle, o.SessionLifetime)
+	case o.SessionIdle < time.Second:
+		return fmt.Errorf("ui: the session idle time %s is shorter than a second", o.SessionIdle)
+	}
+	return nil
+}
+
+// loginDefaults fills in the login settings left zero.
+func (o *Options) loginDefaults() {
+	o.SessionIdle = cmp.Or(o.SessionIdle, DefaultSessionIdle)
+	o.SessionLifetime = cmp.Or(o.SessionLifetime, DefaultSessionLifetime)
+	o.MaxSessions = cmp.Or(o.MaxSessions, DefaultMaxSessions)
+	o.MaxLoginClients = cmp.Or(o.MaxLoginClients, DefaultMaxLoginClients)
 }
 
 // Run follows the registry and the history stream and feeds the live

@@ -55,6 +55,10 @@ type Signer struct {
 	Shell bool `json:"shell" yaml:"shell"`
 	// NoopOnly allows only noop requests.
 	NoopOnly bool `json:"noop_only" yaml:"noop_only"`
+	// AssignmentsAdmin lets the signer replace or remove any assignment;
+	// without it a signer may replace or remove only the assignments it
+	// stored itself (agents keep who that is per name).
+	AssignmentsAdmin bool `json:"assignments_admin" yaml:"assignments_admin"`
 	// Rules are the signer's scopes (hosts, exec, file, package,
 	// service), written beside allow: once one is set for a type, only
 	// what it describes is allowed (see package scope).
@@ -148,6 +152,9 @@ func (p *Policy) Validate() error {
 		}
 		if s.Shell && !slices.Contains(s.Allow, protocol.TypeExec) {
 			return bad("%s: shell: true needs exec in allow", where)
+		}
+		if s.AssignmentsAdmin && s.NoopOnly {
+			return bad("%s: assignments_admin: true cannot go with noop_only: true (replacing or removing another signer's assignment changes what hosts run)", where)
 		}
 		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow)
 		if err != nil {

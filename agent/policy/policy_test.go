@@ -94,6 +94,15 @@ var _ = Describe("Policy", func() {
 		Entry("noop_only not a boolean", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    noop_only: maybe\n"
 		}, "signers[0].noop_only: expected true or false, got string"),
+		Entry("assignments_admin not a boolean", func(o, _ string) string {
+			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    assignments_admin: yes please\n"
+		}, "signers[0].assignments_admin: expected true or false, got string"),
+		Entry("assignments_admin misspelt", func(o, _ string) string {
+			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    assignment_admin: true\n"
+		}, `unknown key "assignment_admin"`),
+		Entry("assignments_admin of a noop_only signer", func(o, _ string) string {
+			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    noop_only: true\n    assignments_admin: true\n"
+		}, "signers[0] ops: assignments_admin: true cannot go with noop_only: true"),
 	)
 
 	It("names the file when loading fails", func() {
@@ -119,6 +128,8 @@ var _ = Describe("Policy", func() {
 		Expect(p.Signers[1].Exec.Commands).To(ContainElement("/usr/sbin/nginx -s reload"))
 		Expect(p.Signers[1].Deny.File.Paths).To(Equal([]string{"/etc/nginx/ssl/"}))
 		Expect(p.Signers[2].NoopOnly).To(BeTrue())
+		Expect(p.Signers[0].AssignmentsAdmin).To(BeTrue(), "ops may replace and remove any assignment")
+		Expect(p.Signers[1].AssignmentsAdmin).To(BeFalse())
 		doc := strings.NewReplacer(p.Signers[0].PublicKey, ops, p.Signers[2].PublicKey, dev).Replace(string(data))
 		p, err = policy.ParsePolicy([]byte(doc))
 		Expect(err).ToNot(HaveOccurred())

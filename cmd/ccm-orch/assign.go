@@ -64,6 +64,10 @@ func (a *app) registerAssign(cli *fisk.Application) {
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tREVISION\tSELECTOR\tINTERVAL\tSPLAY\tMODE\tMANIFEST\tSIGNER")
 			for _, e := range entries {
+				if r := e.Removed; r != nil {
+					fmt.Fprintf(tw, "%s\t%d\t(removed %s)\t\t\t\t\t%s\n", e.Name, e.Revision, r.Created.Local().Format(historyTimeFormat), shortKey(e.Signer))
+					continue
+				}
 				if e.Assignment == nil {
 					fmt.Fprintf(tw, "%s\t%d\t(unreadable: %s)\t\t\t\t\t%s\n", e.Name, e.Revision, e.Problem, shortKey(e.Signer))
 					continue
@@ -103,6 +107,10 @@ func (a *app) registerAssign(cli *fisk.Application) {
 				tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "REVISION\tSTORED\tSELECTOR\tINTERVAL\tMODE\tSIGNER")
 				for _, e := range hist {
+					if e.Removed != nil {
+						fmt.Fprintf(tw, "%d\t%s\t(removed)\t\t\t%s\n", e.Revision, e.Stored.Local().Format(historyTimeFormat), shortKey(e.Signer))
+						continue
+					}
 					if e.Assignment == nil {
 						fmt.Fprintf(tw, "%d\t%s\t(%s)\t\t\t\n", e.Revision, e.Stored.Local().Format(historyTimeFormat), e.Problem)
 						continue
@@ -123,16 +131,28 @@ func (a *app) registerAssign(cli *fisk.Application) {
 		})
 	})
 
-	var rmName string
-	rm := as.Command("rm", "Remove an assignment: agents stop applying it (what it made stays; its revisions stay in the store's history)")
+	var rmName, rmKey string
+	rm := as.Command("rm", "Remove an assignment with a signed removal: agents stop applying it when the key stored it or is an assignments administrator (what it made stays; its revisions stay in the store's history)")
 	rm.Arg("name", "The assignment's name").Required().StringVar(&rmName)
+	rm.Flag("key", "Sign the removal with this nkeys seed file (required: agents ignore unsigned removals)").Envar("CCM_KEY").PlaceHolder("FILE").StringVar(&rmKey)
 	rmConn := connflags.Register(rm)
 	rm.Action(func(*fisk.ParseContext) error {
+		if err := protocol.ValidateAssignmentName(rmName); err != nil {
+			return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+		}
+		if rmKey == "" {
+			return program.Exit(protocol.ExitError, fmt.Errorf("assignments rm %s: --key FILE (or CCM_KEY) is required: agents remove an assignment only on a removal signed by the key that stored it or an assignments administrator, and ignore a bare delete", rmName))
+		}
+		kp, err := loadSeed(rmKey)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
 		return a.withClient(rmConn, func(ctx context.Context, cl *orchestrator.Client) error {
-			if err := cl.RemoveAssignment(ctx, rmName); err != nil {
+			rev, err := cl.RemoveAssignment(ctx, rmName, sender(), kp)
+			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			fmt.Fprintf(a.Stdout, "assignment %s removed\n", rmName)
+			fmt.Fprintf(a.Stdout, "assignment %s removed (revision %d, a signed removal)\n", rmName, rev)
 			return nil
 		})
 	})
@@ -226,6 +246,10 @@ func withData(m *manifest.Manifest, file string) (*manifest.Manifest, error) {
 func (a *app) printAssignment(e orchestrator.AssignmentEntry) {
 	w := a.Stdout
 	fmt.Fprintf(w, "assignment %s, revision %d, stored %s\n", e.Name, e.Revision, e.Stored.Local().Format(historyTimeFormat))
+	if r := e.Removed; r != nil {
+		fmt.Fprintf(w, "  removed:  %s by %s (%s), a signed removal: agents stop running it\n", r.Created.Local().Format(historyTimeFormat), e.Signer, orDash(r.Author))
+		return
+	}
 	if e.Assignment == nil {
 		fmt.Fprintf(w, "  unreadable: %s\n", e.Problem)
 		return

@@ -92,19 +92,37 @@ ccm:
 		Expect(out).To(ContainSubstring("file#/etc/motd"))
 		Expect(out).To(ContainSubstring("schedule: every 30m0s"))
 
-		code, out, _ = orch(with("assignments", "rm", "web")...)
+		// Without a key nothing is removed: agents ignore unsigned removals.
+		suite := os.Getenv("CCM_KEY")
+		Expect(os.Unsetenv("CCM_KEY")).To(Succeed())
+		code, _, errOut = orch(with("assignments", "rm", "web")...)
+		Expect(os.Setenv("CCM_KEY", suite)).To(Succeed())
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("assignments rm web: --key FILE (or CCM_KEY) is required"))
+		code, out, _ = orch(with("assignments", "show", "web", "--json")...)
 		Expect(code).To(Equal(0))
-		Expect(out).To(Equal("assignment web removed\n"))
+		Expect(out).To(ContainSubstring(`"revision": 2`))
+
+		code, out, errOut = orch(with("assignments", "rm", "web", "--key", seed)...)
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(Equal("assignment web removed (revision 3, a signed removal)\n"))
 		code, out, _ = orch(with("assignments", "list")...)
 		Expect(code).To(Equal(0))
-		Expect(out).To(Equal("no assignments\n"))
+		Expect(lines(out)).To(HaveLen(2))
+		Expect(lines(out)[1]).To(MatchRegexp(`^web\s+3\s+\(removed \S+ \S+\)\s+U`))
+		code, out, _ = orch(with("assignments", "list", "--json")...)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring(`"protocol": "io.choria.ccm.v1.assignment.removal"`))
 		code, out, _ = orch(with("assignments", "show", "web", "--history")...)
 		Expect(code).To(Equal(0))
 		Expect(lines(out)).To(HaveLen(4))
 		Expect(lines(out)[3]).To(ContainSubstring("(removed)"))
-		code, _, errOut = orch(with("assignments", "rm", "web")...)
+		code, out, _ = orch(with("assignments", "show", "web")...)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("a signed removal: agents stop running it"))
+		code, _, errOut = orch(with("assignments", "rm", "web", "--key", seed)...)
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(ContainSubstring(`no such assignment "web"`))
+		Expect(errOut).To(ContainSubstring(`no such assignment "web": removed at `))
 	})
 
 	DescribeTable("refuses bad input with exit 1, storing nothing",
@@ -116,7 +134,7 @@ ccm:
 			Expect(code).To(Equal(1))
 			Expect(errOut).To(ContainSubstring(problem))
 			_, out, _ := orch(with("assignments", "list")...)
-			Expect(out).To(Equal("no assignments\n"))
+			Expect(out).ToNot(MatchRegexp(`(?m)^(x|a\.b)\s`))
 		},
 		Entry("a file that is not a manifest", "manifest: expected an object", "assign", "x", "/etc/hostname"),
 		Entry("a name with a dot", "character at position 1 is not allowed", "assign", "a.b", "/etc/hostname", "--key", "/nonexistent"),

@@ -148,6 +148,8 @@ ccm-orch ui --context fleet-readonly
 ccm-orch ui --listen 127.0.0.1:9090 --max-runs 50000 --server nats://nats.example.com:4222
 # On the network: HTTPS and a token are required there
 ccm-orch ui --listen 0.0.0.0:8443 --https-cert /etc/ccm/ui.pem --https-key /etc/ccm/ui-key.pem --auth-token /etc/ccm/ui.token
+# Log visitors out after 10 idle minutes, and after 8 hours in any case
+ccm-orch ui --listen 0.0.0.0:8443 --https-cert /etc/ccm/ui.pem --https-key /etc/ccm/ui-key.pem --auth-token /etc/ccm/ui.token --session-idle 10m --session-lifetime 8h
 `,
 	"keys new": `
 # A signing key: keep ops.seed secret, put the contents of ops.pub in the agents' policy

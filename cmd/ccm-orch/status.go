@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/choria-io/fisk"
 
@@ -96,6 +97,10 @@ func renderStatus(w io.Writer, rep *orchestrator.StatusReport) {
 				}
 				if h.Flapping != "" {
 					msg = strings.TrimPrefix(msg+"; ", "; ") + "flapping: a watched file keeps changing, repairs backed off " + h.Flapping
+				}
+				if h.WatchFailures > 0 {
+					msg = strings.TrimPrefix(msg+"; ", "; ") + fmt.Sprintf("watch repairs failed %d times (still watching), last at %s: %s",
+						h.WatchFailures, h.WatchFailedAt.UTC().Format(time.RFC3339), h.WatchError)
 				}
 				if _, ok := groups[msg]; !ok {
 					order = append(order, msg)

@@ -24,10 +24,13 @@ func (a *app) registerUI(cli *fisk.Application) {
 	var (
 		listen, tokenFile, certFile, keyFile string
 		maxRuns                              int
+		sessionIdle, sessionLifetime         time.Duration
 	)
 	cmd := cli.Command("ui", "Serve a read-only web dashboard of the fleet: hosts, runs, drift and health, updated live")
 	cmd.Flag("listen", "Address the dashboard listens on; anything but loopback needs --https-cert/--https-key and --auth-token").Default("127.0.0.1:8080").StringVar(&listen)
 	cmd.Flag("auth-token", "File holding the token every visitor must give (at least 16 characters; typed in once at /login, or sent as Authorization: Bearer)").PlaceHolder("FILE").StringVar(&tokenFile)
+	cmd.Flag("session-idle", "A login session not used for this long ends").Default(ui.DefaultSessionIdle.String()).DurationVar(&sessionIdle)
+	cmd.Flag("session-lifetime", "A login session ends this long after the login, used or not").Default(ui.DefaultSessionLifetime.String()).DurationVar(&sessionLifetime)
 	cmd.Flag("https-cert", "Serve HTTPS with this certificate (PEM); --tlscert is the NATS connection's").PlaceHolder("FILE").StringVar(&certFile)
 	cmd.Flag("https-key", "Private key of --https-cert (PEM)").PlaceHolder("FILE").StringVar(&keyFile)
 	cmd.Flag("max-runs", "Most runs kept in memory from the history, the newest").Default("10000").IntVar(&maxRuns)
@@ -43,6 +46,14 @@ func (a *app) registerUI(cli *fisk.Application) {
 		if !loopback(listen) && (certFile == "" || token == "") {
 			return program.Exit(protocol.ExitError, fmt.Errorf("ui: --listen %s is not a loopback address: the dashboard shows the whole fleet, so it needs --https-cert/--https-key and --auth-token there", listen))
 		}
+		if sessionIdle <= 0 || sessionLifetime <= 0 {
+			return program.Exit(protocol.ExitError, fmt.Errorf("ui: --session-idle %s and --session-lifetime %s must be longer than 0", sessionIdle, sessionLifetime))
+		}
+		opts := ui.Options{Log: a.Logger(), MaxRuns: maxRuns, AuthToken: token, SecureCookie: certFile != "",
+			SessionIdle: sessionIdle, SessionLifetime: sessionLifetime}
+		if err := opts.Validate(); err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
 		ctx, stop := a.signalContext()
 		defer stop()
 		nc, err := a.connect(ctx, conn)
@@ -50,7 +61,7 @@ func (a *app) registerUI(cli *fisk.Application) {
 			return err
 		}
 		defer nc.Close()
-		srv, err := ui.New(nc, ui.Options{Log: a.Logger(), MaxRuns: maxRuns, AuthToken: token, SecureCookie: certFile != ""})
+		srv, err := ui.New(nc, opts)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}

@@ -60,6 +60,11 @@ var _ = Describe("ccm-orch ui", func() {
 			return []string{"--auth-token", short}
 		}, "the token must be one line of at least 16 characters"),
 		Entry("a certificate without its key", func() []string { return []string{"--https-cert", token} }, "--https-cert and --https-key go together"),
+		Entry("a session idle time longer than its lifetime", func() []string {
+			return []string{"--auth-token", token, "--session-idle", "2h", "--session-lifetime", "1h"}
+		}, "the session idle time 2h0m0s is longer than the session lifetime 1h0m0s"),
+		Entry("a session that never lasts", func() []string { return []string{"--auth-token", token, "--session-lifetime", "0s"} },
+			"--session-idle 30m0s and --session-lifetime 0s must be longer than 0"),
 	)
 
 	It("serves HTTPS behind the token on any address, and stops on a signal", func() {

@@ -19,9 +19,17 @@ import (
 // passed without the quotes the seed's command line shows.
 const statusFormat = "${Package} ${Version} ${Architecture} ${db:Status-Status}"
 
-// installArgs start every apt-get install; --force-confold keeps existing
-// configuration files on upgrade.
-var installArgs = []string{"install", "-y", "-q", "-o", "DPkg::Options::=--force-confold"}
+// patternOnly makes apt read a command-line argument as a package name,
+// never as a regular expression or glob when no package has that exact
+// name (apt reads "nginx-." as a regex selecting every nginx-x package
+// otherwise); it still reads an argument starting with ? or ~ as an apt
+// pattern, which a valid name never does (pkgtype.ValidateName).
+const patternOnly = "APT::Cmd::Pattern-Only=true"
+
+// installArgs start every apt-get install: --no-remove makes apt refuse a
+// transaction that would remove a package (apt reads "name-" as "remove
+// name"); --force-confold keeps existing configuration files on upgrade.
+var installArgs = []string{"install", "-y", "-q", "--no-remove", "-o", patternOnly, "-o", "DPkg::Options::=--force-confold"}
 
 // Provider manages packages with dpkg and apt. Every command it runs holds
 // the lock shared by the process's package providers.
@@ -74,6 +82,9 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 			pkgtype.ErrUnexpectedOutput, boundedOutput(res.Stdout), pkg, pkg)
 	}
 	name, version, arch, status := fields[0], fields[1], fields[2], fields[3]
+	if name != pkg && name+":"+arch != pkg {
+		return nil, fmt.Errorf("%w: dpkg-query answered for package %q when asked for %s", pkgtype.ErrUnexpectedOutput, name, pkg)
+	}
 	if status != "installed" {
 		return absent(status), nil
 	}
@@ -89,9 +100,13 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 	}, nil
 }
 
-// Install runs apt-get install for pkg: unversioned for present, at the
-// candidate apt-cache policy reports for latest, and at a specific version
-// with --allow-downgrades otherwise.
+// Install runs apt-get install for pkg once apt-cache policy shows that a
+// package has exactly that name (else an error wrapping
+// pkgtype.ErrNoSuchPackage, and nothing is installed): unversioned for
+// present, at the candidate apt-cache policy reports for latest, and at a
+// specific version with --allow-downgrades otherwise. apt-get runs with
+// APT::Cmd::Pattern-Only and --no-remove, so the name can only ever mean
+// that one package.
 func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	if err := checkArgs(pkg, version); err != nil {
 		return err
@@ -99,14 +114,20 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 
+	candidate, err := p.resolveLocked(ctx, pkg)
+	if err != nil {
+		return err
+	}
 	args := append([]string(nil), installArgs...)
 	switch version {
 	case "", pkgtype.EnsurePresent:
+		if candidate == "" {
+			return fmt.Errorf("%w for %s: apt-cache policy reports Candidate: (none)", ErrNoCandidate, pkg)
+		}
 		args = append(args, "--", pkg)
 	case pkgtype.EnsureLatest:
-		candidate, err := p.candidateLocked(ctx, pkg)
-		if err != nil {
-			return err
+		if candidate == "" {
+			return fmt.Errorf("%w for %s: apt-cache policy reports Candidate: (none)", ErrNoCandidate, pkg)
 		}
 		p.log.Debug("latest candidate", "package", pkg, "candidate", candidate)
 		args = append(args, "--", pkg+"="+candidate)
@@ -134,15 +155,29 @@ func (p *Provider) Downgrade(ctx context.Context, pkg, version string) error {
 	return p.Install(ctx, pkg, version)
 }
 
-// Uninstall runs apt-get remove, which keeps configuration files.
+// Uninstall runs apt-get remove, which keeps configuration files, once
+// dpkg-query shows a package of exactly that name installed (else an
+// error wrapping pkgtype.ErrNoSuchPackage); apt-get runs with
+// APT::Cmd::Pattern-Only.
 func (p *Provider) Uninstall(ctx context.Context, pkg string) error {
 	if err := pkgtype.ValidateName(pkg); err != nil {
 		return err
 	}
 	p.lock.Lock()
 	defer p.lock.Unlock()
-	args := []string{"-q", "-y", "remove", "--", pkg}
-	res, err := p.runLocked(ctx, nil, "apt-get", args...)
+	res, err := p.runLocked(ctx, nil, "dpkg-query", "-W", "-f="+statusFormat, "--", pkg)
+	if err != nil {
+		return err
+	}
+	st, err := parseStatus(pkg, res)
+	if err != nil {
+		return err
+	}
+	if st.Ensure == pkgtype.EnsureAbsent {
+		return fmt.Errorf("%w %s: dpkg has no package of exactly that name installed", pkgtype.ErrNoSuchPackage, pkg)
+	}
+	args := []string{"-q", "-y", "-o", patternOnly, "remove", "--", pkg}
+	res, err = p.runLocked(ctx, nil, "apt-get", args...)
 	if err != nil {
 		return err
 	}
@@ -159,10 +194,14 @@ func (p *Provider) VersionCmp(a, b string, _ bool) (int, error) {
 	return CompareVersions(a, b)
 }
 
-// candidateLocked asks apt-cache policy for the version apt would install.
-// apt-cache runs in the C locale so its labels are not translated.
-func (p *Provider) candidateLocked(ctx context.Context, pkg string) (string, error) {
-	args := []string{"policy", "--", pkg}
+// resolveLocked asks apt-cache policy (with APT::Cmd::Pattern-Only, in
+// the C locale so its labels are not translated) about pkg and returns its
+// candidate version, "" when it has none. The answer must be one package
+// whose name is exactly pkg (an architecture-qualified name may be shown
+// without its native architecture); anything else, no answer included, is
+// an error wrapping pkgtype.ErrNoSuchPackage.
+func (p *Provider) resolveLocked(ctx context.Context, pkg string) (string, error) {
+	args := []string{"-o", patternOnly, "policy", "--", pkg}
 	res, err := p.runLocked(ctx, []string{"LC_ALL=C"}, "apt-cache", args...)
 	if err != nil {
 		return "", err
@@ -170,27 +209,57 @@ func (p *Provider) candidateLocked(ctx context.Context, pkg string) (string, err
 	if res.ExitCode != 0 {
 		return "", failed(res, "apt-cache", args...)
 	}
-	return parseCandidate(pkg, res.Stdout)
+	return parsePolicy(pkg, res.Stdout)
 }
 
-// parseCandidate finds the Candidate: line of apt-cache policy output.
-func parseCandidate(pkg string, out []byte) (string, error) {
+// parsePolicy reads apt-cache policy output for pkg: one stanza per
+// package, each opening with the package's name and a colon at the start
+// of a line, then indented lines, among them "Candidate: VERSION".
+func parsePolicy(pkg string, out []byte) (string, error) {
+	var names []string
+	candidate := ""
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
-		v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "Candidate:")
-		if !ok {
+		line := sc.Text()
+		if line == "" {
 			continue
 		}
-		v = strings.TrimSpace(v)
-		if v == "(none)" || v == "" {
-			return "", fmt.Errorf("%w for %s: apt-cache policy reports Candidate: (none)", ErrNoCandidate, pkg)
+		if line[0] != ' ' {
+			name, ok := strings.CutSuffix(line, ":")
+			if !ok {
+				return "", fmt.Errorf("%w: apt-cache policy printed %q for %s, expected a package name and a colon", pkgtype.ErrUnexpectedOutput, boundedOutput([]byte(line)), pkg)
+			}
+			names = append(names, name)
+			continue
 		}
-		if err := pkgtype.ValidateVersion(v); err != nil {
-			return "", fmt.Errorf("%w: apt-cache policy candidate for %s: %w", pkgtype.ErrUnexpectedOutput, pkg, err)
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate:"); ok && len(names) == 1 {
+			candidate = strings.TrimSpace(v)
 		}
-		return v, nil
 	}
-	return "", fmt.Errorf("%w for %s: apt-cache policy knows no such package", ErrNoCandidate, pkg)
+	switch {
+	case len(names) == 0:
+		return "", fmt.Errorf("%w %s: apt knows no package of that name", pkgtype.ErrNoSuchPackage, pkg)
+	case len(names) > 1 || !sameName(names[0], pkg):
+		shown := names[:min(len(names), 5)]
+		return "", fmt.Errorf("%w %s: apt-cache policy answered for %s, not for a package of exactly that name", pkgtype.ErrNoSuchPackage, pkg, strings.Join(shown, ", "))
+	}
+	if candidate == "(none)" || candidate == "" {
+		return "", nil
+	}
+	if err := pkgtype.ValidateVersion(candidate); err != nil {
+		return "", fmt.Errorf("%w: apt-cache policy candidate for %s: %w", pkgtype.ErrUnexpectedOutput, pkg, err)
+	}
+	return candidate, nil
+}
+
+// sameName says whether apt's name for a package is pkg: equal, or pkg
+// qualified with the native architecture that apt leaves out.
+func sameName(shown, pkg string) bool {
+	if shown == pkg {
+		return true
+	}
+	base, _, qualified := strings.Cut(pkg, ":")
+	return qualified && shown == base
 }
 
 // checkArgs validates a package name and, unless it is present or latest,

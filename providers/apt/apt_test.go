@@ -29,13 +29,23 @@ func statusArgv(pkg string) []string {
 	return []string{"dpkg-query", "-W", statusFormat, "--", pkg}
 }
 
-func policyArgv(pkg string) []string { return []string{"apt-cache", "policy", "--", pkg} }
-
-func installArgv(operands ...string) []string {
-	return append([]string{"apt-get", "install", "-y", "-q", "-o", "DPkg::Options::=--force-confold"}, operands...)
+func policyArgv(pkg string) []string {
+	return []string{"apt-cache", "-o", "APT::Cmd::Pattern-Only=true", "policy", "--", pkg}
 }
 
-func removeArgv(pkg string) []string { return []string{"apt-get", "-q", "-y", "remove", "--", pkg} }
+func installArgv(operands ...string) []string {
+	return append([]string{"apt-get", "install", "-y", "-q", "--no-remove", "-o", "APT::Cmd::Pattern-Only=true", "-o", "DPkg::Options::=--force-confold"}, operands...)
+}
+
+func removeArgv(pkg string) []string {
+	return []string{"apt-get", "-q", "-y", "-o", "APT::Cmd::Pattern-Only=true", "remove", "--", pkg}
+}
+
+// expectResolved scripts the apt-cache policy call that finds the test
+// package by its exact name.
+func expectResolved(f *runner.Fake) {
+	expect(f, policyArgv("ccm-fleet-testpkg"), 0, "apt_cache_policy_installed.txt", "", "LC_ALL=C")
+}
 
 // fixture reads a testdata file; "" reads as nothing.
 func fixture(name string) []byte {
@@ -79,15 +89,15 @@ var _ = Describe("Provider", func() {
 
 	Describe("Status", func() {
 		DescribeTable("treats only dpkg's installed status as present",
-			func(ctx context.Context, stdoutFile string, exit int, stderrFile, wantEnsure, wantStatus string) {
-				expect(fake, statusArgv("pkg"), exit, stdoutFile, stderrFile)
-				st, err := prov.Status(ctx, "pkg")
+			func(ctx context.Context, pkg, stdoutFile string, exit int, stderrFile, wantEnsure, wantStatus string) {
+				expect(fake, statusArgv(pkg), exit, stdoutFile, stderrFile)
+				st, err := prov.Status(ctx, pkg)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(fake.Verify()).To(Succeed())
 				Expect(st.Ensure).To(Equal(wantEnsure))
 				Expect(st.Protocol).To(Equal("io.choria.ccm.v1.resource.package.state"))
 				Expect(st.Type).To(Equal("package"))
-				Expect(st.Name).To(Equal("pkg"))
+				Expect(st.Name).To(Equal(pkg))
 				Expect(st.Metadata.Provider).To(Equal("apt"))
 				Expect(st.Metadata.Extended).To(HaveKeyWithValue("status", wantStatus))
 				if wantEnsure == "absent" {
@@ -96,14 +106,14 @@ var _ = Describe("Provider", func() {
 					Expect(st.Metadata.Version).To(Equal(wantEnsure))
 				}
 			},
-			Entry("installed: present", "dpkg_query_installed.txt", 0, "", "1.21.22", "installed"),
-			Entry("installed with an epoch: present", "dpkg_query_installed_epoch.txt", 0, "", "1:3.8-4", "installed"),
-			Entry("config-files (removed, config files remain): absent", "dpkg_query_config_files.txt", 0, "", "absent", "config-files"),
-			Entry("half-installed (installation started but failed): absent", "dpkg_query_half_installed.txt", 0, "", "absent", "half-installed"),
-			Entry("half-configured (configuration failed): absent", "dpkg_query_half_configured.txt", 0, "", "absent", "half-configured"),
-			Entry("unpacked (not configured): absent", "dpkg_query_unpacked.txt", 0, "", "absent", "unpacked"),
-			Entry("not-installed: absent", "dpkg_query_not_installed.txt", 0, "", "absent", "not-installed"),
-			Entry("unknown to dpkg (exit 1): absent", "", 1, "dpkg_query_unknown_stderr.txt", "absent", "unknown"),
+			Entry("installed: present", "dpkg", "dpkg_query_installed.txt", 0, "", "1.21.22", "installed"),
+			Entry("installed with an epoch: present", "diffutils", "dpkg_query_installed_epoch.txt", 0, "", "1:3.8-4", "installed"),
+			Entry("config-files (removed, config files remain): absent", "apache2", "dpkg_query_config_files.txt", 0, "", "absent", "config-files"),
+			Entry("half-installed (installation started but failed): absent", "nginx-common", "dpkg_query_half_installed.txt", 0, "", "absent", "half-installed"),
+			Entry("half-configured (configuration failed): absent", "postgresql-15", "dpkg_query_half_configured.txt", 0, "", "absent", "half-configured"),
+			Entry("unpacked (not configured): absent", "openssh-server", "dpkg_query_unpacked.txt", 0, "", "absent", "unpacked"),
+			Entry("not-installed: absent", "zsh", "dpkg_query_not_installed.txt", 0, "", "absent", "not-installed"),
+			Entry("unknown to dpkg (exit 1): absent", "pkg", "", 1, "dpkg_query_unknown_stderr.txt", "absent", "unknown"),
 		)
 
 		It("reports name, version and architecture of an installed package", func(ctx context.Context) {
@@ -131,7 +141,8 @@ var _ = Describe("Provider", func() {
 	})
 
 	Describe("Install", func() {
-		It("installs present without a version", func(ctx context.Context) {
+		It("installs present without a version once apt-cache knows the exact name", func(ctx context.Context) {
+			expectResolved(fake)
 			expect(fake, installArgv("--", "ccm-fleet-testpkg"), 0, "apt_get_install.txt", "")
 			Expect(prov.Install(ctx, "ccm-fleet-testpkg", "present")).To(Succeed())
 			Expect(fake.Verify()).To(Succeed())
@@ -149,19 +160,21 @@ var _ = Describe("Provider", func() {
 			Entry("not installed", "zsh", "apt_cache_policy_not_installed.txt", "5.9-4+b15"),
 		)
 
-		DescribeTable("fails latest without a candidate and installs nothing",
-			func(ctx context.Context, pkg, policyFile string) {
+		DescribeTable("fails present and latest without a candidate and installs nothing",
+			func(ctx context.Context, pkg, ensure, policyFile string, want error) {
 				expect(fake, policyArgv(pkg), 0, policyFile, "", "LC_ALL=C")
-				err := prov.Install(ctx, pkg, "latest")
-				Expect(err).To(MatchError(apt.ErrNoCandidate))
+				err := prov.Install(ctx, pkg, ensure)
+				Expect(err).To(MatchError(want))
 				Expect(err).To(MatchError(ContainSubstring(pkg)))
 				Expect(fake.Verify()).To(Succeed())
 			},
-			Entry("Candidate: (none)", "mail-transport-agent", "apt_cache_policy_none.txt"),
-			Entry("unknown package, no output", "nosuch-ccm", "apt_cache_policy_unknown.txt"),
+			Entry("Candidate: (none), latest", "mail-transport-agent", "latest", "apt_cache_policy_none.txt", apt.ErrNoCandidate),
+			Entry("Candidate: (none), present (a virtual package: apt would pick a provider of another name)", "mail-transport-agent", "present", "apt_cache_policy_none.txt", apt.ErrNoCandidate),
+			Entry("unknown package, no output", "nosuch-ccm", "latest", "apt_cache_policy_unknown.txt", pkgtype.ErrNoSuchPackage),
 		)
 
 		It("installs a specific version with --allow-downgrades", func(ctx context.Context) {
+			expectResolved(fake)
 			expect(fake, installArgv("--allow-downgrades", "--", "ccm-fleet-testpkg=1.0-1"), 0, "apt_get_install_downgrade.txt", "")
 			Expect(prov.Install(ctx, "ccm-fleet-testpkg", "1.0-1")).To(Succeed())
 			Expect(fake.Verify()).To(Succeed())
@@ -169,24 +182,26 @@ var _ = Describe("Provider", func() {
 
 		DescribeTable("reports apt-get's failure with its message",
 			func(ctx context.Context, version string, argv []string, stdoutFile, stderrFile, want string) {
+				expectResolved(fake)
 				expect(fake, argv, 100, stdoutFile, stderrFile)
-				err := prov.Install(ctx, "nosuch-ccm", version)
+				err := prov.Install(ctx, "ccm-fleet-testpkg", version)
 				Expect(err).To(MatchError(pkgtype.ErrCommandFailed))
 				Expect(err).To(MatchError(ContainSubstring("exited with status 100")))
 				Expect(err).To(MatchError(ContainSubstring(want)))
 				Expect(fake.Verify()).To(Succeed())
 			},
-			Entry("unknown package", "present", installArgv("--", "nosuch-ccm"),
+			Entry("the package gone between the lookup and apt-get", "present", installArgv("--", "ccm-fleet-testpkg"),
 				"apt_get_install_unknown_stdout.txt", "apt_get_install_unknown_stderr.txt", "E: Unable to locate package nosuch-ccm"),
-			Entry("unknown version", "9.9-1", installArgv("--allow-downgrades", "--", "nosuch-ccm=9.9-1"),
+			Entry("unknown version", "9.9-1", installArgv("--allow-downgrades", "--", "ccm-fleet-testpkg=9.9-1"),
 				"apt_get_install_version_not_found_stdout.txt", "apt_get_install_version_not_found_stderr.txt", "E: Version '9.9-1' for 'ccm-fleet-testpkg' was not found"),
-			Entry("dpkg lock held", "present", installArgv("--", "nosuch-ccm"),
+			Entry("dpkg lock held", "present", installArgv("--", "ccm-fleet-testpkg"),
 				"", "apt_get_lock_held_stderr.txt", "Could not get lock /var/lib/dpkg/lock-frontend"),
 		)
 	})
 
 	Describe("Upgrade and Downgrade", func() {
 		It("upgrade delegates to install", func(ctx context.Context) {
+			expectResolved(fake)
 			expect(fake, installArgv("--allow-downgrades", "--", "ccm-fleet-testpkg=2.0-1"), 0, "apt_get_install.txt", "")
 			expect(fake, policyArgv("dpkg"), 0, "apt_cache_policy_upgradable.txt", "", "LC_ALL=C")
 			expect(fake, installArgv("--", "dpkg=1.21.23"), 0, "apt_get_install.txt", "")
@@ -196,6 +211,7 @@ var _ = Describe("Provider", func() {
 		})
 
 		It("downgrade delegates to install, which allows downgrades", func(ctx context.Context) {
+			expectResolved(fake)
 			expect(fake, installArgv("--allow-downgrades", "--", "ccm-fleet-testpkg=1.0-1"), 0, "apt_get_install_downgrade.txt", "")
 			Expect(prov.Downgrade(ctx, "ccm-fleet-testpkg", "1.0-1")).To(Succeed())
 			Expect(fake.Verify()).To(Succeed())
@@ -204,16 +220,26 @@ var _ = Describe("Provider", func() {
 
 	Describe("Uninstall", func() {
 		It("removes, keeping configuration files", func(ctx context.Context) {
+			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_2.0-1.txt", "")
 			expect(fake, removeArgv("ccm-fleet-testpkg"), 0, "apt_get_remove.txt", "")
 			Expect(prov.Uninstall(ctx, "ccm-fleet-testpkg")).To(Succeed())
 			Expect(fake.Verify()).To(Succeed())
 		})
 
 		It("reports apt-get's failure", func(ctx context.Context) {
+			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_2.0-1.txt", "")
 			expect(fake, removeArgv("ccm-fleet-testpkg"), 100, "", "apt_get_lock_held_stderr.txt")
 			err := prov.Uninstall(ctx, "ccm-fleet-testpkg")
 			Expect(err).To(MatchError(pkgtype.ErrCommandFailed))
-			Expect(err).To(MatchError(ContainSubstring("apt-get -q -y remove -- ccm-fleet-testpkg exited with status 100")))
+			Expect(err).To(MatchError(ContainSubstring("apt-get -q -y -o APT::Cmd::Pattern-Only=true remove -- ccm-fleet-testpkg exited with status 100")))
+		})
+
+		It("removes nothing when dpkg has no package of exactly that name installed", func(ctx context.Context) {
+			expect(fake, statusArgv("nginx-."), 1, "", "dpkg_query_unknown_stderr.txt")
+			err := prov.Uninstall(ctx, "nginx-.")
+			Expect(err).To(MatchError(pkgtype.ErrNoSuchPackage))
+			Expect(err).To(MatchError(ContainSubstring("no such package nginx-.")))
+			Expect(fake.Verify()).To(Succeed())
 		})
 	})
 
@@ -234,6 +260,7 @@ var _ = Describe("Provider", func() {
 
 		It("downgrades to a version with exact commands", func(ctx context.Context) {
 			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_2.0-1.txt", "")
+			expectResolved(fake)
 			expect(fake, installArgv("--allow-downgrades", "--", "ccm-fleet-testpkg=1.0-1"), 0, "apt_get_install_downgrade.txt", "")
 			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_1.0-1.txt", "")
 			out, err := apply(ctx, false, "1.0-1")
@@ -252,7 +279,8 @@ var _ = Describe("Provider", func() {
 		})
 
 		It("reinstalls a package left with only its config files", func(ctx context.Context) {
-			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_config_files.txt", "")
+			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_config_files.txt", "")
+			expectResolved(fake)
 			expect(fake, installArgv("--", "ccm-fleet-testpkg"), 0, "apt_get_install.txt", "")
 			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_2.0-1.txt", "")
 			out, err := apply(ctx, false, "present")
@@ -275,6 +303,9 @@ var _ = Describe("Provider", func() {
 			Entry("a space", "nginx vim"),
 			Entry("a path", "/tmp/evil.deb"),
 			Entry("a version pin", "nginx=1.0"),
+			Entry("an apt pattern", "~nnginx"),
+			Entry("a leading dot", ".nginx"),
+			Entry("a leading plus", "+nginx"),
 		}
 
 		refusesName := func(ctx context.Context, name string) {

@@ -68,6 +68,14 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 			pkgtype.ErrUnexpectedOutput, out, pkg, pkg)
 	}
 	name, epoch, version, release, arch := fields[0], fields[1], fields[2], fields[3], fields[4]
+	if name != pkg {
+		// rpm -q reads "nginx-1.20.1" as nginx at version 1.20.1: no
+		// package of exactly that name is installed.
+		return &protocol.PackageState{
+			CommonState: protocol.NewCommonState(protocol.TypePackage, pkg, pkgtype.EnsureAbsent),
+			Metadata:    &protocol.PackageMetadata{Name: pkg, Provider: ProviderName},
+		}, nil
+	}
 	evr := version + "-" + release
 	return &protocol.PackageState{
 		CommonState: protocol.NewCommonState(protocol.TypePackage, pkg, evr),
@@ -78,13 +86,16 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 	}, nil
 }
 
-// Install runs dnf install -y for pkg (present or latest) or pkg-version.
+// Install runs dnf install -y for pkg (present or latest) or pkg-version,
+// once dnf repoquery shows that the operand means packages named exactly
+// pkg and nothing else (else an error wrapping pkgtype.ErrNoSuchPackage,
+// and nothing is installed).
 func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	operand, err := operand(pkg, version)
 	if err != nil {
 		return err
 	}
-	return p.runChecked(ctx, "dnf", "install", "-y", operand)
+	return p.runResolved(ctx, pkg, operand, "dnf", "install", "-y", operand)
 }
 
 // Upgrade installs pkg at version (see Install); dnf install upgrades an
@@ -102,15 +113,29 @@ func (p *Provider) Downgrade(ctx context.Context, pkg, version string) error {
 	if err != nil {
 		return err
 	}
-	return p.runChecked(ctx, "dnf", "downgrade", "-y", operand)
+	return p.runResolved(ctx, pkg, operand, "dnf", "downgrade", "-y", operand)
 }
 
-// Uninstall runs dnf remove -y.
+// Uninstall runs dnf remove -y once rpm -q shows a package of exactly
+// that name installed (else an error wrapping pkgtype.ErrNoSuchPackage).
 func (p *Provider) Uninstall(ctx context.Context, pkg string) error {
 	if err := pkgtype.ValidateName(pkg); err != nil {
 		return err
 	}
-	return p.runChecked(ctx, "dnf", "remove", "-y", pkg)
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	res, err := p.runLocked(ctx, "rpm", "-q", pkg, "--queryformat", QueryFormat)
+	if err != nil {
+		return err
+	}
+	st, err := parseStatus(pkg, res)
+	if err != nil {
+		return err
+	}
+	if st.Ensure == pkgtype.EnsureAbsent {
+		return fmt.Errorf("%w %s: rpm has no package of exactly that name installed", pkgtype.ErrNoSuchPackage, pkg)
+	}
+	return p.checkedLocked(ctx, "dnf", "remove", "-y", pkg)
 }
 
 // VersionCmp compares two versions with the generic algorithm of the

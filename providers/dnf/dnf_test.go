@@ -21,6 +21,21 @@ const queryFormat = "%{NAME} %|EPOCH?{%{EPOCH}}:{0}| %{VERSION} %{RELEASE} %{ARC
 
 func rpmArgv(pkg string) []string { return []string{"rpm", "-q", pkg, "--queryformat", queryFormat} }
 
+// repoqueryArgv asks dnf which packages operand means, by name.
+func repoqueryArgv(operand string) []string {
+	return []string{"dnf", "repoquery", "--quiet", "--queryformat", "%{name}\n", operand}
+}
+
+// before scripts what a command needs first: the repoquery of its operand
+// (resolving to zsh), or rpm -q of the package it removes.
+func before(f *runner.Fake, argv []string) {
+	if argv[1] == "remove" {
+		expect(f, rpmArgv(argv[len(argv)-1]), 0, "rpm_q_installed.txt", "")
+		return
+	}
+	expect(f, repoqueryArgv(argv[len(argv)-1]), 0, "dnf_repoquery_zsh.txt", "")
+}
+
 // fixture reads a testdata file; "" reads as nothing.
 func fixture(name string) []byte {
 	if name == "" {
@@ -102,6 +117,7 @@ var _ = Describe("Provider", func() {
 
 	DescribeTable("runs the seed's commands",
 		func(ctx context.Context, call func(context.Context, *dnf.Provider) error, argv []string, stdout string) {
+			before(fake, argv)
 			expect(fake, argv, 0, stdout, "")
 			Expect(call(ctx, prov)).To(Succeed())
 			Expect(fake.Verify()).To(Succeed())
@@ -124,6 +140,7 @@ var _ = Describe("Provider", func() {
 
 	DescribeTable("reports dnf's failure with its message",
 		func(ctx context.Context, call func(context.Context, *dnf.Provider) error, argv []string, stdout, stderr, want string) {
+			before(fake, argv)
 			expect(fake, argv, 1, stdout, stderr)
 			err := call(ctx, prov)
 			Expect(err).To(MatchError(pkgtype.ErrCommandFailed))
@@ -131,12 +148,12 @@ var _ = Describe("Provider", func() {
 			Expect(err).To(MatchError(ContainSubstring(want)))
 			Expect(fake.Verify()).To(Succeed())
 		},
-		Entry("install of an unknown package", func(ctx context.Context, p *dnf.Provider) error { return p.Install(ctx, "nosuch", "present") },
-			[]string{"dnf", "install", "-y", "nosuch"}, "dnf_install_nosuch_stdout.txt", "dnf_install_nosuch_stderr.txt", "Error: Unable to find a match: nosuch"),
+		Entry("install of a package gone between the lookup and the install", func(ctx context.Context, p *dnf.Provider) error { return p.Install(ctx, "zsh", "present") },
+			[]string{"dnf", "install", "-y", "zsh"}, "dnf_install_nosuch_stdout.txt", "dnf_install_nosuch_stderr.txt", "Error: Unable to find a match: nosuch"),
 		Entry("downgrade below the lowest version", func(ctx context.Context, p *dnf.Provider) error { return p.Downgrade(ctx, "zsh", "5.8-1.el9") },
 			[]string{"dnf", "downgrade", "-y", "zsh-5.8-1.el9"}, "dnf_downgrade_lowest_stdout.txt", "dnf_downgrade_lowest_stderr.txt", "Error: No packages marked for downgrade."),
-		Entry("remove of an unknown package", func(ctx context.Context, p *dnf.Provider) error { return p.Uninstall(ctx, "nosuch") },
-			[]string{"dnf", "remove", "-y", "nosuch"}, "dnf_remove_nosuch_stdout.txt", "dnf_remove_nosuch_stderr.txt", "Error: No packages marked for removal."),
+		Entry("remove that dnf refuses", func(ctx context.Context, p *dnf.Provider) error { return p.Uninstall(ctx, "zsh") },
+			[]string{"dnf", "remove", "-y", "zsh"}, "dnf_remove_nosuch_stdout.txt", "dnf_remove_nosuch_stderr.txt", "Error: No packages marked for removal."),
 	)
 
 	It("refuses to downgrade without a specific version", func(ctx context.Context) {
@@ -163,6 +180,7 @@ var _ = Describe("Provider", func() {
 
 		It("installs an absent package", func(ctx context.Context) {
 			expect(fake, rpmArgv("zsh"), 1, "rpm_q_absent.txt", "")
+			expect(fake, repoqueryArgv("zsh-5.8-9.el9"), 0, "dnf_repoquery_zsh.txt", "")
 			expect(fake, []string{"dnf", "install", "-y", "zsh-5.8-9.el9"}, 0, "dnf_install_zsh.txt", "")
 			expect(fake, rpmArgv("zsh"), 0, "rpm_q_installed.txt", "")
 			out, err := apply(ctx, false, "5.8-9.el9")
@@ -174,6 +192,7 @@ var _ = Describe("Provider", func() {
 
 		It("downgrades to an older release", func(ctx context.Context) {
 			expect(fake, rpmArgv("zsh"), 0, "rpm_q_installed.txt", "")
+			expect(fake, repoqueryArgv("zsh-5.8-7.el9"), 0, "dnf_repoquery_zsh.txt", "")
 			expect(fake, []string{"dnf", "downgrade", "-y", "zsh-5.8-7.el9"}, 0, "dnf_downgrade_zsh.txt", "")
 			fake.Add(runner.Expectation{Argv: rpmArgv("zsh"), Result: runner.Result{Stdout: []byte("zsh 0 5.8 7.el9 x86_64")}})
 			out, err := apply(ctx, false, "5.8-7.el9")
@@ -184,6 +203,7 @@ var _ = Describe("Provider", func() {
 
 		It("fails the desired state when dnf installs another version than asked", func(ctx context.Context) {
 			expect(fake, rpmArgv("zsh"), 1, "rpm_q_absent.txt", "")
+			expect(fake, repoqueryArgv("zsh-5.8"), 0, "dnf_repoquery_zsh.txt", "")
 			expect(fake, []string{"dnf", "install", "-y", "zsh-5.8"}, 0, "dnf_install_zsh.txt", "")
 			expect(fake, rpmArgv("zsh"), 0, "rpm_q_installed.txt", "")
 			_, err := apply(ctx, false, "5.8")

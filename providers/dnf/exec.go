@@ -31,11 +31,9 @@ func (p *Provider) runLocked(ctx context.Context, name string, args ...string) (
 	return res, nil
 }
 
-// runChecked runs one command under the lock and turns a non-zero exit
-// into an error.
-func (p *Provider) runChecked(ctx context.Context, name string, args ...string) error {
-	p.lock.Lock()
-	defer p.lock.Unlock()
+// checkedLocked runs one command (the caller holds p.lock) and turns a
+// non-zero exit into an error.
+func (p *Provider) checkedLocked(ctx context.Context, name string, args ...string) error {
 	res, err := p.runLocked(ctx, name, args...)
 	if err != nil {
 		return err

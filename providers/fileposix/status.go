@@ -125,7 +125,7 @@ func lookupOwnerGroup(owner, group string) (uid, gid int, err error) {
 		return u.Uid, nil
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("could not lookup user %q: %w", owner, err)
+		return 0, 0, &AccountError{Property: "owner", Name: owner, Err: err}
 	}
 	gid, err = lookupID(group, func(s string) (string, error) {
 		g, err := user.LookupGroup(s)
@@ -135,7 +135,7 @@ func lookupOwnerGroup(owner, group string) (uid, gid int, err error) {
 		return g.Gid, nil
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("could not lookup group %q: %w", group, err)
+		return 0, 0, &AccountError{Property: "group", Name: group, Err: err}
 	}
 	return uid, gid, nil
 }

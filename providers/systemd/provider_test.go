@@ -218,6 +218,11 @@ var _ = Describe("Provider", func() {
 		Entry("redirection", "app > /etc/passwd"),
 		Entry("input redirection", "app</etc/shadow"),
 		Entry("glob", "*"),
+		// systemctl reads a unit name holding *, ? or [ as a glob for
+		// start, stop, restart and status: a name never holds them.
+		Entry("a glob in a name", "nginx*"),
+		Entry("a one-character glob", "ngin?"),
+		Entry("a bracket glob", "ngin[x]"),
 		Entry("brace expansion", "{a,b}"),
 		Entry("quote", `app"`),
 		Entry("single quote", "app'"),

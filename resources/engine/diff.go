@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"sort"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -13,40 +12,25 @@ import (
 const SensitiveValue = protocol.SensitiveValue
 
 // eventProperties returns the properties an event records: the type's
-// redacted copy when it holds credentials (Redactor), and for a sensitive
-// resource the copy protocol.RedactSensitive makes.
+// redacted copy when it holds credentials (Redactor). A sensitive
+// resource's are redacted with the rest of its event (redact.Event).
 func eventProperties(p resources.Properties) any {
-	var v any = p
 	if r, ok := p.(Redactor); ok {
-		v = r.Redacted()
+		return r.Redacted()
 	}
-	if !p.Common().Sensitive {
-		return v
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return map[string]any{"name": p.Common().Name, "sensitive": true}
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return map[string]any{"name": p.Common().Name, "sensitive": true}
-	}
-	m["sensitive"] = true
-	return protocol.RedactSensitive(m)
+	return p
 }
 
-// eventDiff caps the diff of an outcome for an event and redacts it when
-// the resource is sensitive; nil when it says nothing.
-func eventDiff(d *protocol.Diff, sensitive bool) *protocol.Diff {
+// eventDiff caps the diff of an outcome for an event; nil when it says
+// nothing. A sensitive resource's diff is redacted with the rest of its
+// event (redact.Event).
+func eventDiff(d *protocol.Diff) *protocol.Diff {
 	if d.Empty() {
 		return nil
 	}
 	c := *d
 	c.Files = append([]protocol.FileDiff(nil), d.Files...)
 	c.Changes = append([]protocol.Change(nil), d.Changes...)
-	if sensitive {
-		c.Redact()
-	}
 	if cut, ok := protocol.CapText(c.Content, protocol.MaxDiffBytes); ok {
 		c.Content, c.Truncated = cut, true
 	}

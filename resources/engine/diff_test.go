@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
@@ -73,5 +74,32 @@ var _ = Describe("Engine diffs", func() {
 		Expect(len(ev.Diff.Content)).To(BeNumerically("<=", protocol.MaxDiffBytes))
 		Expect(ev.Diff.Content).To(HaveSuffix("\n"))
 		Expect(ev.Diff.Truncated).To(BeTrue())
+	})
+})
+
+var _ = Describe("Events of resources reading sensitive data", func() {
+	It("withholds a Prepare error naming a value read from sensitive data, keeping the error's class", func() {
+		reg := resources.NewRegistry()
+		Expect(reg.RegisterType(&probeType{})).To(Succeed())
+		Expect(reg.RegisterProvider(probeFactory{name: "probe", manage: true})).To(Succeed())
+		eng := engine.New(reg)
+		env := templates.New(nil, map[string]any{"db": map[string]any{"user": "CANARY-provider-9"}}, templates.WithSensitive([]string{"db.user"}))
+		_, err := eng.Ensure(context.Background(), engine.RunOptions{Env: env}, engine.Spec{Type: "file", Properties: map[string]any{"name": "/a", "provider": "{{ data.db.user }}"}})
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(err).To(MatchError(resources.ErrUnknownProvider))
+		Expect(err.Error()).To(Equal("file#/a: " + redact.Marker))
+	})
+
+	It("replaces the values of templated properties of a sensitive resource in its properties", func() {
+		reg := resources.NewRegistry()
+		Expect(reg.RegisterType(&probeType{})).To(Succeed())
+		Expect(reg.RegisterProvider(probeFactory{name: "probe", manage: true})).To(Succeed())
+		eng := engine.New(reg)
+		env := templates.New(nil, map[string]any{"p": "probe"})
+		ev, err := eng.Ensure(context.Background(), engine.RunOptions{Env: env}, engine.Spec{Type: "file", Properties: map[string]any{"name": "/a", "provider": "{{ data.p }}", "sensitive": true}})
+		Expect(err).ToNot(HaveOccurred())
+		Expect(ev.Properties).To(HaveKeyWithValue("provider", redact.Marker))
+		Expect(ev.Properties).To(HaveKeyWithValue("name", "/a"))
+		Expect(ev.Properties).To(HaveKeyWithValue("sensitive", true))
 	})
 })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -103,7 +104,14 @@ type Prepared struct {
 	// selectErr is a provider selection failure that fails the resource
 	// (rather than the request) when it is applied.
 	selectErr error
+	// secrets is what of the resource must not leave the host
+	secrets *redact.Secrets
 }
+
+// Secrets returns what of the resource must not leave the host: for a
+// sensitive resource its content, outputs and health messages, its
+// templated property values and the values of data marked sensitive.
+func (p *Prepared) Secrets() *redact.Secrets { return p.secrets }
 
 // Name returns the resolved resource name.
 func (p *Prepared) Name() string { return p.Properties.Common().Name }
@@ -125,7 +133,8 @@ func (p *Prepared) Provider() string {
 const controlKey = "control"
 
 // Prepare turns a spec into a Prepared resource without touching the host.
-// Every error wraps resources.ErrInvalid and names the resource and problem.
+// Every error wraps resources.ErrInvalid and names the resource and problem;
+// for a sensitive resource it is redacted (see redact.Error).
 func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	t, err := s.eng.reg.Type(spec.Type)
 	if err != nil {
@@ -137,32 +146,35 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	}
 	expanded, err := s.opts.Env.ExpandValue(spec.Properties, controlKey)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err)
+		secrets := s.secrets(label, spec.Properties, nil, false)
+		return nil, redact.Error(fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err), secrets)
 	}
 	m, _ := expanded.(map[string]any)
 	props, err := Decode(t, m)
 	if props != nil && props.Common().Name != "" {
 		label = spec.Type + "#" + props.Common().Name
 	}
+	marked, _ := m["sensitive"].(bool)
+	secrets := s.secrets(label, spec.Properties, m, marked)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
+		return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 	}
 	c := props.Common()
-	managed, err := s.managed(c.Control)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err)
-	}
-	if s.opts.Env.Sensitive(spec.Properties, expanded) {
+	if secrets.Active() {
 		c.Sensitive = true
 	}
-	p := &Prepared{Type: t, Properties: props, Managed: managed}
+	managed, err := s.managed(c.Control)
+	if err != nil {
+		return nil, redact.Error(fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err), secrets)
+	}
+	p := &Prepared{Type: t, Properties: props, Managed: managed, secrets: secrets}
 	if !managed {
 		return p, nil
 	}
 	f, err := s.eng.reg.Select(t.Name(), c.Provider, s.opts.Env.Facts(), props)
 	switch {
 	case errors.Is(err, resources.ErrInvalid):
-		return nil, fmt.Errorf("%s: %w", label, err)
+		return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 	case err != nil:
 		p.selectErr = err
 	default:
@@ -170,10 +182,44 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	}
 	if s.opts.Guard != nil {
 		if err := s.opts.Guard(p); err != nil {
-			return nil, fmt.Errorf("%s: %w", label, err)
+			return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 		}
 	}
 	return p, nil
+}
+
+// secrets builds what of a resource must not leave the host: it is
+// sensitive when marked so or when it reads data marked sensitive (raw as
+// written, expanded nil when expansion failed); then its templated
+// property values and the sensitive data values are secret.
+func (s *Session) secrets(ref string, raw, expanded map[string]any, marked bool) *redact.Secrets {
+	env := s.opts.Env
+	var exp any
+	if expanded != nil {
+		exp = expanded
+	}
+	sensitive := marked || env.Sensitive(raw, exp)
+	sec := redact.New(ref, sensitive)
+	if !sensitive {
+		return sec
+	}
+	sec.AddValues(env.SensitiveValues()...)
+	if expanded != nil {
+		// A name identifies the resource in every record: it is never
+		// redacted (a name made from sensitive data is, as its value).
+		props := make(map[string]any, len(raw))
+		for k, v := range raw {
+			if k != "name" && k != "alias" {
+				props[k] = v
+			}
+		}
+		keys, values := templates.Templated(props, expanded)
+		for _, k := range keys {
+			sec.AddProperty(k)
+		}
+		sec.AddValues(values...)
+	}
+	return sec
 }
 
 // Decode turns expanded properties (templates already resolved) into the
@@ -253,7 +299,8 @@ type ApplyOptions struct {
 // Apply applies a prepared resource, then runs its health checks (also when
 // the apply failed), and returns its event. Resource failures are recorded
 // in the event (Failed, Errors), never returned. Under MonitorOnly only the
-// health checks run.
+// health checks run. The event is redacted (redact.Event) with the
+// resource's secrets before it is returned.
 func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *protocol.TransactionEvent {
 	c := p.Properties.Common()
 	if s.opts.MonitorOnly {
@@ -261,19 +308,21 @@ func (s *Session) Apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		ev.Timestamp = s.eng.now().UTC()
 		ev.RequestedEnsure = c.Ensure
 		ev.Noop = s.opts.Noop
+		defer redact.Event(ev, p.secrets)
 		if !p.Managed {
 			ev.Skipped = true
 			return ev
 		}
 		start := s.eng.now()
-		s.checkHealth(ctx, c.HealthChecks, ev)
+		s.checkHealth(ctx, p, ev)
 		ev.Duration = s.eng.now().Sub(start)
 		return ev
 	}
 	ev := s.apply(ctx, p, ao)
+	defer redact.Event(ev, p.secrets)
 	if p.Managed && len(c.HealthChecks) > 0 {
 		start := s.eng.now()
-		s.checkHealth(ctx, c.HealthChecks, ev)
+		s.checkHealth(ctx, p, ev)
 		ev.Duration += s.eng.now().Sub(start)
 		if ev.Failed && ev.Status != nil {
 			ev.Status.Common().Stable = false
@@ -291,7 +340,7 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	ev.RequestedEnsure = c.Ensure
 	ev.Noop = s.opts.Noop
 	ev.Properties = eventProperties(p.Properties)
-	log := s.eng.log.With("resource", p.Ref())
+	log := redact.Logger(s.eng.log, p.secrets).With("resource", p.Ref())
 	defer func() { ev.Duration = s.eng.now().Sub(start) }()
 
 	if !p.Managed {
@@ -301,14 +350,14 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	}
 	if p.selectErr != nil {
 		ev.Failed = true
-		ev.Errors = append(ev.Errors, p.selectErr.Error())
+		ev.Errors = append(ev.Errors, redact.Message(p.selectErr, p.secrets))
 		return ev
 	}
 	ev.Provider = p.factory.Name()
 	prov, err := s.provider(p.factory)
 	if err != nil {
 		ev.Failed = true
-		ev.Errors = append(ev.Errors, err.Error())
+		ev.Errors = append(ev.Errors, redact.Message(err, p.secrets))
 		return ev
 	}
 	ac := &resources.ApplyContext{
@@ -329,11 +378,11 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		ev.NoopMessage = out.NoopMessage
 	}
 	if out.Changed || out.Refreshed {
-		ev.Diff = eventDiff(out.Diff, c.Sensitive)
+		ev.Diff = eventDiff(out.Diff)
 	}
 	if err != nil {
 		ev.Failed = true
-		ev.Errors = append(ev.Errors, err.Error())
+		ev.Errors = append(ev.Errors, redact.Message(err, p.secrets))
 		log.Error("failed", "error", err)
 	}
 	// As CCM: a failed resource has no status and no final ensure; any

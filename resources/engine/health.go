@@ -9,6 +9,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 )
 
@@ -20,21 +21,23 @@ const maxHealthMessage = 512
 func WithHealthRunner(r runner.Runner) Option { return func(e *Engine) { e.health = r } }
 
 // checkHealth runs the resource's health checks in order, puts their
-// results in ev and fails ev for each CRITICAL one.
-func (s *Session) checkHealth(ctx context.Context, checks []resources.HealthCheck, ev *protocol.TransactionEvent) {
+// results in ev and fails ev for each CRITICAL one. A sensitive resource's
+// check messages are its output: the error says only the marker.
+func (s *Session) checkHealth(ctx context.Context, p *Prepared, ev *protocol.TransactionEvent) {
+	checks := p.Properties.Common().HealthChecks
 	for i := range checks {
-		res := s.runCheck(ctx, &checks[i])
+		res := s.runCheck(ctx, &checks[i], p.secrets)
 		ev.HealthChecks = append(ev.HealthChecks, res)
 		if res.Status == protocol.HealthCritical {
 			ev.Failed = true
-			ev.Errors = append(ev.Errors, fmt.Sprintf("health check %s: CRITICAL: %s", res.Name, res.Message))
+			ev.Errors = append(ev.Errors, fmt.Sprintf("health check %s: CRITICAL: %s", p.secrets.Value("", res.Name), p.secrets.Output(res.Message)))
 		}
 	}
 }
 
 // runCheck runs one check until it is OK or its tries are spent, and
 // returns the last try's result.
-func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck) *protocol.HealthCheckResult {
+func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secrets *redact.Secrets) *protocol.HealthCheckResult {
 	res := &protocol.HealthCheckResult{Name: hc.Label(), Command: hc.Command, Code: -1, Status: protocol.HealthUnknown}
 	start := s.eng.now()
 	defer func() { res.Duration = s.eng.now().Sub(start) }()
@@ -68,7 +71,7 @@ func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck) *prot
 			break
 		}
 	}
-	s.eng.log.Info("health check", "check", res.Name, "status", res.Status, "tries", res.Tries)
+	redact.Logger(s.eng.log, secrets).Info("health check", "check", res.Name, "status", res.Status, "tries", res.Tries)
 	return res
 }
 

@@ -115,11 +115,7 @@ func (Type) execute(ctx context.Context, prov Provider, p *Properties, before *p
 
 	returns := p.AcceptedReturns()
 	if !slices.Contains(returns, code) {
-		msg := fmt.Sprintf("exit code %d is not one of %v", code, returns)
-		if snip := firstLines(res); snip != "" {
-			msg += ": " + snip
-		}
-		return out, fmt.Errorf("exec %s: %w: %s", p.Name, resources.ErrDesiredStateFailed, msg)
+		return out, &ExitError{Name: p.Name, Code: code, Returns: returns, Output: firstLines(res)}
 	}
 	if p.Creates != "" && !after.CreatesSatisfied {
 		log.Warn("command succeeded but did not create its creates file", "creates", p.Creates)

@@ -3,6 +3,7 @@ package exectype_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 )
@@ -145,6 +147,20 @@ var _ = Describe("Type", func() {
 			Expect(err.Error()).To(Equal("exec reload-app: desired state not achieved: exit code 3 is not one of [0]: reload failed: no config | second"))
 			Expect(out.Changed).To(BeTrue())
 			Expect(out.State.(*protocol.ExecState).ExitCode).To(HaveValue(Equal(3)))
+		})
+
+		It("carries the output apart from the message, so a sensitive command's renders without it", func() {
+			p, f := row{}.setup()
+			f.results[cmd] = &exectype.Result{ExitCode: 3, Stderr: []byte("token CANARY-exit-1\n")}
+			_, err := apply(p, f, &resources.ApplyContext{})
+			var exitErr *exectype.ExitError
+			Expect(errors.As(err, &exitErr)).To(BeTrue())
+			Expect(exitErr.Code).To(Equal(3))
+			Expect(exitErr.Output).To(Equal("token CANARY-exit-1"))
+			sealed := redact.Error(err, redact.Sensitively("exec#reload-app"))
+			Expect(sealed.Error()).To(Equal("exec reload-app: desired state not achieved: exit code 3 is not one of [0]: [redacted]"))
+			Expect(sealed).To(MatchError(resources.ErrDesiredStateFailed))
+			Expect(redact.Error(err, redact.New("exec#reload-app", false)).Error()).To(ContainSubstring("CANARY-exit-1"))
 		})
 
 		It("quotes stdout when stderr is empty", func() {

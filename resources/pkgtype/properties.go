@@ -64,14 +64,19 @@ func IsVersion(ensure string) bool {
 }
 
 // ValidateName checks a package name before it is given to any command: 1
-// to MaxNameLength bytes of a-z A-Z 0-9 . _ + : ~ -, not starting with a
-// hyphen (so no name can be read as an option). Anything else, including
-// whitespace, NUL, quotes, shell metacharacters, path separators and every
-// non-ASCII character, is rejected with an error wrapping
-// resources.ErrInvalid.
+// to MaxNameLength bytes of a-z A-Z 0-9 . _ + : ~ -, starting with a
+// letter or digit (so no name can be read as an option, nor as an apt
+// pattern, which starts with ~ or ?). Anything else, including whitespace,
+// NUL, quotes, shell metacharacters, glob characters, path separators and
+// every non-ASCII character, is rejected with an error wrapping
+// resources.ErrInvalid. Providers also resolve the name to a package of
+// exactly that name before installing it.
 func ValidateName(name string) error {
 	if why := checkToken(name); why != "" {
 		return resources.Invalidf("property name: package name %s", why)
+	}
+	if c := name[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		return resources.Invalidf("property name: package name %s does not start with a letter or digit", quote(name))
 	}
 	return nil
 }

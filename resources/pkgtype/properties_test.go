@@ -94,6 +94,11 @@ var _ = Describe("Properties", func() {
 		Entry("a bracket glob", "ngin[x]"),
 		Entry("an apt version pin", "nginx=1.0"),
 		Entry("a comma", "nginx,vim"),
+		Entry("an apt pattern", "~nnginx"),
+		Entry("an apt long pattern", "?name(nginx)"),
+		Entry("a leading dot", ".nginx"),
+		Entry("a leading plus", "+nginx"),
+		Entry("a leading tilde", "~nginx"),
 		Entry("empty", ""),
 	)
 

@@ -145,3 +145,40 @@ func leafStrings(v any, out []string) []string {
 	}
 	return out
 }
+
+// SensitiveValues returns the values of the data keys marked sensitive, as
+// strings: what must never leave the host, whatever property holds it.
+func (e *Env) SensitiveValues() []string {
+	var values []string
+	for _, k := range e.sensitive {
+		if v, ok := Walk(e.data, k); ok {
+			values = leafStrings(v, values)
+		}
+	}
+	return values
+}
+
+// Templated returns the top-level keys of raw (a resource's properties as
+// written) whose value holds a template anywhere, and the strings their
+// expanded values hold: what templates put into the resource.
+func Templated(raw, expanded map[string]any) (keys, values []string) {
+	for k, v := range raw {
+		if !holdsTemplate(v) {
+			continue
+		}
+		keys = append(keys, k)
+		values = leafStrings(expanded[k], values)
+	}
+	return keys, values
+}
+
+// holdsTemplate reports whether a string inside v holds a template.
+func holdsTemplate(v any) bool {
+	found := false
+	eachString(v, func(s string) {
+		if !found && len(findTemplates(s)) > 0 {
+			found = true
+		}
+	})
+	return found
+}

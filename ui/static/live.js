@@ -13,8 +13,15 @@
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
-    fetch(window.location.href, { headers: { "Accept": "text/html" }, cache: "no-store" })
-      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+    fetch(window.location.href, { headers: { "Accept": "text/html", "X-CCM-Live": "1" }, cache: "no-store" })
+      .then(function (r) {
+        // The session ended (idle, lifetime, logout): show the login page.
+        if (r.redirected && new URL(r.url).pathname === "/login") {
+          window.location.assign(r.url);
+          return Promise.reject("logged out");
+        }
+        return r.ok ? r.text() : Promise.reject(r.status);
+      })
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById("main");
@@ -48,5 +55,8 @@
     if (e.data !== document.body.dataset.stamp) { refresh(); }
   });
   es.addEventListener("changed", function () { refresh(); });
-  es.onerror = function () { state(false); };
+  // The stream ends with the session, and then cannot reconnect: refresh
+  // to find out whether the session is gone (the login page) or only the
+  // connection.
+  es.onerror = function () { state(false); refresh(); };
 })();

@@ -86,7 +86,7 @@ func lockHost(ctx context.Context) (func(), error) {
 // earlier run was killed. Failures are logged; checkClean judges the
 // result.
 func cleanUpHost(ctx context.Context, t TB) {
-	if out, err := sh(ctx, "dpkg", "--purge", packageName); err != nil {
+	if out, err := sh(ctx, "dpkg", append([]string{"--purge", packageName}, neighbours()...)...); err != nil {
 		t.Logf("apttest: cleanup: %v", err)
 	} else {
 		t.Logf("apttest: cleanup: %s", strings.TrimSpace(out))
@@ -112,6 +112,9 @@ func checkClean(ctx context.Context) error {
 		return err
 	case status != "":
 		return fmt.Errorf("dpkg still records %s as %s %s", packageName, version, status)
+	}
+	if err := checkNeighboursClean(ctx); err != nil {
+		return err
 	}
 	if _, err := os.Lstat(sourceList); !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s still exists (%v)", sourceList, err)
@@ -153,7 +156,14 @@ func newRepo(ctx context.Context, work string) (*Repo, error) {
 	}
 	var debs []string
 	for _, v := range builtVersions() {
-		deb, err := buildDeb(ctx, work, dir, v)
+		deb, err := buildDeb(ctx, work, dir, packageName, v)
+		if err != nil {
+			return nil, err
+		}
+		debs = append(debs, deb)
+	}
+	for _, name := range neighbours() {
+		deb, err := buildDeb(ctx, work, dir, name, neighbourVersion)
 		if err != nil {
 			return nil, err
 		}
@@ -165,19 +175,24 @@ func newRepo(ctx context.Context, work string) (*Repo, error) {
 	return &Repo{dir: dir}, nil
 }
 
-// buildDeb builds the package at version from a tree under work into
-// dir, installing one data file and one conffile, and returns the .deb's
-// file name.
-func buildDeb(ctx context.Context, work, dir, version string) (string, error) {
-	root := filepath.Join(work, "build-"+version)
-	for path, content := range map[string]string{
+// buildDeb builds the package name at version from a tree under work
+// into dir and returns the .deb's file name. The test package installs one
+// data file and one conffile; a neighbour installs only its marker file.
+func buildDeb(ctx context.Context, work, dir, name, version string) (string, error) {
+	root := filepath.Join(work, "build-"+name+"-"+version)
+	files := map[string]string{
 		"DEBIAN/control": fmt.Sprintf("Package: %s\nVersion: %s\nArchitecture: all\n"+
 			"Maintainer: CCM Fleet Tests <tests@ccm-fleet.invalid>\n"+
-			"Description: test package for the CCM Fleet apt provider\n", packageName, version),
-		"DEBIAN/conffiles":                conffile + "\n",
-		strings.TrimPrefix(conffile, "/"): "setting = 1\n",
-		strings.TrimPrefix(dataFile, "/"): version + "\n",
-	} {
+			"Description: test package for the CCM Fleet apt provider\n", name, version),
+	}
+	if name == packageName {
+		files["DEBIAN/conffiles"] = conffile + "\n"
+		files[strings.TrimPrefix(conffile, "/")] = "setting = 1\n"
+		files[strings.TrimPrefix(dataFile, "/")] = version + "\n"
+	} else {
+		files[strings.TrimPrefix(neighbourMarker(name), "/")] = name + "\n"
+	}
+	for path, content := range files {
 		p := filepath.Join(root, path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return "", fmt.Errorf("build %s: %w", version, err)
@@ -186,7 +201,7 @@ func buildDeb(ctx context.Context, work, dir, version string) (string, error) {
 			return "", fmt.Errorf("build %s: %w", version, err)
 		}
 	}
-	deb := fmt.Sprintf("%s_%s_all.deb", packageName, version)
+	deb := fmt.Sprintf("%s_%s_all.deb", name, version)
 	if _, err := sh(ctx, "dpkg-deb", "--root-owner-group", "-Zgzip", "--build", root, filepath.Join(dir, deb)); err != nil {
 		return "", fmt.Errorf("build %s: %w", version, err)
 	}
@@ -206,11 +221,11 @@ func writeIndex(dir string, debs []string) error {
 			return fmt.Errorf("repository index: %w", err)
 		}
 		sum := sha256.Sum256(b)
-		version := strings.TrimSuffix(strings.TrimPrefix(deb, packageName+"_"), "_all.deb")
+		name, version, _ := strings.Cut(strings.TrimSuffix(deb, "_all.deb"), "_")
 		fmt.Fprintf(&idx, "Package: %s\nVersion: %s\nArchitecture: all\n"+
 			"Maintainer: CCM Fleet Tests <tests@ccm-fleet.invalid>\nFilename: ./%s\nSize: %d\nSHA256: %s\n"+
 			"Description: test package for the CCM Fleet apt provider\n\n",
-			packageName, version, deb, len(b), hex.EncodeToString(sum[:]))
+			name, version, deb, len(b), hex.EncodeToString(sum[:]))
 	}
 	packages := []byte(idx.String())
 	if err := os.WriteFile(filepath.Join(dir, "Packages"), packages, 0o644); err != nil {

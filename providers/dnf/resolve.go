@@ -1,0 +1,69 @@
+package dnf
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ccm-fleet/ccm/resources/pkgtype"
+)
+
+// repoqueryFormat prints each matching package's name on a line of its own
+// (dnf4 adds another newline, dnf5 none: empty lines are skipped).
+const repoqueryFormat = "%{name}\n"
+
+// maxResolveNames bounds how many of the names dnf answered with an error
+// lists.
+const maxResolveNames = 5
+
+// runResolved runs a dnf command whose operand names pkg, under the lock,
+// once dnf repoquery shows that operand means packages named exactly pkg
+// and nothing else. dnf reads a package spec as a glob, as name-version,
+// name-version-release or name.arch, and as something a package provides:
+// "nginx-1.20.1" would install nginx, "webserver" whatever provides it.
+func (p *Provider) runResolved(ctx context.Context, pkg, operand, name string, args ...string) error {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	if err := p.resolveLocked(ctx, pkg, operand); err != nil {
+		return err
+	}
+	return p.checkedLocked(ctx, name, args...)
+}
+
+// resolveLocked asks dnf repoquery what operand means: one or more
+// packages, every one named exactly pkg, or an error wrapping
+// pkgtype.ErrNoSuchPackage. The caller holds p.lock.
+func (p *Provider) resolveLocked(ctx context.Context, pkg, operand string) error {
+	args := []string{"repoquery", "--quiet", "--queryformat", repoqueryFormat, operand}
+	res, err := p.runLocked(ctx, "dnf", args...)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%w: dnf %s exited with status %d: %s", pkgtype.ErrCommandFailed,
+			strings.Join(args, " "), res.ExitCode, res.Tail(maxTail))
+	}
+	var names []string
+	sc := bufio.NewScanner(strings.NewReader(string(res.Stdout)))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		// A line with a space is a message (such as dnf4's "Last metadata
+		// expiration check"), not a package name.
+		if line == "" || strings.ContainsAny(line, " \t") {
+			continue
+		}
+		if !slices.Contains(names, line) {
+			names = append(names, line)
+		}
+	}
+	switch {
+	case len(names) == 0:
+		return fmt.Errorf("%w %s: dnf knows no package of that name", pkgtype.ErrNoSuchPackage, pkg)
+	case len(names) > 1 || names[0] != pkg:
+		return fmt.Errorf("%w %s: dnf reads %s as %s, not as a package of exactly that name",
+			pkgtype.ErrNoSuchPackage, pkg, operand, strings.Join(names[:min(len(names), maxResolveNames)], ", "))
+	}
+	return nil
+}
