@@ -55,7 +55,7 @@ var _ = Describe("round 3: large runs are kept whole", Ordered, func() {
 		path := writeLargeManifest(dir, dir, largeCount,
 			fmt.Sprintf("        - %q: {ensure: present, content: %q, owner: root, group: root, mode: \"0644\"}\n", target, canary))
 
-		code, out, errOut := f.orch("apply", path, "--reply-timeout", "2m", "--json")
+		code, out, errOut := f.orch("apply", path, "--reply-timeout", "50s", "--json")
 		Expect(code).To(Equal(0), "stdout %.2000s\nstderr %s", out, errOut)
 		Expect(out).To(ContainSubstring(canary), "the real change is in the report")
 		var doc map[string]any
