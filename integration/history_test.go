@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -108,16 +109,27 @@ func (f *fleet) identitiesOf() []string {
 
 // blocker is a command the agents run that records that it started and
 // waits until the test releases it (or, with only, only those hosts wait).
-type blocker struct{ dir string }
+// The waiting hosts block in flock(1) on a file the test holds locked, so
+// hundreds of them cost no CPU while they wait (a loop of sleeps in each
+// starved the agents that had yet to start theirs on a loaded machine).
+type blocker struct {
+	dir  string
+	lock *os.File // held with an exclusive flock until release
+}
 
 func newBlocker(only ...string) *blocker {
 	b := &blocker{dir: GinkgoT().TempDir()}
 	Expect(os.Mkdir(filepath.Join(b.dir, "started"), 0o755)).To(Succeed())
+	lock, err := os.Create(filepath.Join(b.dir, "lock"))
+	Expect(err).ToNot(HaveOccurred())
+	Expect(syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)).To(Succeed())
+	b.lock = lock
+	DeferCleanup(b.release)
 	cond := "true"
 	if len(only) > 0 {
 		cond = fmt.Sprintf(`case " %s " in *" $1 "*) true;; *) false;; esac`, strings.Join(only, " "))
 	}
-	script := fmt.Sprintf("touch %s/started/$1\nif %s; then\n  while [ ! -e %s/go ]; do sleep 0.02; done\nfi\n", b.dir, cond, b.dir)
+	script := fmt.Sprintf("touch %s/started/$1\nif %s; then\n  /usr/bin/flock -s %s/lock true\nfi\n", b.dir, cond, b.dir)
 	Expect(os.WriteFile(filepath.Join(b.dir, "wait.sh"), []byte(script), 0o755)).To(Succeed())
 	return b
 }
@@ -133,9 +145,14 @@ func (b *blocker) started() int {
 	return len(entries)
 }
 
-// release lets every waiting host finish.
+// release lets every waiting host finish, and any later one pass at once;
+// releasing twice is harmless.
 func (b *blocker) release() {
-	Expect(os.WriteFile(filepath.Join(b.dir, "go"), nil, 0o644)).To(Succeed())
+	if b.lock == nil {
+		return
+	}
+	Expect(b.lock.Close()).To(Succeed()) // closing the file drops its lock
+	b.lock = nil
 }
 
 // asyncID sends an asynchronous ensure of the blocker and returns its id.

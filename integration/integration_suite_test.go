@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -137,6 +138,12 @@ func startFleetWith(o fleetOptions, count int, prefix string, base map[string]an
 	}
 	DeferCleanup(f.stopAgents)
 	Eventually(ready).WithTimeout(60 * time.Second).Should(BeClosed())
+	if o.history {
+		// Discovery reads the registry: every agent's entry must be there
+		// before a spec counts on finding it (on a loaded machine the
+		// last puts can land after the agents are ready).
+		Expect(fleettest.WaitRegistered(f.url, f.identitiesOf())).To(Succeed())
+	}
 	return f
 }
 

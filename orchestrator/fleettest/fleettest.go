@@ -145,14 +145,16 @@ func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary 
 	// An agent serves even when its first registry write failed (it
 	// retries a second later): under load, discovery from the registry
 	// right after start could miss it. Wait until every entry is there.
-	if err := waitRegistered(url, f.Identities); err != nil {
+	if err := WaitRegistered(url, f.Identities); err != nil {
 		t.Fatalf("fleettest: %v", err)
 	}
 	return f
 }
 
-// waitRegistered waits until the node registry holds every identity.
-func waitRegistered(url string, identities []string) error {
+// WaitRegistered waits until the node registry at url holds every identity,
+// or fails naming how many are missing after the start timeout. An agent is
+// ready once subscribed; its registry entry may land a moment later.
+func WaitRegistered(url string, identities []string) error {
 	nc, err := nats.Connect(url)
 	if err != nil {
 		return err
