@@ -5,6 +5,7 @@
 // completion scripts, and packs all that with the systemd units, the
 // configuration, the licence and the maintainer scripts from dist/ (the
 // Debian and RPM scripts differ: each follows its distribution's
-// conventions for stopping, restarting and cleaning up units). `make package` runs it through
-// dist/packager; nothing here is linked into ccm-agent or ccm-orch.
+// conventions for stopping, restarting and cleaning up units).
+// `make package` runs it through dist/packager; nothing here is linked into
+// ccm-agent or ccm-orch.
 package packaging

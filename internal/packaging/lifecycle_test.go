@@ -223,7 +223,11 @@ var _ = Describe("the ccm-fleet .deb's lifecycle", Label("real"), func() {
 		if _, err := os.Lstat(wants); err == nil {
 			Skip(wants + " exists on this host without the package; the test would delete it")
 		}
-		DeferCleanup(os.Remove, wants)
+		DeferCleanup(func() {
+			if err := os.Remove(wants); err != nil && !os.IsNotExist(err) {
+				Fail(fmt.Sprintf("cleanup: %v", err))
+			}
+		})
 		debA, _ := buildPackages(ctx)
 		debB := buildUpgrade(ctx)
 		sd := newFakeSystemd()
