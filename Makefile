@@ -47,7 +47,7 @@ package:
 	$(GO) run ./dist/packager --out dist/out --arch $(PACKAGE_ARCH) \
 		--version $(VERSION) --commit $(COMMIT) --date $(DATE)
 
-## deps: install what the tests need (Go modules; Debian packages for the real package tests, rpm to read the built .rpm, and chromium for the dashboard tests)
+## deps: install what the tests need (Go modules; Debian packages for the real package tests, rpm to read the built .rpm, chromium for the dashboard tests, python3-jsonschema for the offline schema tests)
 deps:
 	$(GO) mod download
 	@if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
@@ -55,13 +55,17 @@ deps:
 		for t in dpkg-deb:dpkg apt-get:apt systemd-analyze:systemd chromium:chromium rpm:rpm; do \
 			command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; \
 		done; \
+		/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing="$$missing python3-jsonschema"; \
 		if [ -n "$$missing" ]; then \
 			echo "installing Debian packages:$$missing"; \
 			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 		fi; \
 	fi
 
-## demo: a broker, six simulated agents and an orchestrated change, drift and repair
+## demo: a broker, six simulated agents and an orchestrated change, drift and
+## repair, then the dashboard until Ctrl-C; the broker and the dashboard take
+## free loopback ports unless DEMO_PORT / DEMO_UI_PORT name them (a taken port
+## fails at once); DEMO_NO_UI=1 skips the dashboard, DEMO_NO_WAIT=1 does not wait
 demo: build
 	@bash scripts/demo.sh
 

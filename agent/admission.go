@@ -27,7 +27,8 @@ import (
 //  5. the message's reply subject equal to the signed one
 //     (unauthenticated),
 //  6. targets and filter include this host (otherwise ignored),
-//  7. the body parsed (bad_request) and the policy allows this host (the
+//  7. the body parsed (bad_request), no more resources than an agent
+//     accounts for (too_large), and the policy allows this host (the
 //     signer's hosts scope), the request (noop_only) and every resource
 //     as parsed (types, literal providers) (forbidden),
 //
@@ -139,6 +140,9 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	if bodyErr != nil {
 		a.stats.badRequest.Add(1)
 		return protocol.AsError(bodyErr)
+	}
+	if e := admitSize(b); e != nil {
+		return e
 	}
 	if e := a.authorize(req.ID, r.signer, b, req.Noop, &r.audit); e != nil {
 		return e

@@ -615,7 +615,10 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 
 // encodeReply encodes and signs r; nil when it cannot be encoded.
 func (a *Agent) encodeReply(r *protocol.FleetReply) (data []byte, sig string) {
-	b, err := r.Encode()
+	b, what, err := shrinkReply(r, protocol.MaxWholeBytes)
+	if what != "" {
+		a.log.Warn("a reply was too large to keep whole", "request", r.RequestID, "limit", protocol.MaxWholeBytes, "shrunk", what)
+	}
 	if err != nil {
 		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
 		return nil, ""
@@ -628,7 +631,7 @@ func (a *Agent) sendReply(subject, id string, data []byte, sig string) {
 	if subject == "" || data == nil {
 		return
 	}
-	if err := a.publishSigned(subject, data, sig); err != nil {
+	if err := a.publishReply(subject, data, sig); err != nil {
 		a.log.Warn("could not send a reply", "request", id, "error", err)
 	}
 }

@@ -362,6 +362,9 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		return as
 	}
 	as.body = b
+	if as.refusal = admitSize(b); as.refusal != nil {
+		return as
+	}
 	if signer != nil {
 		id := runID(name, revision)
 		if a.observePolicy != nil {

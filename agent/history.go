@@ -162,7 +162,7 @@ func (a *Agent) historyState(ctx context.Context, err error) int {
 
 // publishRecord writes one record; already recorded is success.
 func (a *Agent) publishRecord(ctx context.Context, r record) error {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.HistoryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout(a.cfg.HistoryTimeout, len(r.data)))
 	defer cancel()
 	dup, err := jsstore.Publish(ctx, a.js, r.subject, r.msgID, r.header, r.data)
 	if err != nil {
@@ -251,4 +251,4 @@ func spoolDir(stateDir string) string { return filepath.Join(stateDir, SpoolDirN
 
 // errorsIsPayload reports whether err says the record is too large to ever
 // be written, so spooling it would not help.
-func errorsIsPayload(err error) bool { return errors.Is(err, nats.ErrMaxPayload) }
+func errorsIsPayload(err error) bool { return tooLargeToRecord(err) }

@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -73,7 +74,7 @@ func startLeakAgent() *leakFixture {
 	Expect(err).ToNot(HaveOccurred())
 	ready := make(chan struct{})
 	cfg := agent.Config{Identity: "db-1", StateDir: lf.state, Insecure: true}
-	a, err := agent.New(cfg, connect(), engine.New(reg, engine.WithLogger(log)), map[string]any{"os": "debian"},
+	a, err := agent.New(cfg, connect(), engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(runner.Exec{}))), map[string]any{"os": "debian"},
 		agent.WithLogger(log), agent.WithReady(func() { close(ready) }))
 	Expect(err).ToNot(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())

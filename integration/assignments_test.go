@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -44,7 +45,7 @@ func (s *fleetAgent) start() {
 	Expect(err).ToNot(HaveOccurred())
 	ready := make(chan struct{})
 	a, err := agent.New(agent.Config{Identity: s.identity, StateDir: s.stateDir, Policy: s.policy, ShutdownTimeout: 10 * time.Second, HistoryRetry: 100 * time.Millisecond},
-		nc, engine.New(reg), s.facts, agent.WithReady(func() { close(ready) }))
+		nc, engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{}))), s.facts, agent.WithReady(func() { close(ready) }))
 	Expect(err).ToNot(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

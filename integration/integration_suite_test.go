@@ -23,11 +23,16 @@ import (
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
 func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// These suites wait for agents, brokers and processes; on a loaded
+	// machine (CI on 2 cores under -race) that can take longer than
+	// Gomega's default 1 s. Eventually still returns at the first success.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	RunSpecs(t, "Integration Suite")
 }
 
@@ -115,7 +120,7 @@ func startFleetWith(o fleetOptions, count int, prefix string, base map[string]an
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	sim := agent.Simulation{
-		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg), Config: cfg,
+		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{}))), Config: cfg,
 		Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 			return nats.Connect(serversOf(name), nats.Name(name), nats.DontRandomize(),
 				nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))

@@ -19,6 +19,7 @@ import (
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -68,7 +69,7 @@ func (s *securedAgent) start() {
 	Expect(err).ToNot(HaveOccurred())
 	ready := make(chan struct{})
 	a, err := agent.New(agent.Config{Identity: s.identity, StateDir: s.stateDir, Policy: s.policy, ShutdownTimeout: 10 * time.Second},
-		nc, engine.New(reg), map[string]any{"os": "debian", "role": "web"}, agent.WithReady(func() { close(ready) }))
+		nc, engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{}))), map[string]any{"os": "debian", "role": "web"}, agent.WithReady(func() { close(ready) }))
 	Expect(err).ToNot(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

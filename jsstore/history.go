@@ -30,13 +30,15 @@ func EnsureHistory(ctx context.Context, js jetstream.JetStream, c HistoryConfig)
 // stream already had a record with that id: it was recorded before, which is
 // success. A failure is not retried: with no JetStream answering it comes
 // back at once.
+//
+// A record too large for one message of the connection (its max payload)
+// is written in parts (see parts.go), up to protocol.MaxWholeBytes; the
+// readers below join them.
 func Publish(ctx context.Context, js jetstream.JetStream, subject, msgID string, header nats.Header, data []byte) (duplicate bool, err error) {
-	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: header, Data: data},
-		jetstream.WithMsgID(msgID), jetstream.WithExpectStream(protocol.HistoryStream), jetstream.WithRetryAttempts(0))
-	if err != nil {
-		return false, historyError(err)
+	if maxPayload := js.Conn().MaxPayload(); maxPayload > 0 && !protocol.FitsOneMessage(maxPayload, header, data) {
+		return publishParts(ctx, js, maxPayload, subject, msgID, header, data)
 	}
-	return ack.Duplicate, nil
+	return publishOne(ctx, js, subject, msgID, header, data)
 }
 
 // Recorded reports whether the history stream already holds a record on
@@ -70,6 +72,10 @@ type Record struct {
 	Time time.Time
 	// Seq is the record's stream sequence.
 	Seq uint64
+	// Err, for a record kept in parts, says why its parts could not be
+	// joined (it wraps protocol.ErrIncomplete); Data is then nil. A
+	// record is never dropped for it: its reader reports it.
+	Err error
 }
 
 // readBatch is how many records a reader asks for at once.
@@ -91,9 +97,12 @@ type ReadOptions struct {
 
 // Read calls fn with every record opts select, in stream order, until it
 // has seen every record stored when it started. Records whose subject does
-// not parse are skipped. An error of fn stops the read and is returned. A
-// missing stream is ErrNoHistory.
+// not parse are skipped, and so are the parts (2 and up) of records kept
+// in parts: a record's first part is delivered with every part joined
+// (unless HeadersOnly), or with Err set. An error of fn stops the read and
+// is returned. A missing stream is ErrNoHistory.
 func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func(Record) error) error {
+	parts := &partGetter{js: js}
 	since := opts.Since
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     opts.Filter,
@@ -136,11 +145,17 @@ func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func
 				continue
 			}
 			pending = meta.NumPending
+			if protocol.IsHistoryPartSubject(m.Subject()) {
+				continue
+			}
 			id, host, err := protocol.ParseHistorySubject(m.Subject())
 			if err != nil {
 				continue
 			}
 			rec := Record{RequestID: id, Identity: host, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: meta.Timestamp, Seq: meta.Sequence.Stream}
+			if !opts.HeadersOnly {
+				rec = parts.complete(ctx, rec)
+			}
 			if err := fn(rec); err != nil {
 				return err
 			}
@@ -178,7 +193,8 @@ func waitPending(ctx context.Context, cons jetstream.Consumer, pending *uint64) 
 }
 
 // Get returns the record on subject (a request's or one host's), or
-// jetstream.ErrMsgNotFound.
+// jetstream.ErrMsgNotFound. A record kept in parts is joined (or carries
+// Err).
 func Get(ctx context.Context, js jetstream.JetStream, subject string) (Record, error) {
 	s, err := js.Stream(ctx, protocol.HistoryStream)
 	if err != nil {
@@ -195,7 +211,11 @@ func Get(ctx context.Context, js jetstream.JetStream, subject string) (Record, e
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{RequestID: id, Identity: host, Subject: m.Subject, Header: m.Header, Data: m.Data, Time: m.Time, Seq: m.Sequence}, nil
+	if protocol.IsHistoryPartSubject(m.Subject) {
+		return Record{}, fmt.Errorf("history %s: %w: a part, not a record", m.Subject, protocol.ErrIncomplete)
+	}
+	rec := Record{RequestID: id, Identity: host, Subject: m.Subject, Header: m.Header, Data: m.Data, Time: m.Time, Seq: m.Sequence}
+	return (&partGetter{js: js, stream: s}).complete(ctx, rec), nil
 }
 
 // historyError names a missing stream (or no JetStream answering for it)
@@ -213,8 +233,11 @@ func historyError(err error) error {
 // then each new one as it is stored, until ctx ends (nil) or fn fails. It
 // uses an ordered consumer, which the client recreates on its own after a
 // lost connection or a missed message, resuming after the last record
-// delivered. Records whose subject is not a history subject are skipped.
+// delivered. Records whose subject is not a history subject are skipped;
+// a record kept in parts is delivered joined (or with Err set) when its
+// first part comes, its other parts skipped.
 func Follow(ctx context.Context, js jetstream.JetStream, fn func(Record) error) error {
+	parts := &partGetter{js: js}
 	cons, err := js.OrderedConsumer(ctx, protocol.HistoryStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.HistorySubjects},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -241,11 +264,15 @@ func Follow(ctx context.Context, js jetstream.JetStream, fn func(Record) error) 
 		if err != nil {
 			continue
 		}
+		if protocol.IsHistoryPartSubject(m.Subject()) {
+			continue
+		}
 		id, host, err := protocol.ParseHistorySubject(m.Subject())
 		if err != nil {
 			continue
 		}
-		if err := fn(Record{RequestID: id, Identity: host, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: meta.Timestamp, Seq: meta.Sequence.Stream}); err != nil {
+		rec := parts.complete(ctx, Record{RequestID: id, Identity: host, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: meta.Timestamp, Seq: meta.Sequence.Stream})
+		if err := fn(rec); err != nil {
 			return err
 		}
 	}

@@ -6,12 +6,7 @@ import (
 	"strings"
 
 	"github.com/ccm-fleet/ccm/resources"
-	"github.com/ccm-fleet/ccm/resources/archivetype"
-	"github.com/ccm-fleet/ccm/resources/exectype"
-	"github.com/ccm-fleet/ccm/resources/filetype"
-	"github.com/ccm-fleet/ccm/resources/pkgtype"
-	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
-	"github.com/ccm-fleet/ccm/resources/servicetype"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // splatKey sets properties from a map (seed 002 "attributes from a hash"):
@@ -23,33 +18,16 @@ const splatKey = "*"
 const defaultsKey = "defaults"
 
 // BuiltinTypes returns the resource types Parse checks property names
-// against when ParseOptions.Types is empty. It holds only the types (what
-// properties they accept), never providers.
-func BuiltinTypes() []resources.Type {
-	return []resources.Type{
-		archivetype.Type{},
-		exectype.Type{},
-		filetype.Type{},
-		pkgtype.Type{},
-		scaffoldtype.Type{},
-		servicetype.Type{},
-	}
-}
+// against when ParseOptions.Types is empty: the resource catalog's. It
+// holds only the types (what properties they accept), never providers.
+func BuiltinTypes() []resources.Type { return catalog.Types() }
 
 // BuiltinProviders returns, per type name, the names of the providers
-// providers.Builtin registers, so a client that must not import the
-// providers (ccm-orch) can refuse a provider: no agent has before sending.
-// A test in providers keeps the two lists equal.
-func BuiltinProviders() map[string][]string {
-	return map[string][]string{
-		"archive":  {"http"},
-		"exec":     {"posix", "shell"},
-		"file":     {"posix"},
-		"package":  {"apt", "dnf"},
-		"scaffold": {"choria"},
-		"service":  {"systemd"},
-	}
-}
+// providers.Builtin registers (the resource catalog's), so a client that
+// must not import the providers (ccm-orch) can refuse a provider: no agent
+// has before sending. A test in providers keeps the catalog and the
+// registry equal.
+func BuiltinProviders() map[string][]string { return catalog.Providers() }
 
 // typeSet is the resource types a manifest may use, by name.
 type typeSet map[string]*typeInfo

@@ -152,8 +152,19 @@ func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
 		recs                  = map[string]*hostRecord{}
 		heads                 = map[string]hostTiming{}
 		duplicates, malformed int
+		incomplete            []string
 	)
 	err := jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistoryRunSubjects(id)}, func(r jsstore.Record) error {
+		if r.Err != nil {
+			// A record kept in parts that cannot be joined: said, not
+			// dropped.
+			c.log.Warn("incomplete record in history", "request", id, "identity", r.Identity, "error", r.Err)
+			malformed++
+			if r.Identity != "" && !slices.Contains(incomplete, r.Identity) {
+				incomplete = append(incomplete, r.Identity)
+			}
+			return nil
+		}
 		if r.Identity == "" {
 			if run.Request != nil {
 				duplicates++
@@ -203,6 +214,12 @@ func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
 	}
 	run.Result = rebuild(run.Request, run.Recorded, recs)
 	run.Result.Duplicates, run.Result.Malformed = duplicates, malformed
+	for _, host := range incomplete {
+		if recs[host] == nil {
+			run.Result.Incomplete = append(run.Result.Incomplete, host)
+		}
+	}
+	slices.Sort(run.Result.Incomplete)
 	return run, nil
 }
 
@@ -220,7 +237,7 @@ func missingRequest(id string, recs map[string]*hostRecord) error {
 }
 
 // maxRecordBytes bounds one history record read back.
-const maxRecordBytes = 8 << 20
+const maxRecordBytes = protocol.MaxWholeBytes
 
 // hostTiming is when an agent received a request and sent its reply, by
 // its own clock (the record's headers).

@@ -242,7 +242,12 @@ func (c *Client) HistoryHost(ctx context.Context, identity string, since time.Ti
 		Filter: protocol.HistorySubjectPrefix + ".*." + protocol.EncodeToken(identity), Since: since,
 	}, func(r jsstore.Record) error {
 		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
-		if err != nil || reply.Identity != identity {
+		switch {
+		case r.Err != nil:
+			// A record whose parts cannot be joined is said, not dropped.
+			reply = protocol.NewFleetReply(r.RequestID, identity, r.Time)
+			reply.Error = protocol.NewError(protocol.CodeInternal, "the history record of this run is incomplete: %s", r.Err)
+		case err != nil || reply.Identity != identity:
 			return nil
 		}
 		req, seen := requests[r.RequestID]

@@ -43,6 +43,11 @@ type inbox struct {
 	// pending counts the messages received and not yet passed on to ch:
 	// a discovery round is not quiet while replies wait to be verified
 	pending atomic.Int64
+	// parts joins the replies that arrive in parts; partial is signalled
+	// when a part came that did not complete its reply, so the collector
+	// watches the reply's time
+	parts   *assembler
+	partial chan struct{}
 }
 
 // inboxVerifiers is how many goroutines check reply signatures at most.
@@ -55,10 +60,22 @@ func openInbox(nc *nats.Conn) (*inbox, error) {
 		ch:      make(chan inboxMsg, inboxChannelSize),
 		raw:     make(chan *nats.Msg, inboxChannelSize),
 		done:    make(chan struct{}),
+		parts:   newAssembler(time.Now),
+		partial: make(chan struct{}, 1),
 	}
 	sub, err := nc.Subscribe(in.subject, func(m *nats.Msg) {
 		if isNoResponders(m) {
 			return
+		}
+		if whole, part := in.parts.add(m); part {
+			if whole == nil {
+				select {
+				case in.partial <- struct{}{}:
+				default:
+				}
+				return
+			}
+			m = whole
 		}
 		in.pending.Add(1)
 		select {

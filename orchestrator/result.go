@@ -92,6 +92,12 @@ type Result struct {
 	// confirm receiving (the connection dropped before it was flushed):
 	// they may not have been asked at all.
 	Unconfirmed []string `json:"unconfirmed,omitempty"`
+	// Incomplete lists the hosts whose reply arrived only in part (a
+	// reply too large for one message is sent in parts), or whose
+	// history record's parts could not all be read or did not match, and
+	// that have no result: they are also in NoReply (live) or counted
+	// malformed (history).
+	Incomplete []string `json:"incomplete,omitempty"`
 	// Discovery is how the expected set was found: "hosts" (given),
 	// "registry" or "broadcast"; see the protocol.Discovery constants.
 	Discovery string `json:"discovery"`

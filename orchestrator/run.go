@@ -115,6 +115,9 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	res.Spoofed, res.Unverified = r.spoofed, r.unverified
 	res.Reconnects = r.rc.reconnects
 	res.Unconfirmed = r.unconfirmedNoReply()
+	in.parts.close()
+	r.noteIncomplete(time.Now())
+	res.Incomplete = r.incompleteNoResult()
 	res.finish(r.results(), names, started)
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", id, err)
@@ -196,6 +199,9 @@ type runner struct {
 	rc *reconciler
 	// unconfirmed are the hosts whose request was not confirmed flushed
 	unconfirmed []string
+	// incomplete are the replies (live or recorded) that did not arrive
+	// whole
+	incomplete []incompleteReply
 }
 
 func newRunner(c *Client, req Request, id string, expected []string, in *inbox) *runner {
@@ -246,6 +252,7 @@ func (r *runner) loop(ctx context.Context) error {
 			return ctx.Err()
 		case b := <-r.in.ch:
 			r.receive(b)
+		case <-r.in.partial:
 		case s := <-r.rc.status:
 			r.rc.changed(s, time.Now())
 		case p := <-r.rc.results:
@@ -254,6 +261,8 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		now := time.Now()
 		r.expire(now)
+		r.in.parts.expire(now)
+		r.noteIncomplete(now)
 		if r.pending > 0 {
 			r.rc.checkReconnects(now)
 			r.rc.poll(ctx, now, r.lastDeadline())
@@ -275,6 +284,11 @@ func (r *runner) reconciled(p historyPoll, now time.Time) {
 		if rec.Identity == "" {
 			continue // the request's own record
 		}
+		if rec.Err != nil {
+			r.incomplete = append(r.incomplete, incompleteReply{identity: rec.Identity, reason: rec.Err.Error()})
+			r.c.log.Warn("a history record did not arrive whole", "request", r.id, "identity", rec.Identity, "error", rec.Err)
+			continue
+		}
 		m := verified(rec.Data, rec.Header)
 		m.identity = rec.Identity
 		r.take(m, SourceHistory)
@@ -295,6 +309,10 @@ func (r *runner) nextWake() time.Duration {
 	}
 	if due := r.rc.due(); !due.IsZero() && r.pending > 0 && (next.IsZero() || due.Before(next)) {
 		next = due
+	}
+	if r.in.parts.joiningCount() > 0 && (next.IsZero() || time.Until(next) > time.Second) {
+		// a reply being joined may time out: check every second
+		next = time.Now().Add(time.Second)
 	}
 	if next.IsZero() {
 		return time.Hour
@@ -440,7 +458,7 @@ func (r *runner) receive(m inboxMsg) { r.take(m, "") }
 // live reply of a host taken from history, are dropped without counting
 // as duplicates (every host records its reply in history).
 func (r *runner) take(m inboxMsg, source string) {
-	reply, err := protocol.DecodeFleetReply(m.data, protocol.Limits{})
+	reply, err := protocol.DecodeFleetReply(m.data, protocol.Limits{MaxBytes: protocol.MaxWholeBytes})
 	switch {
 	case err != nil:
 		r.malformed++

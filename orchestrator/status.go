@@ -159,7 +159,12 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 			return nil
 		}
 		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
-		if err != nil {
+		switch {
+		case r.Err != nil:
+			// A run whose record cannot be joined is said, not dropped.
+			reply = protocol.NewFleetReply(r.RequestID, r.Identity, r.Time)
+			reply.Error = protocol.NewError(protocol.CodeInternal, "the history record of this run is incomplete: %s", r.Err)
+		case err != nil:
 			return nil
 		}
 		rev, _ := strconv.ParseUint(r.Header.Get(protocol.HeaderAssignmentRevision), 10, 64)

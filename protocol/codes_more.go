@@ -23,7 +23,7 @@ const (
 
 // Codes lists every error code, for those who count by code (metrics).
 var Codes = []Code{CodeBadRequest, CodeExpired, CodeBusy, CodeForbidden, CodeInternal,
-	CodeUnauthenticated, CodeClockSkew, CodeDuplicate, CodeInterrupted}
+	CodeUnauthenticated, CodeClockSkew, CodeDuplicate, CodeInterrupted, CodeTooLarge}
 
 // NewError builds a request-level error with a stable code and a message.
 func NewError(code Code, format string, args ...any) *Error {

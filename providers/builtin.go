@@ -14,12 +14,7 @@ import (
 	"github.com/ccm-fleet/ccm/providers/scaffoldchoria"
 	"github.com/ccm-fleet/ccm/providers/systemd"
 	"github.com/ccm-fleet/ccm/resources"
-	"github.com/ccm-fleet/ccm/resources/archivetype"
-	"github.com/ccm-fleet/ccm/resources/exectype"
-	"github.com/ccm-fleet/ccm/resources/filetype"
-	"github.com/ccm-fleet/ccm/resources/pkgtype"
-	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
-	"github.com/ccm-fleet/ccm/resources/servicetype"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // Options are what the built-in providers need.
@@ -45,14 +40,8 @@ func Builtin(opts Options) (*resources.Registry, error) {
 	// One lock serialises every package manager command of this registry.
 	packageLock := &sync.Mutex{}
 
-	types := []resources.Type{
-		archivetype.Type{},
-		exectype.Type{},
-		filetype.Type{},
-		pkgtype.Type{},
-		scaffoldtype.Type{},
-		servicetype.Type{},
-	}
+	// The types are the resource catalog's; the providers are wired here.
+	types := catalog.Types()
 	factories := []resources.Factory{
 		archivehttp.NewFactory(log),
 		execposix.NewPosixFactory(opts.Runner, log),

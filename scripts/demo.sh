@@ -6,39 +6,70 @@
 # with it and watches the agent repair it, shows ccm-orch status, serves the
 # dashboard until Ctrl-C (DEMO_NO_UI=1: no dashboard; DEMO_NO_WAIT=1 or no
 # terminal: do not wait), then cleans up.
+#
+# The broker and the dashboard listen on free loopback ports unless
+# DEMO_PORT or DEMO_UI_PORT names one; a port that is taken ends the demo at
+# once with the program's own error. Everything the demo writes lives in one
+# directory from mktemp (under $TMPDIR), removed on exit, and every process
+# it started is stopped on exit and on Ctrl-C.
 set -uo pipefail
 
 BIN=${BIN:-bin}
-PORT=${DEMO_PORT:-4299}
-SERVER="nats://127.0.0.1:${PORT}"
-DEMO_DIR=/tmp/ccm-demo
-WORK=$(mktemp -d)
+# START_TIMEOUT_TENTHS bounds each wait for a process to come up, in tenths
+# of a second; a process that exits ends the wait at once.
+START_TIMEOUT_TENTHS=300
 OWNER=$(id -un)
 GROUP=$(id -gn)
-export CCM_SERVER="$SERVER"
-
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$WORK" "$DEMO_DIR"
-}
-trap cleanup EXIT
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 fail() { printf '\ndemo failed: %s\n' "$*" >&2; exit 1; }
 
-rm -rf "$DEMO_DIR"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ccm-demo.XXXXXX") || fail "cannot make a temporary directory"
+DEMO_DIR="$WORK/hosts"
+mkdir "$DEMO_DIR" || fail "cannot make $DEMO_DIR"
 
-say "Starting an embedded NATS broker (ccm-broker, JetStream on) at $SERVER"
-"$BIN/ccm-broker" --listen "127.0.0.1:${PORT}" --store "$WORK/store" >"$WORK/broker.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-	"$BIN/ccm-orch" discover --discovery-timeout 200ms >/dev/null 2>&1
-	[ $? -ne 1 ] && break   # 1: cannot connect yet; 4: connected, nobody there
-	sleep 0.1
-done
+pids=()
+ready_line=
+cleanup() {
+	trap - EXIT INT TERM
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# started NAME PID LOG PATTERN: waits until LOG has a line matching PATTERN
+# and sets ready_line to it; when the process exits first (a port that is taken,
+# say), prints its log to stderr and fails with its exit status.
+started() {
+	local name=$1 pid=$2 log=$3 pattern=$4 line rc
+	for _ in $(seq 1 "$START_TIMEOUT_TENTHS"); do
+		line=$(grep -m1 -e "$pattern" "$log" 2>/dev/null) && { ready_line=$line; return 0; }
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			rc=$?
+			cat "$log" >&2
+			fail "$name exited with status $rc before it was ready"
+		fi
+		sleep 0.1
+	done
+	cat "$log" >&2
+	fail "$name was not ready after $((START_TIMEOUT_TENTHS / 10))s"
+}
+
+say "Starting an embedded NATS broker (ccm-broker, JetStream on) on 127.0.0.1:${DEMO_PORT:-<a free port>}"
+"$BIN/ccm-broker" --listen "127.0.0.1:${DEMO_PORT:-0}" --store "$WORK/store" >"$WORK/broker.log" 2>&1 &
+BROKER_PID=$!
+pids+=("$BROKER_PID")
+started ccm-broker "$BROKER_PID" "$WORK/broker.log" '^broker listening on nats://'
+echo "$ready_line"
+SERVER=${ready_line#broker listening on }
+started ccm-broker "$BROKER_PID" "$WORK/broker.log" ' ready ('
+echo "$ready_line"
+export CCM_SERVER="$SERVER"
 
 say "Making a signing key; the agents' policy trusts it for file resources only"
 run "$BIN/ccm-orch" keys new demo --dir "$WORK" || fail "keys new"
@@ -142,25 +173,23 @@ run "$BIN/ccm-orch" status
 rc=$?
 [ $rc -eq 0 ] || fail "status exited $rc"
 if [ -z "${DEMO_NO_UI:-}" ]; then
-	UI_ADDR="127.0.0.1:${DEMO_UI_PORT:-8080}"
 	say "The fleet in a browser: a read-only dashboard of hosts, runs, drift and health"
-	printf '$ %s\n' "$BIN/ccm-orch ui --listen $UI_ADDR"
-	"$BIN/ccm-orch" ui --listen "$UI_ADDR" >"$WORK/ui.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 1 50); do
-		(exec 3<>"/dev/tcp/${UI_ADDR%:*}/${UI_ADDR#*:}") 2>/dev/null && break
-		sleep 0.1
-	done
-	(exec 3<>"/dev/tcp/${UI_ADDR%:*}/${UI_ADDR#*:}") 2>/dev/null || { cat "$WORK/ui.log" >&2; fail "the dashboard did not start"; }
-	printf 'Dashboard: http://%s/\n' "$UI_ADDR"
+	printf '$ %s\n' "$BIN/ccm-orch ui --listen 127.0.0.1:${DEMO_UI_PORT:-0}"
+	"$BIN/ccm-orch" ui --listen "127.0.0.1:${DEMO_UI_PORT:-0}" >"$WORK/ui.log" 2>&1 &
+	UI_PID=$!
+	pids+=("$UI_PID")
+	started "the dashboard (ccm-orch ui)" "$UI_PID" "$WORK/ui.log" '^CCM Fleet dashboard on '
+	line=${ready_line#CCM Fleet dashboard on }
+	printf 'Dashboard: %s\n' "${line%% *}"
 	if [ -t 0 ] && [ -z "${DEMO_NO_WAIT:-}" ]; then
 		printf 'Open it, run more ccm-orch commands against %s, then press Ctrl-C to stop the demo.\n' "$SERVER"
-		trap 'printf "\n"' INT
-		while kill -0 "${pids[-1]}" 2>/dev/null; do sleep 1; done
-		trap - INT
+		interrupted=
+		trap 'interrupted=1; printf "\n"' INT
+		while [ -z "$interrupted" ] && kill -0 "$UI_PID" 2>/dev/null; do sleep 1; done
+		trap 'exit 130' INT
 	else
 		printf '(not waiting: stdin is not a terminal or DEMO_NO_WAIT is set)\n'
 	fi
 fi
 
-say "Done: stopping agents and broker, removing $DEMO_DIR"
+say "Done: stopping agents and broker, removing $WORK"

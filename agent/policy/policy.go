@@ -156,7 +156,11 @@ func (p *Policy) Validate() error {
 		if s.AssignmentsAdmin && s.NoopOnly {
 			return bad("%s: assignments_admin: true cannot go with noop_only: true (replacing or removing another signer's assignment changes what hosts run)", where)
 		}
-		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow)
+		var opts []scope.Option
+		if s.NoopOnly {
+			opts = append(opts, scope.NoopOnly())
+		}
+		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow, opts...)
 		if err != nil {
 			return bad("%s: %s", where, strings.TrimPrefix(err.Error(), scope.ErrRule.Error()+": "))
 		}

@@ -128,6 +128,9 @@ var _ = Describe("Policy", func() {
 		Expect(p.Signers[1].Exec.Commands).To(ContainElement("/usr/sbin/nginx -s reload"))
 		Expect(p.Signers[1].Deny.File.Paths).To(Equal([]string{"/etc/nginx/ssl/"}))
 		Expect(p.Signers[2].NoopOnly).To(BeTrue())
+		// The compliance signer reads only what it lists, secrets denied.
+		Expect(p.Signers[2].File.ReadPaths).To(Equal([]string{"/etc/"}))
+		Expect(p.Signers[2].Deny.File.ReadPaths).To(ContainElements("/etc/shadow", "/etc/gshadow", "/etc/ssl/private/"))
 		Expect(p.Signers[0].AssignmentsAdmin).To(BeTrue(), "ops may replace and remove any assignment")
 		Expect(p.Signers[1].AssignmentsAdmin).To(BeFalse())
 		doc := strings.NewReplacer(p.Signers[0].PublicKey, ops, p.Signers[2].PublicKey, dev).Replace(string(data))

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/engine"
-	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
 )
 
 // CheckRequest judges what a request asks of signer s as a whole on a
@@ -31,15 +31,18 @@ func (s *Signer) CheckRequest(noop bool, facts map[string]any) []scope.Decision 
 }
 
 // CheckResource judges one resource as the engine will run it
-// (templates expanded, properties decoded, provider chosen): its type,
-// the shell provider, scaffold post commands and health checks (they count
-// as exec), then
-// every value a scope of the signer restricts, commands and paths
-// resolved by r. It returns a decision per value judged; the first not
-// Allowed is the refusal.
+// (templates expanded, properties decoded, provider chosen): its type;
+// then, for the commands the resource catalog declares for it, that a
+// resource of another type runs commands only with exec allowed (scaffold
+// post commands, health checks) and that commands run by an exec provider
+// other than posix need shell; then every host object a scope of the
+// signer restricts, commands and paths resolved by r (relative sources
+// against the resource's working directory). It returns a decision per
+// value judged; the first not Allowed is the refusal.
 func (s *Signer) CheckResource(p *engine.Prepared, r scope.Resolver) []scope.Decision {
 	typ := p.Type.Name()
-	d := scope.Decision{Check: "type", Value: typ, Rule: "allow [" + strings.Join(s.Allow, ", ") + "]", Allowed: slices.Contains(s.Allow, typ)}
+	allow := "allow [" + strings.Join(s.Allow, ", ") + "]"
+	d := scope.Decision{Check: "type", Value: typ, Rule: allow, Allowed: slices.Contains(s.Allow, typ)}
 	out := []scope.Decision{d}
 	if !d.Allowed {
 		return out
@@ -48,34 +51,43 @@ func (s *Signer) CheckResource(p *engine.Prepared, r scope.Resolver) []scope.Dec
 	if provider == "" {
 		provider = p.Properties.Common().Provider
 	}
-	switch props := p.Properties.(type) {
-	case *scaffoldtype.Properties:
-		if len(props.Post) > 0 {
-			d := scope.Decision{Check: "post", Value: fmt.Sprintf("%d post commands", len(props.Post)), Rule: "allow [" + strings.Join(s.Allow, ", ") + "]", Allowed: slices.Contains(s.Allow, protocol.TypeExec)}
+	objs, err := catalog.Objects(typ, p.Properties, p.WorkingDir)
+	if err != nil {
+		return append(out, scope.Decision{Check: "type", Value: typ, Rule: "resource catalog", Reason: err.Error()})
+	}
+	shellJudged := false
+	for _, o := range objs {
+		if o.Kind != catalog.Command {
+			continue
+		}
+		switch {
+		case o.Runner == catalog.RunDirect && !slices.Contains(s.Allow, protocol.TypeExec):
+			// Commands of a type other than exec: the signer must be
+			// allowed to run commands at all.
+			family, _, _ := strings.Cut(o.Check, "[")
+			return append(out, scope.Decision{Check: family, Value: o.Value, Rule: allow,
+				Reason: fmt.Sprintf("%s are commands: they need exec in allow", commandWords(typ, family))})
+		case o.Runner == catalog.RunByProvider && provider != "" && provider != "posix" && !shellJudged:
+			shellJudged = true
+			d := scope.Decision{Check: "provider", Value: provider, Rule: "shell: " + strconv.FormatBool(s.Shell), Allowed: s.Shell}
 			if !d.Allowed {
-				d.Reason = "scaffold post commands are commands: they need exec in allow"
+				d.Reason = "only the posix provider runs commands without a shell"
 				return append(out, d)
 			}
 			out = append(out, d)
 		}
 	}
-	if hcs := p.Properties.Common().HealthChecks; len(hcs) > 0 {
-		d := scope.Decision{Check: "health_checks", Value: hcs[0].Command, Rule: "allow [" + strings.Join(s.Allow, ", ") + "]", Allowed: slices.Contains(s.Allow, protocol.TypeExec)}
-		if !d.Allowed {
-			d.Reason = "health checks are commands: they need exec in allow"
-			return append(out, d)
-		}
-		out = append(out, d)
-	}
-	if typ == protocol.TypeExec && provider != "" && provider != "posix" {
-		d := scope.Decision{Check: "provider", Value: provider, Rule: "shell: " + strconv.FormatBool(s.Shell), Allowed: s.Shell}
-		if !d.Allowed {
-			d.Reason = "only the posix provider runs commands without a shell"
-			return append(out, d)
-		}
-		out = append(out, d)
-	}
+	r.WorkingDir = p.WorkingDir
 	return append(out, s.scope.Resource(r, p.Properties, provider)...)
+}
+
+// commandWords names the commands a property holds, for messages:
+// "health checks", "scaffold post commands".
+func commandWords(typ, family string) string {
+	if family == "health_checks" {
+		return "health checks"
+	}
+	return typ + " " + strings.ReplaceAll(family, "_", " ") + " commands"
 }
 
 // FirstRefusal returns the first decision of ds that is not allowed.

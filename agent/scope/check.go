@@ -2,19 +2,12 @@ package scope
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/kballard/go-shellquote"
 
 	"github.com/ccm-fleet/ccm/resources"
-	"github.com/ccm-fleet/ccm/resources/archivetype"
-	"github.com/ccm-fleet/ccm/resources/exectype"
-	"github.com/ccm-fleet/ccm/resources/filetype"
-	"github.com/ccm-fleet/ccm/resources/pkgtype"
-	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
-	"github.com/ccm-fleet/ccm/resources/servicetype"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // Decision is one judgement of a value against a signer's rules.
@@ -74,62 +67,64 @@ func (s *Scope) Hosts(facts map[string]any) *Decision {
 	return d
 }
 
-// Resource judges every value of a resource that a scope restricts, as it
-// will run: provider is the exec provider that will run its commands
-// (posix when ""). It returns one decision per value judged, none when the
-// scope restricts nothing of this type.
+// Resource judges every host object the catalog declares for a resource
+// (see catalog.Objects) that a scope restricts, as it will be used:
+// provider is the exec provider that will run its commands (posix when
+// ""), r.WorkingDir the directory its relative sources are joined to. It
+// returns one decision per object judged, none when the scope restricts
+// nothing the resource touches. A resource the catalog cannot describe is
+// refused.
 func (s *Scope) Resource(r Resolver, props resources.Properties, provider string) []Decision {
 	if s == nil {
 		return nil
 	}
-	var out []Decision
-	switch p := props.(type) {
-	case *exectype.Properties:
-		if !s.execSet() {
-			return nil
-		}
-		// The exec provider looks commands and guards up in the
-		// resource's path, else in exectype.BasePath, never in the
-		// agent's own PATH: judge them where they will be found.
-		search := p.Path
-		if search == "" {
-			search = exectype.BasePath
-		}
-		for _, c := range []struct{ check, line string }{{"command", p.CommandLine()}, {"onlyif", p.OnlyIf}, {"unless", p.Unless}} {
-			if c.line != "" {
-				out = append(out, s.command(r, c.check, c.line, provider, search, false))
-			}
-		}
-		out = append(out, s.execEnv(r, p)...)
-	case *filetype.Properties:
-		out = s.paths(r, "name", p.Name, false, out)
-	case *archivetype.Properties:
-		out = s.paths(r, "name", p.Name, false, out)
-		if p.ExtractParent != "" {
-			out = s.paths(r, "extract_parent", p.ExtractParent, true, out)
-		}
-	case *scaffoldtype.Properties:
-		out = s.paths(r, "target", p.Name, true, out)
-		if s.execSet() {
-			for i, post := range p.Post {
-				for _, glob := range slices.Sorted(maps.Keys(post)) {
-					out = append(out, s.command(r, fmt.Sprintf("post[%d] %s", i, glob), post[glob], "posix", "", true))
-				}
-			}
-		}
-	case *pkgtype.Properties:
-		out = s.names("package", s.allow.pkgs, s.deny.pkgs, p.Name, out)
-	case *servicetype.Properties:
-		out = s.names("service", s.allow.svcs, s.deny.svcs, p.Name, out)
+	e, ok := catalog.ForProperties(props)
+	if !ok {
+		return []Decision{{Check: "type", Value: fmt.Sprintf("%T", props), Rule: "resource catalog", Reason: "the resource catalog does not hold this type: nothing it touches can be judged"}}
 	}
-	// Health checks are commands of any resource, run without a shell in
-	// the agent's PATH: judged like exec commands.
-	if s.execSet() {
-		for i, hc := range props.Common().HealthChecks {
-			out = append(out, s.command(r, fmt.Sprintf("health_checks[%d]", i), hc.Command, "posix", "", false))
-		}
+	objs, err := catalog.Objects(e.Name, props, r.WorkingDir)
+	if err != nil {
+		return []Decision{{Check: "type", Value: e.Name, Rule: "resource catalog", Reason: err.Error()}}
+	}
+	var out []Decision
+	for _, o := range objs {
+		out = s.object(r, o, provider, out)
 	}
 	return out
+}
+
+// object judges one host object by the scope its kind belongs to.
+func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []Decision) []Decision {
+	switch o.Kind {
+	case catalog.PathWrite:
+		return s.paths(r, o.Check, o.Value, o.Tree, out)
+	case catalog.PathRead:
+		return s.reads(r, o, out)
+	case catalog.Command:
+		if !s.execSet() {
+			return out
+		}
+		switch {
+		case o.Runner == catalog.RunByProvider:
+			return append(out, s.command(r, o.Check, o.Value, provider, o.Search, o.Placeholder))
+		default:
+			return append(out, s.command(r, o.Check, o.Value, "posix", o.Search, o.Placeholder))
+		}
+	case catalog.Environment, catalog.WorkingDir, catalog.SearchPath:
+		if !s.execSet() {
+			return out
+		}
+		return append(out, s.execValue(o))
+	case catalog.Package:
+		return s.names("package", s.allow.pkgs, s.deny.pkgs, o.Value, out)
+	case catalog.Service:
+		return s.names("service", s.allow.svcs, s.deny.svcs, o.Value, out)
+	case catalog.URL:
+		// No scope restricts URLs yet: an archive's or a scaffold's URL is
+		// fetched as written.
+		return out
+	}
+	return append(out, Decision{Check: o.Check, Value: o.Value, Rule: "resource catalog", Reason: fmt.Sprintf("a host object of kind %s cannot be judged", o.Kind)})
 }
 
 // execSet reports whether any exec rule is set, allow or deny.
@@ -245,37 +240,31 @@ func wildcardProblem(k kind, args []word, wild []bool) string {
 
 func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
-// execEnv judges an exec's environment, cwd and path.
-func (s *Scope) execEnv(r Resolver, p *exectype.Properties) []Decision {
-	var out []Decision
-	for _, kv := range p.Environment {
-		d := Decision{Check: "environment", Value: kv}
-		judge(&d, s.allow.hasExec, "exec.environment", s.allow.env, s.deny.env, func(e entry) bool { return globMatch(e.value, kv) })
-		out = append(out, d)
-	}
-	if p.Cwd != "" {
-		d := Decision{Check: "cwd", Value: p.Cwd}
-		cwd, err := resolvePath(p.Cwd, true)
+// execValue judges one of an exec's environment entries, its cwd or its
+// search path.
+func (s *Scope) execValue(o catalog.HostObject) Decision {
+	d := Decision{Check: o.Check, Value: o.Value}
+	switch o.Kind {
+	case catalog.Environment:
+		judge(&d, s.allow.hasExec, "exec.environment", s.allow.env, s.deny.env, func(e entry) bool { return globMatch(e.value, o.Value) })
+	case catalog.WorkingDir:
+		cwd, err := resolvePath(o.Value, true)
 		if err != nil {
 			d.Rule, d.Reason = "exec.cwd", err.Error()
-		} else {
-			judge(&d, s.allow.hasExec, "exec.cwd", s.allow.cwd, s.deny.cwd, func(e entry) bool {
-				rc, err := resolvePath(e.value, true)
-				return e.value == cwd || e.value == p.Cwd || (err == nil && rc == cwd)
-			})
+			return d
 		}
-		out = append(out, d)
-	}
-	if p.Path != "" {
-		clean, err := checkSearchPath(p.Path)
+		judge(&d, s.allow.hasExec, "exec.cwd", s.allow.cwd, s.deny.cwd, func(e entry) bool {
+			rc, err := resolvePath(e.value, true)
+			return e.value == cwd || e.value == o.Value || (err == nil && rc == cwd)
+		})
+	case catalog.SearchPath:
+		clean, err := checkSearchPath(o.Value)
 		if err != nil {
-			clean = p.Path
+			clean = o.Value
 		}
-		d := Decision{Check: "path", Value: p.Path}
 		judge(&d, s.allow.hasExec, "exec.path", s.allow.path, s.deny.path, func(e entry) bool { return e.value == clean })
-		out = append(out, d)
 	}
-	return out
+	return d
 }
 
 // judge decides d by deny entries first, then, when the allow side is

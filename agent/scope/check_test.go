@@ -220,7 +220,7 @@ var _ = Describe("Scope", func() {
 				return p
 			}, false, "where the resource may write anything"),
 			Entry("scaffold target inside", func() resources.Properties {
-				p := &scaffoldtype.Properties{Source: "/srv/tmpl"}
+				p := &scaffoldtype.Properties{Source: www() + "/site"}
 				p.Name = www() + "/site"
 				return p
 			}, true, "file.paths[0]"),

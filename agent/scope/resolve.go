@@ -27,6 +27,10 @@ type Resolver struct {
 	SearchPath string
 	// Shell is what the exec shell provider runs a command line with.
 	Shell string
+	// WorkingDir is the directory a resource's relative sources are
+	// joined to: the one its request's files were written to, "" when
+	// it brought none.
+	WorkingDir string
 }
 
 // HostResolver resolves on this host, with this process's PATH.

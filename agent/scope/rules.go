@@ -35,8 +35,10 @@ type Rules struct {
 	// Exec restricts commands: exec resources (command, onlyif, unless)
 	// and scaffold post commands.
 	Exec *Exec `json:"exec,omitempty" yaml:"exec"`
-	// File restricts paths: file names, archive names and extract_parent,
-	// scaffold targets.
+	// File restricts paths: those written (file names, archive names and
+	// extract_parent, scaffold targets) by paths, those read (file and
+	// scaffold sources, the current content a diff shows, creates) by
+	// read_paths, else by paths.
 	File *Files `json:"file,omitempty" yaml:"file"`
 	// Package restricts package names.
 	Package *Names `json:"package,omitempty" yaml:"package"`
@@ -61,8 +63,16 @@ type Exec struct {
 // Files is the file scope.
 type Files struct {
 	// Paths are absolute path prefixes: a path is inside one when it is
-	// the prefix or below it, component by component.
+	// the prefix or below it, component by component. They hold the paths
+	// a resource writes, and the paths it reads when ReadPaths is not
+	// set.
 	Paths []string `json:"paths,omitempty" yaml:"paths"`
+	// ReadPaths are absolute path prefixes holding the paths a resource
+	// reads: a file's or a scaffold's source, the current content of
+	// what it writes (a diff shows it), a creates path. Unset: Paths
+	// decide; both unset: any path, except for a noop_only signer, which
+	// then reads nothing.
+	ReadPaths []string `json:"read_paths,omitempty" yaml:"read_paths"`
 }
 
 // Names is the package or service scope.
@@ -75,7 +85,18 @@ type Names struct {
 // nil *Scope allows everything.
 type Scope struct {
 	allow, deny compiled
+	// noopOnly is set for a signer that may only send noop requests: it
+	// reads only the paths its scope lists.
+	noopOnly bool
 }
+
+// Option adjusts Compile.
+type Option func(*Scope)
+
+// NoopOnly compiles the scope of a signer that may only send noop
+// requests (noop_only): with neither file.read_paths nor file.paths set,
+// it may read nothing, since a dry run's diffs show what it read.
+func NoopOnly() Option { return func(s *Scope) { s.noopOnly = true } }
 
 // compiled is one side of a Scope, each part nil when not set.
 type compiled struct {
@@ -87,6 +108,7 @@ type compiled struct {
 	cwd     []entry
 	path    []entry
 	paths   []entry
+	reads   []entry
 	pkgs    []entry
 	svcs    []entry
 	hasExec bool
@@ -111,11 +133,14 @@ func (r *Rules) Set() bool {
 // name the rule as written: `exec.commands[1] "bash **": the executable
 // must be an absolute path`, `file.paths[0] "/etc/nginx/": every path it
 // allows is denied by deny.file.paths[0] "/etc"`.
-func Compile(allow, deny *Rules, types []string) (*Scope, error) {
-	if !allow.Set() && !deny.Set() {
+func Compile(allow, deny *Rules, types []string, opts ...Option) (*Scope, error) {
+	s := &Scope{}
+	for _, o := range opts {
+		o(s)
+	}
+	if !allow.Set() && !deny.Set() && !s.noopOnly {
 		return nil, nil
 	}
-	s := &Scope{}
 	var err error
 	if s.allow, err = compileSide("", allow, types, true); err != nil {
 		return nil, err
@@ -189,13 +214,22 @@ func compileSide(prefix string, r *Rules, types []string, allow bool) (compiled,
 		}
 	}
 	if f := r.File; f != nil {
-		if err := needs("file", "file", "archive", "scaffold"); err != nil {
+		if err := needs("file", "file", "archive", "scaffold", "exec"); err != nil {
 			return c, err
 		}
-		if len(f.Paths) == 0 {
-			return c, bad("%sfile: empty; give paths (or leave file out)", prefix)
+		if len(f.Paths) == 0 && len(f.ReadPaths) == 0 {
+			return c, bad("%sfile: empty; give paths or read_paths (or leave file out)", prefix)
+		}
+		if f.Paths != nil && len(f.Paths) == 0 {
+			return c, bad("%sfile.paths: empty; leave it out", prefix)
+		}
+		if f.ReadPaths != nil && len(f.ReadPaths) == 0 {
+			return c, bad("%sfile.read_paths: empty; leave it out", prefix)
 		}
 		if c.paths, err = compileList(prefix+"file.paths", f.Paths, checkDir); err != nil {
+			return c, err
+		}
+		if c.reads, err = compileList(prefix+"file.read_paths", f.ReadPaths, checkDir); err != nil {
 			return c, err
 		}
 	}
@@ -386,6 +420,7 @@ func (s *Scope) shadows() error {
 		covers      func(deny, allow string) bool
 	}{
 		{a.paths, d.paths, func(d, a string) bool { return within(a, d) }},
+		{a.reads, d.reads, func(d, a string) bool { return within(a, d) }},
 		{a.pkgs, d.pkgs, globCovers},
 		{a.svcs, d.svcs, globCovers},
 		{a.env, d.env, globCovers},

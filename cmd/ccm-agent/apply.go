@@ -95,7 +95,7 @@ func (a *app) apply(c *applyFlags) error {
 			writeHealth(a.Stdout, ev)
 		}
 	}
-	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(ex)), m, opts)
+	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), m, opts)
 	if err != nil {
 		return a.applyError(c, err)
 	}

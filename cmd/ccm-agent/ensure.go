@@ -82,7 +82,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(ex))
+	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)))
 	env := templates.New(fs, nil, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
 		engine.Spec{Type: typeName, Properties: props})

@@ -107,7 +107,7 @@ func (a *app) apiEnsure(ctx context.Context, f *apiPipeFlags, noop bool) (*proto
 	if err != nil {
 		return nil, err
 	}
-	eng := engine.New(reg, engine.WithLogger(log))
+	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)))
 	env := templates.New(fs, hiera, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: noop, Env: env, WorkingDir: cwd},
 		engine.Spec{Type: req.Type, Properties: props})

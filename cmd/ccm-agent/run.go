@@ -152,7 +152,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 			defer stopMetrics()
 			agentOpts = append(agentOpts, ccmagent.WithMetrics(m))
 		}
-		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(ex)), fs, agentOpts...)
+		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), fs, agentOpts...)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -250,7 +250,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		sim := ccmagent.Simulation{
 			Count: count, First: first - 1, Prefix: prefix, Facts: base, Vary: vary,
 			Config: simCfg,
-			Engine: engine.New(reg, engine.WithHealthRunner(ex)), Log: log, Version: version,
+			Engine: engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(ex))), Log: log, Version: version,
 			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 				o, err := conn.Options("ccm-agent simulate "+name, log, natsconn.Options{})
 				if err != nil {

@@ -23,10 +23,8 @@ var forbiddenDeps = []string{
 // what they lead to is known and small, and a new path to a forbidden
 // package still fails.
 var toleratedDeps = map[[2]string]string{
-	// Health checks run by the engine (never by ccm-orch) use the
-	// process runner; resources/engine is how manifests are checked
-	// locally.
-	{"github.com/ccm-fleet/ccm/resources/engine", "github.com/ccm-fleet/ccm/providers/runner"}: "the engine's default health check runner",
+	// none today: the engine no longer imports the process runner (it
+	// declares engine.HealthRunner, which providers implement).
 }
 
 // forbidden reports whether pkg is one of forbiddenDeps.

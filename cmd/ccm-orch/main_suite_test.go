@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +11,10 @@ import (
 
 func TestCCMOrch(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// These suites wait for agents, brokers and processes; on a loaded
+	// machine (CI on 2 cores under -race) that can take longer than
+	// Gomega's default 1 s. Eventually still returns at the first success.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	RunSpecs(t, "ccm-orch Suite")
 }
 

@@ -81,6 +81,9 @@ var _ = Describe("ccm-orch policy check", func() {
 			`request: allowed host "web1" by hosts ["role=web"]`,
 			`file#` + dir + `/nginx/conf.d/web1.conf: allowed type "file" by allow [exec, file, service]`,
 			`file#` + dir + `/nginx/conf.d/web1.conf: allowed name "` + dir + `/nginx/conf.d/web1.conf" by file.paths[0] "` + dir + `/nginx/"`,
+			// A diff shows the file's current content: a read, judged by
+			// file.paths as no file.read_paths is set.
+			`file#` + dir + `/nginx/conf.d/web1.conf: allowed name (read) "` + dir + `/nginx/conf.d/web1.conf" by file.paths[0] "` + dir + `/nginx/"`,
 			`exec#/usr/bin/systemctl restart nginx: allowed type "exec" by allow [exec, file, service]`,
 			`exec#/usr/bin/systemctl restart nginx: allowed command "/usr/bin/systemctl restart nginx" by exec.commands[0] "/usr/bin/systemctl restart *"`,
 			`signer web: allowed: an agent with these facts would run it`,

@@ -125,6 +125,7 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		{"replied without being asked", res.Unexpected},
 		{"were not asked", res.NotAsked},
 		{"may not have been asked (the connection dropped before the server confirmed the request)", res.Unconfirmed},
+		{"sent a reply that did not arrive whole (parts missing or not matching)", res.Incomplete},
 	} {
 		if len(l.hosts) > 0 {
 			fmt.Fprintf(w, "%s %s:\n    %s\n", countHosts(len(l.hosts)), l.title, listHosts(l.hosts))

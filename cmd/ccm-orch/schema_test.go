@@ -59,6 +59,9 @@ var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, fun
 		// seen counts the documents validated per schema, so a schema
 		// nothing was checked against fails the suite.
 		seen = map[string]int{}
+		// offline keeps every document validated, for the stock
+		// validator at the end.
+		offline = offlineDocs{}
 	)
 	BeforeAll(func() {
 		schemas = outputSchemas()
@@ -74,6 +77,7 @@ var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, fun
 		Expect(s).NotTo(BeNil(), schema)
 		Expect(s.Validate(instance(doc))).To(Succeed(), "%s:\n%s", schema, doc)
 		seen[schema]++
+		offline.add(schema, doc)
 	}
 	// requestID is the id of a --json result.
 	requestID := func(doc string) string {
@@ -196,6 +200,10 @@ var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, fun
 		code, out, errOut := orch(with("ensure", "--request", file, "--json")...)
 		Expect(code).To(Equal(0), errOut)
 		validate("result.schema.json", out)
+	})
+
+	It("validate the same output offline with the stock Python validator, and refuse a wrong document", func() {
+		checkOffline(offline)
 	})
 
 	It("were each checked against real output", func() {

@@ -15,6 +15,7 @@ import (
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
@@ -187,9 +188,9 @@ func waitRegistered(url string, identities []string) error {
 // newEngine is the agents' engine, logging to log when set.
 func newEngine(reg *resources.Registry, log *slog.Logger) *engine.Engine {
 	if log == nil {
-		return engine.New(reg)
+		return engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{})))
 	}
-	return engine.New(reg, engine.WithLogger(log))
+	return engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(runner.Exec{})))
 }
 
 // Connect opens a client connection to the fleet's broker, closed at t's

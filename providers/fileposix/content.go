@@ -11,7 +11,10 @@ import (
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
-var _ filetype.ContentReader = (*Provider)(nil)
+var (
+	_ filetype.ContentReader = (*Provider)(nil)
+	_ filetype.SourceOpener  = (*Provider)(nil)
+)
 
 // ReadContent returns up to limit bytes of the regular file name, read
 // through its parent's handle with O_NOFOLLOW like Status, and whether the

@@ -285,10 +285,22 @@ func checkReplaceable(d *safefs.Dir, base string) error {
 	return nil
 }
 
-// openSource opens the local source file, which must be a regular file.
-// The source is read, never written, so it is opened by path.
+// OpenSource opens the local source file, which must be a regular file,
+// through directory handles (safefs.OpenRead): its directories and a link
+// at it are followed only when root or this process's user owns them, and
+// nothing is resolved by path again, so the file a scope judged is the
+// file read. It honours ctx.
+func (p *Provider) OpenSource(ctx context.Context, source string) (*os.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return openSource(source)
+}
+
+// openSource opens the local source file, which must be a regular file,
+// through directory handles (see OpenSource).
 func openSource(source string) (*os.File, error) {
-	f, err := os.Open(source)
+	f, err := safefs.OpenRead(source)
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}

@@ -41,6 +41,14 @@
 // purge, files in the target that the source does not render are deleted
 // afterwards, through the same handles.
 //
+// The library reads by path too, so it never reads the source itself: the
+// source is first copied into the private directory through handles (the
+// source reached from "/" following only links root or the agent's user
+// owns, below it directories and regular files only, each opened with
+// O_NOFOLLOW; a link, device or FIFO below it is an error, and so is more
+// than MaxSourceEntries entries or MaxSourceBytes bytes), and the library
+// renders that copy. What a scope judged is what is rendered.
+//
 // A post command is split like a shell would split it (no shell runs it),
 // {} is replaced by the file's path or the path is appended, and it runs
 // with the agent's environment and working directory. The library gives no

@@ -15,4 +15,7 @@ var (
 	ErrOutsideTarget = errors.New("file is not inside the target directory")
 	// ErrUnknownEngine is returned when the engine is neither go nor jet.
 	ErrUnknownEngine = errors.New("unknown scaffold engine")
+	// ErrSourceTree is wrapped when a source cannot be copied as it is: a
+	// link, a device or a FIFO below it, or more than the bounds allow.
+	ErrSourceTree = errors.New("scaffold source")
 )

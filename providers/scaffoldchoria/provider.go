@@ -117,12 +117,18 @@ func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *sc
 	}
 	defer os.RemoveAll(private)
 	stage := filepath.Join(private, "target")
+	// The library reads by path: it renders a private copy of the source
+	// made through directory handles (see copySource).
+	copied := privateSource(private)
+	if err := copySource(source, copied); err != nil {
+		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
+	}
 
 	post, limit := p.boundPost(ctx, props.Post)
 	left, right := delimiters(props)
 	cfg := scaffold.Config{
 		TargetDirectory:      stage,
-		SourceDirectory:      source,
+		SourceDirectory:      copied,
 		MergeTargetDirectory: true,
 		Post:                 post,
 		SkipEmpty:            props.SkipEmpty,

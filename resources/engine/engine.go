@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/templates"
@@ -24,8 +23,8 @@ type Engine struct {
 	reg *resources.Registry
 	log *slog.Logger
 	now func() time.Time
-	// health runs health checks; nil runs real processes
-	health runner.Runner
+	// health runs health checks; nil runs none (each is UNKNOWN)
+	health HealthRunner
 }
 
 // Option configures an Engine.
@@ -100,7 +99,10 @@ type Prepared struct {
 	Properties resources.Properties
 	// Managed is false when control.if/unless say the resource is not managed.
 	Managed bool
-	factory resources.Factory
+	// WorkingDir is the directory its relative sources resolve against
+	// (the run's), "" when none.
+	WorkingDir string
+	factory    resources.Factory
 	// selectErr is a provider selection failure that fails the resource
 	// (rather than the request) when it is applied.
 	selectErr error
@@ -167,7 +169,7 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	if err != nil {
 		return nil, redact.Error(fmt.Errorf("%s: %w: %w", label, resources.ErrInvalid, err), secrets)
 	}
-	p := &Prepared{Type: t, Properties: props, Managed: managed, secrets: secrets}
+	p := &Prepared{Type: t, Properties: props, Managed: managed, WorkingDir: s.opts.WorkingDir, secrets: secrets}
 	if !managed {
 		return p, nil
 	}

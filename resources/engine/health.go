@@ -3,12 +3,12 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 )
@@ -16,9 +16,34 @@ import (
 // maxHealthMessage bounds a health check's message.
 const maxHealthMessage = 512
 
-// WithHealthRunner sets what runs health checks; the default runs real
-// processes (runner.Exec).
-func WithHealthRunner(r runner.Runner) Option { return func(e *Engine) { e.health = r } }
+// maxHealthOutput bounds what is kept of each stream of a check's command.
+const maxHealthOutput = 4096
+
+// HealthRunner runs the command of one health check. RunHealthCheck starts
+// argv[0] (an absolute path, or a name looked up in PATH) with argv[1:] as
+// its arguments, ends it and every process it started after timeout or when
+// ctx ends, and keeps at most maxOutput bytes of each stream. An error means
+// the command could not be run to its end; one that ran and exited non-zero
+// is not an error, its code is in the output. The engine declares what it
+// needs here; the platform's command runner implements it
+// (providers.HealthRunner).
+type HealthRunner interface {
+	RunHealthCheck(ctx context.Context, argv []string, timeout time.Duration, maxOutput int) (HealthOutput, error)
+}
+
+// HealthOutput is what one health-check command did.
+type HealthOutput struct {
+	ExitCode       int
+	Stdout, Stderr []byte
+}
+
+// ErrNoHealthRunner is the result of a health check on an engine built
+// without a HealthRunner: the check is UNKNOWN, never run.
+var ErrNoHealthRunner = errors.New("no health-check runner: the engine was built without one")
+
+// WithHealthRunner sets what runs health checks. Without one every check is
+// UNKNOWN (ErrNoHealthRunner).
+func WithHealthRunner(r HealthRunner) Option { return func(e *Engine) { e.health = r } }
 
 // checkHealth runs the resource's health checks in order, puts their
 // results in ev and fails ev for each CRITICAL one. A sensitive resource's
@@ -48,7 +73,8 @@ func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secre
 	}
 	r := s.eng.health
 	if r == nil {
-		r = runner.Exec{}
+		res.Message = ErrNoHealthRunner.Error()
+		return res
 	}
 	for try := 1; try <= hc.TriesCount(); try++ {
 		if try > 1 {
@@ -60,7 +86,7 @@ func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secre
 			}
 		}
 		res.Tries = try
-		out, err := r.Run(ctx, runner.Command{Path: argv[0], Args: argv[1:], Timeout: hc.TimeoutDuration(), MaxOutput: 4096})
+		out, err := r.RunHealthCheck(ctx, argv, hc.TimeoutDuration(), maxHealthOutput)
 		if err != nil {
 			res.Code, res.Status, res.Message = -1, protocol.HealthUnknown, err.Error()
 			continue

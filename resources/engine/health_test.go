@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
@@ -27,7 +29,7 @@ var _ = Describe("Health checks", func() {
 		Expect(reg.RegisterType(typ)).To(Succeed())
 		n := 0
 		Expect(reg.RegisterProvider(probeFactory{name: "probe", manage: true, instances: &n})).To(Succeed())
-		eng = engine.New(reg)
+		eng = engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{})))
 	})
 	check := func(script string, more map[string]any) map[string]any {
 		hc := map[string]any{"command": "/bin/sh -c '" + script + "'"}
@@ -60,6 +62,17 @@ var _ = Describe("Health checks", func() {
 		Entry("CRITICAL", "echo down >&2; exit 2", protocol.HealthCritical, 2, "down", true),
 		Entry("UNKNOWN", "exit 3", protocol.HealthUnknown, 3, "", false),
 	)
+
+	It("runs no check on an engine built without a health-check runner: each is UNKNOWN, saying why", func() {
+		marker := filepath.Join(GinkgoT().TempDir(), "ran")
+		eng = engine.New(eng.Registry())
+		ev := ensure(engine.RunOptions{}, false, check("touch "+marker+"; exit 2", map[string]any{"name": "probe"}))
+		Expect(ev.HealthChecks).To(HaveLen(1))
+		Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthUnknown))
+		Expect(ev.HealthChecks[0].Message).To(Equal(engine.ErrNoHealthRunner.Error()))
+		Expect(ev.Failed).To(BeFalse())
+		Expect(marker).ToNot(BeAnExistingFile())
+	})
 
 	It("names a CRITICAL check in the event's errors, and runs after a failed apply too", func() {
 		ev := ensure(engine.RunOptions{}, true, check("echo refused; exit 2", nil))

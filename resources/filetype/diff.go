@@ -59,9 +59,16 @@ func diffFor(ctx context.Context, ac *resources.ApplyContext, fp Provider, props
 		return d
 	}
 	wantSize := int64(len(content))
+	var src *os.File
 	if source != "" {
-		if fi, err := os.Stat(source); err == nil {
-			wantSize = fi.Size()
+		// One open, the way the provider reads it, for the size and the
+		// content shown.
+		f, err := openSource(ctx, fp, source)
+		if err == nil {
+			defer f.Close()
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				src, wantSize = f, fi.Size()
+			}
 		}
 	}
 	summary := func(what string) string {
@@ -92,7 +99,11 @@ func diffFor(ctx context.Context, ac *resources.ApplyContext, fp Provider, props
 	}
 	wantContent := content
 	if source != "" {
-		b, err := readLimited(source, limit)
+		if src == nil {
+			d.Summary = summary("content differs")
+			return d
+		}
+		b, err := readLimitedFrom(src, limit)
 		if err != nil {
 			d.Summary = summary("content differs")
 			return d
@@ -110,19 +121,14 @@ func sumText(sum string) string {
 	return " sha256:" + sum
 }
 
-// readLimited reads at most limit bytes of path; more is an error.
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// readLimitedFrom reads at most limit bytes of f; more is an error.
+func readLimitedFrom(f *os.File, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is over %d bytes", path, limit)
+		return nil, fmt.Errorf("%s is over %d bytes", f.Name(), limit)
 	}
 	return b, nil
 }

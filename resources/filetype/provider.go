@@ -2,6 +2,7 @@ package filetype
 
 import (
 	"context"
+	"os"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
@@ -32,4 +33,13 @@ type Provider interface {
 	// Remove removes name; a non-empty directory only when force is set
 	// (ErrNotEmpty otherwise). A missing name is not an error.
 	Remove(ctx context.Context, name string, force bool) error
+}
+
+// SourceOpener is implemented by providers that open a local source file
+// themselves, the way their Store reads it (through directory handles),
+// so that the type hashes and shows the very file Store will copy.
+// OpenSource returns the open regular file, or an error naming it; it
+// honours ctx.
+type SourceOpener interface {
+	OpenSource(ctx context.Context, source string) (*os.File, error)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -52,7 +53,7 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	}
 	log = log.With("file", name, "provider", fp.Name())
 
-	want, content, source, err := resolveDesired(ctx, ac, fprops)
+	want, content, source, err := resolveDesired(ctx, ac, fp, fprops)
 	if err != nil {
 		return nil, fmt.Errorf("file %s: %w", name, err)
 	}
@@ -111,7 +112,7 @@ func act(ctx context.Context, fp Provider, props *Properties, pl plan, mode stri
 
 // resolveDesired works out the desired state, the content to store and the
 // resolved source path, hashing the content or source when it is managed.
-func resolveDesired(ctx context.Context, ac *resources.ApplyContext, props *Properties) (desired, []byte, string, error) {
+func resolveDesired(ctx context.Context, ac *resources.ApplyContext, fp Provider, props *Properties) (desired, []byte, string, error) {
 	want := desired{
 		ensure: props.Ensure,
 		owner:  props.Owner,
@@ -134,7 +135,7 @@ func resolveDesired(ctx context.Context, ac *resources.ApplyContext, props *Prop
 		if err != nil {
 			return want, nil, "", err
 		}
-		sum, err := ChecksumFile(ctx, source)
+		sum, err := checksumSource(ctx, fp, source)
 		if err != nil {
 			return want, nil, "", fmt.Errorf("property source: %w", err)
 		}
@@ -155,4 +156,31 @@ func SourcePath(source, workingDir string) (string, error) {
 		return "", invalidf("property source: %q is a relative path and there is no working directory to resolve it against", source)
 	}
 	return filepath.Join(workingDir, source), nil
+}
+
+// openSource opens the source the way fp's Store will read it when fp is a
+// SourceOpener, else by path.
+func openSource(ctx context.Context, fp Provider, source string) (*os.File, error) {
+	if so, ok := fp.(SourceOpener); ok {
+		return so.OpenSource(ctx, source)
+	}
+	return os.Open(source)
+}
+
+// checksumSource is the hex SHA-256 of the regular file source, opened by
+// openSource.
+func checksumSource(ctx context.Context, fp Provider, source string) (string, error) {
+	f, err := openSource(ctx, fp, source)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s %w", source, ErrUnsupportedFileType)
+	}
+	return ChecksumReader(ctx, f)
 }

@@ -1,0 +1,128 @@
+package catalog
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/archivetype"
+	"github.com/ccm-fleet/ccm/resources/exectype"
+	"github.com/ccm-fleet/ccm/resources/filetype"
+	"github.com/ccm-fleet/ccm/resources/pkgtype"
+	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
+	"github.com/ccm-fleet/ccm/resources/servicetype"
+)
+
+// Entry is one resource type of the catalog.
+type Entry struct {
+	// Name is the type's name, as requests and manifests write it.
+	Name string
+	// Type decodes the properties and applies them.
+	Type resources.Type
+	// Providers are the names of the providers the built-in registry
+	// wires for the type, in registration order.
+	Providers []string
+	// declare lists the host objects of properties of this type (its
+	// own: Objects adds the shared ones).
+	declare func(props resources.Properties, workingDir string) []HostObject
+}
+
+// entries is the catalog, sorted by name. Each declaration reads the
+// type's own properties value (see typed).
+var entries = []Entry{
+	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects)},
+	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects)},
+	{Name: "file", Type: filetype.Type{}, Providers: []string{"posix"}, declare: typed(fileObjects)},
+	{Name: "package", Type: pkgtype.Type{}, Providers: []string{"apt", "dnf"}, declare: typed(packageObjects)},
+	{Name: "scaffold", Type: scaffoldtype.Type{}, Providers: []string{"choria"}, declare: typed(scaffoldObjects)},
+	{Name: "service", Type: servicetype.Type{}, Providers: []string{"systemd"}, declare: typed(serviceObjects)},
+}
+
+// Entries returns the catalog, sorted by name. The slice is the caller's.
+func Entries() []Entry { return slices.Clone(entries) }
+
+// Names returns the type names, sorted.
+func Names() []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Types returns each type, in name order.
+func Types() []resources.Type {
+	out := make([]resources.Type, len(entries))
+	for i, e := range entries {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// Providers returns, per type name, the built-in provider names.
+func Providers() map[string][]string {
+	out := make(map[string][]string, len(entries))
+	for _, e := range entries {
+		out[e.Name] = slices.Clone(e.Providers)
+	}
+	return out
+}
+
+// Lookup returns the entry of the type called name.
+func Lookup(name string) (Entry, bool) {
+	i := slices.IndexFunc(entries, func(e Entry) bool { return e.Name == name })
+	if i < 0 {
+		return Entry{}, false
+	}
+	return entries[i], true
+}
+
+// Objects lists every host object a resource of type typeName with the
+// validated properties props touches, as the host will use it: relative
+// sources are joined to workingDir (the directory the request's files
+// were written to; "" when it has none), the type's own objects first,
+// then the health-check commands every type shares. A type the catalog
+// does not hold, or properties of another type, is an error wrapping
+// resources.ErrUnknownType: such a resource cannot be judged.
+func Objects(typeName string, props resources.Properties, workingDir string) ([]HostObject, error) {
+	e, ok := Lookup(typeName)
+	if !ok {
+		return nil, fmt.Errorf("%w %q: not in the resource catalog", resources.ErrUnknownType, typeName)
+	}
+	if props == nil {
+		return nil, fmt.Errorf("%s: %w: no properties", typeName, resources.ErrInvalid)
+	}
+	out := e.declare(props, workingDir)
+	if out == nil {
+		return nil, fmt.Errorf("%w %q: the properties are a %T", resources.ErrUnknownType, typeName, props)
+	}
+	return append(out, healthObjects(props.Common())...), nil
+}
+
+// typed adapts a declaration over a type's own properties; properties of
+// another type declare nil, which Objects refuses.
+func typed[P resources.Properties](fn func(P, string) []HostObject) func(resources.Properties, string) []HostObject {
+	return func(props resources.Properties, workingDir string) []HostObject {
+		p, ok := props.(P)
+		if !ok {
+			return nil
+		}
+		return append([]HostObject{}, fn(p, workingDir)...)
+	}
+}
+
+// ForProperties returns the entry whose type makes properties of the
+// dynamic type of props.
+func ForProperties(props resources.Properties) (Entry, bool) {
+	if props == nil {
+		return Entry{}, false
+	}
+	want := reflect.TypeOf(props)
+	for _, e := range entries {
+		if reflect.TypeOf(e.Type.NewProperties()) == want {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}

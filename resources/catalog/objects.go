@@ -1,0 +1,220 @@
+package catalog
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"path/filepath"
+	"slices"
+
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/archivetype"
+	"github.com/ccm-fleet/ccm/resources/exectype"
+	"github.com/ccm-fleet/ccm/resources/filetype"
+	"github.com/ccm-fleet/ccm/resources/pkgtype"
+	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
+	"github.com/ccm-fleet/ccm/resources/servicetype"
+)
+
+// Kind is how a resource uses a host object.
+type Kind int
+
+const (
+	// PathWrite is a path the resource creates, replaces or removes.
+	PathWrite Kind = iota + 1
+	// PathRead is a path whose content, or whose existence, the resource
+	// reads; a diff or a noop message may show what it read.
+	PathRead
+	// Command is a command line the resource runs.
+	Command
+	// Environment is one KEY=VALUE entry a command runs with.
+	Environment
+	// WorkingDir is the directory a command runs in.
+	WorkingDir
+	// SearchPath is the PATH a command is looked up and runs with.
+	SearchPath
+	// Package is a package name handed to the package manager.
+	Package
+	// Service is a service name handed to the service manager.
+	Service
+	// URL is a URL the resource fetches.
+	URL
+)
+
+var kindNames = map[Kind]string{
+	PathWrite: "path written", PathRead: "path read", Command: "command", Environment: "environment",
+	WorkingDir: "working directory", SearchPath: "search path", Package: "package", Service: "service", URL: "url",
+}
+
+// String names the kind: "path read".
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Runner says how a command line is split and started.
+type Runner int
+
+const (
+	// RunDirect splits the line as a shell would and runs it without one
+	// (health checks, scaffold post commands, exec guards of the posix
+	// provider).
+	RunDirect Runner = iota
+	// RunByProvider runs the line the way the resource's exec provider
+	// does: directly for posix, through the shell for shell.
+	RunByProvider
+)
+
+// HostObject is one thing on the host a resource touches.
+type HostObject struct {
+	// Kind is how it is used.
+	Kind Kind
+	// Check names the property in decisions: "name", "source", "target",
+	// "creates", "command", "health_checks[0]", "post[0] *.conf".
+	Check string
+	// Value is the object as the host will use it: a relative source
+	// joined to the working directory, a command line as written.
+	Value string
+	// Tree says that a path is a directory the resource writes, or reads,
+	// anything below.
+	Tree bool
+	// Base is the directory a relative path was joined to (the request's
+	// working directory, holding the files it brought); "" when the path
+	// was absolute.
+	Base string
+	// Runner says how a command is split and started.
+	Runner Runner
+	// Search is the PATH a command without a slash is looked up in; ""
+	// is the agent's own.
+	Search string
+	// Placeholder says that a command is given a value not known before
+	// it runs: "{}" in a word, or else an appended last argument, stands
+	// for a file the resource renders.
+	Placeholder bool
+}
+
+// String is the object on one line: `path read source "/etc/shadow"`.
+func (o HostObject) String() string {
+	return fmt.Sprintf("%s %s %q", o.Kind, o.Check, o.Value)
+}
+
+func fileObjects(p *filetype.Properties, workingDir string) []HostObject {
+	out := []HostObject{{Kind: PathWrite, Check: "name", Value: p.Name}}
+	if p.Ensure == filetype.EnsurePresent && p.ManagesContent() {
+		// A diff shows the current content next to the desired one.
+		out = append(out, HostObject{Kind: PathRead, Check: "name", Value: p.Name})
+	}
+	if p.Source != "" {
+		// The type reads filetype.SourcePath of it.
+		o := HostObject{Kind: PathRead, Check: "source", Value: p.Source}
+		if path, err := filetype.SourcePath(p.Source, workingDir); err == nil {
+			o.Value = path
+			if !filepath.IsAbs(p.Source) {
+				o.Base = filepath.Clean(workingDir)
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func scaffoldObjects(p *scaffoldtype.Properties, workingDir string) []HostObject {
+	out := []HostObject{{Kind: PathWrite, Check: "target", Value: p.Name, Tree: true}}
+	if p.Ensure == scaffoldtype.EnsurePresent {
+		// A diff shows the target's current files next to the rendered ones.
+		out = append(out, HostObject{Kind: PathRead, Check: "target", Value: p.Name, Tree: true})
+	}
+	// The source's files are the templates rendered (also to find what
+	// an absent scaffold removes).
+	if scaffoldtype.IsURL(p.Source) {
+		out = append(out, HostObject{Kind: URL, Check: "source", Value: p.Source})
+		if path, ok := fileURLPath(p.Source); ok {
+			out = append(out, HostObject{Kind: PathRead, Check: "source", Value: path, Tree: true})
+		}
+	} else {
+		// The type renders scaffoldtype.ResolveSource of it.
+		o := HostObject{Kind: PathRead, Check: "source", Value: scaffoldtype.ResolveSource(p.Source, workingDir), Tree: true}
+		if !filepath.IsAbs(p.Source) && workingDir != "" {
+			o.Base = filepath.Clean(workingDir)
+		}
+		out = append(out, o)
+	}
+	for i, post := range p.Post {
+		for _, glob := range slices.Sorted(maps.Keys(post)) {
+			out = append(out, HostObject{Kind: Command, Check: fmt.Sprintf("post[%d] %s", i, glob), Value: post[glob], Runner: RunDirect, Placeholder: true})
+		}
+	}
+	return out
+}
+
+func archiveObjects(p *archivetype.Properties, _ string) []HostObject {
+	out := []HostObject{
+		{Kind: URL, Check: "url", Value: archivetype.RedactURL(p.URL)},
+		{Kind: PathWrite, Check: "name", Value: p.Name},
+	}
+	if p.ExtractParent != "" {
+		out = append(out, HostObject{Kind: PathWrite, Check: "extract_parent", Value: p.ExtractParent, Tree: true})
+	}
+	if p.Creates != "" {
+		out = append(out, HostObject{Kind: PathRead, Check: "creates", Value: p.Creates})
+	}
+	return out
+}
+
+func execObjects(p *exectype.Properties, _ string) []HostObject {
+	// The exec provider looks commands and guards up in the resource's
+	// path, else in exectype.BasePath, never in the agent's own PATH.
+	search := p.Path
+	if search == "" {
+		search = exectype.BasePath
+	}
+	var out []HostObject
+	for _, c := range []struct{ check, line string }{{"command", p.CommandLine()}, {"onlyif", p.OnlyIf}, {"unless", p.Unless}} {
+		if c.line != "" {
+			out = append(out, HostObject{Kind: Command, Check: c.check, Value: c.line, Runner: RunByProvider, Search: search})
+		}
+	}
+	for _, kv := range p.Environment {
+		out = append(out, HostObject{Kind: Environment, Check: "environment", Value: kv})
+	}
+	if p.Cwd != "" {
+		out = append(out, HostObject{Kind: WorkingDir, Check: "cwd", Value: p.Cwd})
+	}
+	if p.Path != "" {
+		out = append(out, HostObject{Kind: SearchPath, Check: "path", Value: p.Path})
+	}
+	if p.Creates != "" {
+		out = append(out, HostObject{Kind: PathRead, Check: "creates", Value: p.Creates})
+	}
+	return out
+}
+
+func packageObjects(p *pkgtype.Properties, _ string) []HostObject {
+	return []HostObject{{Kind: Package, Check: "name", Value: p.Name}}
+}
+
+func serviceObjects(p *servicetype.Properties, _ string) []HostObject {
+	return []HostObject{{Kind: Service, Check: "name", Value: p.Name}}
+}
+
+// healthObjects are the health-check commands every type may carry: split
+// as a shell would and run without one, looked up in the agent's PATH.
+func healthObjects(c *resources.CommonProperties) []HostObject {
+	out := make([]HostObject, 0, len(c.HealthChecks))
+	for i, hc := range c.HealthChecks {
+		out = append(out, HostObject{Kind: Command, Check: fmt.Sprintf("health_checks[%d]", i), Value: hc.Command, Runner: RunDirect})
+	}
+	return out
+}
+
+// fileURLPath is the local directory a file:// URL names (host empty or
+// localhost), as the scaffold provider reads it.
+func fileURLPath(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		return "", false
+	}
+	return filepath.Clean(u.Path), true
+}
