@@ -16,7 +16,8 @@ var _ = Describe("Config", func() {
 	It("loads the example configuration shipped in dist/", func() {
 		c, err := agent.LoadConfig(filepath.Join("..", "dist", "agent.yaml"))
 		Expect(err).ToNot(HaveOccurred())
-		Expect(c.Facts).To(HaveKeyWithValue("role", "web"))
+		Expect(c.Facts).To(BeEmpty(), "a fresh host announces only the facts it gathers: no role it does not have")
+		Expect(c.FactsFile).To(BeEmpty())
 		Expect(c.Policy).To(Equal("/etc/ccm/policy.yaml"))
 		c = c.WithDefaults()
 		c.Identity = "web17.example.net"
@@ -44,6 +45,7 @@ var _ = Describe("Config", func() {
 		c, err := agent.LoadConfig(p)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(c.Servers).To(HaveLen(2))
+		Expect(c.Facts).To(Equal(map[string]string{"role": "web"}), "the commented example")
 		Expect(c.Context).To(Equal("fleet"))
 		Expect(c.TLS.CA).To(Equal("/etc/ccm/ca.pem"))
 		Expect(c.InboxPrefix).To(Equal("_INBOX.agent-web17"))

@@ -5,6 +5,13 @@ import "github.com/ccm-fleet/ccm/cmd/internal/program"
 // examples are shown at the end of each command's --help and as cheats
 // (ccm-agent cheat ensure). Every command line here is parsed by a test.
 var examples = program.Examples{
+	"completion": `
+# Print the bash completion script (the ccm-fleet package installs those of
+# bash, zsh and fish); for this shell only: source <(ccm-agent completion bash)
+ccm-agent completion bash
+ccm-agent completion zsh
+ccm-agent completion fish
+`,
 	"version": `
 # The version, commit, build date and Go version of this binary
 ccm-agent version

@@ -5,6 +5,13 @@ import "github.com/ccm-fleet/ccm/cmd/internal/program"
 // examples are shown at the end of each command's --help and as cheats
 // (ccm-bench cheat run). Every command line here is parsed by a test.
 var examples = program.Examples{
+	"completion": `
+# Print the bash completion script (the ccm-fleet package installs those of
+# bash, zsh and fish); for this shell only: source <(ccm-bench completion bash)
+ccm-bench completion bash
+ccm-bench completion zsh
+ccm-bench completion fish
+`,
 	"version": `
 # The version, commit, build date and Go version of this binary
 ccm-bench version

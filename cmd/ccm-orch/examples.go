@@ -5,6 +5,13 @@ import "github.com/ccm-fleet/ccm/cmd/internal/program"
 // examples are shown at the end of each command's --help and as cheats
 // (ccm-orch cheat ensure). Every command line here is parsed by a test.
 var examples = program.Examples{
+	"completion": `
+# Print the bash completion script (the ccm-fleet package installs those of
+# bash, zsh and fish); for this shell only: source <(ccm-orch completion bash)
+ccm-orch completion bash
+ccm-orch completion zsh
+ccm-orch completion fish
+`,
 	"version": `
 # The version, commit, build date and Go version of this binary
 ccm-orch version

@@ -202,6 +202,16 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 // purge, as on a real host, but was made by the test).
 func install(ctx context.Context, deb string) {
 	GinkgoHelper()
+	lockHost(ctx)
+	run(ctx, "dpkg", "-i", deb)
+}
+
+// lockHost holds the host's package lock until the spec ends, and then
+// purges the package whatever happened (a no-op when it is not installed)
+// and removes the agent state directory (which outlives a purge, as on a
+// real host, but was made by the test).
+func lockHost(ctx context.Context) {
+	GinkgoHelper()
 	release, err := apttest.LockHost(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(release)
@@ -213,13 +223,13 @@ func install(ctx context.Context, deb string) {
 		}
 		Expect(os.RemoveAll(packaging.AgentState)).To(Succeed())
 	})
-	run(ctx, "dpkg", "-i", deb)
 }
 
 // built holds the packages the suite built once, for every spec.
 var built struct {
 	sync.Mutex
 	deb, rpm string
+	debB     string // the upgrade's .deb (buildUpgrade)
 }
 
 // buildPackages builds the amd64 .deb and .rpm with the test's stamp, once

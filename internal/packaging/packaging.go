@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -86,8 +87,9 @@ var packagers = map[string]nfpm.Packager{
 	"rpm": rpm.DefaultRPM,
 }
 
-// Build compiles the commands for every architecture and writes one
-// package per architecture and format into c.Out. It returns the
+// Build compiles the commands for every architecture, generates the
+// manual pages and completion scripts by running them (see generateDocs),
+// and writes one package per architecture and format into c.Out. It returns the
 // packages' paths, in the order built. A nil log logs nothing.
 func Build(ctx context.Context, c Config, log *slog.Logger) ([]string, error) {
 	if err := c.Validate(); err != nil {
@@ -109,6 +111,7 @@ func Build(ctx context.Context, c Config, log *slog.Logger) ([]string, error) {
 	defer os.RemoveAll(work)
 
 	var built []string
+	native := ""
 	for _, arch := range c.Arches {
 		binDir := filepath.Join(work, arch)
 		for _, cmd := range Commands {
@@ -117,8 +120,27 @@ func Build(ctx context.Context, c Config, log *slog.Logger) ([]string, error) {
 				return built, err
 			}
 		}
+		if arch == runtime.GOARCH {
+			native = binDir
+		}
+	}
+	// The manual pages and completion scripts come from the commands
+	// themselves, run here: built for this machine when no package is.
+	if native == "" {
+		native = filepath.Join(work, "native")
+		for _, cmd := range Commands {
+			if err := buildCommand(ctx, c, runtime.GOARCH, cmd, filepath.Join(native, cmd)); err != nil {
+				return built, err
+			}
+		}
+	}
+	docDir := filepath.Join(work, "docs")
+	if err := generateDocs(ctx, native, docDir); err != nil {
+		return built, err
+	}
+	for _, arch := range c.Arches {
 		for _, format := range c.Formats {
-			path, err := writePackage(c, arch, format, binDir)
+			path, err := writePackage(c, arch, format, filepath.Join(work, arch), docDir)
 			if err != nil {
 				return built, err
 			}
@@ -153,9 +175,10 @@ func buildCommand(ctx context.Context, c Config, arch, cmd, out string) error {
 	return nil
 }
 
-// writePackage packs the binaries in binDir into c.Out in format.
-func writePackage(c Config, arch, format, binDir string) (path string, err error) {
-	info := nfpm.WithDefaults(Info(c, arch, binDir))
+// writePackage packs the binaries in binDir and the generated docs in
+// docDir into c.Out in format.
+func writePackage(c Config, arch, format, binDir, docDir string) (path string, err error) {
+	info := nfpm.WithDefaults(Info(c, arch, format, binDir, docDir))
 	packager := packagers[format]
 	path = filepath.Join(c.Out, packager.ConventionalFileName(info))
 	f, err := os.Create(path)

@@ -54,6 +54,7 @@ func New(name, help string, build Build, g *Globals) *fisk.Application {
 	app.Flag("log-format", "Log lines as text (key=value) or json (one object a line)").Envar("CCM_LOG_FORMAT").PlaceHolder("text|json").EnumVar(&g.LogFormat, LogFormats...)
 	app.Flag("log-level", "Log at this level and above: debug, info, warn or error").Envar("CCM_LOG_LEVEL").PlaceHolder("LEVEL").EnumVar(&g.LogLevel, LogLevels...)
 	registerVersion(app, build, g)
+	registerDocs(app, build, g)
 	return app
 }
 
