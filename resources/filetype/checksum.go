@@ -40,13 +40,20 @@ func ChecksumFile(ctx context.Context, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return checksumRegular(ctx, path, f)
+}
+
+// checksumRegular is the hex SHA-256 of the open file f, named name in
+// errors, when it is a regular file (ErrUnsupportedFileType otherwise); it
+// closes f.
+func checksumRegular(ctx context.Context, name string, f *os.File) (string, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return "", err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s %w", path, ErrUnsupportedFileType)
+		return "", fmt.Errorf("%s %w", name, ErrUnsupportedFileType)
 	}
 	return ChecksumReader(ctx, f)
 }

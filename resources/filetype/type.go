@@ -174,13 +174,5 @@ func checksumSource(ctx context.Context, fp Provider, source string) (string, er
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s %w", source, ErrUnsupportedFileType)
-	}
-	return ChecksumReader(ctx, f)
+	return checksumRegular(ctx, source, f)
 }
