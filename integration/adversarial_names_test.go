@@ -11,13 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/broker/brokertest"
-	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/apt/apttest"
@@ -76,16 +73,7 @@ var _ = Describe("Adversarial names and watches (round 3)", func() {
 		stateDir := filepath.Join(base, "state")
 
 		ops := newSigningKey(base, "ops")
-		b := brokertest.Start(GinkgoT())
-		nc, err := nats.Connect(b.ClientURL())
-		Expect(err).ToNot(HaveOccurred())
-		DeferCleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		Expect(err).ToNot(HaveOccurred())
-		_, err = jsstore.EnsureHistory(context.Background(), js, jsstore.HistoryConfig{})
-		Expect(err).ToNot(HaveOccurred())
-		_, err = jsstore.EnsureAssignments(context.Background(), js, jsstore.AssignmentsConfig{})
-		Expect(err).ToNot(HaveOccurred())
+		b, nc, js := assignmentStore()
 		fa := &fleetAgent{b: b, identity: "adv-watch-1", stateDir: stateDir, policy: policyFile(base, signerEntry("ops", ops.pub, "file")), facts: map[string]any{}}
 		fa.start()
 		DeferCleanup(func() { fa.stop() })

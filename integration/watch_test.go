@@ -15,11 +15,28 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 )
+
+// assignmentStore starts a broker for one spec with the history stream
+// and the assignments bucket, and a client connection to it.
+func assignmentStore() (*broker.Broker, *nats.Conn, jetstream.JetStream) {
+	b := brokertest.Start(GinkgoT())
+	nc, err := nats.Connect(b.ClientURL())
+	Expect(err).ToNot(HaveOccurred())
+	DeferCleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	Expect(err).ToNot(HaveOccurred())
+	_, err = jsstore.EnsureHistory(context.Background(), js, jsstore.HistoryConfig{})
+	Expect(err).ToNot(HaveOccurred())
+	_, err = jsstore.EnsureAssignments(context.Background(), js, jsstore.AssignmentsConfig{})
+	Expect(err).ToNot(HaveOccurred())
+	return b, nc, js
+}
 
 // watchRecords are the history headers of identity's runs of name.
 func watchRecords(js jetstream.JetStream, identity, name string) []nats.Header {
@@ -48,22 +65,14 @@ var _ = Describe("Watch-based repair", Ordered, func() {
 		Expect(os.MkdirAll(target, 0o755)).To(Succeed())
 		file = filepath.Join(target, "motd")
 		ops = newSigningKey(dir, "ops")
-		b := brokertest.Start(GinkgoT())
-		nc, err := nats.Connect(b.ClientURL())
-		Expect(err).ToNot(HaveOccurred())
-		DeferCleanup(nc.Close)
-		js, err = jetstream.New(nc)
-		Expect(err).ToNot(HaveOccurred())
-		_, err = jsstore.EnsureHistory(context.Background(), js, jsstore.HistoryConfig{})
-		Expect(err).ToNot(HaveOccurred())
-		_, err = jsstore.EnsureAssignments(context.Background(), js, jsstore.AssignmentsConfig{})
-		Expect(err).ToNot(HaveOccurred())
+		b, nc, store := assignmentStore()
+		js = store
 		client = orchestrator.New(nc)
 		fa = &fleetAgent{b: b, identity: "watch-1", stateDir: filepath.Join(dir, "state"), policy: policyFile(dir, signerEntry("ops", ops.pub, "file")),
 			facts: map[string]any{"role": "web"}}
 		fa.start()
 		DeferCleanup(func() { fa.stop() })
-		_, err = client.Assign(context.Background(), &protocol.Assignment{
+		_, err := client.Assign(context.Background(), &protocol.Assignment{
 			Protocol: protocol.AssignmentProtocol, Name: "motd", Interval: protocol.Duration(time.Hour),
 			Manifest: json.RawMessage(`{"manifest":{"ccm":{"resources":[{"file":[{"` + file + `":{"content":"managed\n","owner":"root","group":"root","mode":"0644","watch":true}}]}]}}}`),
 		}, ops.kp)
@@ -141,16 +150,8 @@ var _ = Describe("Watch repair latency", func() {
 		dir := GinkgoT().TempDir()
 		file := filepath.Join(dir, "motd")
 		ops := newSigningKey(dir, "ops")
-		b := brokertest.Start(GinkgoT())
-		nc, err := nats.Connect(b.ClientURL())
-		Expect(err).ToNot(HaveOccurred())
-		DeferCleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		Expect(err).ToNot(HaveOccurred())
-		_, err = jsstore.EnsureHistory(context.Background(), js, jsstore.HistoryConfig{})
-		Expect(err).ToNot(HaveOccurred())
-		_, err = jsstore.EnsureAssignments(context.Background(), js, jsstore.AssignmentsConfig{})
-		Expect(err).ToNot(HaveOccurred())
+		b, nc, _ := assignmentStore()
+		var err error
 		fa := &fleetAgent{b: b, identity: "bench-1", stateDir: filepath.Join(dir, "state"), policy: policyFile(dir, signerEntry("ops", ops.pub, "file")), facts: map[string]any{}}
 		fa.start()
 		DeferCleanup(func() { fa.stop() })
