@@ -190,6 +190,9 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 			shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("token") !== null`))
 			return err == nil && shown
 		}).Should(BeTrue(), "the login form")
-		Expect(cookies()).To(HaveLen(1), "the browser still has the cookie, the server no session")
+		// Whether the browser still holds the expired id depends on which
+		// request met the expiry first (the server may clear it), so the
+		// cookie jar is not asserted here; the login form above is the
+		// behaviour, and the logout spec shows a dead id opens nothing.
 	})
 })
