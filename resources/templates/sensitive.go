@@ -71,7 +71,7 @@ func (e *Env) templatesReadSensitive(raw any) bool {
 func (e *Env) exprReadsSensitive(src string) bool {
 	words := wordsOf(src)
 	for _, w := range words {
-		if w.text == "data" && (w.end >= len(src) || src[w.end] != '.' && src[w.end] != '[') {
+		if (w.text == "data" || w.text == "Data") && (w.end >= len(src) || src[w.end] != '.' && src[w.end] != '[') {
 			return true // data as a whole
 		}
 		for _, k := range e.sensitive {
