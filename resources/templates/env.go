@@ -93,8 +93,9 @@ func New(facts, data map[string]any, opts ...Option) *Env {
 	return e
 }
 
-// WithMissingEmpty makes lookup() of a missing key without a default give ""
-// instead of ErrMissingKey, and lets an expression give nothing (nil): the
+// WithMissingEmpty makes lookup() of a missing fact (a key below facts.)
+// without a default give "" instead of ErrMissingKey, and lets an
+// expression give nothing (nil): the
 // rule for hierarchy order entries, where a fact a host lacks makes the entry
 // not match.
 func WithMissingEmpty() Option {
@@ -195,7 +196,7 @@ func (e *Env) lookupFunc(params ...any) (any, error) {
 	if errors.Is(err, ErrMissingKey) && len(params) == 2 {
 		return params[1], nil
 	}
-	if errors.Is(err, ErrMissingKey) && e.missingEmpty {
+	if errors.Is(err, ErrMissingKey) && e.missingEmpty && strings.HasPrefix(key, "facts.") {
 		return "", nil
 	}
 	return v, err

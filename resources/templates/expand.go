@@ -280,6 +280,17 @@ func (e *Env) ExpandMatch(s string) (out string, matched bool, err error) {
 	return b.String(), matched, nil
 }
 
+// ExpandTyped is Expand that keeps the type of every value a string that is
+// one template (spaces around it allowed) gives, numbers and booleans
+// included, as CCM does for data values; other strings give strings.
+func (e *Env) ExpandTyped(s string) (any, error) {
+	matches := findTemplates(s)
+	if len(matches) == 1 && strings.TrimSpace(s) == s[matches[0].start:matches[0].end] {
+		return e.evalTemplate(s[matches[0].exprStart:matches[0].exprEnd])
+	}
+	return e.Expand(s)
+}
+
 // ExpandString resolves templates in s and always returns a string.
 func (e *Env) ExpandString(s string) (string, error) {
 	v, err := e.Expand(s)
