@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
 // DefaultMaxBytes bounds a manifest document when ParseOptions.MaxBytes is 0.
@@ -403,7 +404,7 @@ func entryProvider(e *entry) string {
 		return ""
 	}
 	s, isString := v.(string)
-	if !isString || strings.Contains(s, "{{") {
+	if !isString || templates.HasTemplate(s) {
 		return "*"
 	}
 	return s

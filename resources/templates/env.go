@@ -105,6 +105,10 @@ func WithMissingEmpty() Option {
 // Facts returns the facts expressions see.
 func (e *Env) Facts() map[string]any { return e.facts }
 
+// FactsView returns the facts as the Facts variable shows them: below the
+// gathered trees also under gopsutil's Go field names (see GoName).
+func (e *Env) FactsView() map[string]any { return e.vars["Facts"].(map[string]any) }
+
 // Data returns the data expressions see.
 func (e *Env) Data() map[string]any { return e.data }
 

@@ -252,6 +252,27 @@ func (e *Env) Expand(s string) (any, error) {
 	return b.String(), nil
 }
 
+// Replace returns s with every template (either spelling) replaced by repl,
+// without evaluating anything.
+func Replace(s, repl string) string {
+	var b strings.Builder
+	last := 0
+	for _, t := range findTemplates(s) {
+		b.WriteString(s[last:t.start])
+		b.WriteString(repl)
+		last = t.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// Whole reports whether s, spaces around it aside, is exactly one template
+// (whose value then keeps its type when expanded).
+func Whole(s string) bool {
+	ts := findTemplates(s)
+	return len(ts) == 1 && strings.TrimSpace(s) == s[ts[0].start:ts[0].end]
+}
+
 // ExpandMatch resolves the templates in s to a string, as a hierarchy order
 // entry is: matched is true when at least one template gave a value other
 // than nil or "", or when s has no template and is not empty. An entry such
