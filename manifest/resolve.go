@@ -27,9 +27,14 @@ type RunOptions struct {
 	// AllowEnviron exposes the process environment to templates (environ.);
 	// local CLI use only, a remote (agent) run leaves it false.
 	AllowEnviron bool
-	// AllowFiles exposes file() below the manifest's working directory to
+	// AllowFiles exposes file(), readFile() and the .templ/.jet files of
+	// template() and jet() below the manifest's working directory to
 	// templates; local CLI use only.
 	AllowFiles bool
+	// KV, when set, gives templates kvGet(bucket, key) (e.g. natskv.New(js));
+	// local CLI use only: a remote run must not read the agent's buckets.
+	// A resource whose templates call kvGet is sensitive.
+	KV templates.KVReader
 	// Log receives progress messages; nil discards.
 	Log *slog.Logger
 	// Guard, when set, is asked about every resource once it is prepared,
@@ -138,6 +143,9 @@ func (m *Manifest) plan(opts RunOptions) (*plan, error) {
 	}
 	if len(m.sensitiveData) > 0 {
 		envOpts = append(envOpts, templates.WithSensitive(m.sensitiveData))
+	}
+	if opts.KV != nil {
+		envOpts = append(envOpts, templates.WithKV(opts.KV, 0))
 	}
 	env := templates.New(opts.Facts, data, envOpts...)
 	pl := &plan{data: data, hierarchy: matched, env: env}

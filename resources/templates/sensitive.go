@@ -31,7 +31,13 @@ func (e *Env) SensitiveKeys() []string { return e.sensitive }
 // "db" when db.password is sensitive), or uses data as a whole; and the
 // resource is sensitive when any expanded string contains the value (at
 // least 4 bytes long) of a sensitive key, however it got there.
+//
+// A template that calls kvGet() makes the resource sensitive whatever was
+// marked: key-value stores are where secrets are kept.
 func (e *Env) Sensitive(raw, expanded any) bool {
+	if e.kv != nil && templatesCall(raw, "kvGet") {
+		return true
+	}
 	if len(e.sensitive) == 0 {
 		return false
 	}
@@ -61,6 +67,21 @@ func (e *Env) templatesReadSensitive(raw any) bool {
 		for _, t := range findTemplates(s) {
 			if e.exprReadsSensitive(s[t.exprStart:t.exprEnd]) {
 				found = true
+			}
+		}
+	})
+	return found
+}
+
+// templatesCall reports whether a template inside raw names fn as a word.
+func templatesCall(raw any, fn string) bool {
+	found := false
+	eachString(raw, func(s string) {
+		for _, t := range findTemplates(s) {
+			for _, w := range wordsOf(s[t.exprStart:t.exprEnd]) {
+				if w.text == fn {
+					found = true
+				}
 			}
 		}
 	})
