@@ -118,7 +118,9 @@ func (h *Hiera) Resolve(facts map[string]any) (*HieraResult, error) {
 			continue
 		}
 		ov := h.Overrides[key]
-		if ov == nil {
+		if ov == nil || key == "data" && h.Data != nil {
+			// CCM never takes an override named "data" when there is base
+			// data.
 			continue
 		}
 		cand, err := expandData(ov, env, fmt.Sprintf("overrides[%q]", key))
