@@ -58,7 +58,8 @@ type RunOptions struct {
 type Resolved struct {
 	// Data is the resolved data templates saw.
 	Data map[string]any
-	// Hierarchy lists the override keys that matched, highest priority first.
+	// Hierarchy lists the override keys applied, in the order they were
+	// merged (see Hiera.Resolve).
 	Hierarchy []string
 	// Resources are in declaration order, one per name, fully templated
 	// (control.if/unless stay expressions).
@@ -94,7 +95,7 @@ func (p plannedSpec) label() string {
 func (p plannedSpec) spec() engine.Spec { return engine.Spec{Type: p.entry.typ, Properties: p.props} }
 
 // Resolve computes the data (base data, hierarchy overrides with first/deep
-// merge, then opts.Data) and expands every resource (defaults, "*", name
+// merge, then opts.Data, then the data's validation rules) and expands every resource (defaults, "*", name
 // arrays, templates) into the ordered list of specs the engine would run,
 // without touching the host. Duplicate resources and require/subscribe
 // references naming no earlier resource are errors. Every error wraps
