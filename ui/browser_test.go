@@ -43,7 +43,7 @@ func chromium() string {
 }
 
 // screenshotDir is where the page screenshots go: $CCM_UI_SCREENSHOTS
-// (docs/ when refreshing the README's), else a temporary directory.
+// (docs/ when refreshing the dashboard page's), else a temporary directory.
 func screenshotDir() string {
 	if d := os.Getenv("CCM_UI_SCREENSHOTS"); d != "" {
 		return d
