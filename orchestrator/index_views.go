@@ -10,7 +10,8 @@ type IndexedRun struct {
 	Request *protocol.HistoryRequest
 }
 
-// AllRuns returns every run whose request record was read, newest first.
+// AllRuns returns every run whose request record was read, newest first;
+// each run's summary is made once per change of its records.
 func (x *HistoryIndex) AllRuns() []IndexedRun {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -20,7 +21,8 @@ func (x *HistoryIndex) AllRuns() []IndexedRun {
 		if run.request == nil {
 			continue
 		}
-		out = append(out, IndexedRun{Summary: run.rebuilt().Summary(), Request: run.request})
+		run.rebuilt()
+		out = append(out, IndexedRun{Summary: run.sum, Request: run.request})
 	}
 	return out
 }
