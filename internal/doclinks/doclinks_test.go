@@ -3,6 +3,7 @@ package doclinks_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -30,6 +31,23 @@ var _ = Describe("the project's documents", func() {
 
 	It("resolve every relative link of README.md and docs/*.md to a file and a heading", func() {
 		Expect(doclinks.Check(root, repoDocs(root))).To(Succeed())
+	})
+
+	It("keep the README short, with the two commands first and every page with a contents list", func() {
+		readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+		Expect(err).NotTo(HaveOccurred())
+		lines := strings.Split(string(readme), "\n")
+		Expect(len(lines)).To(BeNumerically("<=", 150), "README.md is the front page: reference goes in docs/")
+		first := strings.Join(lines[:min(30, len(lines))], "\n")
+		Expect(first).To(And(ContainSubstring("make demo"), ContainSubstring("make test")))
+		for _, internal := range []string{"-race", "fuzz", "cgroup", "chromedp", "ginkgo"} {
+			Expect(first).NotTo(ContainSubstring(internal), "test internals stay off the first screen (docs/development.md)")
+		}
+		for _, page := range repoDocs(root) {
+			text, err := os.ReadFile(filepath.Join(root, page))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(text)).To(MatchRegexp(`(?m)^(\*\*Contents\*\*|## Contents)$`), page+" has a contents list")
+		}
 	})
 
 	It("link README.md to every docs page, and every page back to README.md", func() {
