@@ -246,7 +246,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 				fmt.Fprintln(a.Stdout, res.RequestID)
 			}
 		default:
-			out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
+			out := wrapWidth(a.Stdout, terminalWidth(a.Stdout))
 			render(out, res, a.Verbose)
 			_ = out.Flush()
 			if c.diff {

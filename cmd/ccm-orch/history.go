@@ -159,7 +159,7 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 					fmt.Fprintf(a.Stdout, " where %s", f)
 				}
 				fmt.Fprintln(a.Stdout)
-				out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
+				out := wrapWidth(a.Stdout, terminalWidth(a.Stdout))
 				if r.Ensure != nil {
 					renderResult(out, run.Result, a.Verbose)
 				} else {
