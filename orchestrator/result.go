@@ -105,6 +105,14 @@ type Result struct {
 	// from the node registry alone (see DiscoveryResult.Fallback); empty
 	// when it did not fall back.
 	DiscoveryFallback string `json:"discovery_fallback,omitempty"`
+	// Interrupted is set when the caller's context ended the collection
+	// (ccm-orch: Ctrl-C) before every asked host was accounted for.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Running lists, when Interrupted, the asked hosts that had neither
+	// replied nor passed their deadline: they have the request and go on
+	// running it, and their results land in history. They are not in
+	// Hosts or NoReply.
+	Running []string `json:"running,omitempty"`
 	// Async is set when the request was sent without waiting for replies.
 	Async bool `json:"async,omitempty"`
 	// HistoryError says why the request could not be recorded in history,

@@ -272,8 +272,11 @@ var _ = Describe("Client.Run", func() {
 			Progress: func(int, int) { cancel() },
 		})
 		Expect(err).To(MatchError(context.Canceled))
-		Expect(res.NoReply).To(Equal([]string{"ghost-1"}))
-		Expect(res.ExitCode).To(Equal(protocol.ExitNoReply))
+		Expect(err).To(MatchError(orchestrator.ErrInterrupted))
+		// Asked and within its deadline: still running, not silent.
+		Expect(res.Running).To(Equal([]string{"ghost-1"}))
+		Expect(res.NoReply).To(BeEmpty())
+		Expect(res.ExitCode).To(Equal(protocol.ExitInterrupted))
 	})
 
 	It("encodes its result with the documented keys", func() {

@@ -121,6 +121,7 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		hosts []string
 	}{
 		{"did not reply", res.NoReply},
+		{"still running when interrupted (they go on; their results land in history)", res.Running},
 		{"replied after the deadline", res.LateHosts},
 		{"replied without being asked", res.Unexpected},
 		{"were not asked", res.NotAsked},
@@ -154,6 +155,9 @@ func summaryLine(res *orchestrator.Result, resources bool) string {
 		parts = append(parts, fmt.Sprintf("%d would change", h.WouldChange))
 	}
 	parts = append(parts, fmt.Sprintf("%d failed", h.Failed), fmt.Sprintf("%d no reply", h.NoReply))
+	if n := len(res.Running); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d still running", n))
+	}
 	if n := len(res.NotAsked); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d not asked", n))
 	}
@@ -199,6 +203,22 @@ func renderNotices(w io.Writer, res *orchestrator.Result) {
 	if res.HistoryError != "" {
 		fmt.Fprintf(w, "ccm-orch: history: the record of request %s was not kept: %s (history show will not find it)\n", res.RequestID, res.HistoryError)
 	}
+}
+
+// renderInterrupted says on w, the error stream, that the run was
+// interrupted while hosts were still running, that they go on and record
+// their results, and the command that shows them.
+func renderInterrupted(w io.Writer, res *orchestrator.Result) {
+	if len(res.Running) == 0 {
+		fmt.Fprintf(w, "ccm-orch: interrupted: no host was still running; request %s\n", res.RequestID)
+	} else {
+		fmt.Fprintf(w, "ccm-orch: interrupted: %s still running; they will finish and record their results (request %s)\n", countHosts(len(res.Running)), res.RequestID)
+	}
+	if res.HistoryError != "" {
+		fmt.Fprintf(w, "ccm-orch: the request's record was not kept in history, so history show will not find it: %s\n", res.HistoryError)
+		return
+	}
+	fmt.Fprintf(w, "ccm-orch: see every host's result with: ccm-orch history show %s\n", res.RequestID)
 }
 
 // renderFallback says on w that discovery broadcast instead of answering
