@@ -160,4 +160,3 @@ var _ = Describe("ccm-orch on an 80-column terminal", Ordered, func() {
 		}
 	})
 })
-

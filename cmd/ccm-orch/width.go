@@ -94,7 +94,7 @@ func wrapLine(line []byte, width int) []byte {
 	indent := bytes.Repeat([]byte(" "), min(lead+continuationIndent, width/2))
 	out := make([]byte, 0, len(line)+len(line)/width*(len(indent)+1))
 	out = append(out, line[:lead]...)
-	col := lead // runes on the current output line
+	col := lead   // runes on the current output line
 	fresh := true // nothing but the indent on the current line yet
 	for _, word := range bytes.Split(line[lead:], []byte(" ")) {
 		n := utf8.RuneCount(word)
