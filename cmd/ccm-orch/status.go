@@ -28,7 +28,7 @@ func (a *app) registerStatus(cli *fisk.Application) {
 		name string
 		js   bool
 	)
-	cmd := cli.Command("status", "Each assignment's state on the hosts it selects: last run, drift, failures, stale and refusing hosts (exit 0 converged, 5 drift or stale, 2 failed)")
+	cmd := cli.Command("status", "Each assignment's state on the hosts it selects, as of each host's last run of that assignment (a later audit or ensure is not counted): converged, drift, failed, refused, pending, stale (exit 0 converged, 5 drift or stale, 2 failed)")
 	flt.register(cmd)
 	cmd.Flag("assignment", "Only this assignment").PlaceHolder("NAME").StringVar(&name)
 	cmd.Flag("json", "Print the report as JSON").BoolVar(&js)
