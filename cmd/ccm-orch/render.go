@@ -102,7 +102,7 @@ func renderManifestResult(w io.Writer, res *orchestrator.Result, verbose bool) {
 // describeOutcome renders one group of a resource: "3 would change (message)
 // on h1, h2, h3"; stable hosts are only counted.
 func describeOutcome(g orchestrator.Group) string {
-	s := fmt.Sprintf("%d %s", g.Count, g.Outcome)
+	s := fmt.Sprintf("%d %s", g.Count, prose(g.Outcome))
 	if g.Message != "" {
 		s += " (" + g.Message + ")"
 	}
@@ -141,10 +141,14 @@ func describeGroup(g orchestrator.Group) string {
 		return "request refused: " + g.Message
 	}
 	if g.Message != "" {
-		return fmt.Sprintf("%s %s: %s", g.Resource, g.Outcome, g.Message)
+		return fmt.Sprintf("%s %s: %s", g.Resource, prose(g.Outcome), g.Message)
 	}
-	return fmt.Sprintf("%s %s", g.Resource, g.Outcome)
+	return fmt.Sprintf("%s %s", g.Resource, prose(g.Outcome))
 }
+
+// prose spells an outcome token for a sentence: would_change is "would
+// change" (JSON and metric labels keep the token).
+func prose(outcome string) string { return strings.ReplaceAll(outcome, "_", " ") }
 
 // summaryLine renders the host counts (and the resource counts when
 // resources is set) in one line.
