@@ -19,7 +19,9 @@ const (
 	// StateConverged: the last run applied the current revision, nothing
 	// failed (an audit: nothing would change).
 	StateConverged = "converged"
-	// StateDrift: the last run of a noop assignment found changes to make.
+	// StateDrift: the last run of a noop assignment found changes to make,
+	// or a noop run made later (ccm-orch audit, ensure --noop) found some
+	// of the resources the assignment's last run managed would change.
 	StateDrift = "drift"
 	// StateFailed: the last run failed (a resource failed, or the run
 	// could not start, as for conflicting assignments).
@@ -151,11 +153,26 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 	for _, n := range nodes {
 		live[n.Identity] = n.Facts
 	}
-	// The last run of each assignment on each host within the window.
+	// The last run of each assignment on each host within the window,
+	// and each host's last noop run of no assignment (an operator's
+	// audit), which may have found drift since.
 	last := map[string]map[string]*lastRun{}
+	audits := map[string]*lastRun{}
 	err = jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistorySubjects, Since: now.Add(-window - time.Minute)}, func(r jsstore.Record) error {
 		name := r.Header.Get(protocol.HeaderAssignment)
-		if name == "" || r.Identity == "" {
+		if r.Identity == "" {
+			return nil
+		}
+		if name == "" {
+			if r.Err != nil {
+				return nil
+			}
+			reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
+			if err == nil && noopRun(reply) {
+				if prev := audits[r.Identity]; prev == nil || !r.Time.Before(prev.time) {
+					audits[r.Identity] = &lastRun{time: r.Time, id: r.RequestID, reply: reply}
+				}
+			}
 			return nil
 		}
 		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
@@ -201,6 +218,7 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 		}
 		for _, id := range slices.Sorted(maps.Keys(hosts)) {
 			h := hostStatus(id, e, last[e.Name][id], now)
+			laterAudit(&h, last[e.Name][id], audits[id])
 			if _, ok := live[id]; !ok {
 				h.State, h.Message = StateStale, "no longer in the node registry (agent stopped?)"
 			}
@@ -259,6 +277,40 @@ func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostS
 		h.State = StateConverged
 	}
 	return h
+}
+
+// noopRun reports whether reply is of a noop run that ran resources.
+func noopRun(reply *protocol.FleetReply) bool {
+	for _, ev := range reply.Events {
+		if ev.Noop {
+			return true
+		}
+	}
+	return false
+}
+
+// laterAudit turns a converged host into drift when a noop run made after
+// the assignment's last run found resources of that run that would
+// change, so status, audit and the dashboard's drift page agree.
+func laterAudit(h *HostStatus, run, audit *lastRun) {
+	if h.State != StateConverged || run == nil || audit == nil || !audit.time.After(run.time) {
+		return
+	}
+	managed := map[string]bool{}
+	for _, ev := range run.reply.Events {
+		managed[ev.ResourceID()] = true
+	}
+	n := 0
+	for _, ev := range audit.reply.Events {
+		if ev.Noop && ev.Changed && managed[ev.ResourceID()] {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	h.State, h.Drift = StateDrift, n
+	h.Message = fmt.Sprintf("a later audit (request %s at %s) found %d of its resources would change", audit.id, audit.time.UTC().Format(time.RFC3339), n)
 }
 
 // stateExit is a host state's exit code.
