@@ -18,7 +18,9 @@ const (
 	// StateConverged: the last run applied the current revision, nothing
 	// failed (an audit: nothing would change).
 	StateConverged = "converged"
-	// StateDrift: the last run of a noop assignment found changes to make.
+	// StateDrift: the last run of a noop assignment found changes to make,
+	// or a noop run made later (ccm-orch audit, ensure --noop) found some
+	// of the resources the assignment's last run managed would change.
 	StateDrift = "drift"
 	// StateFailed: the last run failed (a resource failed, or the run
 	// could not start, as for conflicting assignments).
@@ -196,6 +198,40 @@ func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostS
 		h.State = StateConverged
 	}
 	return h
+}
+
+// noopRun reports whether reply is of a noop run that ran resources.
+func noopRun(reply *protocol.FleetReply) bool {
+	for _, ev := range reply.Events {
+		if ev.Noop {
+			return true
+		}
+	}
+	return false
+}
+
+// laterAudit turns a converged host into drift when a noop run made after
+// the assignment's last run found resources of that run that would
+// change, so status, audit and the dashboard's drift page agree.
+func laterAudit(h *HostStatus, run, audit *lastRun) {
+	if h.State != StateConverged || run == nil || audit == nil || !audit.time.After(run.time) {
+		return
+	}
+	managed := map[string]bool{}
+	for _, ev := range run.reply.Events {
+		managed[ev.ResourceID()] = true
+	}
+	n := 0
+	for _, ev := range audit.reply.Events {
+		if ev.Noop && ev.Changed && managed[ev.ResourceID()] {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	h.State, h.Drift = StateDrift, n
+	h.Message = fmt.Sprintf("a later audit (request %s at %s) found %d of its resources would change", audit.id, audit.time.UTC().Format(time.RFC3339), n)
 }
 
 // stateExit is a host state's exit code.

@@ -27,24 +27,31 @@ const MaxAssignmentRuns = 1_000_000
 type AssignmentRuns struct {
 	mu   sync.Mutex
 	last map[string]map[string]*lastRun
-	n    int
+	// audits holds each host's latest noop run of no assignment (an
+	// operator's audit), which may have found drift since a run.
+	audits map[string]*lastRun
+	n      int
 	// version counts the runs taken.
 	version uint64
 }
 
 // NewAssignmentRuns returns an empty AssignmentRuns.
 func NewAssignmentRuns() *AssignmentRuns {
-	return &AssignmentRuns{last: map[string]map[string]*lastRun{}}
+	return &AssignmentRuns{last: map[string]map[string]*lastRun{}, audits: map[string]*lastRun{}}
 }
 
 // Add takes one history record and reports whether it was the newest run
-// of an assignment on its host. Records of pushed requests, request
-// records and replies that do not decode are not taken; a run whose
-// record could not be joined is taken as a failed run that says so.
+// of an assignment on its host, or the newest audit (a pushed noop run)
+// of its host. Other records of pushed requests, request records and
+// replies that do not decode are not taken; a run whose record could not
+// be joined is taken as a failed run that says so.
 func (a *AssignmentRuns) Add(r jsstore.Record) bool {
 	name := r.Header.Get(protocol.HeaderAssignment)
-	if name == "" || r.Identity == "" {
+	if r.Identity == "" {
 		return false
+	}
+	if name == "" {
+		return a.addAudit(r)
 	}
 	reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
 	switch {
@@ -77,6 +84,42 @@ func (a *AssignmentRuns) Add(r jsstore.Record) bool {
 	byHost[r.Identity] = run
 	a.version++
 	return true
+}
+
+// addAudit takes a pushed request's reply when it is the host's newest
+// noop run.
+func (a *AssignmentRuns) addAudit(r jsstore.Record) bool {
+	if r.Err != nil {
+		return false
+	}
+	reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
+	if err != nil || !noopRun(reply) {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prev := a.audits[r.Identity]
+	switch {
+	case prev != nil && r.Time.Before(prev.time):
+		return false
+	case prev == nil && a.n >= MaxAssignmentRuns:
+		return false
+	case prev == nil:
+		a.n++
+	}
+	a.audits[r.Identity] = &lastRun{time: r.Time, id: r.RequestID, reply: judged(reply)}
+	a.version++
+	return true
+}
+
+// audit returns host's newest audit recorded at or after from, or nil.
+func (a *AssignmentRuns) audit(host string, from time.Time) *lastRun {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if run := a.audits[host]; run != nil && !run.time.Before(from) {
+		return run
+	}
+	return nil
 }
 
 // Version changes whenever a run was taken.
@@ -159,6 +202,7 @@ func StatusOf(entries []AssignmentEntry, live map[string]map[string]any, runs *A
 		}
 		for _, id := range slices.Sorted(maps.Keys(hosts)) {
 			h := hostStatus(id, e, last[id], now)
+			laterAudit(&h, last[id], runs.audit(id, from))
 			if _, ok := live[id]; !ok {
 				h.State, h.Message = StateStale, "no longer in the node registry (agent stopped?)"
 			}

@@ -233,7 +233,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		Eventually(func() string { return text(fmt.Sprintf(`tr.host[data-identity=%q] td:last-child`, fl.Identities[0])) }).Should(Equal("ok"))
 
 		run(chromedp.Navigate(base + "/hosts/" + tampered))
-		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("would change"))
+		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("would_change"), "a table cell holds the outcome's token")
 		screenshot("host")
 	})
 

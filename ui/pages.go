@@ -44,8 +44,10 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"dur":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"join":    strings.Join,
+	"dur":  func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"join": strings.Join,
+	// prose spells an outcome token in a sentence: would_change is "would change"
+	"prose":   func(outcome string) string { return strings.ReplaceAll(outcome, "_", " ") },
 	"pathesc": url.PathEscape,
 	"add":     func(a, b int) int { return a + b },
 }
