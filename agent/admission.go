@@ -32,28 +32,42 @@ import (
 //     signer's hosts scope), the request (noop_only) and every resource
 //     as parsed (types, literal providers) (forbidden),
 //
-// then an audit line, then the queue (busy when full). Every outcome ends
-// in finish, which writes the request's audit line with its decision.
+// then the queue (busy when full), where run writes its audit line before
+// it runs. Every outcome ends in finish, which writes the request's audit
+// line with its decision.
 func (a *Agent) onRequest(m *nats.Msg) {
 	a.stats.received.Add(1)
-	r := &request{msg: m, received: a.now()}
-	r.audit = AuditRecord{Time: r.received.UTC(), Subject: m.Subject, Identity: a.cfg.Identity}
-	if e := a.admit(r); e != nil {
+	r := a.newFleetJob(m)
+	if e := a.admit(r, m); e != nil {
+		claimID(r, m.Data)
 		a.refuse(r, e)
 	}
 }
 
-// admit runs the checks on r and queues it; it returns the refusal when r
-// is not to run, nil when r was queued or already answered (ignored,
-// duplicate).
-func (a *Agent) admit(r *request) *protocol.Error {
-	m := r.msg
+// newFleetJob is the job of fleet request m, answered on m's reply
+// subject, before its checks.
+func (a *Agent) newFleetJob(m *nats.Msg) *job {
+	r := &job{received: a.now(), respond: natsReply{a: a, subject: m.Reply}}
+	r.audit = AuditRecord{Time: r.received.UTC(), Subject: m.Subject, Identity: a.cfg.Identity}
+	return r
+}
 
+// claimID gives a request that did not decode the id it claims in data
+// (see looseID), so its refusal can still be matched.
+func claimID(r *job, data []byte) {
+	if r.audit.RequestID == "" {
+		r.audit.RequestID = looseID(data)
+	}
+}
+
+// admit runs the checks on r, received as m, and queues it; it returns
+// the refusal when r is not to run, nil when r was queued or already
+// answered (ignored, duplicate).
+func (a *Agent) admit(r *job, m *nats.Msg) *protocol.Error {
 	// 1. signature and signer
 	signer, sig := m.Header.Get(protocol.HeaderSigner), m.Header.Get(protocol.HeaderSignature)
 	s, signed, e := a.authenticate(m.Data, signer, sig)
 	if signed {
-		r.signed = true
 		r.audit.Signer.Key = signer
 	}
 	if s != nil {
@@ -71,12 +85,11 @@ func (a *Agent) admit(r *request) *protocol.Error {
 		a.log.Warn("refused a malformed request", "error", err)
 		return protocol.AsError(err)
 	}
-	r.req = req
 	r.audit.RequestID = req.ID
 	switch {
-	case r.signed && req.Sender != signer:
+	case signed && req.Sender != signer:
 		return protocol.NewError(protocol.CodeUnauthenticated, "field \"sender\" %.60q is not the signer %s", req.Sender, signer)
-	case !r.signed && req.Sender != "":
+	case !signed && req.Sender != "":
 		return protocol.NewError(protocol.CodeUnauthenticated, "the request names sender %.60q but carries no signature", req.Sender)
 	}
 	// Authenticated from here on: answers are recorded in history.
@@ -91,6 +104,7 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	if req.TTL == 0 {
 		req.TTL = protocol.Duration(a.cfg.DefaultTTL)
 	}
+	r.noop, r.deadline = req.Noop, req.Deadline()
 
 	// 3. lifetime
 	skew := a.policy.Skew()
@@ -122,7 +136,7 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	r.cached = true
 
 	// 5. reply subject
-	if (r.signed || req.Reply != "") && m.Reply != req.Reply {
+	if (signed || req.Reply != "") && m.Reply != req.Reply {
 		// Re-sent to another inbox: not the signed request, no record.
 		r.record = false
 		return protocol.NewError(protocol.CodeUnauthenticated, "the message's reply subject %.80q is not the signed reply subject %.80q", m.Reply, req.Reply)
@@ -146,12 +160,6 @@ func (a *Agent) admit(r *request) *protocol.Error {
 	}
 	if e := a.authorize(req.ID, r.signer, b, req.Noop, &r.audit); e != nil {
 		return e
-	}
-
-	r.audit.Decision = DecisionAccepted
-	if err := a.audit.write(&r.audit); err != nil {
-		a.log.Error("not running a request: the audit log cannot be written", "request", req.ID, "error", err)
-		return protocol.NewError(protocol.CodeInternal, "audit log unavailable")
 	}
 	if !a.enqueue(r) {
 		a.stats.busy.Add(1)
@@ -250,13 +258,13 @@ func (b *body) refs() []string {
 // type and provider, and its scopes (commands, paths, names); nil without
 // a signer to check (insecure mode). A refusal names the rule and value in
 // the request's audit line.
-func (a *Agent) guard(r *request) func(p *engine.Prepared) error {
+func (a *Agent) guard(r *job) func(p *engine.Prepared) error {
 	if r.signer == nil {
 		return nil
 	}
 	return func(p *engine.Prepared) error {
 		if a.observePolicy != nil {
-			a.observePolicy(r.req.ID, policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()})
+			a.observePolicy(r.id(), policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()})
 		}
 		if d, refused := policy.FirstRefusal(r.signer.CheckResource(p, a.resolver)); refused {
 			r.audit.Rule, r.audit.Value = d.Rule, d.Value

@@ -52,7 +52,7 @@ type Agent struct {
 	// are admitted until Run closes the agent, records handed to the
 	// historian until it closes records
 	mu            sync.Mutex
-	queue         chan *request
+	queue         chan *job
 	closed        bool
 	running       int // workers running, at most MaxConcurrent
 	busy          int // workers running a job
@@ -143,7 +143,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		log:          slog.New(slog.DiscardHandler),
 		version:      "development",
 		now:          time.Now,
-		queue:        make(chan *request, cfg.QueueLength+cfg.MaxConcurrent),
+		queue:        make(chan *job, cfg.QueueLength+cfg.MaxConcurrent),
 		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
 		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		factsChanged: make(chan struct{}, 1),
@@ -478,8 +478,8 @@ func (a *Agent) dispatch(msgs chan *nats.Msg, subs *subscriptions, stop chan str
 func (a *Agent) overflow(m *nats.Msg) {
 	a.stats.received.Add(1)
 	a.stats.busy.Add(1)
-	r := &request{msg: m, received: a.now()}
-	r.audit = AuditRecord{Time: r.received.UTC(), Subject: m.Subject, Identity: a.cfg.Identity}
+	r := a.newFleetJob(m)
+	claimID(r, m.Data)
 	a.refusef(r, protocol.CodeBusy, "more than %d requests (%d bytes) wait for admission", maxBacklog, maxBacklogBytes)
 }
 
@@ -508,7 +508,7 @@ func (a *Agent) countDropped(subs *subscriptions, last map[*nats.Subscription]in
 // enqueue queues an admitted request unless the agent is stopping or
 // QueueLength requests already wait (ones a free worker is about to take do
 // not count), and starts a worker for it when fewer than MaxConcurrent run.
-func (a *Agent) enqueue(r *request) bool {
+func (a *Agent) enqueue(r *job) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed || len(a.queue) >= a.cfg.QueueLength+a.cfg.MaxConcurrent-a.busy {
@@ -533,7 +533,7 @@ func (a *Agent) work() {
 		case r := <-a.queue:
 			a.busy++
 			a.mu.Unlock()
-			a.finish(r, a.execute(a.jobsCtx, r))
+			a.run(a.jobsCtx, r)
 			a.mu.Lock()
 			a.busy--
 			a.mu.Unlock()
@@ -545,17 +545,36 @@ func (a *Agent) work() {
 	}
 }
 
-// execute runs one admitted request, the body parsed at admission, and
+// run does an admitted job, whatever brought it (a fleet request, an
+// assignment's schedule, a watch repair), in one order: its audit line
+// (accepted; refused internal when it cannot be written, as nothing runs
+// unaudited), the run, its answer (finish). It returns the reply, nil when
+// the job did not run.
+func (a *Agent) run(ctx context.Context, r *job) *protocol.FleetReply {
+	r.audit.Decision = DecisionAccepted
+	if err := a.audit.write(&r.audit); err != nil {
+		a.log.Error("not running a request: the audit log cannot be written", "request", r.id(), "error", err)
+		a.refuse(r, protocol.NewError(protocol.CodeInternal, "audit log unavailable"))
+		return nil
+	}
+	reply := a.execute(ctx, r)
+	if s, ok := r.respond.(settler); ok {
+		s.settle(reply)
+	}
+	a.finish(r, reply)
+	return reply
+}
+
+// execute runs one admitted job, the body parsed at admission, and
 // returns its reply.
-func (a *Agent) execute(ctx context.Context, r *request) *protocol.FleetReply {
-	req := r.req
+func (a *Agent) execute(ctx context.Context, r *job) *protocol.FleetReply {
 	started := a.now()
-	reply := protocol.NewFleetReply(req.ID, a.cfg.Identity, started)
+	reply := protocol.NewFleetReply(r.id(), a.cfg.Identity, started)
 	a.metrics.queueDepth(len(a.queue))
 	defer func() { reply.Duration = a.now().Sub(started) }()
-	if skew := a.policy.Skew(); started.After(req.Deadline().Add(skew)) {
+	if skew := a.policy.Skew(); started.After(r.deadline.Add(skew)) {
 		a.stats.expired.Add(1)
-		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", req.Deadline().Format(time.RFC3339), skew)
+		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", r.deadline.Format(time.RFC3339), skew)
 		return reply
 	}
 	if r.body.ensure == nil {
@@ -563,7 +582,7 @@ func (a *Agent) execute(ctx context.Context, r *request) *protocol.FleetReply {
 		return reply
 	}
 	// Remote requests see facts only: no environment, no files.
-	opts := engine.RunOptions{Noop: req.Noop, Env: a.currentFacts().env, Guard: a.guard(r), DiffLimit: a.cfg.DiffMaxBytes}
+	opts := engine.RunOptions{Noop: r.noop, Env: a.currentFacts().env, Guard: a.guard(r), DiffLimit: a.cfg.DiffMaxBytes}
 	ev, err := a.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
 		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", err)
@@ -626,22 +645,9 @@ func (a *Agent) encodeReply(r *protocol.FleetReply) (data []byte, sig string) {
 	return b, a.signer.Sign(b)
 }
 
-// sendReply publishes an encoded reply to subject, unless either is empty.
-func (a *Agent) sendReply(subject, id string, data []byte, sig string) {
-	if subject == "" || data == nil {
-		return
-	}
-	if err := a.publishReply(subject, data, sig); err != nil {
-		a.log.Warn("could not send a reply", "request", id, "error", err)
-	}
-}
-
 // publishSigned publishes body on subject with its signature headers.
 func (a *Agent) publishSigned(subject string, body []byte, sig string) error {
-	h := nats.Header{}
-	h.Set(protocol.HeaderSigner, a.publicKey)
-	h.Set(protocol.HeaderSignature, sig)
-	return a.nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: body})
+	return publish(a.nc, subject, a.signedHeader(sig), body)
 }
 
 // looseID pulls a usable request id out of a request that failed to decode,

@@ -27,7 +27,9 @@ import (
 // schedule rather than running everything again.
 const AssignmentStateFileName = "assignments.json"
 
-// assignmentRun marks a run the agent started on its own.
+// assignmentRun answers a run the agent started on its own (scheduled, or
+// a watch repair): into history only, its record marked with the
+// assignment.
 type assignmentRun struct {
 	name     string
 	revision uint64
@@ -42,14 +44,29 @@ type assignmentRun struct {
 	watchFailedAt time.Time
 	// request is the run's HistoryRequest, encoded
 	request string
+	// ran, when set, learns the run's reply before it is recorded
+	ran func(*protocol.FleetReply)
+}
+
+var (
+	_ responder = (*assignmentRun)(nil)
+	_ settler   = (*assignmentRun)(nil)
+)
+
+// respond sends nothing: nobody waits on NATS for a run the agent
+// started; history and the audit log have its answer.
+func (r *assignmentRun) respond(string, []byte, string) {}
+
+// settle hands the reply to ran.
+func (r *assignmentRun) settle(reply *protocol.FleetReply) {
+	if r.ran != nil {
+		r.ran(reply)
+	}
 }
 
 // mark writes the run's assignment, revision and trigger in a history
-// record's header; nothing for a fleet request (nil).
+// record's header.
 func (r *assignmentRun) mark(h nats.Header) {
-	if r == nil {
-		return
-	}
 	h.Set(protocol.HeaderAssignment, r.name)
 	h.Set(protocol.HeaderAssignmentRevision, strconv.FormatUint(r.revision, 10))
 	h.Set(protocol.HeaderTrigger, r.trigger)
@@ -508,26 +525,25 @@ func (s *assigner) conflicts() map[string]string {
 	return out
 }
 
-// newRun makes the request of one run of as: its own id, the assignment's
-// noop, selector and manifest, the signer as admitted, an audit line.
-func (s *assigner) newRun(as *assigned, started time.Time) *request {
+// newRun makes the job of one run of as: its own id, the assignment's
+// noop and manifest, the signer as admitted, an audit line, answered into
+// history only.
+func (s *assigner) newRun(as *assigned, started time.Time) *job {
 	a := s.a
 	id := runID(as.name, as.revision)
-	fr := protocol.NewFleetRequest(id, started, protocol.MaxFleetTTL)
+	run := &assignmentRun{name: as.name, revision: as.revision, trigger: as.trigger}
+	r := &job{
+		received: started,
+		deadline: started.Add(protocol.MaxFleetTTL),
+		signer:   as.signer,
+		body:     as.body,
+		record:   true,
+		respond:  run,
+	}
 	if as.spec != nil {
-		fr.Noop, fr.Filter, fr.Targets, fr.Manifest, fr.Sender = as.spec.Noop, as.spec.Filter, as.spec.Targets, as.spec.Manifest, as.spec.Sender
+		r.noop = as.spec.Noop
 	}
-	r := &request{
-		msg:        &nats.Msg{Subject: "$KV." + protocol.AssignmentsBucket + "." + as.name},
-		received:   started,
-		signer:     as.signer,
-		signed:     as.signer != nil,
-		req:        fr,
-		body:       as.body,
-		record:     true,
-		assignment: &assignmentRun{name: as.name, revision: as.revision, trigger: as.trigger},
-	}
-	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: r.msg.Subject, Identity: a.cfg.Identity}
+	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: "$KV." + protocol.AssignmentsBucket + "." + as.name, Identity: a.cfg.Identity}
 	r.audit.Signer.Key = as.signerKey
 	r.audit.Rule, r.audit.Value = as.audit.Rule, as.audit.Value
 	if as.signer != nil {
@@ -536,7 +552,7 @@ func (s *assigner) newRun(as *assigned, started time.Time) *request {
 	if as.body != nil {
 		r.audit.Resources = as.body.refs()
 	}
-	r.assignment.request = s.requestOf(as, fr)
+	run.request = s.requestOf(as, id, started, r.noop)
 	return r
 }
 
@@ -544,22 +560,19 @@ func (s *assigner) newRun(as *assigned, started time.Time) *request {
 func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time) {
 	a := s.a
 	r := s.newRun(as, started)
-	r.audit.Decision = DecisionAccepted
-	if err := a.audit.write(&r.audit); err != nil {
-		a.log.Error("not running an assignment: the audit log cannot be written", "assignment", as.name, "error", err)
-		a.refuse(r, protocol.NewError(protocol.CodeInternal, "audit log unavailable"))
-		return
+	run := r.respond.(*assignmentRun)
+	run.ran = func(reply *protocol.FleetReply) {
+		if as.trigger == protocol.TriggerWatch {
+			run.flapping = s.repaired(as, started, reply)
+		}
+		if ws := as.watch; ws != nil && ws.failures > 0 {
+			run.watchFailures, run.watchError, run.watchFailedAt = ws.failures, ws.lastError, ws.failedAt
+		}
 	}
-	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.req.ID)
-	reply := a.execute(ctx, r)
-	if as.trigger == protocol.TriggerWatch {
-		r.assignment.flapping = s.repaired(as, started, reply)
+	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.id())
+	if reply := a.run(ctx, r); reply != nil {
+		s.rewatch(as, reply)
 	}
-	if ws := as.watch; ws != nil && ws.failures > 0 {
-		r.assignment.watchFailures, r.assignment.watchError, r.assignment.watchFailedAt = ws.failures, ws.lastError, ws.failedAt
-	}
-	a.finish(r, reply)
-	s.rewatch(as, reply)
 }
 
 // answer records a run of as that did not happen, refused with e.
@@ -600,21 +613,21 @@ func (s *assigner) recordRefusalOnce(as *assigned) {
 // requestOf is the HistoryRequest of a run, as the header of its host
 // record carries it, so history shows scheduled runs beside pushed ones
 // (an agent may write only its own records, not a request record).
-func (s *assigner) requestOf(as *assigned, fr *protocol.FleetRequest) string {
+func (s *assigner) requestOf(as *assigned, id string, created time.Time, noop bool) string {
 	hr := &protocol.HistoryRequest{
 		Protocol:   protocol.HistoryRequestProtocol,
-		RequestID:  fr.ID,
-		Created:    fr.Created,
-		Noop:       fr.Noop,
-		Filter:     fr.Filter,
+		RequestID:  id,
+		Created:    created.UTC(),
+		Noop:       noop,
 		Discovery:  protocol.DiscoveryAssignment,
 		Expected:   []string{s.a.cfg.Identity},
-		TTL:        fr.TTL,
+		TTL:        protocol.Duration(protocol.MaxFleetTTL),
 		Assignment: as.name,
 		Revision:   as.revision,
 		Trigger:    as.trigger,
 	}
 	if as.spec != nil {
+		hr.Filter = as.spec.Filter
 		hr.Sender, hr.Manifest, hr.Timeout = as.spec.Author, as.spec.ManifestName, as.spec.Interval
 	}
 	data, err := json.Marshal(hr)

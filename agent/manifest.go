@@ -19,7 +19,7 @@ const manifestTempPattern = policy.ManifestTempPattern
 // run (data, templates, validation) is answered bad_request naming the
 // problem, one the policy refuses as it would run forbidden; resource
 // failures are in the events.
-func (a *Agent) runManifest(ctx context.Context, r *request, reply *protocol.FleetReply) {
+func (a *Agent) runManifest(ctx context.Context, r *job, reply *protocol.FleetReply) {
 	// A fresh private directory per request: concurrent requests never
 	// share files, and nothing is left behind.
 	dir, err := os.MkdirTemp(os.TempDir(), manifestTempPattern)
@@ -39,12 +39,12 @@ func (a *Agent) runManifest(ctx context.Context, r *request, reply *protocol.Fle
 	}
 	// Remote manifests see facts and data only: no environment, no files.
 	rep, err := manifest.Run(ctx, a.eng, r.body.manifest.InDir(dir), manifest.RunOptions{
-		Noop:         r.req.Noop,
+		Noop:         r.noop,
 		Facts:        a.currentFacts().all,
 		AllowEnviron: false,
 		AllowFiles:   false,
 		Guard:        a.guard(r),
-		Log:          a.log.With("request", r.req.ID),
+		Log:          a.log.With("request", r.id()),
 		DiffLimit:    a.cfg.DiffMaxBytes,
 	})
 	if err != nil {

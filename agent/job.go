@@ -4,39 +4,38 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
-// request is one received fleet request on its way from admission to its
-// answer. It owns that answer: whatever the outcome (refused, ignored,
-// duplicate, run), it ends in finish, exactly once.
-type request struct {
-	msg      *nats.Msg
+// job is one piece of work on its way from admission to its answer: a
+// fleet request, a scheduled assignment run or a watch repair. It holds
+// what to run (the body, parsed once), who asked (the signer, and the
+// audit line naming them) and how to answer (its responder). It owns that
+// answer: whatever the outcome (refused, ignored, duplicate, run), it ends
+// in finish, exactly once.
+type job struct {
 	received time.Time
 	audit    AuditRecord
+	// noop and deadline are how to run it: a dry run, and when it expires
+	noop     bool
+	deadline time.Time
 	// signer is the trusted signer, nil for an unsigned request (insecure
 	// mode) or a valid signature by a key the insecure policy does not list
 	signer *Signer
-	signed bool
-	// req is the decoded request, nil until it decoded
-	req *protocol.FleetRequest
-	// body is what the request asks for, parsed once: what the policy
-	// checks, the audit line names and the engine runs
+	// body is what the job asks for, parsed once: what the policy checks,
+	// the audit line names and the engine runs
 	body *body
-	// cached is whether this request owns its id's replay cache entry (its
+	// cached is whether this job owns its id's replay cache entry (its
 	// answer is kept there)
 	cached bool
 	// record is whether its answer goes to history: the request decoded and
 	// its sender is authenticated
 	record bool
-	// assignment, for a run the agent started on its own, names the
-	// assignment, its revision and the trigger in the history record
-	assignment *assignmentRun
+	// respond answers it
+	respond responder
 }
 
 // body is a request's resources, parsed once at admission.
@@ -52,20 +51,13 @@ type body struct {
 	resources []policyResource
 }
 
-// id is the request's id: the decoded one, or, for a request that did not
-// decode, the one it claims (untrusted, to match the reply and audit line).
-func (r *request) id() string {
-	if r.req != nil {
-		return r.req.ID
-	}
-	if r.audit.RequestID == "" {
-		r.audit.RequestID = looseID(r.msg.Data)
-	}
-	return r.audit.RequestID
-}
+// id is the job's request id: the decoded one, or, for a request that did
+// not decode, the one it claims (untrusted, to match the reply and audit
+// line); see claimID.
+func (j *job) id() string { return j.audit.RequestID }
 
 // refuse answers r with a request-level error and the audit decision code.
-func (a *Agent) refuse(r *request, e *protocol.Error) {
+func (a *Agent) refuse(r *job, e *protocol.Error) {
 	r.audit.Decision = string(e.Code)
 	r.audit.Message = e.Message
 	reply := protocol.NewFleetReply(r.id(), a.cfg.Identity, r.received)
@@ -74,7 +66,7 @@ func (a *Agent) refuse(r *request, e *protocol.Error) {
 }
 
 // refusef is refuse with a message built from format.
-func (a *Agent) refusef(r *request, code protocol.Code, format string, args ...any) {
+func (a *Agent) refusef(r *job, code protocol.Code, format string, args ...any) {
 	a.refuse(r, protocol.NewError(code, format, args...))
 }
 
@@ -87,12 +79,14 @@ func (a *Agent) refusef(r *request, code protocol.Code, format string, args ...a
 //     on seeing the reply finds it,
 //  3. write the audit line (its decision, and the result when answered),
 //  4. count it in the stats and metrics,
-//  5. send the reply to the request's reply subject,
-//  6. record it in history, when r is authenticated.
+//  5. hand it to the job's responder (the requester's reply subject, or
+//     nobody for a run the agent started itself),
+//  6. record it in history, when r is authenticated, with the
+//     responder's marks.
 //
 // Whoever sees the reply finds it in the replay cache, the audit log and
 // the metrics.
-func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
+func (a *Agent) finish(r *job, reply *protocol.FleetReply) {
 	id := r.id()
 	var data []byte
 	var sig string
@@ -114,17 +108,17 @@ func (a *Agent) finish(r *request, reply *protocol.FleetReply) {
 	a.writeAudit(&r.audit)
 	a.count(r, reply)
 	if reply != nil {
-		a.sendReply(r.msg.Reply, id, data, sig)
+		r.respond.respond(id, data, sig)
 	}
 	if r.record && data != nil {
 		rec := a.newRecord(reply, data, sig, r.received)
-		r.assignment.mark(rec.header)
+		r.respond.mark(rec.header)
 		a.queueRecord(rec)
 	}
 }
 
 // count adds a finished request to the stats and metrics by its outcome.
-func (a *Agent) count(r *request, reply *protocol.FleetReply) {
+func (a *Agent) count(r *job, reply *protocol.FleetReply) {
 	switch {
 	case r.audit.Decision == DecisionNotTargeted:
 		a.stats.ignored.Add(1)
@@ -142,7 +136,7 @@ func (a *Agent) count(r *request, reply *protocol.FleetReply) {
 // duplicateReply is the answer to a request id seen before: the first
 // reply's events, without running it again; nil when this host was not
 // asked the first time (it is not answered).
-func (a *Agent) duplicateReply(r *request, first replayEntry) *protocol.FleetReply {
+func (a *Agent) duplicateReply(r *job, first replayEntry) *protocol.FleetReply {
 	r.audit.Decision = string(protocol.CodeDuplicate)
 	r.audit.Message = fmt.Sprintf("request first received at %s", first.Seen.Format(time.RFC3339Nano))
 	if first.Ignored {
@@ -174,12 +168,12 @@ func (a *Agent) recordInterrupted() {
 	for _, e := range a.replay.takeInterrupted() {
 		msg := fmt.Sprintf("the agent stopped before this request finished (received at %s): it may have run in part, or not at all", e.Seen.Format(time.RFC3339Nano))
 		a.log.Warn("a request was interrupted by the agent stopping", "request", e.ID, "received", e.Seen)
-		r := &request{
-			msg:      &nats.Msg{},
+		r := &job{
 			received: e.Seen,
 			cached:   true,
 			record:   true,
 			audit:    AuditRecord{RequestID: e.ID, Identity: a.cfg.Identity},
+			respond:  historyOnly{},
 		}
 		if e.Who != nil {
 			r.audit.Subject, r.audit.Signer, r.audit.Resources = e.Who.Subject, e.Who.Signer, e.Who.Resources
