@@ -36,7 +36,6 @@ import (
 // it runs. Every outcome ends in finish, which writes the request's audit
 // line with its decision.
 func (a *Agent) onRequest(m *nats.Msg) {
-	a.stats.received.Add(1)
 	r := a.newFleetJob(m)
 	if e := a.admit(r, m); e != nil {
 		claimID(r, m.Data)
@@ -81,7 +80,6 @@ func (a *Agent) admit(r *job, m *nats.Msg) *protocol.Error {
 	// 2. strict decode, once: the request and what it asks for
 	req, err := protocol.DecodeFleetRequest(m.Data, protocol.Limits{MaxBytes: a.cfg.MaxRequestBytes})
 	if err != nil {
-		a.stats.badRequest.Add(1)
 		a.log.Warn("refused a malformed request", "error", err)
 		return protocol.AsError(err)
 	}
@@ -113,7 +111,6 @@ func (a *Agent) admit(r *job, m *nats.Msg) *protocol.Error {
 	case req.Created.After(now.Add(skew)):
 		return protocol.NewError(protocol.CodeClockSkew, "request created at %s, %s ahead of this agent's clock (max_clock_skew %s)", req.Created.Format(time.RFC3339), req.Created.Sub(now).Round(time.Millisecond), skew)
 	case now.After(req.Deadline().Add(skew)):
-		a.stats.expired.Add(1)
 		return protocol.NewError(protocol.CodeExpired, "request expired at %s (max_clock_skew %s)", req.Deadline().Format(time.RFC3339), skew)
 	}
 
@@ -152,7 +149,6 @@ func (a *Agent) admit(r *job, m *nats.Msg) *protocol.Error {
 	// 7. the body, and the policy on its resources as parsed; the engine
 	// asks again about each one as it will run it (see guard)
 	if bodyErr != nil {
-		a.stats.badRequest.Add(1)
 		return protocol.AsError(bodyErr)
 	}
 	if e := admitSize(b); e != nil {
@@ -162,7 +158,6 @@ func (a *Agent) admit(r *job, m *nats.Msg) *protocol.Error {
 		return e
 	}
 	if !a.enqueue(r) {
-		a.stats.busy.Add(1)
 		return protocol.NewError(protocol.CodeBusy, "%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength)
 	}
 	return nil

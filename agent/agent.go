@@ -35,7 +35,7 @@ type Agent struct {
 	ready   func()
 	stats   Stats
 	metrics *Metrics
-	spool   *spool
+	history *history
 	// factsChanged wakes the registrar after UpdateFacts, subjectsChanged
 	// the loop that moves the subscriptions
 	factsChanged    chan struct{}
@@ -48,16 +48,13 @@ type Agent struct {
 	// service is whether the agent registers as a NATS micro service
 	service bool
 
-	// guards queue, closed, running, records and recordsClosed: requests
-	// are admitted until Run closes the agent, records handed to the
-	// historian until it closes records
-	mu            sync.Mutex
-	queue         chan *job
-	closed        bool
-	running       int // workers running, at most MaxConcurrent
-	busy          int // workers running a job
-	records       chan record
-	recordsClosed bool
+	// guards queue, closed, running and busy: requests are admitted
+	// until Run closes the agent
+	mu      sync.Mutex
+	queue   chan *job
+	closed  bool
+	running int // workers running, at most MaxConcurrent
+	busy    int // workers running a job
 	// workers are the goroutines running requests: started as requests
 	// are admitted, ended when the queue is empty, so an idle agent has
 	// none
@@ -144,8 +141,6 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		version:      "development",
 		now:          time.Now,
 		queue:        make(chan *job, cfg.QueueLength+cfg.MaxConcurrent),
-		records:      make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
-		spool:        newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		factsChanged: make(chan struct{}, 1),
 		resolver:     scope.HostResolver(),
 
@@ -160,6 +155,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 	if err := a.openSecurity(); err != nil {
 		return nil, err
 	}
+	a.history = newHistory(cfg, js, a.publicKey, &a.stats, a.log, a.now)
 	return a, nil
 }
 
@@ -255,7 +251,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	histCtx, cancelHist := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHist()
 	histDone := make(chan struct{})
-	go func() { defer close(histDone); a.historian(histCtx) }()
+	go func() { defer close(histDone); a.history.run(histCtx) }()
 
 	a.metrics.bind(a)
 	// Requests the previous run stopped on are answered before new ones.
@@ -342,7 +338,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		<-done
 	}
 	// Every reply is handed over: let the historian write (or spool) them.
-	a.closeRecords()
+	a.history.close()
 	select {
 	case <-histDone:
 	case <-time.After(a.cfg.ShutdownTimeout):
@@ -476,8 +472,6 @@ func (a *Agent) dispatch(msgs chan *nats.Msg, subs *subscriptions, stop chan str
 // its checks (there is no time for them); a discovery request is not
 // answered.
 func (a *Agent) overflow(m *nats.Msg) {
-	a.stats.received.Add(1)
-	a.stats.busy.Add(1)
 	r := a.newFleetJob(m)
 	claimID(r, m.Data)
 	a.refusef(r, protocol.CodeBusy, "more than %d requests (%d bytes) wait for admission", maxBacklog, maxBacklogBytes)
@@ -573,7 +567,6 @@ func (a *Agent) execute(ctx context.Context, r *job) *protocol.FleetReply {
 	a.metrics.queueDepth(len(a.queue))
 	defer func() { reply.Duration = a.now().Sub(started) }()
 	if skew := a.policy.Skew(); started.After(r.deadline.Add(skew)) {
-		a.stats.expired.Add(1)
 		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", r.deadline.Format(time.RFC3339), skew)
 		return reply
 	}
@@ -585,22 +578,20 @@ func (a *Agent) execute(ctx context.Context, r *job) *protocol.FleetReply {
 	opts := engine.RunOptions{Noop: r.noop, Env: a.currentFacts().env, Guard: a.guard(r), DiffLimit: a.cfg.DiffMaxBytes}
 	ev, err := a.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
-		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", err)
+		reply.Error = protocol.NewError(runErrorCode(err), "%s", err)
 		return reply
 	}
-	a.stats.executed.Add(1)
 	reply.Events = append(reply.Events, ev)
 	return reply
 }
 
 // runErrorCode classifies the error of a run that could not start: the
 // policy refused a resource as it would run (forbidden), or the request is
-// invalid (bad_request, counted).
-func (a *Agent) runErrorCode(err error) protocol.Code {
+// invalid (bad_request).
+func runErrorCode(err error) protocol.Code {
 	if errors.Is(err, resources.ErrForbidden) {
 		return protocol.CodeForbidden
 	}
-	a.stats.badRequest.Add(1)
 	return protocol.CodeBadRequest
 }
 

@@ -111,21 +111,28 @@ func (a *Agent) finish(r *job, reply *protocol.FleetReply) {
 		r.respond.respond(id, data, sig)
 	}
 	if r.record && data != nil {
-		rec := a.newRecord(reply, data, sig, r.received)
+		rec := a.history.newRecord(reply, data, sig, r.received)
 		r.respond.mark(rec.header)
-		a.queueRecord(rec)
+		a.history.add(rec)
 	}
 }
 
-// count adds a finished request to the stats and metrics by its outcome.
+// count adds a finished job to the stats and the metrics by its outcome:
+// the one place where requests are counted (Received counts the fleet
+// requests, answered on NATS).
 func (a *Agent) count(r *job, reply *protocol.FleetReply) {
+	if _, fleet := r.respond.(natsReply); fleet {
+		a.stats.received.Add(1)
+	}
 	switch {
 	case r.audit.Decision == DecisionNotTargeted:
 		a.stats.ignored.Add(1)
 		a.metrics.request("ignored", "")
 	case reply != nil && reply.Error != nil:
+		a.stats.refused(reply.Error.Code)
 		a.metrics.request("error", reply.Error.Code)
 	case r.audit.Decision == DecisionAccepted:
+		a.stats.executed.Add(1)
 		a.metrics.request("executed", "")
 		a.metrics.finished(reply.Duration, reply.Events)
 	default:

@@ -33,7 +33,6 @@ func (a *Agent) runManifest(ctx context.Context, r *job, reply *protocol.FleetRe
 		}
 	}()
 	if err := r.body.bundle.WriteFiles(dir); err != nil {
-		a.stats.badRequest.Add(1)
 		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", manifestMessage(err))
 		return
 	}
@@ -48,10 +47,9 @@ func (a *Agent) runManifest(ctx context.Context, r *job, reply *protocol.FleetRe
 		DiffLimit:    a.cfg.DiffMaxBytes,
 	})
 	if err != nil {
-		reply.Error = protocol.NewError(a.runErrorCode(err), "%s", manifestMessage(err))
+		reply.Error = protocol.NewError(runErrorCode(err), "%s", manifestMessage(err))
 		return
 	}
-	a.stats.executed.Add(1)
 	reply.Events = append(reply.Events, rep.Events...)
 }
 

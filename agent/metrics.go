@@ -79,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "History records kept in the spool until JetStream takes them.",
 	}, func() float64 {
 		if a := m.running(); a != nil {
-			return float64(a.spool.stats().Records)
+			return float64(a.history.spool.stats().Records)
 		}
 		return 0
 	})

@@ -1,6 +1,10 @@
 package agent
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
 
 // Stats counts what an agent did with the requests it received.
 type Stats struct {
@@ -43,5 +47,17 @@ func (a *Agent) Stats() StatsSnapshot {
 		NotRecorded:       s.notRecorded.Load(),
 		Heartbeats:        s.heartbeats.Load(),
 		Dropped:           s.dropped.Load(),
+	}
+}
+
+// refused counts a request answered with code.
+func (s *Stats) refused(code protocol.Code) {
+	switch code {
+	case protocol.CodeExpired:
+		s.expired.Add(1)
+	case protocol.CodeBusy:
+		s.busy.Add(1)
+	case protocol.CodeBadRequest:
+		s.badRequest.Add(1)
 	}
 }
