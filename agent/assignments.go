@@ -136,7 +136,7 @@ type assigner struct {
 }
 
 func newAssigner(a *Agent) *assigner {
-	state := a.assignState
+	state := a.setup.assignState
 	if state == nil {
 		state = map[string]assignmentState{}
 	}
@@ -146,7 +146,7 @@ func newAssigner(a *Agent) *assigner {
 		state:   state,
 		known:   map[string]*assigned{},
 		refused: map[string]uint64{},
-		facts:   a.currentFacts().all,
+		facts:   a.facts.current().all,
 	}
 }
 
@@ -157,7 +157,7 @@ func (s *assigner) run(ctx, jobs context.Context) {
 	var kv jetstream.KeyValue
 	for kv == nil {
 		var err error
-		kv, err = jsstore.OpenAssignments(ctx, a.js)
+		kv, err = jsstore.OpenAssignments(ctx, a.setup.js)
 		if err == nil {
 			break
 		}
@@ -199,7 +199,7 @@ func (s *assigner) run(ctx, jobs context.Context) {
 			if e != nil {
 				s.update(e)
 			}
-		case <-a.assignFacts:
+		case <-a.facts.assign:
 			s.reselect()
 		case ev, ok := <-s.w.events():
 			if !ok {
@@ -349,7 +349,7 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		as.refusal = protocol.NewError(protocol.CodeUnauthenticated, "assignment %s is not signed: assignments are run only when signed by a key the policy trusts", name)
 		return as
 	}
-	signer, _, e := a.authenticate(signed.Assignment, signed.Signer, signed.Signature)
+	signer, _, e := a.gate.auth.authenticate(signed.Assignment, signed.Signer, signed.Signature)
 	as.signer = signer
 	spec, err := protocol.DecodeAssignment(signed.Assignment, limits)
 	if err == nil {
@@ -373,7 +373,7 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		return as
 	}
 	as.supersedes = true
-	b, err := parseBody(&protocol.FleetRequest{Manifest: spec.Manifest}, a.eng.Registry())
+	b, err := parseBody(&protocol.FleetRequest{Manifest: spec.Manifest}, a.gate.types)
 	if err != nil {
 		as.refusal = protocol.AsError(err)
 		return as
@@ -384,12 +384,7 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 	}
 	if signer != nil {
 		id := runID(name, revision)
-		if a.observePolicy != nil {
-			for _, res := range b.resources {
-				a.observePolicy(id, res)
-			}
-		}
-		as.refusal = a.authorizeResources(signer, b, spec.Noop, &as.audit)
+		as.refusal = a.gate.judge.resources(id, signer, b, spec.Noop, &as.audit)
 	}
 	return as
 }
@@ -416,7 +411,7 @@ func (s *assigner) offset(as *assigned) time.Duration {
 // host run at once, as do the selected ones (once more, with the new
 // facts); ones that no longer select it stop.
 func (s *assigner) reselect() {
-	facts := s.a.currentFacts().all
+	facts := s.a.facts.current().all
 	if reflect.DeepEqual(facts, s.facts) {
 		return
 	}
@@ -570,14 +565,14 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 		}
 	}
 	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.id())
-	if reply := a.run(ctx, r); reply != nil {
+	if reply := a.exec.run(ctx, r); reply != nil {
 		s.rewatch(as, reply)
 	}
 }
 
 // answer records a run of as that did not happen, refused with e.
 func (s *assigner) answer(as *assigned, started time.Time, e *protocol.Error) {
-	s.a.refuse(s.newRun(as, started), e)
+	s.a.fin.refuse(s.newRun(as, started), e)
 }
 
 // recordRefusal answers a refused revision once: an audit line and a

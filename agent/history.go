@@ -280,10 +280,10 @@ func (h *history) sendSpooled(ctx context.Context, r record) error {
 }
 
 // SpoolStats describes the agent's history spool.
-func (a *Agent) SpoolStats() SpoolStats { return a.history.spool.stats() }
+func (a *Agent) SpoolStats() SpoolStats { return a.fin.history.spool.stats() }
 
 // SpoolDir is the directory of the agent's history spool.
-func (a *Agent) SpoolDir() string { return a.history.spool.dir }
+func (a *Agent) SpoolDir() string { return a.fin.history.spool.dir }
 
 // spoolDir is the spool directory below a state directory.
 func spoolDir(stateDir string) string { return filepath.Join(stateDir, SpoolDirName) }

@@ -79,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "History records kept in the spool until JetStream takes them.",
 	}, func() float64 {
 		if a := m.running(); a != nil {
-			return float64(a.history.spool.stats().Records)
+			return float64(a.fin.history.spool.stats().Records)
 		}
 		return 0
 	})
@@ -113,7 +113,7 @@ func (m *Metrics) bind(a *Agent) {
 	m.agent = a
 	m.mu.Unlock()
 	m.build.Reset()
-	m.build.WithLabelValues(a.version, runtime.Version()).Set(1)
+	m.build.WithLabelValues(a.setup.version, runtime.Version()).Set(1)
 }
 
 func (m *Metrics) running() *Agent {
@@ -133,7 +133,7 @@ func (m *Metrics) Healthy() bool {
 }
 
 // WithMetrics makes the agent record into m.
-func WithMetrics(m *Metrics) Option { return func(a *Agent) { a.metrics = m } }
+func WithMetrics(m *Metrics) Option { return func(a *Agent) { a.setup.metrics = m } }
 
 func (m *Metrics) request(outcome string, code protocol.Code) {
 	if m == nil {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"log/slog"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -21,7 +23,9 @@ type responder interface {
 
 // natsReply answers a fleet request on the requester's reply subject.
 type natsReply struct {
-	a       *Agent
+	nc      *nats.Conn
+	log     *slog.Logger
+	keys    *protocol.KeySigner
 	subject string
 }
 
@@ -31,8 +35,8 @@ func (n natsReply) respond(id string, data []byte, sig string) {
 	if n.subject == "" {
 		return
 	}
-	if err := n.a.publishReply(n.subject, data, sig); err != nil {
-		n.a.log.Warn("could not send a reply", "request", id, "error", err)
+	if err := publishReply(n.nc, n.subject, signedHeader(n.keys, sig), data); err != nil {
+		n.log.Warn("could not send a reply", "request", id, "error", err)
 	}
 }
 
@@ -58,11 +62,11 @@ func publish(nc *nats.Conn, subject string, h nats.Header, data []byte) error {
 	return nc.PublishMsg(m)
 }
 
-// signedHeader is the header of a message the agent signed: its public key
-// and sig.
-func (a *Agent) signedHeader(sig string) nats.Header {
+// signedHeader is the header of a message signed with keys: the public
+// key and sig.
+func signedHeader(keys *protocol.KeySigner, sig string) nats.Header {
 	h := nats.Header{}
-	h.Set(protocol.HeaderSigner, a.publicKey)
+	h.Set(protocol.HeaderSigner, keys.PublicKey())
 	h.Set(protocol.HeaderSignature, sig)
 	return h
 }

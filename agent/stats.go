@@ -30,9 +30,8 @@ type StatsSnapshot struct {
 	Dropped int64
 }
 
-// Stats returns the agent's counters.
-func (a *Agent) Stats() StatsSnapshot {
-	s := &a.stats
+// snapshot copies the counters.
+func (s *Stats) snapshot() StatsSnapshot {
 	return StatsSnapshot{
 		Received:   s.received.Load(),
 		Executed:   s.executed.Load(),
