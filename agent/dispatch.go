@@ -54,13 +54,6 @@ func (d *dispatcher) run(msgs chan *nats.Msg, subs *subscriptions, stop chan str
 		backlog = append(backlog, m)
 		backlogBytes += len(m.Data)
 	}
-	handle := func(m *nats.Msg) {
-		if isDiscovery(m) {
-			d.discovery(m)
-			return
-		}
-		d.request(m)
-	}
 	ticker := time.NewTicker(dropCheckInterval)
 	defer ticker.Stop()
 	dropped := map[*nats.Subscription]int{}
@@ -96,7 +89,7 @@ func (d *dispatcher) run(msgs chan *nats.Msg, subs *subscriptions, stop chan str
 		backlog[0] = nil
 		backlog = backlog[1:]
 		backlogBytes -= len(m.Data)
-		handle(m)
+		d.handle(m)
 		select {
 		case <-ticker.C:
 			d.countDropped(subs, dropped)
@@ -125,4 +118,13 @@ func (d *dispatcher) countDropped(subs *subscriptions, last map[*nats.Subscripti
 			delete(last, s)
 		}
 	}
+}
+
+// handle hands m to admission, or to discovery.
+func (d *dispatcher) handle(m *nats.Msg) {
+	if isDiscovery(m) {
+		d.discovery(m)
+		return
+	}
+	d.request(m)
 }

@@ -62,12 +62,12 @@ func (f *finisher) finish(r *job, reply *protocol.FleetReply) {
 	if reply != nil {
 		redact.Reply(reply)
 		reply.CapDiffs(protocol.MaxReplyDiffBytes)
-		data, sig = f.encodeReply(reply)
+		data, sig = f.encodeReply(reply, r.audit.Signer.Key)
 		r.audit.forbiddenAtRun(reply.Error)
 	}
 	if r.cached {
 		if err := f.replay.finish(id, data, r.audit.Decision == DecisionNotTargeted); err != nil {
-			f.log.Error("replay cache", "request", id, "error", err)
+			f.log.Error("replay cache", "request", id, "signer", r.audit.Signer.Key, "error", err)
 		}
 	}
 	r.audit.Time = f.now().UTC()
@@ -77,7 +77,7 @@ func (f *finisher) finish(r *job, reply *protocol.FleetReply) {
 	f.writeAudit(&r.audit)
 	f.count(r, reply)
 	if reply != nil {
-		r.respond.respond(id, data, sig)
+		r.respond.respond(r, data, sig)
 	}
 	if r.record && data != nil {
 		rec := f.history.newRecord(reply, data, sig, r.received)
@@ -117,7 +117,6 @@ func (f *finisher) count(r *job, reply *protocol.FleetReply) {
 func (f *finisher) recordInterrupted(entries []replayEntry) {
 	for _, e := range entries {
 		msg := fmt.Sprintf("the agent stopped before this request finished (received at %s): it may have run in part, or not at all", e.Seen.Format(time.RFC3339Nano))
-		f.log.Warn("a request was interrupted by the agent stopping", "request", e.ID, "received", e.Seen)
 		r := &job{
 			received: e.Seen,
 			cached:   true,
@@ -128,18 +127,19 @@ func (f *finisher) recordInterrupted(entries []replayEntry) {
 		if e.Who != nil {
 			r.audit.Subject, r.audit.Signer, r.audit.Resources = e.Who.Subject, e.Who.Signer, e.Who.Resources
 		}
+		f.log.Warn("a request was interrupted by the agent stopping", "request", e.ID, "signer", r.audit.Signer.Key, "received", e.Seen)
 		f.refuse(r, protocol.NewError(protocol.CodeInterrupted, "%s", msg))
 	}
 }
 
 // encodeReply encodes and signs r; nil when it cannot be encoded.
-func (f *finisher) encodeReply(r *protocol.FleetReply) (data []byte, sig string) {
+func (f *finisher) encodeReply(r *protocol.FleetReply, signer string) (data []byte, sig string) {
 	b, what, err := shrinkReply(r, protocol.MaxWholeBytes)
 	if what != "" {
-		f.log.Warn("a reply was too large to keep whole", "request", r.RequestID, "limit", protocol.MaxWholeBytes, "shrunk", what)
+		f.log.Warn("a reply was too large to keep whole", "request", r.RequestID, "signer", signer, "limit", protocol.MaxWholeBytes, "shrunk", what)
 	}
 	if err != nil {
-		f.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
+		f.log.Error("could not encode a reply", "request", r.RequestID, "signer", signer, "error", err)
 		return nil, ""
 	}
 	return b, f.keys.Sign(b)

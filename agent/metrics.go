@@ -65,7 +65,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: "ccm", Subsystem: "agent", Name: "last_request_timestamp_seconds",
 		Help: "When the last request was run without a request-level error (Unix seconds; 0: none yet).",
 	})
-	connected := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops, m.build, m.lastOK, m.connectedGauge(), m.spoolGauge()} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.initLabels()
+	return m, nil
+}
+
+// connectedGauge reads whether the agent is connected to NATS.
+func (m *Metrics) connectedGauge() prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "ccm", Subsystem: "agent", Name: "nats_connected",
 		Help: "1 while the agent is connected to NATS, 0 otherwise.",
 	}, func() float64 {
@@ -74,7 +85,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 		return 0
 	})
-	spool := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+}
+
+// spoolGauge reads how many records the agent's spool holds.
+func (m *Metrics) spoolGauge() prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "ccm", Subsystem: "agent", Name: "spool_records",
 		Help: "History records kept in the spool until JetStream takes them.",
 	}, func() float64 {
@@ -83,13 +98,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops, m.build, m.lastOK, connected, spool} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	// Every label set exists from the start, so a rate over a counter that
-	// has not moved yet is 0, not absent.
+}
+
+// initLabels makes every label set exist from the start, so a rate over a
+// counter that has not moved yet is 0, not absent.
+func (m *Metrics) initLabels() {
 	m.requests.WithLabelValues("executed", "")
 	m.requests.WithLabelValues("ignored", "")
 	for _, c := range protocol.Codes {
@@ -100,7 +113,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			m.resources.WithLabelValues(t, o)
 		}
 	}
-	return m, nil
 }
 
 // bind makes the gauges read a's connection and spool, and sets the build

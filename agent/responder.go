@@ -12,10 +12,10 @@ import (
 // finish hands it the reply once, encoded and signed, and asks it for the
 // marks of the job's history record.
 type responder interface {
-	// respond delivers the reply of request id (data is its encoding,
-	// never nil, sig its signature); a failure is logged, not returned:
-	// the reply is in history and the replay cache already.
-	respond(id string, data []byte, sig string)
+	// respond delivers the reply of r (data is its encoding, never nil,
+	// sig its signature); a failure is logged, not returned: the reply is
+	// in history and the replay cache already.
+	respond(r *job, data []byte, sig string)
 	// mark adds what the responder knows of the job to the header of its
 	// history record (an assignment run's name, revision and trigger).
 	mark(h nats.Header)
@@ -31,12 +31,12 @@ type natsReply struct {
 
 var _ responder = natsReply{}
 
-func (n natsReply) respond(id string, data []byte, sig string) {
+func (n natsReply) respond(r *job, data []byte, sig string) {
 	if n.subject == "" {
 		return
 	}
 	if err := publishReply(n.nc, n.subject, signedHeader(n.keys, sig), data); err != nil {
-		n.log.Warn("could not send a reply", "request", id, "error", err)
+		n.log.Warn("could not send a reply", "request", r.id(), "signer", r.audit.Signer.Key, "error", err)
 	}
 }
 
@@ -49,8 +49,8 @@ type historyOnly struct{}
 
 var _ responder = historyOnly{}
 
-func (historyOnly) respond(string, []byte, string) {}
-func (historyOnly) mark(nats.Header)               {}
+func (historyOnly) respond(*job, []byte, string) {}
+func (historyOnly) mark(nats.Header)             {}
 
 // publish publishes data on subject with header h.
 func publish(nc *nats.Conn, subject string, h nats.Header, data []byte) error {

@@ -22,12 +22,7 @@ import (
 func (a *Agent) Run(ctx context.Context) error {
 	a.facts.started = a.now().UTC()
 	defer a.setup.close()
-	switch st := a.setup; {
-	case st.insecure:
-		a.log.Warn("INSECURE: this agent accepts unsigned requests from anyone who can publish to its subjects; configure a policy with trusted signers")
-	case st.policy == nil || len(st.policy.Signers) == 0:
-		a.log.Warn("no trusted signers: every request will be refused (configure a policy)")
-	}
+	a.setup.warnTrust(a.log)
 	jobsCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 	a.queue.ctx = jobsCtx
@@ -48,6 +43,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		overflow: func(m *nats.Msg) {
 			r := a.newFleetJob(m)
 			claimID(r, m.Data)
+			a.log.Warn("refused a request: the backlog is full", "request", r.id(), "signer", m.Header.Get(protocol.HeaderSigner), "code", protocol.CodeBusy)
 			a.fin.refusef(r, protocol.CodeBusy, "more than %d requests (%d bytes) wait for admission", maxBacklog, maxBacklogBytes)
 		},
 		stats: a.fin.stats, metrics: a.setup.metrics, log: a.log,
@@ -154,5 +150,16 @@ func goHistory(ctx context.Context, h *history, timeout time.Duration, log *slog
 			cancel()
 			<-done
 		}
+	}
+}
+
+// warnTrust says out loud when the agent accepts unsigned requests, or
+// trusts no one.
+func (st *setup) warnTrust(log *slog.Logger) {
+	switch {
+	case st.insecure:
+		log.Warn("INSECURE: this agent accepts unsigned requests from anyone who can publish to its subjects; configure a policy with trusted signers")
+	case st.policy == nil || len(st.policy.Signers) == 0:
+		log.Warn("no trusted signers: every request will be refused (configure a policy)")
 	}
 }
