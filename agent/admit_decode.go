@@ -55,7 +55,16 @@ func (g *admission) lifetime(req *protocol.FleetRequest) *protocol.Error {
 // parseBody decodes what a request asks for, once (policy.ParseBody: the
 // same parse the offline policy check makes).
 func parseBody(req *protocol.FleetRequest, types *resources.Registry) (*body, error) {
-	b, err := policy.ParseBody(req, types)
+	return newBody(policy.ParseBody(req, types))
+}
+
+// parseManifest decodes an assignment's manifest bundle, once.
+func parseManifest(raw []byte) (*body, error) {
+	return newBody(policy.ParseManifest(raw))
+}
+
+// newBody is the agent's view of a parsed body.
+func newBody(b *policy.Body, err error) (*body, error) {
 	if err != nil {
 		return nil, err
 	}

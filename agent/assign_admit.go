@@ -54,7 +54,7 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		return as
 	}
 	as.supersedes = true
-	b, err := parseBody(&protocol.FleetRequest{Manifest: spec.Manifest}, a.gate.types)
+	b, err := parseManifest(spec.Manifest)
 	if err != nil {
 		as.refusal = protocol.AsError(err)
 		return as
