@@ -116,7 +116,7 @@ ccm:
 		Expect(reply.Error).To(BeNil())
 		Expect(reply.Events).To(HaveLen(2))
 		Expect(reply.Events[0].Outcome()).To(Equal("stable"))
-		Expect(reply.Events[1].Outcome()).To(Equal("would change"))
+		Expect(reply.Events[1].Outcome()).To(Equal(protocol.EventWouldChange))
 		Expect(reply.Events[1].NoopMessage).To(HavePrefix("Would have created the file: "))
 		Expect(os.ReadFile(filepath.Join(target, "motd"))).To(Equal([]byte("tampered\n")))
 	})

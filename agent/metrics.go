@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		resources: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "ccm", Subsystem: "agent", Name: "resources_total",
-			Help: "Resources applied, by type and outcome (stable, changed, would change, refreshed, failed, skipped).",
+			Help: "Resources applied, by type and outcome (stable, changed, would_change, refreshed, failed, skipped).",
 		}, []string{"type", "outcome"}),
 		queue: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "ccm", Subsystem: "agent", Name: "queue_depth",
@@ -109,7 +109,7 @@ func (m *Metrics) initLabels() {
 		m.requests.WithLabelValues("error", string(c))
 	}
 	for _, t := range protocol.Types {
-		for _, o := range []string{"stable", "changed", "would change", "refreshed", "failed", "skipped"} {
+		for _, o := range protocol.EventOutcomes {
 			m.resources.WithLabelValues(t, o)
 		}
 	}
