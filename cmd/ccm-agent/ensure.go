@@ -56,6 +56,11 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			if props, err = c.common.Properties(props); err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
+			if typeName == "file" {
+				if err := fileDefaults(props); err != nil {
+					return program.Exit(protocol.ExitError, err)
+				}
+			}
 			return a.ensure(typeName, c, props)
 		})
 	}
