@@ -58,6 +58,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerApply(cli)
 	a.registerEnsure(cli)
 	a.registerFacts(cli)
+	a.registerHiera(cli)
 	a.registerRun(cli)
 	a.registerSimulate(cli)
 	return cli, program.AttachExamples(cli, examples)
