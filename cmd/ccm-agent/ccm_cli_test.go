@@ -97,3 +97,63 @@ var _ = Describe("ccm-agent ensure with CCM's spellings and defaults", func() {
 		Expect(ran).To(BeAnExistingFile())
 	})
 })
+
+// CCM's CLI page (docs/content/cli/_index.md, "Data in the CLI"): commands
+// read ./.hiera and ./.env automatically; --hiera or CCM_HIERA_DATA name
+// another data file.
+var _ = Describe("ccm-agent ensure data from ./.hiera and ./.env", func() {
+	var dir string
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		GinkgoT().Chdir(dir)
+		Expect(os.WriteFile(filepath.Join(dir, ".hiera"), []byte(`
+hierarchy:
+  order: ["role:{{ lookup('facts.role', 'none') }}"]
+data:
+  motd: plain
+overrides:
+  role:web:
+    motd: web-canary-7d1
+`), 0o644)).To(Succeed())
+	})
+
+	It("resolves ./.hiera with the host's facts for data.* in templates", func() {
+		f := filepath.Join(dir, "motd")
+		code, _, errOut := agent("ensure", "file", f, "--content", "{{ lookup('data.motd') }}", "--fact", "role=web")
+		Expect(errOut).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(f)).To(Equal([]byte("web-canary-7d1")))
+
+		code, _, _ = agent("ensure", "file", f, "--content", "{{ lookup('data.motd') }}", "--fact", "role=db")
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(f)).To(Equal([]byte("plain")))
+	})
+
+	It("reads another file with --hiera, and runs without data when the default file is absent", func() {
+		other := filepath.Join(dir, "other.yaml")
+		Expect(os.WriteFile(other, []byte("data: {motd: other}\n"), 0o644)).To(Succeed())
+		f := filepath.Join(dir, "motd")
+		code, _, _ := agent("ensure", "--hiera", other, "file", f, "--content", "{{ lookup('data.motd') }}")
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(f)).To(Equal([]byte("other")))
+
+		Expect(os.Remove(filepath.Join(dir, ".hiera"))).To(Succeed())
+		code, _, errOut := agent("ensure", "file", f, "--content", "{{ lookup('data.motd', 'none') }}")
+		Expect(errOut).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(f)).To(Equal([]byte("none")))
+	})
+
+	It("adds ./.env to the environment templates see, unless --no-read-env", func() {
+		Expect(os.WriteFile(filepath.Join(dir, ".env"), []byte("CCM_DOTENV_CANARY=\"from-dotenv\"\n"), 0o644)).To(Succeed())
+		f := filepath.Join(dir, "env")
+		code, _, errOut := agent("ensure", "file", f, "--content", "{{ lookup('environ.CCM_DOTENV_CANARY', 'unset') }}")
+		Expect(errOut).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(f)).To(Equal([]byte("from-dotenv")))
+
+		code, _, _ = agent("ensure", "--no-read-env", "file", f, "--content", "{{ lookup('environ.CCM_DOTENV_CANARY', 'unset') }}")
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(f)).To(Equal([]byte("unset")))
+	})
+})

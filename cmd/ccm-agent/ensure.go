@@ -24,7 +24,9 @@ import (
 type commonFlags struct {
 	common resflags.Common
 	// noop is the --noop of "ensure", given before or after the type.
-	noop  *bool
+	noop *bool
+	// data are the hiera and .env sources of "ensure".
+	data  *dataFlags
 	json  bool
 	facts factFlags
 	diff  diffFlags
@@ -42,9 +44,11 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 	// On "ensure" itself, so that it may come before the type as in CCM
 	// ("ensure --noop file ...") or after it.
 	noop := ens.Flag("noop", "Report what would change without changing anything").Bool()
+	data := &dataFlags{}
+	data.register(ens)
 	for _, t := range resflags.Table {
 		cmd := ens.Command(t.Type, t.Help)
-		c := &commonFlags{noop: noop}
+		c := &commonFlags{noop: noop, data: data}
 		c.register(cmd, t)
 		vals := resflags.Register(cmd, t)
 		typeName := t.Type
@@ -88,7 +92,15 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, err)
 	}
 	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)))
-	env := templates.New(fs, nil, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
+	data, err := c.data.data(fs)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	environ, err := c.data.environ()
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	env := templates.New(fs, data, templates.WithEnviron(environ), templates.WithFiles(cwd))
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
 		engine.Spec{Type: typeName, Properties: props})
 

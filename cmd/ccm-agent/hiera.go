@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/choria-io/fisk"
-	"gopkg.in/yaml.v3"
+	goyaml "github.com/goccy/go-yaml"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/facts"
@@ -160,7 +160,9 @@ func (a *app) hieraParse(h *hieraFlags) error {
 	var text string
 	switch {
 	case h.yaml:
-		b, err := yaml.Marshal(out)
+		// CCM prints with this library: its layout (lists not indented
+		// below their key, two spaces) is what scripts see.
+		b, err := goyaml.Marshal(wholeNumbers(out))
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -232,4 +234,31 @@ func writeEnv(w io.Writer, prefix string, v any) error {
 		}
 	}
 	return nil
+}
+
+// wholeNumbers returns v with every whole float64 (the decoder's type for
+// every number) as an int64, so YAML prints 443 where the input said 443,
+// as CCM does.
+func wholeNumbers(v any) any {
+	switch t := v.(type) {
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return int64(t)
+		}
+		return t
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = wholeNumbers(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = wholeNumbers(e)
+		}
+		return out
+	default:
+		return v
+	}
 }
