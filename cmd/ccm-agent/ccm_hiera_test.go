@@ -68,6 +68,14 @@ var _ = Describe("ccm-agent hiera", func() {
 		Expect(out).To(Equal("HIERA_PACKAGES=[\"ca-certificates\",\"nginx\"]\nHIERA_PORT=443\nHIERA_RATIO=1.500000\nHIERA_WEB={\"tls\":true}\n"))
 	})
 
+	It("parse --yaml lays lists out as CCM does: not indented below their key", func() {
+		p := filepath.Join(dir, "typed.yaml")
+		Expect(os.WriteFile(p, []byte("data:\n  port: 443\n  packages: [ca-certificates, nginx]\n  web: {tls: true}\n  ratio: 1.5\n"), 0o644)).To(Succeed())
+		code, out, _ := agent("hiera", "parse", p, "--yaml")
+		Expect(code).To(Equal(0))
+		Expect(out).To(Equal("packages:\n- ca-certificates\n- nginx\nport: 443\nratio: 1.5\nweb:\n  tls: true\n"))
+	})
+
 	It("parse --query prints one value; -D sets data over the resolved data", func() {
 		code, out, _ := agent("hiera", "parse", input, "fqdn=my.fqdn.com", "--query", "test")
 		Expect(code).To(Equal(0))

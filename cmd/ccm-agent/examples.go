@@ -47,6 +47,12 @@ ccm-agent hiera parse data.yaml --facts facts.yaml --query web.listen_port
 ccm-agent hiera facts -E role=web
 ccm-agent hiera facts --query host.info.platformFamily
 `,
+	"status": `
+# The current state of a file, a package or a service, changing nothing
+ccm-agent status file /etc/motd
+ccm-agent status package zsh --json
+ccm-agent status service nginx
+`,
 	"apply": `
 # What a manifest would change on this host, then apply it
 ccm-agent apply site.yaml --noop

@@ -61,5 +61,6 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerHiera(cli)
 	a.registerRun(cli)
 	a.registerSimulate(cli)
+	a.registerStatus(cli)
 	return cli, program.AttachExamples(cli, examples)
 }
