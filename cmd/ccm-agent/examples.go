@@ -53,6 +53,16 @@ ccm-agent status file /etc/motd
 ccm-agent status package zsh --json
 ccm-agent status service nginx
 `,
+	"session new": `
+# Start a session for a script (eval its output); later ensure lines record into it
+ccm-agent session new
+ccm-agent session new --directory /var/tmp/ccm-session
+`,
+	"session report": `
+# Summarise the session, then remove it (only inside the temporary directory)
+ccm-agent session report --remove
+ccm-agent session report --session /var/tmp/ccm-session
+`,
 	"apply": `
 # What a manifest would change on this host, then apply it
 ccm-agent apply site.yaml --noop

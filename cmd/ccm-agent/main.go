@@ -61,6 +61,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerHiera(cli)
 	a.registerRun(cli)
 	a.registerSimulate(cli)
+	a.registerSession(cli)
 	a.registerStatus(cli)
 	return cli, program.AttachExamples(cli, examples)
 }
