@@ -43,6 +43,11 @@ type Manifest struct {
 	entries     []*entry
 	// sensitiveData are the data keys marked sensitive (sensitive_data).
 	sensitiveData []string
+	// jetFile is ccm.resources_jet_file: a Jet template in the manifest's
+	// directory rendering the resources once data is resolved.
+	jetFile string
+	// types are the resource types entries may have.
+	types typeSet
 }
 
 // ParseOptions bound parsing.
@@ -134,7 +139,7 @@ func (m *Manifest) FailOnError() bool { return m.failOnError }
 var (
 	topKeys       = []string{"data", "sensitive_data", "hierarchy", "overrides", "ccm"}
 	hierarchyKeys = []string{"order", "merge"}
-	ccmKeys       = []string{"fail_on_error", "pre_message", "post_message", "resources"}
+	ccmKeys       = []string{"fail_on_error", "pre_message", "post_message", "resources", "resources_jet_file"}
 )
 
 func (m *Manifest) decodeTop(top map[string]any, ts typeSet) error {
@@ -265,6 +270,10 @@ func (m *Manifest) decodeCCM(v any, ts typeSet) error {
 			}
 			*msg.dst = str
 		}
+	}
+	m.types = ts
+	if err := m.decodeJetFile(c); err != nil {
+		return err
 	}
 	r, ok := c["resources"]
 	if !ok || r == nil {
