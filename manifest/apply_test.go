@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/applytype"
+	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
 // The apply resource as CCM documents it: docs/content/resources/apply.md
@@ -175,6 +178,38 @@ ccm:
 		Expect(rep.Events[0].Failed).To(BeTrue())
 		Expect(rep.Events[0].Errors).To(ContainElement(ContainSubstring(applytype.ErrNestedApply.Error())))
 		Expect(filepath.Join(dir, "vendor-ran")).ToNot(BeAnExistingFile())
+	})
+
+	It("judges the child's resources with the run's guard: a refused one fails the apply and nothing of the child runs", func() {
+		write("child/manifest.yaml", `
+ccm:
+  resources:
+    - file:
+        - DIR/child-file: {content: "guard-canary-3f", owner: root, group: root, mode: "0644"}
+    - exec:
+        - "/bin/sh -c 'echo guard-canary-3f > DIR/child-exec'": {}
+`)
+		parent := write("manifest.yaml", `
+ccm:
+  resources:
+    - apply:
+        - child/manifest.yaml: {}
+`)
+		var judged []string
+		guard := func(p *engine.Prepared) error {
+			judged = append(judged, p.Ref())
+			if p.Type.Name() == "exec" {
+				return fmt.Errorf("%w: exec is not allowed", resources.ErrForbidden)
+			}
+			return nil
+		}
+		rep := run(parent, manifest.RunOptions{Guard: guard})
+		Expect(judged).To(ContainElements("apply#child/manifest.yaml", "file#"+dir+"/child-file", ContainSubstring("exec#")))
+		Expect(rep.Events).To(HaveLen(1))
+		Expect(rep.Events[0].Failed).To(BeTrue())
+		Expect(rep.Events[0].Errors).To(ContainElement(ContainSubstring("exec is not allowed")))
+		Expect(filepath.Join(dir, "child-file")).ToNot(BeAnExistingFile())
+		Expect(filepath.Join(dir, "child-exec")).ToNot(BeAnExistingFile())
 	})
 
 	It("stops recursion after ten levels", func() {
