@@ -35,7 +35,7 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd := cli.Command("apply", "Apply a manifest (many resources, data and hierarchy) on this host")
 	cmd.Arg("manifest", "Manifest file (YAML or JSON); relative sources resolve against its directory").Required().StringVar(&c.path)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
-	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 on CRITICAL)").UnNegatableBoolVar(&c.monitor)
+	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)

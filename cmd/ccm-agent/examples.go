@@ -69,7 +69,7 @@ ccm-agent apply site.yaml --noop
 ccm-agent apply site.yaml
 # The manifest after data and templates are resolved, with a fact overridden
 ccm-agent apply site.yaml --render --fact role=web
-# Only the resources' health checks (exit 2 when one is CRITICAL)
+# Only the resources' health checks (exit 2 when one is not OK)
 ccm-agent apply site.yaml --monitor-only
 `,
 	"ensure file": `
