@@ -157,3 +157,38 @@ overrides:
 		Expect(os.ReadFile(f)).To(Equal([]byte("unset")))
 	})
 })
+
+// CCM's apply takes --hiera FILE (or CCM_HIERA_DATA) as overriding data
+// (docs/content/cli/_index.md, "Data in the CLI").
+var _ = Describe("ccm-agent apply --hiera", func() {
+	It("resolves the file with the facts and lays its data over the manifest's, --data over both", func() {
+		dir := GinkgoT().TempDir()
+		site := filepath.Join(dir, "site.yaml")
+		out := filepath.Join(dir, "out")
+		Expect(os.WriteFile(site, []byte(`
+data: {greeting: manifest, who: manifest}
+ccm:
+  resources:
+    - file:
+        - `+out+`: {content: "{{ lookup('data.greeting') }} {{ lookup('data.who') }}", owner: root, group: root, mode: "0644"}
+`), 0o644)).To(Succeed())
+		hiera := filepath.Join(dir, "hiera.yaml")
+		Expect(os.WriteFile(hiera, []byte(`
+hierarchy:
+  order: ["role:{{ lookup('facts.role', 'none') }}"]
+data: {greeting: hiera-base}
+overrides:
+  role:web: {greeting: hiera-web}
+`), 0o644)).To(Succeed())
+		code, _, errOut := agent("apply", site, "--hiera", hiera, "--fact", "role=web")
+		Expect(errOut).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(out)).To(Equal([]byte("hiera-web manifest")))
+
+		data := filepath.Join(dir, "data.yaml")
+		Expect(os.WriteFile(data, []byte("greeting: from-data\n"), 0o644)).To(Succeed())
+		code, _, _ = agent("apply", site, "--hiera", hiera, "--data", data)
+		Expect(code).To(Equal(0))
+		Expect(os.ReadFile(out)).To(Equal([]byte("from-data manifest")))
+	})
+})

@@ -41,16 +41,24 @@ func (d *dataFlags) data(facts map[string]any) (map[string]any, error) {
 	if d.hiera == "" {
 		return nil, nil
 	}
-	m, err := manifest.Load(d.hiera)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(d.hiera); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	return hieraData(d.hiera, facts)
+}
+
+// hieraData resolves a hierarchical data file with facts.
+func hieraData(path string, facts map[string]any) (map[string]any, error) {
+	m, err := manifest.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("--hiera %s: %w", d.hiera, err)
+		return nil, fmt.Errorf("--hiera %s: %w", path, err)
 	}
 	r, err := m.Resolve(manifest.RunOptions{Facts: facts})
 	if err != nil {
-		return nil, fmt.Errorf("--hiera %s: %w", d.hiera, err)
+		return nil, fmt.Errorf("--hiera %s: %w", path, err)
+	}
+	if r.Data == nil {
+		return map[string]any{}, nil
 	}
 	return r.Data, nil
 }
