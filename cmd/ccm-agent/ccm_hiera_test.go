@@ -19,7 +19,7 @@ var _ = Describe("ccm-agent hiera", func() {
 		Expect(os.WriteFile(input, []byte(`{
     "hierarchy": {
         "order": [
-            "fqdn:{{ lookup('facts.fqdn') }}"
+            "fqdn:${ lookup('facts.fqdn') }"
         ]
     },
     "data": {
