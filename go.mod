@@ -11,6 +11,7 @@ require (
 	github.com/expr-lang/expr v1.17.8
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-json-experiment/json v1.27.2
+	github.com/goccy/go-yaml v1.18.0
 	github.com/goreleaser/nfpm/v2 v2.46.3
 	github.com/kballard/go-shellquote v0.0.0-20180428030007-95032a82bc51
 	github.com/nats-io/jsm.go v0.5.1

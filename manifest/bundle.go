@@ -122,6 +122,9 @@ func (m *Manifest) sourceRoots() ([]string, error) {
 		}
 		return nil
 	}
+	if err := m.applyRoots(add); err != nil {
+		return nil, err
+	}
 	for _, e := range m.entries {
 		if !slices.Contains(sourceTypes, e.typ) {
 			continue
@@ -137,6 +140,32 @@ func (m *Manifest) sourceRoots() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// applyRoots adds what runs beside the manifest: the directory of each
+// relative child manifest of an apply resource (its own sources and
+// children resolve there), the child file itself when it sits beside the
+// manifest, and the resources_jet_file.
+func (m *Manifest) applyRoots(add func(*entry, any) error) error {
+	if m.jetFile != "" {
+		if err := add(&entry{typ: "ccm", name: "resources_jet_file"}, m.jetFile); err != nil {
+			return err
+		}
+	}
+	for _, e := range m.entries {
+		name, ok := e.name.(string)
+		if e.typ != protocol.TypeApply || !ok {
+			continue
+		}
+		root := name
+		if dir := path.Dir(filepath.ToSlash(name)); dir != "." {
+			root = dir
+		}
+		if err := add(e, root); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // asObject returns a literal "*" object, nil for a template or none.

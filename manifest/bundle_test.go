@@ -33,6 +33,28 @@ var _ = Describe("Bundle", func() {
 		return m
 	}
 
+	It("carries an apply resource's child directory and a resources_jet_file, so they run on the host as here", func() {
+		writeTree(src, map[string]string{
+			"app/manifest.yaml":    "ccm: {resources: [{file: [{/tmp/ccm-bundle-child: {source: files/x, owner: root, group: root, mode: \"0644\"}}]}]}\n",
+			"app/files/x":          "child source\n",
+			"side.yaml":            "ccm: {}\n",
+			"unrelated/secret.txt": "not bundled\n",
+		})
+		m := load("ccm:\n  resources:\n    - apply:\n        - app/manifest.yaml: {}\n        - side.yaml: {}\n")
+		b, err := manifest.NewBundle(m)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(b.Files).To(HaveKey("app/manifest.yaml"))
+		Expect(b.Files).To(HaveKey("app/files/x"))
+		Expect(b.Files).To(HaveKey("side.yaml"))
+		Expect(b.Files).ToNot(HaveKey("unrelated/secret.txt"))
+
+		writeTree(src, map[string]string{"resources.jet": "- exec:\n    - /bin/true: {}\n"})
+		b, err = manifest.NewBundle(load("ccm:\n  resources_jet_file: resources.jet\n"))
+		Expect(err).ToNot(HaveOccurred())
+		Expect(b.Files).To(HaveKeyWithValue("resources.jet", []byte("- exec:\n    - /bin/true: {}\n")))
+		Expect(b.Files).ToNot(HaveKey("unrelated/secret.txt"))
+	})
+
 	It("carries relative file and scaffold sources and unpacks them into a fresh directory", func() {
 		writeTree(src, map[string]string{
 			"files/motd.txt":            "hello\n",

@@ -44,6 +44,11 @@ type Manifest struct {
 	entries     []*entry
 	// sensitiveData are the data keys marked sensitive (sensitive_data).
 	sensitiveData []string
+	// jetFile is ccm.resources_jet_file: a Jet template in the manifest's
+	// directory rendering the resources once data is resolved.
+	jetFile string
+	// types are the resource types entries may have.
+	types typeSet
 	// rules are the data's @require/@validate annotations; ruleWarnings
 	// name the annotations not understood.
 	rules        []Rule
@@ -153,7 +158,7 @@ func (m *Manifest) FailOnError() bool { return m.failOnError }
 var (
 	topKeys       = []string{"data", "sensitive_data", "data_rules", "hierarchy", "overrides", "ccm"}
 	hierarchyKeys = []string{"order", "merge"}
-	ccmKeys       = []string{"fail_on_error", "pre_message", "post_message", "resources"}
+	ccmKeys       = []string{"fail_on_error", "pre_message", "post_message", "resources", "resources_jet_file"}
 )
 
 func (m *Manifest) decodeTop(top map[string]any, ts typeSet) error {
@@ -287,6 +292,10 @@ func (m *Manifest) decodeCCM(v any, ts typeSet) error {
 			}
 			*msg.dst = str
 		}
+	}
+	m.types = ts
+	if err := m.decodeJetFile(c); err != nil {
+		return err
 	}
 	r, ok := c["resources"]
 	if !ok || r == nil {

@@ -185,7 +185,7 @@ ccm:
 		Entry("sensitive_data not a key", "sensitive_data: [\"db..pw\"]\n", `sensitive_data[0]: "db..pw" is not a dotted data key such as db.password`),
 		Entry("sensitive_data a template", "sensitive_data: [\"{{ x }}\"]\n", `sensitive_data[0]: "{{ x }}" is not a dotted data key such as db.password`),
 		Entry("sensitive_data a number", "sensitive_data: [1]\n", `sensitive_data[0]: expected a data key, got a number`),
-		Entry("unknown ccm key", "ccm: {fail_on_eror: true}\n", `ccm: unknown key "fail_on_eror" (allowed: fail_on_error, pre_message, post_message, resources)`),
+		Entry("unknown ccm key", "ccm: {fail_on_eror: true}\n", `ccm: unknown key "fail_on_eror" (allowed: fail_on_error, pre_message, post_message, resources, resources_jet_file)`),
 		Entry("unknown hierarchy key", "hierarchy: {ordr: []}\n", `hierarchy: unknown key "ordr" (allowed: order, merge)`),
 		Entry("bad merge", "hierarchy: {merge: shallow}\n", `hierarchy.merge: shallow is not "first" or "deep"`),
 		Entry("override not an object", "overrides: {'os:x': 3}\n", `overrides["os:x"]: expected an object, got a number`),
@@ -221,7 +221,7 @@ ccm:
 ccm:
   resources:
     - pakage: [{nginx: {}}]
-`, `resources[0]: unknown resource type "pakage" (known: archive, exec, file, package, scaffold, service)`),
+`, `resources[0]: unknown resource type "pakage" (known: apply, archive, exec, file, package, scaffold, service)`),
 		Entry("two types in one item", `
 ccm:
   resources:

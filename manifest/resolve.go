@@ -156,7 +156,13 @@ func (m *Manifest) plan(opts RunOptions) (*plan, error) {
 	if pl.post, err = env.ExpandString(m.postMessage); err != nil {
 		return nil, invalidWith(err, "ccm.post_message: %v", err)
 	}
-	for _, e := range m.entries {
+	entries := m.entries
+	if m.jetFile != "" {
+		if entries, err = m.jetEntries(env, opts.AllowEnviron); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range entries {
 		specs, err := expandEntry(e, env)
 		if err != nil {
 			return nil, err

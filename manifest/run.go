@@ -100,16 +100,17 @@ func Run(ctx context.Context, eng *engine.Engine, m *Manifest, opts RunOptions) 
 		opts.OnStart(pl.pre)
 	}
 
-	r := &runner{sess: sess, noop: opts.Noop, failOnError: m.failOnError, idx: idx, log: log}
+	r := &runner{sess: sess, noop: opts.Noop, failOnError: m.failOnError, idx: idx, log: log, eng: eng, opts: opts, dir: m.workingDir}
 	rep := &Report{PreMessage: pl.pre, Events: make([]*protocol.TransactionEvent, 0, len(prepared))}
 	for i, p := range prepared {
 		ev := r.apply(ctx, p, nodes[i])
 		r.events = append(r.events, ev)
+		r.all = append(r.all, ev)
 		if opts.OnEvent != nil {
 			opts.OnEvent(ev)
 		}
 	}
-	rep.Events = r.events
+	rep.Events = r.all
 	rep.Summary = Summarize(rep.Events, time.Since(start))
 	if rep.Summary.Failed == 0 {
 		rep.PostMessage = pl.post
@@ -136,6 +137,13 @@ type runner struct {
 	idx         refIndex
 	log         *slog.Logger
 	events      []*protocol.TransactionEvent
+	// all are the events of the report: events, each apply resource's
+	// after those of its child manifest.
+	all []*protocol.TransactionEvent
+	// eng, opts and dir run child manifests of apply resources.
+	eng  *engine.Engine
+	opts RunOptions
+	dir  string
 	// failed is the ref of the first failed resource, "" while none failed.
 	failed string
 }
@@ -154,7 +162,12 @@ func (r *runner) apply(ctx context.Context, p *engine.Prepared, n refNode) *prot
 		return r.skipped(p, unmet, "")
 	}
 	triggers := r.triggers(n.subscribe)
-	ev := r.sess.Apply(ctx, p, engine.ApplyOptions{Refresh: len(triggers) > 0})
+	var ev *protocol.TransactionEvent
+	if p.Type.Name() == protocol.TypeApply && p.Managed {
+		ev = r.applyChild(ctx, p)
+	} else {
+		ev = r.sess.Apply(ctx, p, engine.ApplyOptions{Refresh: len(triggers) > 0})
+	}
 	if len(triggers) > 0 {
 		log.Info("subscribed resources changed", "changed", triggers, "refreshed", ev.Refreshed)
 		if r.noop && ev.Refreshed {

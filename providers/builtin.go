@@ -14,6 +14,7 @@ import (
 	"github.com/ccm-fleet/ccm/providers/scaffoldchoria"
 	"github.com/ccm-fleet/ccm/providers/systemd"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/applytype"
 	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
@@ -43,6 +44,7 @@ func Builtin(opts Options) (*resources.Registry, error) {
 	// The types are the resource catalog's; the providers are wired here.
 	types := catalog.Types()
 	factories := []resources.Factory{
+		applytype.Factory{},
 		archivehttp.NewFactory(log),
 		execposix.NewPosixFactory(opts.Runner, log),
 		execposix.NewShellFactory(opts.Runner, log),

@@ -27,7 +27,8 @@ const (
 
 // HealthCheck is a command run after a resource is applied, nagios style:
 // exit 0 OK, 1 WARNING, 2 CRITICAL, anything else UNKNOWN, the first line
-// of its output the message. A CRITICAL check fails the resource.
+// of its output the message. As in CCM, a check that is not OK fails the
+// resource.
 type HealthCheck struct {
 	// Name names the check in events; the command when empty.
 	Name string `json:"name,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,8 +27,11 @@ type applyFlags struct {
 	json     bool
 	render   bool
 	dataFile string
-	facts    factFlags
-	diff     diffFlags
+	// hiera is CCM's --hiera: a hierarchical data file resolved with the
+	// facts, its data over the manifest's (--data over both).
+	hiera string
+	facts factFlags
+	diff  diffFlags
 }
 
 func (a *app) registerApply(cli *fisk.Application) {
@@ -35,10 +39,11 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd := cli.Command("apply", "Apply a manifest (many resources, data and hierarchy) on this host")
 	cmd.Arg("manifest", "Manifest file (YAML or JSON); relative sources resolve against its directory").Required().StringVar(&c.path)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
-	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 on CRITICAL)").UnNegatableBoolVar(&c.monitor)
+	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
+	cmd.Flag("hiera", "Hierarchical data file (data, hierarchy, overrides) resolved with the facts; its data overrides the manifest's, --data overrides both").Envar("CCM_HIERA_DATA").PlaceHolder("FILE").StringVar(&c.hiera)
 	c.facts.register(cmd)
 	c.diff.register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
@@ -60,6 +65,14 @@ func (a *app) apply(c *applyFlags) error {
 	data, err := readDataFile(c.dataFile)
 	if err != nil {
 		return a.applyError(c, err)
+	}
+	if c.hiera != "" {
+		over, err := hieraData(c.hiera, fs)
+		if err != nil {
+			return a.applyError(c, err)
+		}
+		maps.Copy(over, data)
+		data = over
 	}
 	log := a.Logger()
 	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log, DiffLimit: c.diff.maxBytes}

@@ -24,10 +24,15 @@ import (
 type commonFlags struct {
 	common resflags.Common
 	// noop is the --noop of "ensure", given before or after the type.
-	noop  *bool
-	json  bool
-	facts factFlags
-	diff  diffFlags
+	noop *bool
+	// data are the hiera and .env sources of "ensure".
+	data *dataFlags
+	// session are --session of "ensure" and this type's --require and
+	// --subscribe.
+	session sessionFlags
+	json    bool
+	facts   factFlags
+	diff    diffFlags
 }
 
 func (c *commonFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
@@ -42,10 +47,14 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 	// On "ensure" itself, so that it may come before the type as in CCM
 	// ("ensure --noop file ...") or after it.
 	noop := ens.Flag("noop", "Report what would change without changing anything").Bool()
+	data := &dataFlags{}
+	data.register(ens)
+	store := registerSessionStore(ens)
 	for _, t := range resflags.Table {
 		cmd := ens.Command(t.Type, t.Help)
-		c := &commonFlags{noop: noop}
+		c := &commonFlags{noop: noop, data: data, session: sessionFlags{dir: store}}
 		c.register(cmd, t)
+		c.session.register(cmd, t.Type)
 		vals := resflags.Register(cmd, t)
 		typeName := t.Type
 		cmd.Action(func(*fisk.ParseContext) error {
@@ -55,6 +64,11 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			}
 			if props, err = c.common.Properties(props); err != nil {
 				return program.Exit(protocol.ExitError, err)
+			}
+			if typeName == "file" {
+				if err := fileDefaults(props); err != nil {
+					return program.Exit(protocol.ExitError, err)
+				}
 			}
 			return a.ensure(typeName, c, props)
 		})
@@ -83,9 +97,20 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, err)
 	}
 	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)))
-	env := templates.New(fs, nil, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
-	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
+	data, err := c.data.data(fs)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	environ, err := c.data.environ()
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	env := templates.New(fs, data, templates.WithEnviron(environ), templates.WithFiles(cwd))
+	ev, err := c.run(ctx, eng, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
 		engine.Spec{Type: typeName, Properties: props})
+	if errors.Is(err, errSession) {
+		return program.Exit(protocol.ExitError, err)
+	}
 
 	if c.json {
 		b, merr := protocol.NewEnsureResponse(ev, err).Marshal(protocol.EncodingJSON)
@@ -107,6 +132,51 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(code, nil)
 	}
 	return nil
+}
+
+// errSession marks a session that could not be read or written.
+var errSession = errors.New("session")
+
+// run applies the resource, honouring the session: a resource whose
+// requirements failed is skipped, one whose subscriptions changed is
+// refreshed, and the event is recorded.
+func (c *commonFlags) run(ctx context.Context, eng *engine.Engine, opts engine.RunOptions, spec engine.Spec) (*protocol.TransactionEvent, error) {
+	sess, err := c.session.open()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errSession, err)
+	}
+	if sess == nil {
+		return eng.Ensure(ctx, opts, spec)
+	}
+	unmet, err := sess.unmet(c.session.require)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errSession, err)
+	}
+	triggers, err := sess.changed(c.session.subscribe)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errSession, err)
+	}
+	var ev *protocol.TransactionEvent
+	if len(unmet) > 0 {
+		name, _ := spec.Properties["name"].(string)
+		alias, _ := spec.Properties["alias"].(string)
+		ev = protocol.NewTransactionEvent(engine.NewID(), spec.Type, name, alias)
+		ev.RequestedEnsure, _ = spec.Properties["ensure"].(string)
+		ev.Noop = opts.Noop
+		ev.Skipped = true
+		ev.UnmetRequirements = unmet
+	} else {
+		es := eng.NewSession(opts)
+		p, err := es.Prepare(spec)
+		if err != nil {
+			return nil, err
+		}
+		ev = es.Apply(ctx, p, engine.ApplyOptions{Refresh: len(triggers) > 0})
+	}
+	if err := sess.record(ev); err != nil {
+		return ev, fmt.Errorf("%w: %w", errSession, err)
+	}
+	return ev, nil
 }
 
 // cleanInvalid drops the sentinel's own words from a validation error so the

@@ -33,13 +33,43 @@ ccm-agent run --config /etc/ccm/agent.yaml --fact role=web --facts-file /etc/ccm
 # 100 agents in one process against a lab broker, half debian, half rhel
 ccm-agent simulate --count 100 --vary os=debian,rhel --fact role=web --insecure --server nats://127.0.0.1:4222
 `,
+	"hiera parse": `
+# Resolve a data file (data, hierarchy, overrides) with facts given as arguments
+ccm-agent hiera parse data.yaml env=prod role=web
+# The same as YAML, or as HIERA_KEY=value lines for a shell
+ccm-agent hiera parse data.yaml env=prod --yaml
+ccm-agent hiera parse data.yaml env=prod --env
+# One value, with this host's facts and a facts file
+ccm-agent hiera parse data.yaml --facts facts.yaml --query web.listen_port
+`,
+	"hiera facts": `
+# The facts hiera parse resolves with: this host's, the environment's, and arguments
+ccm-agent hiera facts -E role=web
+ccm-agent hiera facts --query host.info.platformFamily
+`,
+	"status": `
+# The current state of a file, a package or a service, changing nothing
+ccm-agent status file /etc/motd
+ccm-agent status package zsh --json
+ccm-agent status service nginx
+`,
+	"session new": `
+# Start a session for a script (eval its output); later ensure lines record into it
+ccm-agent session new
+ccm-agent session new --directory /var/tmp/ccm-session
+`,
+	"session report": `
+# Summarise the session, then remove it (only inside the temporary directory)
+ccm-agent session report --remove
+ccm-agent session report --session /var/tmp/ccm-session
+`,
 	"apply": `
 # What a manifest would change on this host, then apply it
 ccm-agent apply site.yaml --noop
 ccm-agent apply site.yaml
 # The manifest after data and templates are resolved, with a fact overridden
 ccm-agent apply site.yaml --render --fact role=web
-# Only the resources' health checks (exit 2 when one is CRITICAL)
+# Only the resources' health checks (exit 2 when one is not OK)
 ccm-agent apply site.yaml --monitor-only
 `,
 	"ensure file": `

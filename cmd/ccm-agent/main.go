@@ -58,7 +58,10 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerApply(cli)
 	a.registerEnsure(cli)
 	a.registerFacts(cli)
+	a.registerHiera(cli)
 	a.registerRun(cli)
 	a.registerSimulate(cli)
+	a.registerSession(cli)
+	a.registerStatus(cli)
 	return cli, program.AttachExamples(cli, examples)
 }

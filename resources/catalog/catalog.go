@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/applytype"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 	"github.com/ccm-fleet/ccm/resources/filetype"
@@ -31,6 +32,7 @@ type Entry struct {
 // entries is the catalog, sorted by name. Each declaration reads the
 // type's own properties value (see typed).
 var entries = []Entry{
+	{Name: "apply", Type: applytype.Type{}, Providers: []string{applytype.ProviderName}, declare: typed(applyObjects)},
 	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects)},
 	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects)},
 	{Name: "file", Type: filetype.Type{}, Providers: []string{"posix"}, declare: typed(fileObjects)},

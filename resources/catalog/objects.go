@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/applytype"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 	"github.com/ccm-fleet/ccm/resources/filetype"
@@ -189,6 +190,17 @@ func execObjects(p *exectype.Properties, _ string) []HostObject {
 		out = append(out, HostObject{Kind: PathRead, Check: "creates", Value: p.Creates})
 	}
 	return out
+}
+
+// applyObjects: an apply resource reads its child manifest (relative to
+// the parent manifest's directory). The child's own resources are prepared
+// and judged one by one when the child runs.
+func applyObjects(p *applytype.Properties, workingDir string) []HostObject {
+	o := HostObject{Kind: PathRead, Check: "name", Value: applytype.ChildPath(p.Name, workingDir)}
+	if !filepath.IsAbs(p.Name) && workingDir != "" {
+		o.Base = filepath.Clean(workingDir)
+	}
+	return []HostObject{o}
 }
 
 func packageObjects(p *pkgtype.Properties, _ string) []HostObject {

@@ -46,16 +46,19 @@ var ErrNoHealthRunner = errors.New("no health-check runner: the engine was built
 func WithHealthRunner(r HealthRunner) Option { return func(e *Engine) { e.health = r } }
 
 // checkHealth runs the resource's health checks in order, puts their
-// results in ev and fails ev for each CRITICAL one. A sensitive resource's
+// results in ev and, as CCM does, fails ev for each one that is not OK
+// (WARNING, CRITICAL, or UNKNOWN because it ran and exited 3 or more, or
+// could not run). A check never run because the engine has no runner stays
+// UNKNOWN without failing: nothing was checked. A sensitive resource's
 // check messages are its output: the error says only the marker.
 func (s *Session) checkHealth(ctx context.Context, p *Prepared, ev *protocol.TransactionEvent) {
 	checks := p.Properties.Common().HealthChecks
 	for i := range checks {
 		res := s.runCheck(ctx, &checks[i], p.secrets)
 		ev.HealthChecks = append(ev.HealthChecks, res)
-		if res.Status == protocol.HealthCritical {
+		if res.Status != protocol.HealthOK && s.eng.health != nil {
 			ev.Failed = true
-			ev.Errors = append(ev.Errors, fmt.Sprintf("health check %s: CRITICAL: %s", p.secrets.Value("", res.Name), p.secrets.Output(res.Message)))
+			ev.Errors = append(ev.Errors, fmt.Sprintf("health check %s: %s: %s", p.secrets.Value("", res.Name), res.Status, p.secrets.Output(res.Message)))
 		}
 	}
 }

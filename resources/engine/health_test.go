@@ -45,7 +45,9 @@ var _ = Describe("Health checks", func() {
 		return ev
 	}
 
-	DescribeTable("maps exit codes nagios style, the first output line the message; only CRITICAL fails",
+	// CCM's monitoring page (docs/content/monitoring/_index.md) maps exit
+	// codes nagios style; CCM fails the resource for every status but OK.
+	DescribeTable("maps exit codes nagios style, the first output line the message; every status but OK fails the resource, as in CCM",
 		func(script, status string, code int, message string, failed bool) {
 			ev := ensure(engine.RunOptions{}, false, check(script, map[string]any{"name": "probe"}))
 			Expect(ev.HealthChecks).To(HaveLen(1))
@@ -58,9 +60,9 @@ var _ = Describe("Health checks", func() {
 			Expect(ev.Changed).To(BeTrue(), "the resource itself applied")
 		},
 		Entry("OK", "echo all good; echo second line", protocol.HealthOK, 0, "all good", false),
-		Entry("WARNING", "echo slow; exit 1", protocol.HealthWarning, 1, "slow", false),
+		Entry("WARNING", "echo slow; exit 1", protocol.HealthWarning, 1, "slow", true),
 		Entry("CRITICAL", "echo down >&2; exit 2", protocol.HealthCritical, 2, "down", true),
-		Entry("UNKNOWN", "exit 3", protocol.HealthUnknown, 3, "", false),
+		Entry("UNKNOWN", "exit 3", protocol.HealthUnknown, 3, "", true),
 	)
 
 	It("runs no check on an engine built without a health-check runner: each is UNKNOWN, saying why", func() {
@@ -94,14 +96,20 @@ var _ = Describe("Health checks", func() {
 		Expect(string(b)).To(Equal("x\nx\nx\n"))
 	})
 
-	It("reports a command that cannot run or times out as UNKNOWN", func() {
+	It("names a WARNING check in the event's errors: it fails the resource as in CCM", func() {
+		ev := ensure(engine.RunOptions{}, false, check("echo degraded; exit 1", map[string]any{"name": "probe"}))
+		Expect(ev.Failed).To(BeTrue())
+		Expect(ev.Errors).To(ConsistOf("health check probe: WARNING: degraded"))
+	})
+
+	It("reports a command that cannot run or times out as UNKNOWN, failing the resource as in CCM", func() {
 		ev := ensure(engine.RunOptions{}, false, map[string]any{"command": "/nonexistent/check"}, check("sleep 5", map[string]any{"timeout": "50ms"}))
 		Expect(ev.HealthChecks).To(HaveLen(2))
 		Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthUnknown))
 		Expect(ev.HealthChecks[0].Code).To(Equal(-1))
 		Expect(ev.HealthChecks[1].Status).To(Equal(protocol.HealthUnknown))
 		Expect(ev.HealthChecks[1].Message).To(ContainSubstring("timed out"))
-		Expect(ev.Failed).To(BeFalse())
+		Expect(ev.Failed).To(BeTrue())
 	})
 
 	It("takes a command written as a YAML block (CCM's examples), its trailing newline ignored", func() {

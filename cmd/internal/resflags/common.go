@@ -46,7 +46,7 @@ func (c *Common) Register(cmd *fisk.CmdClause, t TypeFlags) {
 	cmd.Flag("if", "Manage only where this expression is true, e.g. \"facts.os == 'debian'\"").PlaceHolder("EXPR").StringVar(&c.If)
 	cmd.Flag("unless", "Do not manage where this expression is true").PlaceHolder("EXPR").StringVar(&c.Unless)
 	cmd.Flag("sensitive", "Keep the content out of diffs, events, logs and history (diffs say \"content differs; sensitive\")").UnNegatableBoolVar(&c.Sensitive)
-	cmd.Flag("check", "A health check run after the resource, nagios style: exit 0 OK, 1 WARNING, 2 CRITICAL fails the resource (repeatable)").PlaceHolder("COMMAND").StringsVar(&c.Checks)
+	cmd.Flag("check", "A health check run after the resource, nagios style: exit 0 OK; 1 WARNING, 2 CRITICAL or other UNKNOWN fails the resource, as in CCM (repeatable)").PlaceHolder("COMMAND").StringsVar(&c.Checks)
 	cmd.Flag("check-tries", "With --check, tries until each check is OK").PlaceHolder("N").IntVar(&c.CheckTries)
 	cmd.Flag("check-sleep", "With --check, the pause between tries").PlaceHolder("DURATION").StringVar(&c.CheckSleep)
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+)
+
+// CCM's command line fills in what "ensure file" leaves out: the owner and
+// group of the user running it, and mode 0644 (0755 for a directory).
+// Manifests and requests still have to say them.
+const (
+	defaultFileMode      = "0644"
+	defaultDirectoryMode = "0755"
+)
+
+// fileDefaults sets the owner, group and mode a local "ensure file" did not
+// give, as CCM's command line does. An absent file needs none of them.
+func fileDefaults(props map[string]any) error {
+	if props["ensure"] == "absent" {
+		return nil
+	}
+	if _, ok := props["mode"]; !ok {
+		props["mode"] = defaultFileMode
+		if props["ensure"] == "directory" {
+			props["mode"] = defaultDirectoryMode
+		}
+	}
+	if _, ok := props["owner"]; !ok {
+		u, err := user.LookupId(strconv.Itoa(os.Getuid()))
+		if err != nil {
+			return fmt.Errorf("file %v: no --owner given and the current user has no name: %w", props["name"], err)
+		}
+		props["owner"] = u.Username
+	}
+	if _, ok := props["group"]; !ok {
+		g, err := user.LookupGroupId(strconv.Itoa(os.Getgid()))
+		if err != nil {
+			return fmt.Errorf("file %v: no --group given and the current group has no name: %w", props["name"], err)
+		}
+		props["group"] = g.Name
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// Sessions as CCM's CLI page shows them (docs/content/cli/_index.md,
+// "Managing multiple resources"): session new prints the export line,
+// ensure lines record into the session, --require skips a resource whose
+// requirement failed, --subscribe refreshes when the subscribed resource
+// changed, and session report summarises.
+var _ = Describe("ccm-agent session", func() {
+	var dir, store string
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		store = filepath.Join(dir, "session")
+	})
+
+	It("carries --require and --subscribe across separate command lines", func() {
+		code, out, _ := agent("session", "new", "--directory", store)
+		Expect(code).To(Equal(0))
+		Expect(out).To(Equal("export CCM_SESSION_STORE=" + store + "\n"))
+		GinkgoT().Setenv("CCM_SESSION_STORE", store)
+
+		code, _, _ = agent("ensure", "exec", "/bin/false")
+		Expect(code).To(Equal(2))
+
+		guarded := filepath.Join(dir, "guarded")
+		code, out, _ = agent("ensure", "file", guarded, "--content", "session-canary-91", "--require", "exec#/bin/false")
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("skipped"))
+		Expect(guarded).ToNot(BeAnExistingFile())
+
+		conf := filepath.Join(dir, "conf")
+		code, _, _ = agent("ensure", "file", conf, "--content", "v1")
+		Expect(code).To(Equal(0))
+		code, _, _ = agent("ensure", "file", guarded, "--content", "ok", "--require", "file#"+conf)
+		Expect(code).To(Equal(0))
+		Expect(guarded).To(BeAnExistingFile())
+
+		marker := filepath.Join(dir, "refreshed")
+		code, _, _ = agent("ensure", "exec", "/bin/touch "+marker, "--refreshonly", "--subscribe", "file#"+conf)
+		Expect(code).To(Equal(0))
+		Expect(marker).To(BeAnExistingFile(), "conf changed in this session: refreshed")
+
+		Expect(os.Remove(marker)).To(Succeed())
+		code, out, _ = agent("ensure", "file", conf, "--content", "v1")
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("stable"))
+		code, _, _ = agent("ensure", "exec", "/bin/touch "+marker, "--refreshonly", "-S", "file#"+conf)
+		Expect(code).To(Equal(0))
+		Expect(marker).ToNot(BeAnExistingFile(), "conf's last event is stable: no refresh")
+
+		code, out, _ = agent("session", "report")
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("      Total Resources: 7\n"))
+		Expect(out).To(ContainSubstring("     Unique Resources: 4\n"))
+		Expect(out).To(ContainSubstring("     Failed Resources: 1\n"))
+		Expect(out).To(ContainSubstring("    Skipped Resources: 1\n"))
+		Expect(out).To(ContainSubstring("         Total Errors: 1\n"))
+	})
+
+	It("refuses --require without a session, and a requirement the session has no event of", func() {
+		GinkgoT().Setenv("CCM_SESSION_STORE", "")
+		f := filepath.Join(dir, "f")
+		code, _, errOut := agent("ensure", "file", f, "--content", "x", "--require", "exec#/bin/true")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("need a session"))
+		Expect(f).ToNot(BeAnExistingFile())
+
+		code, _, _ = agent("session", "new", "--directory", store)
+		Expect(code).To(Equal(0))
+		code, _, errOut = agent("ensure", "--session", store, "file", f, "--content", "x", "--require", "exec#/bin/true")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("exec#/bin/true: no events in the session"))
+		Expect(f).ToNot(BeAnExistingFile())
+	})
+
+	It("session new refuses an existing directory; report --remove removes only inside the temporary directory", func() {
+		Expect(os.Mkdir(store, 0o700)).To(Succeed())
+		code, _, errOut := agent("session", "new", "--directory", store)
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("already exists"))
+
+		code, out, _ := agent("session", "new")
+		Expect(code).To(Equal(0))
+		tmp := out[len("export CCM_SESSION_STORE=") : len(out)-1]
+		Expect(tmp).To(BeADirectory())
+		code, _, _ = agent("session", "report", "--session", tmp, "--remove")
+		Expect(code).To(Equal(0))
+		Expect(tmp).ToNot(BeAnExistingFile())
+	})
+})
