@@ -96,6 +96,11 @@ ccm-orch audit site.yaml --where os=debian --json --key audit.seed
 # How each host drifted: content diffs, hosts with the same diff grouped
 ccm-orch audit site.yaml --diff --key audit.seed
 `,
+	"manifest put": `
+# Sign the bundle of ./web (manifest.yaml, templates, files) and store it where
+# CCM agents with obj://ccm-manifests/web.tar.gz in their manifests apply it
+ccm-orch manifest put ./web obj://ccm-manifests/web.tar.gz --key ops.seed
+`,
 	"assign": `
 # nginx kept in place on every web server: applied at once, then every 30 minutes
 ccm-orch assign web site.yaml --where role=web --key ops.seed
