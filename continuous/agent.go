@@ -132,7 +132,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// applies what is there now.
 	for _, w := range a.workers {
 		if w.src.Remote() {
-			w.poll(ctx)
+			_, _ = w.poll(ctx)
 		}
 	}
 	for _, w := range a.workers {

@@ -240,28 +240,30 @@ func (w *worker) watch(ctx context.Context) {
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	for {
+		// A change made before a new watch started is caught by a poll
+		// at once.
+		pollNow := false
 		if updates == nil && w.src.Kind == sources.KindObject {
 			updates, stop = w.watchObject(ctx)
+			pollNow = updates != nil
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case info, ok := <-updates:
-			if !ok {
-				updates, stop = nil, nil
-				continue
-			}
-			if info.Name != w.src.Key {
+		if !pollNow {
+			if !w.waitChange(ctx, timer.C, &updates, &stop) {
+				if ctx.Err() != nil {
+					return
+				}
 				continue
 			}
 		}
 		next := poll
-		if err := w.poll(ctx); err != nil {
+		if fresh, err := w.poll(ctx); err != nil {
 			next = min(minRetry<<min(failures, 16), poll)
 			failures++
 		} else {
 			failures = 0
+			if fresh {
+				w.a.enqueue(w)
+			}
 		}
 		if !timer.Stop() {
 			select {
@@ -270,6 +272,24 @@ func (w *worker) watch(ctx context.Context) {
 			}
 		}
 		timer.Reset(next)
+	}
+}
+
+// waitChange waits for the poll timer or a change of the source's object;
+// false when ctx ended, the watch closed or another object changed.
+func (w *worker) waitChange(ctx context.Context, tick <-chan time.Time, updates *<-chan jetstream.ObjectInfo, stop *func()) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+		return true
+	case info, ok := <-*updates:
+		if !ok {
+			(*stop)()
+			*updates, *stop = nil, nil
+			return false
+		}
+		return info.Name == w.src.Key
 	}
 }
 
@@ -286,10 +306,10 @@ func (w *worker) watchObject(ctx context.Context) (<-chan jetstream.ObjectInfo, 
 		return nil, nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	watcher, err := obs.Watch(wctx, jetstream.UpdatesOnly(), jetstream.IncludeHistory())
+	watcher, err := obs.Watch(wctx, jetstream.UpdatesOnly())
 	if err != nil {
 		cancel()
-		w.a.log.Debug("cannot watch the object store yet", "manifest", w.src.String(), "error", err)
+		w.a.log.Warn("cannot watch the object store: polling only until the next try", "manifest", w.src.String(), "error", err)
 		return nil, nil
 	}
 	out := make(chan jetstream.ObjectInfo, 1)
@@ -297,7 +317,17 @@ func (w *worker) watchObject(ctx context.Context) (<-chan jetstream.ObjectInfo, 
 	go func() {
 		defer close(done)
 		defer close(out)
-		for info := range watcher.Updates() {
+		for {
+			var info *jetstream.ObjectInfo
+			select {
+			case <-wctx.Done():
+				return
+			case i, ok := <-watcher.Updates():
+				if !ok {
+					return
+				}
+				info = i
+			}
 			if info == nil {
 				continue
 			}
@@ -315,9 +345,9 @@ func (w *worker) watchObject(ctx context.Context) (<-chan jetstream.ObjectInfo, 
 	}
 }
 
-// poll fetches the bundle; a new one that verifies is unpacked and handed
-// to Run, which applies it at once. A refused one is audited once.
-func (w *worker) poll(ctx context.Context) error {
+// poll fetches the bundle; a new one that verifies is unpacked and made
+// pending (fresh is true), for Run to take. A refused one is audited once.
+func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 	a := w.a
 	name := w.src.String()
 	if mt := a.opts.Metrics; mt != nil {
@@ -331,10 +361,10 @@ func (w *worker) poll(ctx context.Context) error {
 		if ctx.Err() == nil {
 			a.log.Warn("could not fetch the manifest bundle", "manifest", name, "error", err)
 		}
-		return err
+		return false, err
 	}
 	if f.SHA256 == w.lastSeen {
-		return nil
+		return false, nil
 	}
 	w.lastSeen = f.SHA256
 	b := &bundle{digest: f.SHA256, sig: f.Signature}
@@ -345,25 +375,25 @@ func (w *worker) poll(ctx context.Context) error {
 			mt.refusedBundles.WithLabelValues(name).Inc()
 		}
 		a.audit(w.record(b, decision, err.Error(), nil))
-		return nil
+		return false, nil
 	}
 	b.signer = signer
 	if err := os.MkdirAll(a.cfg.CacheDir, 0o700); err != nil {
-		return fmt.Errorf("cache_dir %s: %w", a.cfg.CacheDir, err)
+		return false, fmt.Errorf("cache_dir %s: %w", a.cfg.CacheDir, err)
 	}
 	b.dir = filepath.Join(a.cfg.CacheDir, w.src.CacheName()+"-"+f.SHA256[:16])
 	if err := os.RemoveAll(b.dir); err != nil {
-		return fmt.Errorf("%s: %w", b.dir, err)
+		return false, fmt.Errorf("%s: %w", b.dir, err)
 	}
 	if err := sources.Unpack(f.Data, b.dir); err != nil {
 		a.log.Error("could not unpack the bundle", "manifest", name, "error", err)
-		return nil
+		return false, nil
 	}
 	m, err := manifest.Load(filepath.Join(b.dir, sources.ManifestFile))
 	if err != nil {
 		_ = os.RemoveAll(b.dir)
 		a.log.Error("the bundle's manifest is invalid", "manifest", name, "error", err)
-		return nil
+		return false, nil
 	}
 	b.m = m
 	if f.Signature != nil {
@@ -376,8 +406,7 @@ func (w *worker) poll(ctx context.Context) error {
 	w.pending = b
 	w.mu.Unlock()
 	a.log.Info("new manifest bundle", "manifest", name, "sha256", f.SHA256)
-	a.enqueue(w)
-	return nil
+	return true, nil
 }
 
 // verify decides whether a fetched bundle may be applied: a checksum
