@@ -77,6 +77,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerApply(cli)
 	a.registerAssign(cli)
 	a.registerManifest(cli)
+	a.registerRegistration(cli)
 	a.registerStatus(cli)
 	a.registerHistory(cli)
 	a.registerKeys(cli)
