@@ -40,6 +40,9 @@ type Options struct {
 	// Auditor receives a line per bundle accepted or refused; nil
 	// discards them.
 	Auditor Auditor
+	// Registrar, when set, publishes the register_when_stable entries of
+	// stable resources and withdraws those of failed ones.
+	Registrar Registrar
 	// Metrics, when set, are updated.
 	Metrics *Metrics
 	// Identity names this host in audit lines.

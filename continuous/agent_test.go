@@ -76,6 +76,10 @@ type harness struct {
 	ops     nkeys.KeyPair
 	stop    context.CancelFunc
 	stopped chan error
+	// facts are the agent's facts (default identity web1).
+	facts map[string]any
+	// registrar, when set, publishes registrations.
+	registrar continuous.Registrar
 }
 
 // start runs an agent with the configuration cfg (YAML), the policy and
@@ -91,9 +95,15 @@ func (h *harness) start(cfg string, pol *policy.Policy, poll time.Duration) {
 	Expect(err).NotTo(HaveOccurred())
 	h.audit = filepath.Join(h.dir, "audit.log")
 	ag, err := continuous.New(continuous.Options{
-		Config:       c,
-		Applier:      &continuous.LocalApplier{Engine: engine.New(types, engine.WithLogger(slog.New(slog.NewTextHandler(GinkgoWriter, nil))), engine.WithHealthRunner(providers.HealthRunner(runner.Exec{})))},
-		Facts:        func(context.Context) (map[string]any, error) { return map[string]any{"identity": "web1"}, nil },
+		Config:  c,
+		Applier: &continuous.LocalApplier{Engine: engine.New(types, engine.WithLogger(slog.New(slog.NewTextHandler(GinkgoWriter, nil))), engine.WithHealthRunner(providers.HealthRunner(runner.Exec{})))},
+		Facts: func(context.Context) (map[string]any, error) {
+			if h.facts != nil {
+				return h.facts, nil
+			}
+			return map[string]any{"identity": "web1"}, nil
+		},
+		Registrar:    h.registrar,
 		JS:           h.js,
 		Policy:       pol,
 		Auditor:      continuous.NewFileAuditor(h.audit),
@@ -147,6 +157,12 @@ func (h *harness) put(key, doc string, kp nkeys.KeyPair, created time.Time) {
 	}
 	_, err = h.obs.Put(context.Background(), meta, bytes.NewReader(data))
 	Expect(err).NotTo(HaveOccurred())
+}
+
+func policyFrom(doc string) *policy.Policy {
+	p, err := policy.ParsePolicy([]byte(doc))
+	Expect(err).NotTo(HaveOccurred())
+	return p
 }
 
 func policyTrusting(kp nkeys.KeyPair, allow ...string) *policy.Policy {

@@ -38,6 +38,10 @@ type bundle struct {
 	// vouched for by a pinned checksum.
 	signer *policy.Signer
 	sig    *sources.Signature
+	// regs are the manifest's register_when_stable entries.
+	regs registrations
+	// regRefused are the services the signer may not register, audited.
+	regRefused map[string]bool
 	// audited says the accepted line was written.
 	audited bool
 	// refusedAudited says a refusal at apply was written.
@@ -97,12 +101,13 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 		return 0
 	}
 	var (
-		m *manifest.Manifest
-		b = w.current
+		m    *manifest.Manifest
+		regs registrations
+		b    = w.current
 	)
 	if w.src.Kind == sources.KindFile {
 		var err error
-		if m, err = manifest.Load(w.src.Path); err != nil {
+		if m, regs, err = loadManifest(w.src.Path); err != nil {
 			log.Error("could not load the manifest", "error", err)
 			return 0
 		}
@@ -112,7 +117,7 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 			log.Debug("no bundle fetched yet")
 			return 0
 		}
-		m = b.m
+		m, regs = b.m, b.regs
 	}
 	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String()}
 	var refusal *scope.Decision
@@ -153,6 +158,7 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 		}
 		return 0
 	}
+	w.register(ctx, m, regs, rep, b)
 	if b != nil && !b.audited && !hcOnly {
 		b.audited = true
 		a.audit(w.record(b, DecisionApplied, "", rep))
@@ -389,13 +395,13 @@ func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 		a.log.Error("could not unpack the bundle", "manifest", name, "error", err)
 		return false, nil
 	}
-	m, err := manifest.Load(filepath.Join(b.dir, sources.ManifestFile))
+	m, regs, err := loadManifest(filepath.Join(b.dir, sources.ManifestFile))
 	if err != nil {
 		_ = os.RemoveAll(b.dir)
 		a.log.Error("the bundle's manifest is invalid", "manifest", name, "error", err)
 		return false, nil
 	}
-	b.m = m
+	b.m, b.regs = m, regs
 	if f.Signature != nil {
 		w.highWater = f.Signature.Created
 	}

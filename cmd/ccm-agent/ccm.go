@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/choria-io/fisk"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -28,6 +30,7 @@ import (
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/sources"
 )
@@ -38,6 +41,8 @@ type ccmAgentFlags struct {
 	policy      string
 	auditLog    string
 	monitorHost string
+	key         string
+	stream      string
 	ff          factFlags
 	conn        *connflags.Flags
 }
@@ -49,6 +54,8 @@ func (a *app) registerCCMAgent(cli *fisk.Application) {
 	cmd.Flag("policy", "Policy file (YAML): the keys whose signed bundles are applied and what they may do; without one only local manifests and checksum-pinned http(s) bundles are applied").PlaceHolder("FILE").StringVar(&c.policy)
 	cmd.Flag("audit-log", "Audit log file, one JSON line per bundle taken or refused (default <cache_dir>/../audit.log)").PlaceHolder("FILE").StringVar(&c.auditLog)
 	cmd.Flag("monitor-host", "Address the metrics of monitor_port listen on (default: every address, as CCM)").PlaceHolder("HOST").StringVar(&c.monitorHost)
+	cmd.Flag("key", "This host's nkeys seed file, signing its registrations; made (0600) when missing (default <cache_dir>/../agent.seed)").PlaceHolder("FILE").StringVar(&c.key)
+	cmd.Flag("registration-stream", "The registration stream, for registration: jetstream").Default(registration.DefaultStream).StringVar(&c.stream)
 	c.ff.register(cmd)
 	c.conn = connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error { return a.ccmAgent(c) })
@@ -114,17 +121,35 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 			identity = h
 		}
 	}
+	var registrar continuous.Registrar
+	if cfg.Registration != "" {
+		keyPath := c.key
+		if keyPath == "" {
+			keyPath = filepath.Join(filepath.Dir(filepath.Clean(cfg.CacheDir)), "agent.seed")
+		}
+		kp, err := loadOrCreateSeed(keyPath)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		signer, err := protocol.NewKeySigner(kp)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		registrar = &continuous.StreamRegistrar{JS: js, Stream: c.stream, Signer: signer, Core: cfg.Registration == continuous.RegistrationNATS}
+		log.Info("registering stable resources", "destination", cfg.Registration, "signer", signer.PublicKey())
+	}
 	ag, err := continuous.New(continuous.Options{
-		Config:   cfg,
-		Applier:  &continuous.LocalApplier{Engine: engine.New(types, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), Log: log},
-		Facts:    gather,
-		JS:       js,
-		Policy:   pol,
-		Auditor:  continuous.NewFileAuditor(auditPath),
-		Metrics:  metrics,
-		Identity: identity,
-		Log:      log,
-		Ready:    func() { log.Info("first apply of every manifest done", "manifests", len(cfg.Sources())) },
+		Registrar: registrar,
+		Config:    cfg,
+		Applier:   &continuous.LocalApplier{Engine: engine.New(types, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), Log: log},
+		Facts:     gather,
+		JS:        js,
+		Policy:    pol,
+		Auditor:   continuous.NewFileAuditor(auditPath),
+		Metrics:   metrics,
+		Identity:  identity,
+		Log:       log,
+		Ready:     func() { log.Info("first apply of every manifest done", "manifests", len(cfg.Sources())) },
 	})
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
@@ -134,6 +159,48 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 		return program.Exit(protocol.ExitError, err)
 	}
 	return nil
+}
+
+// loadOrCreateSeed reads a user seed file, or makes one (0600) when there
+// is none.
+func loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, err
+		}
+		seed, err := kp.Seed()
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("key %s: %w", path, err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", path, err)
+		}
+		_, err = f.Write(seed)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", path, err)
+		}
+		return kp, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", path, err)
+	}
+	if len(b) > 256 {
+		return nil, fmt.Errorf("key %s: not an nkeys seed", path)
+	}
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(b))
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", path, err)
+	}
+	return kp, nil
 }
 
 // needsNATS says whether the configuration reads anything from NATS.
