@@ -13,6 +13,8 @@ import (
 
 	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/agent/scope"
+	"github.com/ccm-fleet/ccm/registration"
+	"github.com/ccm-fleet/ccm/resources/templates"
 	"github.com/ccm-fleet/ccm/sources"
 )
 
@@ -40,6 +42,9 @@ type Options struct {
 	// Auditor receives a line per bundle accepted or refused; nil
 	// discards them.
 	Auditor Auditor
+	// RegistrationStream is the stream registrations() reads (default
+	// registration.DefaultStream); the function is there when JS is.
+	RegistrationStream string
 	// Registrar, when set, publishes the register_when_stable entries of
 	// stable resources and withdraws those of failed ones.
 	Registrar Registrar
@@ -67,6 +72,8 @@ type Agent struct {
 	data     *DataSource
 	workers  []*worker
 	trigger  chan *worker
+	// tmplOpts are what manifests' templates see besides facts and data.
+	tmplOpts []templates.Option
 
 	// facts and data are owned by Run's goroutine.
 	facts     map[string]any
@@ -108,6 +115,13 @@ func New(opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("%w: external_data_url: %w", ErrConfig, err)
 		}
 		a.data = &DataSource{URL: du, JS: opts.JS, HTTP: opts.HTTP}
+	}
+	if opts.JS != nil {
+		stream := opts.RegistrationStream
+		if stream == "" {
+			stream = registration.DefaultStream
+		}
+		a.tmplOpts = append(a.tmplOpts, templates.WithFunction("registrations", registrationsFunc(opts.JS, stream)))
 	}
 	for _, s := range opts.Config.Sources() {
 		a.workers = append(a.workers, newWorker(a, s))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
 // ApplyOptions say how one manifest run goes.
@@ -18,6 +19,9 @@ type ApplyOptions struct {
 	// Guard, when set, is asked about every resource as it will run,
 	// before the first is applied; a refusal applies nothing.
 	Guard func(p *engine.Prepared) error
+	// TemplateOptions expose more to the manifest's templates (the
+	// registrations() lookup).
+	TemplateOptions []templates.Option
 	// Source names the manifest's source in logs.
 	Source string
 }
@@ -44,10 +48,11 @@ func (l *LocalApplier) Apply(ctx context.Context, m *manifest.Manifest, opts App
 		log = slog.New(slog.DiscardHandler)
 	}
 	return manifest.Run(ctx, l.Engine, m, manifest.RunOptions{
-		MonitorOnly: opts.MonitorOnly,
-		Facts:       opts.Facts,
-		Data:        opts.Data,
-		Guard:       opts.Guard,
-		Log:         log.With("manifest", opts.Source),
+		MonitorOnly:     opts.MonitorOnly,
+		Facts:           opts.Facts,
+		Data:            opts.Data,
+		Guard:           opts.Guard,
+		TemplateOptions: opts.TemplateOptions,
+		Log:             log.With("manifest", opts.Source),
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -249,7 +250,7 @@ func (w *worker) register(ctx context.Context, m *manifest.Manifest, regs regist
 		return
 	}
 	log := a.log.With("manifest", w.src.String())
-	res, err := m.Resolve(manifest.RunOptions{Facts: a.facts, Data: a.extData})
+	res, err := m.Resolve(manifest.RunOptions{Facts: a.facts, Data: a.extData, TemplateOptions: a.tmplOpts})
 	if err != nil {
 		log.Error("registrations: could not resolve the manifest's data", "error", err)
 		return
@@ -304,5 +305,40 @@ func (w *worker) register(ctx context.Context, m *manifest.Manifest, regs regist
 				log.Debug("registrations: updated", "subject", e.Subject(), "publish", stable)
 			}
 		}
+	}
+}
+
+// lookupTimeout bounds one registrations() lookup.
+const lookupTimeout = 10 * time.Second
+
+// registrationsFunc is the registrations(cluster, protocol, service,
+// address) template function CCM documents: the entries registered now
+// whose signature verifies, "*" matching any value in a position. Each
+// entry shows CCM's template keys (Cluster, Service, Protocol, Address,
+// Port, Priority, TTL, Annotations).
+func registrationsFunc(js jetstream.JetStream, stream string) templates.Function {
+	return func(params ...any) (any, error) {
+		if len(params) != 4 {
+			return nil, fmt.Errorf("registrations(cluster, protocol, service, address): %d arguments", len(params))
+		}
+		args := make([]string, 4)
+		for i, p := range params {
+			s, ok := p.(string)
+			if !ok {
+				return nil, fmt.Errorf("registrations: argument %d must be a string", i+1)
+			}
+			args[i] = s
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+		defer cancel()
+		recs, _, err := registration.Query(ctx, js, stream, args[0], args[1], args[2], args[3])
+		if err != nil {
+			return nil, fmt.Errorf("registrations: %w", err)
+		}
+		out := make([]registration.Entry, len(recs))
+		for i, r := range recs {
+			out[i] = r.Entry
+		}
+		return out, nil
 	}
 }

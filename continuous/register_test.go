@@ -35,6 +35,19 @@ func webManifest(target, healthy, service string) string {
 `, service)
 }
 
+// lbManifest renders a load balancer's upstreams from registrations().
+const lbManifest = `ccm:
+  resources:
+    - file:
+        - %q:
+            ensure: present
+            owner: root
+            group: root
+            mode: "0644"
+            content: |-
+              {{ join(map(registrations('production', 'http', 'web', '*'), 'server ' + .Address + ':' + string(.Port)), "\n") }}
+`
+
 var _ = Describe("Registration", func() {
 	var (
 		js  jetstream.JetStream
@@ -69,7 +82,7 @@ var _ = Describe("Registration", func() {
 		return out
 	}
 
-	It("registers three stable web hosts and withdraws one whose health check goes CRITICAL", func() {
+	It("registers three stable web hosts, a load balancer renders exactly those, and one whose health check goes CRITICAL is withdrawn and dropped", func() {
 		dir := GinkgoT().TempDir()
 		for i := 1; i <= 3; i++ {
 			h := &harness{dir: filepath.Join(dir, fmt.Sprint(i)), registrar: registrar(),
@@ -83,8 +96,22 @@ var _ = Describe("Registration", func() {
 		}
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1", "10.0.0.2:80 web2", "10.0.0.3:80 web3"}))
 
+		// A load balancer renders its upstreams from registrations().
+		upstreams := filepath.Join(dir, "upstreams.conf")
+		lb := func() {
+			h := &harness{dir: GinkgoT().TempDir(), js: js, facts: map[string]any{"identity": "lb1"}}
+			m := filepath.Join(h.dir, "lb.yaml")
+			Expect(os.WriteFile(m, []byte(fmt.Sprintf(lbManifest, upstreams)), 0o600)).To(Succeed())
+			h.start(fmt.Sprintf("interval: 1h\nmanifests: [%s]\n", m), nil, 0)
+		}
+		lb()
+		Eventually(func() (string, error) { b, err := os.ReadFile(upstreams); return string(b), err }).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.2:80\nserver 10.0.0.3:80"))
+
 		Expect(os.Remove(filepath.Join(dir, "2", "healthy"))).To(Succeed())
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1", "10.0.0.3:80 web3"}))
+		// The load balancer's next run (here a fresh start) drops it.
+		lb()
+		Eventually(func() (string, error) { b, err := os.ReadFile(upstreams); return string(b), err }).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.3:80"))
 	})
 
 	It("registers a signed bundle's service only when the signer's registration.services lists it, auditing the refusal", func() {

@@ -119,7 +119,7 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 		}
 		m, regs = b.m, b.regs
 	}
-	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String()}
+	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.tmplOpts}
 	var refusal *scope.Decision
 	if b != nil && b.signer != nil {
 		s := b.signer

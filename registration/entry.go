@@ -142,3 +142,18 @@ func FilterSubject(cluster, protocol, service, address string) string {
 	}
 	return strings.Join([]string{SubjectPrefix, wild(cluster), wild(protocol), wild(service), addr, "*"}, ".")
 }
+
+// ValidFilter checks query positions: "", "*" or a valid name (cluster,
+// protocol, service), and an address without wildcards or whitespace, so
+// a filter can never reach past its own subject token.
+func ValidFilter(cluster, protocol, service, address string) error {
+	for _, f := range []struct{ name, value string }{{"cluster", cluster}, {"protocol", protocol}, {"service", service}} {
+		if f.value != "" && f.value != "*" && (len(f.value) > MaxFieldLength || !validName.MatchString(f.value)) {
+			return fmt.Errorf("%w: %s filter %.60q must be * or match [a-zA-Z][a-zA-Z0-9_-]*", ErrInvalid, f.name, f.value)
+		}
+	}
+	if address != "" && address != "*" && (len(address) > MaxFieldLength || strings.ContainsAny(address, "*>_ \t\r\n") || strings.ContainsFunc(address, func(r rune) bool { return r < 0x21 || r > 0x7e })) {
+		return fmt.Errorf("%w: address filter %.60q", ErrInvalid, address)
+	}
+	return nil
+}

@@ -98,6 +98,13 @@ var _ = Describe("Stream", func() {
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
 	})
 
+	It("refuses a filter that would reach past its subject token", func() {
+		_, _, err := registration.Query(ctx, js, registration.DefaultStream, "production.>", "", "", "")
+		Expect(err).To(MatchError(registration.ErrInvalid))
+		_, _, err = registration.Query(ctx, js, registration.DefaultStream, "", "", "", "10.0.*")
+		Expect(err).To(MatchError(registration.ErrInvalid))
+	})
+
 	It("skips an unsigned entry published by a raw client", func() {
 		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
 		forged := web("10.6.6.6", "1h")

@@ -110,6 +110,9 @@ type Record struct {
 // sorted by cluster, protocol, service, address and port; bad says how
 // many entries were skipped (unsigned, bad signature, malformed).
 func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protocolName, service, address string) (recs []Record, bad int, err error) {
+	if err := ValidFilter(cluster, protocolName, service, address); err != nil {
+		return nil, 0, err
+	}
 	filter := FilterSubject(cluster, protocolName, service, address)
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
 	if err != nil {
@@ -182,6 +185,9 @@ type Event struct {
 // Watch calls fn with every change to entries matching the filter from
 // now on, until ctx ends or fn returns an error.
 func Watch(ctx context.Context, js jetstream.JetStream, stream, cluster, protocolName, service, address string, fn func(Event) error) error {
+	if err := ValidFilter(cluster, protocolName, service, address); err != nil {
+		return err
+	}
 	filter := FilterSubject(cluster, protocolName, service, address)
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {

@@ -32,6 +32,8 @@ type Env struct {
 	vars     map[string]any // the expr environment
 	// sensitive are the data keys marked sensitive (WithSensitive).
 	sensitive []string
+	// funcs are the caller's functions (WithFunction).
+	funcs map[string]Function
 }
 
 // Option exposes more to expressions than facts and data.
@@ -75,6 +77,11 @@ func New(facts, data map[string]any, opts ...Option) *Env {
 	}
 	if e.environ != nil {
 		e.vars["environ"] = e.environ
+	}
+	for name, fn := range e.funcs {
+		if _, taken := e.vars[name]; !taken && name != "environ" {
+			e.vars[name] = (func(...any) (any, error))(fn)
+		}
 	}
 	return e
 }
