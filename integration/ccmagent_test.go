@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
 	"github.com/onsi/gomega/gexec"
 
 	"github.com/ccm-fleet/ccm/broker/brokertest"
@@ -158,5 +160,59 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		page := scrape(port)
 		Expect(metricSum(page, "choria_ccm_agent_healthcheck_remediations_count", `manifest="`+critM+`"`)).To(BeNumerically(">=", 1))
 		Expect(metricSum(page, "choria_ccm_agent_healthcheck_remediations_count", `manifest="`+warnM+`"`)).To(BeZero())
+	})
+
+	It("registers three web hosts into the registration stream, signed by each host's own key; ccm-orch registration query, watch and rm see and change them", func() {
+		b := brokertest.Start(GinkgoT())
+		url := b.ClientURL()
+		orch := func(args ...string) string {
+			GinkgoHelper()
+			s := startProcess(orchBin, append(args, "--server", url)...)
+			Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit(0))
+			return string(s.Out.Contents())
+		}
+		Expect(orch("history", "init")).To(ContainSubstring("registration stream REGISTRATION"))
+		watch := startProcess(orchBin, "registration", "watch", "production", "http", "web", "--server", url)
+
+		var agents []*gexec.Session
+		for i := 1; i <= 3; i++ {
+			hd := filepath.Join(dir, strconv.Itoa(i))
+			Expect(os.MkdirAll(hd, 0o700)).To(Succeed())
+			healthy := filepath.Join(hd, "healthy")
+			Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+			m := filepath.Join(hd, "web.yaml")
+			doc := ccmFileManifest(filepath.Join(hd, "site"), "served\n", "/bin/sh -c 'test -f "+healthy+" || exit 2'") +
+				"            register_when_stable:\n              - cluster: production\n                service: web\n                protocol: http\n                address: \"{{ lookup('facts.ip') }}\"\n                port: 80\n                priority: 10\n                ttl: 1m\n"
+			Expect(os.WriteFile(m, []byte(doc), 0o600)).To(Succeed())
+			cfg := filepath.Join(hd, "config.yaml")
+			Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nhealth_check_interval: 1s\nmanifests: [%s]\nregistration: jetstream\ncache_dir: %s\n", m, filepath.Join(hd, "source")), 0o600)).To(Succeed())
+			agents = append(agents, startProcess(ccmAgentBin(), "agent", "--config", cfg, "--server", url, "--identity", fmt.Sprintf("web%d", i), "--fact", fmt.Sprintf("ip=10.0.0.%d", i)))
+		}
+		query := func() []string {
+			var recs []struct {
+				Address string `json:"address"`
+				Signer  string `json:"signer"`
+			}
+			Expect(json.Unmarshal([]byte(orch("registration", "query", "production", "http", "web", "--json")), &recs)).To(Succeed())
+			var out []string
+			signers := map[string]bool{}
+			for _, r := range recs {
+				out = append(out, r.Address)
+				signers[r.Signer] = true
+			}
+			Expect(signers).To(HaveLen(len(recs)), "each host signs with its own key")
+			return out
+		}
+		Eventually(query).WithTimeout(60 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
+		Eventually(watch.Out).WithTimeout(20 * time.Second).Should(gbytes.Say(`registered web in production: http://10\.0\.0\.\d:80 priority 10 ttl 1m`))
+
+		Expect(os.Remove(filepath.Join(dir, "2", "healthy"))).To(Succeed())
+		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.3"}))
+
+		// A running agent publishes its entry again at its next run: stop
+		// web3 first, then remove its entry (its TTL is a minute).
+		Eventually(agents[2].Interrupt()).WithTimeout(30 * time.Second).Should(gexec.Exit())
+		Expect(orch("registration", "rm", "--cluster", "production", "--service", "web", "--protocol", "http", "--address", "10.0.0.3", "--port", "80", "--force")).To(ContainSubstring("removed choria.ccm.registration.v1.production.http.web.10_0_0_3."))
+		Expect(query()).To(Equal([]string{"10.0.0.1"}))
 	})
 })
