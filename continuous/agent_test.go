@@ -114,11 +114,17 @@ func (h *harness) start(cfg string, pol *policy.Policy, poll time.Duration) {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	h.stop, h.stopped = cancel, make(chan error, 1)
-	go func() { h.stopped <- ag.Run(ctx) }()
+	stopped := make(chan error, 1)
+	h.stop, h.stopped = cancel, stopped
+	go func() { stopped <- ag.Run(ctx) }()
 	DeferCleanup(func() {
 		cancel()
-		Eventually(h.stopped).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+		select {
+		case err := <-stopped:
+			Expect(err).NotTo(HaveOccurred())
+		case <-time.After(30 * time.Second):
+			Fail("the agent did not stop within 30s")
+		}
 	})
 }
 
@@ -267,7 +273,7 @@ var _ = Describe("Agent", func() {
 			Expect(target).NotTo(BeAnExistingFile())
 		})
 
-		It("refuses a replayed older bundle after a newer one was taken", func() {
+		It("refuses a replayed older bundle after a newer one was taken, also after a restart", func() {
 			target := filepath.Join(h.dir, "app.conf")
 			old := time.Now().Add(-time.Hour)
 			h.put("app.tar.gz", fileManifest(target, "v2\n", ""), h.ops, time.Now())
@@ -275,6 +281,15 @@ var _ = Describe("Agent", func() {
 			Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(20 * time.Second).Should(Equal([]byte("v2\n")))
 
 			h.put("app.tar.gz", fileManifest(target, "replayed-canary\n", ""), h.ops, old)
+			Eventually(h.auditLines).WithTimeout(20 * time.Second).Should(ContainSubstring(`"decision":"stale"`))
+			Expect(os.ReadFile(target)).To(Equal([]byte("v2\n")))
+
+			// A restarted agent (same cache directory) refuses it too.
+			h.stop()
+			Eventually(h.stopped).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+			h.stopped <- nil // for the first agent's cleanup
+			Expect(os.Remove(h.audit)).To(Succeed())
+			h.start("interval: 1h\nmanifests: [obj://ccm-manifests/app.tar.gz]\n", policyTrusting(h.ops, "file"), time.Hour)
 			Eventually(h.auditLines).WithTimeout(20 * time.Second).Should(ContainSubstring(`"decision":"stale"`))
 			Expect(os.ReadFile(target)).To(Equal([]byte("v2\n")))
 		})

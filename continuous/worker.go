@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +72,45 @@ type worker struct {
 }
 
 func newWorker(a *Agent, src *sources.Source) *worker {
-	return &worker{a: a, src: src}
+	w := &worker{a: a, src: src}
+	if src.Remote() {
+		w.highWater = w.readHighWater()
+	}
+	return w
+}
+
+// highWaterPath keeps the creation time of the newest signed bundle taken
+// from the source, so a restart does not accept an older one again.
+func (w *worker) highWaterPath() string {
+	return filepath.Join(w.a.cfg.CacheDir, w.src.CacheName()+".taken")
+}
+
+// readHighWater reads the kept time; zero when there is none.
+func (w *worker) readHighWater() time.Time {
+	b, err := os.ReadFile(w.highWaterPath())
+	if err != nil || len(b) > 64 {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// keepHighWater records t; a failure is logged (the mark still holds
+// until the agent restarts).
+func (w *worker) keepHighWater(t time.Time) {
+	w.highWater = t
+	p := w.highWaterPath()
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err == nil {
+		err = os.Rename(tmp, p)
+		if err == nil {
+			return
+		}
+	}
+	w.a.log.Error("could not keep the newest bundle's time: a restart would accept an older signed bundle again", "manifest", w.src.String(), "path", p)
 }
 
 // takePending makes the bundle the watch found the current one.
@@ -403,7 +442,7 @@ func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 	}
 	b.m, b.regs = m, regs
 	if f.Signature != nil {
-		w.highWater = f.Signature.Created
+		w.keepHighWater(f.Signature.Created)
 	}
 	w.mu.Lock()
 	if old := w.pending; old != nil {
