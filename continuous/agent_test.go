@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,6 +215,29 @@ var _ = Describe("Agent", func() {
 			}).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 3))
 			Expect(target).NotTo(BeAnExistingFile())
 			Expect(counter(h.reg, "choria_ccm_agent_healthcheck_remediations_count", nil)).To(BeZero())
+		})
+	})
+
+	Describe("https bundles", func() {
+		It("applies a bundle pinned by its sha256 and refuses one whose bytes differ from the pin", func() {
+			target := filepath.Join(h.dir, "web.conf")
+			data, err := sources.Pack(h.bundleDir(fileManifest(target, "pinned\n", "")))
+			Expect(err).NotTo(HaveOccurred())
+			other, err := sources.Pack(h.bundleDir(fileManifest(target, "swapped-canary\n", "")))
+			Expect(err).NotTo(HaveOccurred())
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/swapped/web.tar.gz" {
+					_, _ = w.Write(other)
+					return
+				}
+				_, _ = w.Write(data)
+			}))
+			DeferCleanup(srv.Close)
+			pin := sources.Digest(data)
+			h.start(fmt.Sprintf("interval: 1h\nmanifests:\n  - %s/good/web.tar.gz#sha256=%s\n  - %s/swapped/web.tar.gz#sha256=%s\n", srv.URL, pin, srv.URL, pin), nil, time.Hour)
+			Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(20 * time.Second).Should(Equal([]byte("pinned\n")))
+			Eventually(h.auditLines).Should(ContainSubstring("bundle checksum does not match its pin"))
+			Expect(os.ReadFile(target)).To(Equal([]byte("pinned\n")))
 		})
 	})
 
