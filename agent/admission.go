@@ -1,275 +1,153 @@
 package agent
 
 import (
-	"errors"
-	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
-	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
-// onRequest admits a fleet request. The checks run in this order, each
-// refusing with its own code and none with a side effect:
+// admission decides, stage by stage, what becomes of a fleet request
+// before it runs. Each stage is a small interface in a file of its own:
 //
-//  1. signature valid and signer trusted (unauthenticated; in insecure
-//     mode an unsigned request passes),
-//  2. strict decode of the request (bad_request) and its body, once, and
-//     the body's sender equal to the header signer (unauthenticated),
-//  3. created not ahead of the clock by more than the skew (clock_skew)
-//     and created+ttl+skew not passed (expired),
-//  4. request id not seen before (duplicate, with the first reply's
-//     events),
-//  5. the message's reply subject equal to the signed one
-//     (unauthenticated),
-//  6. targets and filter include this host (otherwise ignored),
-//  7. the body parsed (bad_request), no more resources than an agent
-//     accounts for (too_large), and the policy allows this host (the
-//     signer's hosts scope), the request (noop_only) and every resource
-//     as parsed (types, literal providers) (forbidden),
+//  1. authenticator (admit_auth.go): signature valid and signer trusted
+//     (unauthenticated; in insecure mode an unsigned request passes),
+//  2. decode (admit_decode.go): strict decode of the request and its body,
+//     once (bad_request), the body's sender equal to the header signer
+//     (unauthenticated), then its lifetime: created not ahead of the clock
+//     by more than the skew (clock_skew) and created+ttl+skew not passed
+//     (expired),
+//  3. replay cache (admit_replay.go): request id not seen before
+//     (duplicate, with the first reply's events),
+//  4. the message's reply subject equal to the signed one
+//     (unauthenticated), and the targets and filter including this host
+//     (otherwise ignored),
+//  5. authorizer (admit_policy.go): the body parsed (bad_request), no more
+//     resources than an agent accounts for (too_large), and the signer's
+//     policy allowing this host (its hosts scope), the request (noop_only)
+//     and every resource as parsed (forbidden).
 //
-// then an audit line, then the queue (busy when full). Every outcome ends
-// in finish, which writes the request's audit line with its decision.
-func (a *Agent) onRequest(m *nats.Msg) {
-	a.stats.received.Add(1)
-	r := &request{msg: m, received: a.now()}
-	r.audit = AuditRecord{Time: r.received.UTC(), Subject: m.Subject, Identity: a.cfg.Identity}
-	if e := a.admit(r); e != nil {
-		a.refuse(r, e)
-	}
+// No stage has a side effect but the replay cache's entry. The auditor
+// (audit.go) writes every job's line: run before it runs, finish with its
+// decision.
+type admission struct {
+	identity   string
+	limits     protocol.Limits
+	defaultTTL time.Duration
+	skew       time.Duration
+
+	auth   authenticator
+	replay replayStore
+	judge  authorizer
+	audit  auditor
+
+	types *resources.Registry
+	facts func() *factSet
+	now   func() time.Time
+	log   *slog.Logger
 }
 
-// admit runs the checks on r and queues it; it returns the refusal when r
-// is not to run, nil when r was queued or already answered (ignored,
-// duplicate).
-func (a *Agent) admit(r *request) *protocol.Error {
-	m := r.msg
+// verdict is what admission decided of a request.
+type verdict int
 
-	// 1. signature and signer
-	signer, sig := m.Header.Get(protocol.HeaderSigner), m.Header.Get(protocol.HeaderSignature)
-	s, signed, e := a.authenticate(m.Data, signer, sig)
-	if signed {
-		r.signed = true
-		r.audit.Signer.Key = signer
+const (
+	// admitted: the request is to run.
+	admitted verdict = iota
+	// answered: the request is answered at once, without running (a
+	// duplicate, or a request for other hosts: no reply).
+	answered
+	// refused: the request is refused with an error.
+	refused
+)
+
+// admit runs the stages on r, received as m. It returns refused with the
+// refusal, answered with the reply (nil: none), or admitted.
+func (g *admission) admit(r *job, m *nats.Msg) (verdict, *protocol.FleetReply, *protocol.Error) {
+	key, signed, e := g.authenticateMsg(r, m)
+	if e != nil {
+		return refused, nil, e
 	}
-	if s != nil {
-		r.signer = s
-		r.audit.Signer.Name = s.Name
+	req, bodyErr, e := g.decode(r, m.Data, key, signed)
+	if e == nil {
+		e = g.lifetime(req)
 	}
 	if e != nil {
-		return e
+		return refused, nil, e
 	}
-
-	// 2. strict decode, once: the request and what it asks for
-	req, err := protocol.DecodeFleetRequest(m.Data, protocol.Limits{MaxBytes: a.cfg.MaxRequestBytes})
-	if err != nil {
-		a.stats.badRequest.Add(1)
-		a.log.Warn("refused a malformed request", "error", err)
-		return protocol.AsError(err)
+	if reply, dup, e := g.replayed(r, req); e != nil || dup {
+		return answerOrRefuse(reply, e)
 	}
-	r.req = req
-	r.audit.RequestID = req.ID
-	switch {
-	case r.signed && req.Sender != signer:
-		return protocol.NewError(protocol.CodeUnauthenticated, "field \"sender\" %.60q is not the signer %s", req.Sender, signer)
-	case !r.signed && req.Sender != "":
-		return protocol.NewError(protocol.CodeUnauthenticated, "the request names sender %.60q but carries no signature", req.Sender)
+	if e := replySubject(r, req, m.Reply, signed); e != nil {
+		return refused, nil, e
 	}
-	// Authenticated from here on: answers are recorded in history.
-	r.record = true
-	// A body that does not parse is refused once this host knows it is
-	// asked (after 6), as hosts left out of a request do not answer it.
-	b, bodyErr := parseBody(req, a.eng.Registry())
-	if bodyErr == nil {
-		r.body = b
-		r.audit.Resources = b.refs()
-	}
-	if req.TTL == 0 {
-		req.TTL = protocol.Duration(a.cfg.DefaultTTL)
-	}
-
-	// 3. lifetime
-	skew := a.policy.Skew()
-	now := a.now()
-	switch {
-	case req.Created.After(now.Add(skew)):
-		return protocol.NewError(protocol.CodeClockSkew, "request created at %s, %s ahead of this agent's clock (max_clock_skew %s)", req.Created.Format(time.RFC3339), req.Created.Sub(now).Round(time.Millisecond), skew)
-	case now.After(req.Deadline().Add(skew)):
-		a.stats.expired.Add(1)
-		return protocol.NewError(protocol.CodeExpired, "request expired at %s (max_clock_skew %s)", req.Deadline().Format(time.RFC3339), skew)
-	}
-
-	// 4. replay
-	first, dup, err := a.replay.addWith(req.ID, req.Deadline().Add(skew), now, newReplayWho(&r.audit))
-	switch {
-	case err != nil:
-		a.log.Error("replay cache", "error", err)
-		// The id is not ours: no record under it.
-		r.record = false
-		if errors.Is(err, ErrReplayFull) {
-			return protocol.NewError(protocol.CodeBusy, "%s", err)
-		}
-		return protocol.NewError(protocol.CodeInternal, "%s", err)
-	case dup:
-		r.record = false
-		a.finish(r, a.duplicateReply(r, first))
-		return nil
-	}
-	r.cached = true
-
-	// 5. reply subject
-	if (r.signed || req.Reply != "") && m.Reply != req.Reply {
-		// Re-sent to another inbox: not the signed request, no record.
-		r.record = false
-		return protocol.NewError(protocol.CodeUnauthenticated, "the message's reply subject %.80q is not the signed reply subject %.80q", m.Reply, req.Reply)
-	}
-
-	// 6. targets and filter
-	if !req.Targeted(a.cfg.Identity) || (req.Filter != nil && !req.Filter.Match(a.currentFacts().all)) {
+	if !req.Targeted(g.identity) || (req.Filter != nil && !req.Filter.Match(g.facts().all)) {
 		r.audit.Decision = DecisionNotTargeted
-		a.finish(r, nil)
-		return nil
+		return answered, nil, nil
 	}
-
-	// 7. the body, and the policy on its resources as parsed; the engine
-	// asks again about each one as it will run it (see guard)
 	if bodyErr != nil {
-		a.stats.badRequest.Add(1)
-		return protocol.AsError(bodyErr)
+		return refused, nil, protocol.AsError(bodyErr)
 	}
-	if e := admitSize(b); e != nil {
-		return e
+	if e := admitSize(r.body); e != nil {
+		return refused, nil, e
 	}
-	if e := a.authorize(req.ID, r.signer, b, req.Noop, &r.audit); e != nil {
-		return e
+	if e := g.judge.authorize(req.ID, r.signer, r.body, req.Noop, g.facts().all, &r.audit); e != nil {
+		return refused, nil, e
 	}
+	return admitted, nil, nil
+}
 
-	r.audit.Decision = DecisionAccepted
-	if err := a.audit.write(&r.audit); err != nil {
-		a.log.Error("not running a request: the audit log cannot be written", "request", req.ID, "error", err)
-		return protocol.NewError(protocol.CodeInternal, "audit log unavailable")
+// answerOrRefuse is refused with e, or answered with reply.
+func answerOrRefuse(reply *protocol.FleetReply, e *protocol.Error) (verdict, *protocol.FleetReply, *protocol.Error) {
+	if e != nil {
+		return refused, nil, e
 	}
-	if !a.enqueue(r) {
-		a.stats.busy.Add(1)
-		return protocol.NewError(protocol.CodeBusy, "%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength)
+	return answered, reply, nil
+}
+
+// replySubject checks that a request signed (or naming a reply subject) is
+// answered where it says: re-sent to another inbox, it is not the signed
+// request, and gets no record.
+func replySubject(r *job, req *protocol.FleetRequest, msgReply string, signed bool) *protocol.Error {
+	if (signed || req.Reply != "") && msgReply != req.Reply {
+		r.record = false
+		return protocol.NewError(protocol.CodeUnauthenticated, "the message's reply subject %.80q is not the signed reply subject %.80q", msgReply, req.Reply)
 	}
 	return nil
 }
 
-// authenticate checks a signed document, a request's or an assignment's:
-// sig must be signerKey's signature of the exact bytes of data, and the
-// policy must trust signerKey. signed is whether the signature is valid; s
-// is the trusted signer, nil when there is none (an unsigned document, or
-// an unlisted key, in insecure mode only: otherwise e refuses them).
-func (a *Agent) authenticate(data []byte, signerKey, sig string) (s *Signer, signed bool, e *protocol.Error) {
-	if signerKey == "" && sig == "" {
-		if !a.insecure {
-			return nil, false, protocol.NewError(protocol.CodeUnauthenticated, "unsigned request: this agent runs only requests signed by a key its policy trusts")
-		}
-		return nil, false, nil
-	}
-	if err := protocol.Verify(data, signerKey, sig); err != nil {
-		return nil, false, protocol.NewError(protocol.CodeUnauthenticated, "signature of signer %.60s: %s", signerKey, err)
-	}
-	s, ok := a.policy.SignerByKey(signerKey)
+// onRequest admits a fleet request and queues it (busy when the queue is
+// full), where run writes its audit line before it runs. Every outcome ends
+// in finish, which writes the request's audit line with its decision.
+func (a *Agent) onRequest(m *nats.Msg) {
+	r := a.newFleetJob(m)
+	v, reply, e := a.gate.admit(r, m)
 	switch {
-	case ok:
-		return s, true, nil
-	case !a.insecure:
-		return nil, true, protocol.NewError(protocol.CodeUnauthenticated, "signer %s is not trusted by this agent's policy", signerKey)
-	}
-	return nil, true, nil
-}
-
-// authorize asks the signer's policy about the request (its hosts scope
-// against this host's facts, noop_only) and every resource of b as parsed
-// (types, literal providers): forbidden, with the rule and value in audit,
-// when one is refused; nil s has no policy to ask (insecure mode). The
-// engine asks again about each resource as it will run it (see guard).
-func (a *Agent) authorize(id string, s *Signer, b *body, noop bool, audit *AuditRecord) *protocol.Error {
-	if s == nil {
-		return nil
-	}
-	if a.observePolicy != nil {
-		for _, res := range b.resources {
-			a.observePolicy(id, res)
-		}
-	}
-	if e := a.authorizeHost(s, noop, a.currentFacts().all, audit); e != nil {
-		return e
-	}
-	return a.authorizeResources(s, b, noop, audit)
-}
-
-// authorizeHost asks the signer's policy about the request as a whole on
-// a host with facts: its hosts scope and noop_only (forbidden, with the
-// rule and value in audit).
-func (a *Agent) authorizeHost(s *Signer, noop bool, facts map[string]any, audit *AuditRecord) *protocol.Error {
-	if d, refused := policy.FirstRefusal(s.CheckRequest(noop, facts)); refused {
-		audit.Rule, audit.Value = d.Rule, d.Value
-		return protocol.NewError(protocol.CodeForbidden, "%s", s.RefusalMessage("", d))
-	}
-	return nil
-}
-
-// authorizeResources asks the signer's policy about every resource of b
-// as parsed (types, literal providers, noop_only).
-func (a *Agent) authorizeResources(s *Signer, b *body, noop bool, audit *AuditRecord) *protocol.Error {
-	if ref, ok := s.Allows(b.resources, noop); !ok {
-		audit.Rule, audit.Value = ref.Rule, ref.Value
-		return protocol.NewError(protocol.CodeForbidden, "%s", ref.Msg)
-	}
-	return nil
-}
-
-// parseBody decodes what a request asks for, once (policy.ParseBody: the
-// same parse the offline policy check makes).
-func parseBody(req *protocol.FleetRequest, types *resources.Registry) (*body, error) {
-	b, err := policy.ParseBody(req, types)
-	if err != nil {
-		return nil, err
-	}
-	return &body{ensure: b.Ensure, bundle: b.Bundle, manifest: b.Manifest, resources: b.Resources}, nil
-}
-
-// refs lists the body's resources as type#name for the audit log.
-func (b *body) refs() []string {
-	out := make([]string, len(b.resources))
-	for i, r := range b.resources {
-		out[i] = r.Ref()
-	}
-	return out
-}
-
-// guard is the engine's check of each resource as it will run it
-// (expanded, decoded, provider chosen) against the signer's policy: its
-// type and provider, and its scopes (commands, paths, names); nil without
-// a signer to check (insecure mode). A refusal names the rule and value in
-// the request's audit line.
-func (a *Agent) guard(r *request) func(p *engine.Prepared) error {
-	if r.signer == nil {
-		return nil
-	}
-	return func(p *engine.Prepared) error {
-		if a.observePolicy != nil {
-			a.observePolicy(r.req.ID, policyResource{Type: p.Type.Name(), Name: p.Name(), Provider: p.Provider()})
-		}
-		if d, refused := policy.FirstRefusal(r.signer.CheckResource(p, a.resolver)); refused {
-			r.audit.Rule, r.audit.Value = d.Rule, d.Value
-			return fmt.Errorf("%w: %s", resources.ErrForbidden, r.signer.RefusalMessage("", d))
-		}
-		return nil
+	case v == refused:
+		claimID(r, m.Data)
+		a.log.Warn("refused a request", "request", r.id(), "signer", r.audit.Signer.Key, "code", e.Code, "error", e.Message)
+		a.fin.refuse(r, e)
+	case v == answered:
+		a.fin.finish(r, reply)
+	case !a.queue.add(r):
+		a.fin.refusef(r, protocol.CodeBusy, "%d requests are already waiting, or the agent is stopping", a.cfg.QueueLength)
 	}
 }
 
-// writeAudit writes a line, logging a failure (the request is refused
-// anyway).
-func (a *Agent) writeAudit(rec *AuditRecord) {
-	if err := a.audit.write(rec); err != nil {
-		a.log.Error("could not write an audit line", "request", rec.RequestID, "decision", rec.Decision, "error", err)
+// newFleetJob is the job of fleet request m, answered on m's reply
+// subject, before its checks.
+func (a *Agent) newFleetJob(m *nats.Msg) *job {
+	r := &job{received: a.now(), respond: natsReply{nc: a.nc, log: a.log, keys: a.keys, subject: m.Reply}}
+	r.audit = AuditRecord{Time: r.received.UTC(), Subject: m.Subject, Identity: a.cfg.Identity}
+	return r
+}
+
+// claimID gives a request that did not decode the id it claims in data
+// (see looseID), so its refusal can still be matched.
+func claimID(r *job, data []byte) {
+	if r.audit.RequestID == "" {
+		r.audit.RequestID = looseID(data)
 	}
 }

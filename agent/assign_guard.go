@@ -53,7 +53,7 @@ func (s *assigner) mayReplace(name, what string, revision uint64, digest string,
 
 // signerName is a signer's policy name and key, or its key alone.
 func (s *assigner) signerName(key string) string {
-	if sg, ok := s.a.policy.SignerByKey(key); ok {
+	if sg, ok := s.a.setup.policy.SignerByKey(key); ok {
 		return sg.Name + " (" + key + ")"
 	}
 	return key
@@ -70,7 +70,7 @@ func (s *assigner) remove(name string, revision uint64, digest string, signed *p
 	audit := AuditRecord{Time: now.UTC(), RequestID: runID(name, revision), Subject: "$KV." + protocol.AssignmentsBucket + "." + name, Identity: a.cfg.Identity, Signer: AuditSigner{Key: signed.Signer}}
 	refused := func(e *protocol.Error) {
 		audit.Decision, audit.Message = string(e.Code), e.Message
-		a.writeAudit(&audit)
+		a.fin.writeAudit(&audit)
 		a.log.Warn("assignment removal refused, the assignment stays", "assignment", name, "revision", revision, "code", e.Code, "error", e.Message)
 		if s.known[name] == nil {
 			s.restore(name)
@@ -83,7 +83,7 @@ func (s *assigner) remove(name string, revision uint64, digest string, signed *p
 		refused(protocol.NewError(protocol.CodeUnauthenticated, "removal of assignment %s is not signed: an assignment is removed only by a signed removal from a key the policy trusts", name))
 		return
 	}
-	signer, _, e := a.authenticate(signed.Removal, signed.Signer, signed.Signature)
+	signer, _, e := a.gate.auth.authenticate(signed.Removal, signed.Signer, signed.Signature)
 	if signer != nil {
 		audit.Signer.Name = signer.Name
 	}
@@ -118,7 +118,7 @@ func (s *assigner) remove(name string, revision uint64, digest string, signed *p
 	s.save()
 	audit.Decision = DecisionRemoved
 	audit.Message = "assignment " + name + " removed by a signed removal"
-	a.writeAudit(&audit)
+	a.fin.writeAudit(&audit)
 	a.log.Info("assignment removed", "assignment", name, "revision", revision, "signer", signed.Signer)
 }
 
@@ -143,7 +143,7 @@ func (s *assigner) ignoreDelete(name string, revision uint64, op jetstream.KeyVa
 	e := protocol.NewError(protocol.CodeForbidden, "unsigned %s of assignment %s (store revision %d) ignored: an assignment is removed only by a signed removal (ccm-orch assignments rm %s --key FILE); the revision accepted before stays in force", verb, name, revision, name)
 	audit := AuditRecord{Time: a.now().UTC(), RequestID: runID(name, revision), Subject: "$KV." + protocol.AssignmentsBucket + "." + name, Identity: a.cfg.Identity,
 		Decision: string(e.Code), Message: e.Message, Rule: "signed removal required", Value: verb}
-	a.writeAudit(&audit)
+	a.fin.writeAudit(&audit)
 	a.log.Warn("unsigned removal of an assignment ignored", "assignment", name, "revision", revision, "operation", verb)
 	if cur == nil || !cur.supersedes {
 		s.restore(name)
@@ -189,7 +189,7 @@ func (s *assigner) rejudge(as *assigned) bool {
 		return true
 	}
 	var audit AuditRecord
-	e := a.authorizeHost(as.signer, as.spec.Noop, a.currentFacts().all, &audit)
+	e := a.gate.judge.host(as.signer, as.spec.Noop, a.facts.current().all, &audit)
 	switch {
 	case e != nil && as.outOfScope == nil:
 		as.outOfScope = e
@@ -201,7 +201,7 @@ func (s *assigner) rejudge(as *assigned) bool {
 		}
 		r := s.newRun(as, a.now())
 		r.audit.Rule, r.audit.Value = audit.Rule, audit.Value
-		a.refuse(r, e)
+		a.fin.refuse(r, e)
 		return false
 	case e != nil:
 		return false

@@ -131,6 +131,16 @@ func (l *auditLog) openLocked() error {
 	return nil
 }
 
+// auditor writes audit lines: admission's record of every decision, and
+// of every job before it runs.
+type auditor interface {
+	// write appends rec as one line; an error means it was not kept (a
+	// job is then not run).
+	write(rec *AuditRecord) error
+}
+
+var _ auditor = (*auditLog)(nil)
+
 // write appends rec as one line of at most MaxAuditLine bytes. A failed
 // write closes the file, so the next write opens it again.
 func (l *auditLog) write(rec *AuditRecord) error {

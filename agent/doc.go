@@ -16,6 +16,18 @@
 // A manifest request's bundle is unpacked into a fresh private directory
 // below os.TempDir(), run as one manifest and removed afterwards.
 //
+// Every piece of work is a job (job.go: what to run, who asked, how to
+// answer) that goes through one pipeline: the dispatcher takes a fleet
+// request off the subscriptions; admission runs its stages in order, each
+// a small interface in a file of its own (authenticator, decode and
+// lifetime, replay store, reply subject and targets, authorizer); the
+// work queue holds it; the executor writes its audit line, runs it and
+// hands the reply to the finisher, the one place that encodes, signs,
+// keeps, audits, counts, answers (through the job's responder: NATS for a
+// fleet request, history only for an assignment run or a watch repair)
+// and records. Assignment runs and watch repairs enter at the executor.
+// History (history.go) owns the records, the spool and its own lock.
+//
 // Each reply is also recorded in the history stream at
 // ccm.v1.history.<request_id>.<identity>, with a message id so a retry is
 // recognised; while JetStream does not answer, records wait in a bounded

@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +14,43 @@ import (
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 )
+
+// history keeps the agent's replies: it hands each record to the history
+// stream, or to the spool while JetStream is away, and sends the spool
+// when JetStream is back. One goroutine (run) writes; add never waits.
+type history struct {
+	identity, publicKey string
+	js                  jetstream.JetStream
+	log                 *slog.Logger
+	now                 func() time.Time
+	// retry is how often an absent stream or the spool is tried again,
+	// timeout how long one write may take
+	retry, timeout time.Duration
+	spool          *spool
+	stats          *Stats
+
+	// guards records and closed: records are handed to run until close
+	mu      sync.Mutex
+	records chan record
+	closed  bool
+}
+
+// newHistory returns the history of the agent of cfg, signing as
+// publicKey, its records counted in stats.
+func newHistory(cfg Config, js jetstream.JetStream, publicKey string, stats *Stats, log *slog.Logger, now func() time.Time) *history {
+	return &history{
+		identity:  cfg.Identity,
+		publicKey: publicKey,
+		js:        js,
+		log:       log,
+		now:       now,
+		retry:     cfg.HistoryRetry,
+		timeout:   cfg.HistoryTimeout,
+		spool:     newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
+		stats:     stats,
+		records:   make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
+	}
+}
 
 // record is one reply on its way to the history stream.
 type record struct {
@@ -23,43 +62,43 @@ type record struct {
 // newRecord builds the history record of reply (encoded as data, signed
 // with sig: the record keeps the signature headers), received
 // at received and sent now.
-func (a *Agent) newRecord(reply *protocol.FleetReply, data []byte, sig string, received time.Time) record {
-	h := nats.Header{}
-	h.Set(protocol.HeaderReceived, protocol.FormatHeaderTime(received))
-	h.Set(protocol.HeaderReplied, protocol.FormatHeaderTime(a.now()))
-	h.Set(protocol.HeaderSigner, a.publicKey)
-	h.Set(protocol.HeaderSignature, sig)
+func (h *history) newRecord(reply *protocol.FleetReply, data []byte, sig string, received time.Time) record {
+	hdr := nats.Header{}
+	hdr.Set(protocol.HeaderReceived, protocol.FormatHeaderTime(received))
+	hdr.Set(protocol.HeaderReplied, protocol.FormatHeaderTime(h.now()))
+	hdr.Set(protocol.HeaderSigner, h.publicKey)
+	hdr.Set(protocol.HeaderSignature, sig)
 	return record{
-		subject: protocol.HistorySubject(reply.RequestID, a.cfg.Identity),
-		msgID:   protocol.HistoryMsgID(reply.RequestID, a.cfg.Identity),
-		header:  h,
+		subject: protocol.HistorySubject(reply.RequestID, h.identity),
+		msgID:   protocol.HistoryMsgID(reply.RequestID, h.identity),
+		header:  hdr,
 		data:    data,
 	}
 }
 
-// queueRecord hands a record to the historian; when its queue is full the
+// add hands a record to run; when its queue is full the
 // record goes to the spool at once, so a caller never waits on JetStream.
-func (a *Agent) queueRecord(r record) {
-	a.mu.Lock()
-	if !a.recordsClosed {
+func (h *history) add(r record) {
+	h.mu.Lock()
+	if !h.closed {
 		select {
-		case a.records <- r:
-			a.mu.Unlock()
+		case h.records <- r:
+			h.mu.Unlock()
 			return
 		default:
 		}
 	}
-	a.mu.Unlock()
-	a.spoolRecord(r)
+	h.mu.Unlock()
+	h.keep(r)
 }
 
-// closeRecords stops the historian taking records; later ones are spooled.
-func (a *Agent) closeRecords() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.recordsClosed {
-		a.recordsClosed = true
-		close(a.records)
+// close stops run taking records; later ones are spooled.
+func (h *history) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.closed = true
+		close(h.records)
 	}
 }
 
@@ -76,64 +115,64 @@ const (
 	historyAbsent
 )
 
-// historian writes records to the history stream one at a time. When a
+// run writes records to the history stream one at a time. When a
 // write fails it asks JetStream about the stream: no stream means history
 // is not set up and records are dropped (logged once); no answer means
 // JetStream is unavailable and records go to the spool without trying,
 // until a retry every HistoryRetry finds JetStream back and sends the spool.
 // It returns when records is closed and drained, after one last try of the
 // spool.
-func (a *Agent) historian(ctx context.Context) {
-	ticker := time.NewTicker(a.cfg.HistoryRetry)
+func (h *history) run(ctx context.Context) {
+	ticker := time.NewTicker(h.retry)
 	defer ticker.Stop()
 	state := historyOK
-	if a.spool.stats().Records > 0 {
+	if h.spool.stats().Records > 0 {
 		state = historyDown
 	}
 	for {
 		select {
-		case r, ok := <-a.records:
+		case r, ok := <-h.records:
 			if !ok {
-				if state == historyOK && a.spool.stats().Records > 0 {
-					a.flushSpool(ctx)
+				if state == historyOK && h.spool.stats().Records > 0 {
+					h.flush(ctx)
 				}
 				return
 			}
 			switch state {
 			case historyDown:
-				a.spoolRecord(r)
+				h.keep(r)
 				continue
 			case historyAbsent:
-				a.stats.notRecorded.Add(1)
+				h.stats.notRecorded.Add(1)
 				continue
 			}
-			err := a.publishRecord(ctx, r)
+			err := h.publish(ctx, r)
 			switch {
 			case err == nil:
-				if a.spool.stats().Records > 0 && !a.flushSpool(ctx) {
+				if h.spool.stats().Records > 0 && !h.flush(ctx) {
 					state = historyDown
 				}
 				continue
 			case errorsIsPayload(err):
-				a.stats.notRecorded.Add(1)
-				a.log.Error("a history record is too large for the server, not kept", "subject", r.subject, "bytes", len(r.data))
+				h.stats.notRecorded.Add(1)
+				h.log.Error("a history record is too large for the server, not kept", "subject", r.subject, "bytes", len(r.data))
 				continue
 			}
-			state = a.historyState(ctx, err)
+			state = h.state(ctx, err)
 			if state == historyAbsent {
-				a.stats.notRecorded.Add(1)
+				h.stats.notRecorded.Add(1)
 				continue
 			}
-			a.spoolRecord(r)
+			h.keep(r)
 		case <-ticker.C:
 			switch state {
 			case historyAbsent:
-				if a.historyState(ctx, nil) == historyOK {
-					a.log.Info("the history stream exists now, recording replies")
+				if h.state(ctx, nil) == historyOK {
+					h.log.Info("the history stream exists now, recording replies")
 					state = historyOK
 				}
 			case historyDown:
-				if a.flushSpool(ctx) {
+				if h.flush(ctx) {
 					state = historyOK
 				}
 			}
@@ -141,84 +180,84 @@ func (a *Agent) historian(ctx context.Context) {
 	}
 }
 
-// historyState asks JetStream whether the history stream exists, after a
+// state asks JetStream whether the history stream exists, after a
 // write failed with err (nil: a periodic check).
-func (a *Agent) historyState(ctx context.Context, err error) int {
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.HistoryTimeout)
+func (h *history) state(ctx context.Context, err error) int {
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	_, serr := a.js.Stream(cctx, protocol.HistoryStream)
+	_, serr := h.js.Stream(cctx, protocol.HistoryStream)
 	switch {
 	case errors.Is(serr, jetstream.ErrStreamNotFound):
 		if err != nil {
-			a.log.Info("the history stream does not exist, replies are not recorded (create it with `ccm-orch history init`)", "stream", protocol.HistoryStream)
+			h.log.Info("the history stream does not exist, replies are not recorded (create it with `ccm-orch history init`)", "stream", protocol.HistoryStream)
 		}
 		return historyAbsent
 	case serr == nil && err == nil:
 		return historyOK
 	}
-	a.log.Warn("history unavailable, keeping records in the spool", "error", errors.Join(err, serr))
+	h.log.Warn("history unavailable, keeping records in the spool", "error", errors.Join(err, serr))
 	return historyDown
 }
 
-// publishRecord writes one record; already recorded is success.
-func (a *Agent) publishRecord(ctx context.Context, r record) error {
-	ctx, cancel := context.WithTimeout(ctx, recordTimeout(a.cfg.HistoryTimeout, len(r.data)))
+// publish writes one record; already recorded is success.
+func (h *history) publish(ctx context.Context, r record) error {
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout(h.timeout, len(r.data)))
 	defer cancel()
-	dup, err := jsstore.Publish(ctx, a.js, r.subject, r.msgID, r.header, r.data)
+	dup, err := jsstore.Publish(ctx, h.js, r.subject, r.msgID, r.header, r.data)
 	if err != nil {
 		return err
 	}
 	if dup {
-		a.stats.historyDuplicates.Add(1)
+		h.stats.historyDuplicates.Add(1)
 	}
-	a.stats.recorded.Add(1)
+	h.stats.recorded.Add(1)
 	return nil
 }
 
-// spoolRecord keeps a record in the spool.
-func (a *Agent) spoolRecord(r record) {
-	dropped, err := a.spool.add(spoolEntry{Subject: r.subject, MsgID: r.msgID, Header: r.header, Data: r.data})
+// keep keeps a record in the spool.
+func (h *history) keep(r record) {
+	dropped, err := h.spool.add(spoolEntry{Subject: r.subject, MsgID: r.msgID, Header: r.header, Data: r.data})
 	if dropped > 0 {
-		a.log.Warn("history spool full, dropped the oldest records", "dropped", dropped)
+		h.log.Warn("history spool full, dropped the oldest records", "dropped", dropped)
 	}
 	if err != nil {
-		a.log.Error("could not keep a history record", "subject", r.subject, "error", err)
+		h.log.Error("could not keep a history record", "subject", r.subject, "error", err)
 		return
 	}
-	a.stats.spooled.Add(1)
+	h.stats.spooled.Add(1)
 }
 
-// flushSpool sends the spooled records, oldest first, removing each once
+// flush sends the spooled records, oldest first, removing each once
 // the stream holds it (already there counts). It stops at the first
 // failure and reports whether the spool is empty.
-func (a *Agent) flushSpool(ctx context.Context) bool {
-	names, err := a.spool.list()
+func (h *history) flush(ctx context.Context) bool {
+	names, err := h.spool.list()
 	if err != nil {
-		a.log.Error("could not read the history spool", "error", err)
+		h.log.Error("could not read the history spool", "error", err)
 		return false
 	}
 	for _, name := range names {
 		if ctx.Err() != nil {
 			return false
 		}
-		e, err := a.spool.read(name)
+		e, err := h.spool.read(name)
 		if err != nil {
-			a.log.Error("dropping an unreadable spooled history record", "file", name, "error", err)
-			_ = a.spool.remove(name)
+			h.log.Error("dropping an unreadable spooled history record", "file", name, "error", err)
+			_ = h.spool.remove(name)
 			continue
 		}
 		r := record{subject: e.Subject, msgID: e.MsgID, header: nats.Header(e.Header), data: e.Data}
-		if err := a.sendSpooled(ctx, r); err != nil {
-			a.log.Debug("history still unavailable", "spooled", len(names), "error", err)
+		if err := h.sendSpooled(ctx, r); err != nil {
+			h.log.Debug("history still unavailable", "spooled", len(names), "error", err)
 			return false
 		}
-		if err := a.spool.remove(name); err != nil {
-			a.log.Error("could not remove a sent history record from the spool", "file", name, "error", err)
+		if err := h.spool.remove(name); err != nil {
+			h.log.Error("could not remove a sent history record from the spool", "file", name, "error", err)
 			return false
 		}
 	}
 	if len(names) > 0 {
-		a.log.Info("sent the spooled history records", "records", len(names))
+		h.log.Info("sent the spooled history records", "records", len(names))
 	}
 	return true
 }
@@ -226,25 +265,25 @@ func (a *Agent) flushSpool(ctx context.Context) bool {
 // sendSpooled writes a spooled record unless the stream already holds one
 // for its subject (an earlier attempt that timed out may have landed after
 // all, even past the duplicate window).
-func (a *Agent) sendSpooled(ctx context.Context, r record) error {
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.HistoryTimeout)
+func (h *history) sendSpooled(ctx context.Context, r record) error {
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	done, err := jsstore.Recorded(cctx, a.js, r.subject)
+	done, err := jsstore.Recorded(cctx, h.js, r.subject)
 	if err != nil {
 		return err
 	}
 	if done {
-		a.stats.historyDuplicates.Add(1)
+		h.stats.historyDuplicates.Add(1)
 		return nil
 	}
-	return a.publishRecord(ctx, r)
+	return h.publish(ctx, r)
 }
 
 // SpoolStats describes the agent's history spool.
-func (a *Agent) SpoolStats() SpoolStats { return a.spool.stats() }
+func (a *Agent) SpoolStats() SpoolStats { return a.fin.history.spool.stats() }
 
 // SpoolDir is the directory of the agent's history spool.
-func (a *Agent) SpoolDir() string { return a.spool.dir }
+func (a *Agent) SpoolDir() string { return a.fin.history.spool.dir }
 
 // spoolDir is the spool directory below a state directory.
 func spoolDir(stateDir string) string { return filepath.Join(stateDir, SpoolDirName) }

@@ -65,7 +65,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: "ccm", Subsystem: "agent", Name: "last_request_timestamp_seconds",
 		Help: "When the last request was run without a request-level error (Unix seconds; 0: none yet).",
 	})
-	connected := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops, m.build, m.lastOK, m.connectedGauge(), m.spoolGauge()} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.initLabels()
+	return m, nil
+}
+
+// connectedGauge reads whether the agent is connected to NATS.
+func (m *Metrics) connectedGauge() prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "ccm", Subsystem: "agent", Name: "nats_connected",
 		Help: "1 while the agent is connected to NATS, 0 otherwise.",
 	}, func() float64 {
@@ -74,22 +85,24 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 		return 0
 	})
-	spool := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+}
+
+// spoolGauge reads how many records the agent's spool holds.
+func (m *Metrics) spoolGauge() prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "ccm", Subsystem: "agent", Name: "spool_records",
 		Help: "History records kept in the spool until JetStream takes them.",
 	}, func() float64 {
 		if a := m.running(); a != nil {
-			return float64(a.spool.stats().Records)
+			return float64(a.fin.history.spool.stats().Records)
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops, m.build, m.lastOK, connected, spool} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	// Every label set exists from the start, so a rate over a counter that
-	// has not moved yet is 0, not absent.
+}
+
+// initLabels makes every label set exist from the start, so a rate over a
+// counter that has not moved yet is 0, not absent.
+func (m *Metrics) initLabels() {
 	m.requests.WithLabelValues("executed", "")
 	m.requests.WithLabelValues("ignored", "")
 	for _, c := range protocol.Codes {
@@ -100,7 +113,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			m.resources.WithLabelValues(t, o)
 		}
 	}
-	return m, nil
 }
 
 // bind makes the gauges read a's connection and spool, and sets the build
@@ -113,7 +125,7 @@ func (m *Metrics) bind(a *Agent) {
 	m.agent = a
 	m.mu.Unlock()
 	m.build.Reset()
-	m.build.WithLabelValues(a.version, runtime.Version()).Set(1)
+	m.build.WithLabelValues(a.setup.version, runtime.Version()).Set(1)
 }
 
 func (m *Metrics) running() *Agent {
@@ -133,7 +145,7 @@ func (m *Metrics) Healthy() bool {
 }
 
 // WithMetrics makes the agent record into m.
-func WithMetrics(m *Metrics) Option { return func(a *Agent) { a.metrics = m } }
+func WithMetrics(m *Metrics) Option { return func(a *Agent) { a.setup.metrics = m } }
 
 func (m *Metrics) request(outcome string, code protocol.Code) {
 	if m == nil {

@@ -132,7 +132,7 @@ var _ = Describe("One parse, one truth", func() {
 		Expect(err).ToNot(HaveOccurred())
 		var mu sync.Mutex
 		observed := map[string][]policyResource{}
-		a.observePolicy = func(id string, r policyResource) {
+		a.gate.judge.(*policyJudge).observe = func(id string, r policyResource) {
 			mu.Lock()
 			defer mu.Unlock()
 			observed[id] = append(observed[id], r)

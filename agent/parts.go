@@ -16,27 +16,24 @@ import (
 // signature, which covers the whole and rides on part 1. Parts 2 and up go
 // first, so that part 1, which names the signer, is the last to arrive
 // when the connection keeps their order.
-func (a *Agent) publishReply(subject string, body []byte, sig string) error {
-	h := nats.Header{}
-	h.Set(protocol.HeaderSigner, a.publicKey)
-	h.Set(protocol.HeaderSignature, sig)
-	maxPayload := a.nc.MaxPayload()
+func publishReply(nc *nats.Conn, subject string, h nats.Header, body []byte) error {
+	maxPayload := nc.MaxPayload()
 	if maxPayload <= 0 || protocol.FitsOneMessage(maxPayload, h, body) {
-		return a.nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: body})
+		return publish(nc, subject, h, body)
 	}
 	parts, err := protocol.Split(body, protocol.PartBytes(maxPayload, h))
 	if err != nil {
 		return fmt.Errorf("reply to %s: %w", subject, err)
 	}
 	for _, p := range parts[1:] {
-		if err := a.nc.PublishMsg(&nats.Msg{Subject: subject, Header: nats.Header(p.Headers()), Data: p.Data}); err != nil {
+		if err := publish(nc, subject, nats.Header(p.Headers()), p.Data); err != nil {
 			return fmt.Errorf("reply to %s, part %d of %d: %w", subject, p.Index, p.Count, err)
 		}
 	}
 	for k, v := range parts[0].Headers() {
 		h[k] = v
 	}
-	if err := a.nc.PublishMsg(&nats.Msg{Subject: subject, Header: h, Data: parts[0].Data}); err != nil {
+	if err := publish(nc, subject, h, parts[0].Data); err != nil {
 		return fmt.Errorf("reply to %s, part 1 of %d: %w", subject, parts[0].Count, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,15 +17,16 @@ import (
 )
 
 // nodeRecord is the agent's registry entry as of now.
-func (a *Agent) nodeRecord() ([]byte, error) {
-	f := a.currentFacts()
+func (r *registrar) nodeRecord() ([]byte, error) {
+	a := r.a
+	f := a.facts.current()
 	return json.Marshal(&protocol.NodeRecord{
 		Protocol:  protocol.NodeProtocol,
 		Identity:  a.cfg.Identity,
 		Facts:     f.scalar,
-		Version:   a.version,
-		PublicKey: a.publicKey,
-		Started:   a.started,
+		Version:   a.setup.version,
+		PublicKey: a.keys.PublicKey(),
+		Started:   a.facts.started,
 		LastSeen:  a.now().UTC(),
 	})
 }
@@ -74,13 +76,13 @@ func (r *registrar) put(ctx context.Context) error {
 	defer cancel()
 	err := func() error {
 		if r.kv == nil {
-			kv, err := jsstore.OpenRegistry(ctx, a.js, jsstore.RegistryConfig{TTL: a.cfg.RegistryTTL})
+			kv, err := jsstore.OpenRegistry(ctx, a.setup.js, jsstore.RegistryConfig{TTL: a.cfg.RegistryTTL})
 			if err != nil {
 				return err
 			}
 			r.kv = kv
 		}
-		data, err := a.nodeRecord()
+		data, err := r.nodeRecord()
 		if err != nil {
 			return err
 		}
@@ -98,7 +100,7 @@ func (r *registrar) put(ctx context.Context) error {
 		a.log.Info("node registry updated again")
 	}
 	if err == nil {
-		a.stats.heartbeats.Add(1)
+		a.fin.stats.heartbeats.Add(1)
 	}
 	return err
 }
@@ -122,7 +124,7 @@ func (r *registrar) run(ctx context.Context) {
 			return
 		case <-timer.C:
 			_ = r.put(ctx)
-		case <-a.factsChanged:
+		case <-a.facts.changed:
 			_ = r.put(ctx)
 		}
 		timer.Reset(next())
@@ -162,16 +164,37 @@ func newFactSet(identity string, facts map[string]any) *factSet {
 	return &factSet{all: f, scalar: protocol.ScalarFacts(f), env: templates.New(f, nil)}
 }
 
-// currentFacts returns the facts in use.
-func (a *Agent) currentFacts() *factSet { return a.facts.Load() }
+// hostFacts is what the agent knows of its host, and who is woken when
+// it changes.
+type hostFacts struct {
+	facts atomic.Pointer[factSet]
+	// source gathers the host's facts again (nil: they are never
+	// refreshed, as for simulated agents)
+	source FactsSource
+	// changed wakes the registrar after UpdateFacts, subjects the loop
+	// that moves the subscriptions, assign the assigner to select its
+	// assignments again
+	changed, subjects, assign chan struct{}
+	// started is when Run started
+	started time.Time
+}
+
+func newHostFacts(identity string, facts map[string]any) *hostFacts {
+	h := &hostFacts{changed: make(chan struct{}, 1), subjects: make(chan struct{}, 1), assign: make(chan struct{}, 1)}
+	h.facts.Store(newFactSet(identity, facts))
+	return h
+}
+
+// current returns the facts in use.
+func (h *hostFacts) current() *factSet { return h.facts.Load() }
 
 // UpdateFacts replaces the agent's facts (the identity is kept): filters
 // and templates of later requests see the new facts, the registry entry is
 // refreshed at once, and when a subject fact changed the agent moves its
 // subscriptions to the new subjects.
 func (a *Agent) UpdateFacts(facts map[string]any) {
-	a.facts.Store(newFactSet(a.cfg.Identity, facts))
-	for _, c := range []chan struct{}{a.factsChanged, a.subjectsChanged, a.assignFacts} {
+	a.facts.facts.Store(newFactSet(a.cfg.Identity, facts))
+	for _, c := range []chan struct{}{a.facts.changed, a.facts.subjects, a.facts.assign} {
 		select {
 		case c <- struct{}{}:
 		default:
@@ -182,10 +205,10 @@ func (a *Agent) UpdateFacts(facts map[string]any) {
 // RefreshFacts gathers the facts again with the agent's FactsSource and
 // puts them in force (see UpdateFacts). Without a source it does nothing.
 func (a *Agent) RefreshFacts(ctx context.Context) error {
-	if a.factsSource == nil {
+	if a.facts.source == nil {
 		return nil
 	}
-	facts, err := a.factsSource(ctx)
+	facts, err := a.facts.source(ctx)
 	if err != nil {
 		return fmt.Errorf("agent %s: facts: %w", a.cfg.Identity, err)
 	}

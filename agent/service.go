@@ -3,9 +3,11 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -38,30 +40,43 @@ func serviceVersion(v string) string {
 // protocol.AgentStatsSubject, answers (and its stats carry) the agent's
 // request counters. The request subjects and their signing rules are not
 // part of it.
-func (a *Agent) startService() (micro.Service, error) {
-	svc, err := micro.AddService(a.nc, micro.Config{
+//
+// Being listed by nats micro is a convenience: a failure is logged and the
+// agent serves anyway. stop stops the service (a no-op after a failure).
+func startService(nc *nats.Conn, identity, version string, stats func() StatsSnapshot, log *slog.Logger) (stop func()) {
+	svc, err := addService(nc, identity, version, stats)
+	if err != nil {
+		log.Warn("not registered as a NATS micro service", "error", err)
+		return func() {}
+	}
+	return func() { _ = svc.Stop() }
+}
+
+// addService adds the micro service and its stats endpoint.
+func addService(nc *nats.Conn, identity, version string, stats func() StatsSnapshot) (micro.Service, error) {
+	svc, err := micro.AddService(nc, micro.Config{
 		Name:        protocol.AgentServiceName,
-		Version:     serviceVersion(a.version),
+		Version:     serviceVersion(version),
 		Description: "CCM Fleet agent",
-		Metadata:    map[string]string{"identity": a.cfg.Identity, "version": a.version},
+		Metadata:    map[string]string{"identity": identity, "version": version},
 		StatsHandler: func(*micro.Endpoint) any {
-			return a.Stats()
+			return stats()
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: micro service: %w", a.cfg.Identity, err)
+		return nil, fmt.Errorf("agent %s: micro service: %w", identity, err)
 	}
 	err = svc.AddEndpoint("stats", micro.HandlerFunc(func(r micro.Request) {
-		b, err := json.Marshal(a.Stats())
+		b, err := json.Marshal(stats())
 		if err != nil {
 			_ = r.Error("500", err.Error(), nil)
 			return
 		}
 		_ = r.Respond(b)
-	}), micro.WithEndpointSubject(protocol.AgentStatsSubject(a.cfg.Identity)), micro.WithEndpointQueueGroupDisabled())
+	}), micro.WithEndpointSubject(protocol.AgentStatsSubject(identity)), micro.WithEndpointQueueGroupDisabled())
 	if err != nil {
 		_ = svc.Stop()
-		return nil, fmt.Errorf("agent %s: micro service endpoint: %w", a.cfg.Identity, err)
+		return nil, fmt.Errorf("agent %s: micro service endpoint: %w", identity, err)
 	}
 	return svc, nil
 }

@@ -96,14 +96,13 @@ type Simulation struct {
 // MaxSimulated bounds Count.
 const MaxSimulated = 20000
 
-// Run starts every agent, serves until ctx is done, then stops them all and
-// closes their connections.
-func (s Simulation) Run(ctx context.Context) error {
+// withDefaults checks s's bounds and fills in its prefix and logger.
+func (s Simulation) withDefaults() (Simulation, error) {
 	if s.Count < 1 || s.Count > MaxSimulated {
-		return fmt.Errorf("%w: count %d must be between 1 and %d", ErrConfig, s.Count, MaxSimulated)
+		return s, fmt.Errorf("%w: count %d must be between 1 and %d", ErrConfig, s.Count, MaxSimulated)
 	}
 	if s.First < 0 || s.First > 999999 {
-		return fmt.Errorf("%w: first agent %d must be between 1 and 1000000", ErrConfig, s.First+1)
+		return s, fmt.Errorf("%w: first agent %d must be between 1 and 1000000", ErrConfig, s.First+1)
 	}
 	if s.Prefix == "" {
 		s.Prefix = "sim"
@@ -111,13 +110,21 @@ func (s Simulation) Run(ctx context.Context) error {
 	if s.Log == nil {
 		s.Log = slog.New(slog.DiscardHandler)
 	}
+	return s, nil
+}
+
+// Run starts every agent, serves until ctx is done, then stops them all and
+// closes their connections.
+func (s Simulation) Run(ctx context.Context) error {
+	s, err := s.withDefaults()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	var (
-		agents []*Agent
-		conns  []*nats.Conn
-	)
+	var agents []*Agent
+	var conns []*nats.Conn
 	defer func() {
 		for _, c := range conns {
 			c.Close()

@@ -1,6 +1,10 @@
 package agent
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
 
 // Stats counts what an agent did with the requests it received.
 type Stats struct {
@@ -26,9 +30,8 @@ type StatsSnapshot struct {
 	Dropped int64
 }
 
-// Stats returns the agent's counters.
-func (a *Agent) Stats() StatsSnapshot {
-	s := &a.stats
+// snapshot copies the counters.
+func (s *Stats) snapshot() StatsSnapshot {
 	return StatsSnapshot{
 		Received:   s.received.Load(),
 		Executed:   s.executed.Load(),
@@ -43,5 +46,17 @@ func (a *Agent) Stats() StatsSnapshot {
 		NotRecorded:       s.notRecorded.Load(),
 		Heartbeats:        s.heartbeats.Load(),
 		Dropped:           s.dropped.Load(),
+	}
+}
+
+// refused counts a request answered with code.
+func (s *Stats) refused(code protocol.Code) {
+	switch code {
+	case protocol.CodeExpired:
+		s.expired.Add(1)
+	case protocol.CodeBusy:
+		s.busy.Add(1)
+	case protocol.CodeBadRequest:
+		s.badRequest.Add(1)
 	}
 }

@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,38 +45,6 @@ const (
 	maxWatchErrorBytes = 512
 )
 
-// errNoInotify is wrapped by the errors of a directory watch that cannot
-// be set up because inotify cannot be used (no watcher could be made).
-var errNoInotify = errors.New("inotify unavailable")
-
-// fileStamp is what a watched file looked like after the agent's last run:
-// a change event that leaves it as it was is the agent's own write.
-type fileStamp struct {
-	// stale marks a stamp that matches no file: the file was found
-	// changed before its watch started.
-	stale              bool
-	exists             bool
-	size               int64
-	ino                uint64
-	mode               os.FileMode
-	mtime, ctime       int64
-	mtimeNs, ctimeNsec int64
-}
-
-func stampOf(path string) fileStamp {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return fileStamp{}
-	}
-	st := fileStamp{exists: true, size: fi.Size(), mode: fi.Mode()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
-		st.mtime, st.mtimeNs = sys.Mtim.Sec, sys.Mtim.Nsec
-		st.ctime, st.ctimeNsec = sys.Ctim.Sec, sys.Ctim.Nsec
-	}
-	return st
-}
-
 // watchState is one assignment's watched files and repair backoff.
 type watchState struct {
 	paths map[string]fileStamp
@@ -95,156 +61,15 @@ type watchState struct {
 	failedAt  time.Time
 }
 
-// watcher is the assigner's inotify watcher: parent directories are
-// watched (an editor or a package replaces a file by renaming another
-// over it), with a count of the paths needing each. A directory whose
-// watch could not be set up, or was lost (the directory removed or
-// renamed), is set up again by rearm; until then, and always, the
-// periodic check compares the files themselves.
-type watcher struct {
-	// fs is nil when inotify cannot be used: only the periodic check
-	// runs until a new watcher can be made
-	fs   *fsnotify.Watcher
-	dirs map[string]int
-	// armed are the directories with an inotify watch in place
-	armed map[string]bool
-}
-
-func newWatcher() *watcher {
-	w := &watcher{dirs: map[string]int{}, armed: map[string]bool{}}
-	if fw, err := fsnotify.NewWatcher(); err == nil {
-		w.fs = fw
-	}
-	return w
-}
-
-// events is the watcher's event channel; nil (never ready) without one.
-func (w *watcher) events() chan fsnotify.Event {
-	if w == nil || w.fs == nil {
-		return nil
-	}
-	return w.fs.Events
-}
-
-func (w *watcher) errors() chan error {
-	if w == nil || w.fs == nil {
-		return nil
-	}
-	return w.fs.Errors
-}
-
-func (w *watcher) close() {
-	if w != nil && w.fs != nil {
-		_ = w.fs.Close()
-	}
-}
-
-// add counts path's directory as needed and watches it; an error says the
-// directory is not watched yet (rearm tries again), the path is counted
-// all the same.
-func (w *watcher) add(path string) error {
-	dir := filepath.Dir(path)
-	w.dirs[dir]++
-	return w.arm(dir)
-}
-
-// arm sets up the inotify watch of dir unless it is in place.
-func (w *watcher) arm(dir string) error {
-	if w.armed[dir] {
-		return nil
-	}
-	if w.fs == nil {
-		return fmt.Errorf("watch %s: %w", dir, errNoInotify)
-	}
-	if err := w.fs.Add(dir); err != nil {
-		return fmt.Errorf("watch %s: %w", dir, err)
-	}
-	w.armed[dir] = true
-	return nil
-}
-
-// remove stops watching path's directory when no other path needs it.
-func (w *watcher) remove(path string) {
-	dir := filepath.Dir(path)
-	if w.dirs[dir] == 0 {
+// startWatcher makes the inotify watcher when there is none yet.
+func (s *assigner) startWatcher() {
+	if s.w != nil {
 		return
 	}
-	w.dirs[dir]--
-	if w.dirs[dir] == 0 {
-		delete(w.dirs, dir)
-		if w.armed[dir] {
-			delete(w.armed, dir)
-			_ = w.fs.Remove(dir)
-		}
+	s.w = newWatcher()
+	if s.w.fs == nil {
+		s.a.log.Error("cannot watch files with inotify: watched files are checked every " + watchPollInterval.String() + " instead")
 	}
-}
-
-// lost takes an event on a watched directory itself: removed or renamed,
-// its inotify watch is gone (or follows the old directory), so it is
-// dropped, to be set up again on whatever directory has the name now.
-// It reports whether ev was such an event.
-func (w *watcher) lost(ev fsnotify.Event) bool {
-	dir := filepath.Clean(ev.Name)
-	if w.dirs[dir] == 0 || !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
-		return false
-	}
-	if w.armed[dir] {
-		delete(w.armed, dir)
-		_ = w.fs.Remove(dir) // fsnotify may have dropped it already
-	}
-	return true
-}
-
-// broken drops the inotify watcher (its channels closed): every directory
-// is set up again on a new one by rearm.
-func (w *watcher) broken() {
-	w.close()
-	w.fs = nil
-	clear(w.armed)
-}
-
-// rearm sets up every needed directory watch not in place (making a new
-// inotify watcher first when there is none) and returns the errors of
-// those that still cannot be.
-func (w *watcher) rearm() []error {
-	if w.fs == nil {
-		fw, err := fsnotify.NewWatcher()
-		if err != nil {
-			return []error{fmt.Errorf("%w: %w", errNoInotify, err)}
-		}
-		w.fs = fw
-	}
-	var errs []error
-	for dir := range w.dirs {
-		if err := w.arm(dir); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// watchedFiles are the file resources of a run's events that asked to be
-// watched, failed or skipped ones included: a resource that could not be
-// applied is still the host's to keep as declared, and a run that fails
-// must not end its watch.
-func watchedFiles(events []*protocol.TransactionEvent) []string {
-	var out []string
-	for _, ev := range events {
-		if ev == nil || ev.Type != protocol.TypeFile || !filepath.IsAbs(ev.Name) {
-			continue
-		}
-		b, err := json.Marshal(ev.Properties)
-		if err != nil {
-			continue
-		}
-		var p struct {
-			Watch bool `json:"watch"`
-		}
-		if json.Unmarshal(b, &p) == nil && p.Watch {
-			out = append(out, filepath.Clean(ev.Name))
-		}
-	}
-	return out
 }
 
 // rewatch makes as's watched files those of its last run's events (a run
@@ -259,12 +84,7 @@ func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply) {
 	if len(paths) == 0 && ws == nil {
 		return
 	}
-	if s.w == nil {
-		s.w = newWatcher()
-		if s.w.fs == nil {
-			s.a.log.Error("cannot watch files with inotify: watched files are checked every " + watchPollInterval.String() + " instead")
-		}
-	}
+	s.startWatcher()
 	if ws == nil {
 		ws = &watchState{paths: map[string]fileStamp{}}
 		as.watch = ws
@@ -301,10 +121,14 @@ func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply) {
 			delete(ws.paths, p)
 		}
 	}
-	// A change between the run's write and this stamp (the run still had
-	// to finish and record itself) would otherwise be taken for the run's
-	// own result and never repaired: compare each file with the state the
-	// run reported, and treat a difference as a change seen now.
+	s.catchUp(ws, reply)
+}
+
+// catchUp treats as a change seen now each watched file that differs from
+// the state the run reported: a change between the run's write and its
+// stamp (the run still had to finish and record itself) would otherwise
+// be taken for the run's own result and never repaired.
+func (s *assigner) catchUp(ws *watchState, reply *protocol.FleetReply) {
 	for _, ev := range reply.Events {
 		if ev == nil || ev.Type != protocol.TypeFile {
 			continue

@@ -56,10 +56,15 @@ func Gather(ctx context.Context, opts Options) (map[string]any, error) {
 	f["cpus"] = runtime.NumCPU()
 	f["virtualization"] = info.VirtualizationSystem
 	f["host"] = map[string]any{"info": toMap(info)}
+	memory := map[string]any{"virtual": map[string]any{}, "swap": swapFacts(ctx)}
 	if vm, err := mem.VirtualMemoryWithContext(ctx); err == nil {
 		f["memory_mb"] = int(vm.Total / (1 << 20))
-		f["memory"] = map[string]any{"virtual": toMap(vm)}
+		memory["virtual"] = toMap(vm)
 	}
+	f["memory"] = memory
+	f["cpu"] = cpuFacts(ctx)
+	f["network"] = networkFacts(ctx)
+	f["partition"] = partitionFacts(ctx)
 	if err := Merge(f, opts); err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ ccm:
 		}
 		Expect(drift).To(HaveLen(1))
 		Expect(drift[0]).To(HaveKeyWithValue("resource", motdRef))
-		Expect(drift[0]).To(HaveKeyWithValue("outcome", "would change"))
+		Expect(drift[0]).To(HaveKeyWithValue("outcome", "would_change"))
 		Expect(drift[0]).To(HaveKeyWithValue("hosts", []any{"web-0004", "web-0011", "web-0027"}))
 		Expect(drift[0]["message"]).To(HavePrefix("Would have created the file: "))
 		Expect(doc["summary"]).To(HaveKeyWithValue("hosts", HaveKeyWithValue("would_change", 3.0)))

@@ -149,11 +149,11 @@ func asObject(v any) map[string]any {
 // the directories before the first templated element.
 func literalPrefix(src string) (string, error) {
 	src = filepath.ToSlash(src)
-	if strings.Contains(src, "{{") {
+	if strings.Contains(src, "{{") || strings.Contains(src, "${") {
 		parts := strings.Split(src, "/")
 		var lit []string
 		for _, part := range parts {
-			if strings.Contains(part, "{{") {
+			if strings.Contains(part, "{{") || strings.Contains(part, "${") {
 				break
 			}
 			lit = append(lit, part)

@@ -1,49 +1,15 @@
 package manifest
 
-import (
-	"github.com/ccm-fleet/ccm/resources/templates"
-)
-
-// resolveData computes the data templates see: the base data with the
-// overrides the hierarchy selects for these facts merged in (see doc.go), and
-// extra merged deep over the result. It also returns the override keys that
-// matched, highest priority first.
+// resolveData computes the data templates see: the hierarchy resolved as
+// CCM does (see Hiera.Resolve), extra merged deep over the result, then the
+// validation rules checked. It also returns the override keys applied, in
+// the order they were applied.
 func (m *Manifest) resolveData(facts, extra map[string]any) (map[string]any, []string, error) {
-	data := cloneMap(m.data)
-	var matched []string
-	if len(m.order) > 0 {
-		env := templates.New(facts, nil)
-		seen := map[string]bool{}
-		for i, tmpl := range m.order {
-			key, err := env.ExpandString(tmpl)
-			if err != nil {
-				return nil, nil, invalidWith(err, "hierarchy.order[%d] %q: %v", i, tmpl, err)
-			}
-			if key == "" || seen[key] {
-				continue
-			}
-			if _, ok := m.overrides[key]; !ok {
-				continue
-			}
-			seen[key] = true
-			matched = append(matched, key)
-		}
-		// Lowest priority first, so higher-priority overrides land last.
-		for i := len(matched) - 1; i >= 0; i-- {
-			ov := m.overrides[matched[i]]
-			if m.merge == MergeDeep {
-				data = DeepMerge(data, ov)
-				continue
-			}
-			for k, v := range ov {
-				data[k] = cloneValue(v)
-			}
-		}
+	res, err := m.Hiera().ResolveWith(facts, extra)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(extra) > 0 {
-		data = DeepMerge(data, extra)
-	}
-	return data, matched, nil
+	return res.Data, res.Applied, nil
 }
 
 // DeepMerge returns a new map: dst with src merged over it. Maps present in

@@ -40,7 +40,7 @@ var _ = Describe("data resolution", func() {
 		return m.Resolve(manifest.RunOptions{Facts: facts, Data: extra})
 	}
 
-	DescribeTable("hierarchy: the order comes from facts, the first entry has the highest priority",
+	DescribeTable("hierarchy: the order comes from facts; first takes the first match, deep merges all with later entries winning (as CCM)",
 		func(merge string, facts map[string]any, wantKeys []string, want map[string]any) {
 			r, err := resolveData(merge, facts, nil)
 			Expect(err).ToNot(HaveOccurred())
@@ -53,18 +53,18 @@ var _ = Describe("data resolution", func() {
 		Entry("first, os only: each top-level key whole from the override", "first",
 			map[string]any{"os": "rhel"}, []string{"os:rhel"},
 			map[string]any{"motd": "rhel", "packages": []any{"policycoreutils"}, "nginx": map[string]any{"workers": 2.0}, "only_base": "yes"}),
-		Entry("first, os and role: os wins where both have a key", "first",
-			map[string]any{"os": "rhel", "role": "web"}, []string{"os:rhel", "role:web"},
-			map[string]any{"motd": "rhel", "packages": []any{"policycoreutils"}, "nginx": map[string]any{"workers": 2.0}, "only_base": "yes", "role_only": 1.0}),
+		Entry("first, os and role: only the first match (os) is used", "first",
+			map[string]any{"os": "rhel", "role": "web"}, []string{"os:rhel"},
+			map[string]any{"motd": "rhel", "packages": []any{"policycoreutils"}, "nginx": map[string]any{"workers": 2.0}, "only_base": "yes"}),
 		Entry("first, role only (os has no override)", "first",
 			map[string]any{"os": "debian", "role": "web"}, []string{"role:web"},
 			map[string]any{"motd": "web", "packages": []any{"nginx"}, "nginx": map[string]any{"gzip": true, "workers": 8.0}, "only_base": "yes", "role_only": 1.0}),
-		Entry("deep, os and role: maps merge, lists concatenate, os wins", "deep",
+		Entry("deep, os and role: maps merge, lists concatenate, the later entry (role) wins", "deep",
 			map[string]any{"os": "rhel", "role": "web"}, []string{"os:rhel", "role:web"},
 			map[string]any{
-				"motd":      "rhel",
-				"packages":  []any{"curl", "nginx", "policycoreutils"},
-				"nginx":     map[string]any{"workers": 2.0, "gzip": true},
+				"motd":      "web",
+				"packages":  []any{"curl", "policycoreutils", "nginx"},
+				"nginx":     map[string]any{"workers": 8.0, "gzip": true},
 				"only_base": "yes",
 				"role_only": 1.0,
 			}),
@@ -119,7 +119,7 @@ hierarchy: {order: ["tier:{{ lookup('data.tier') }}"]}
 		for range 2 {
 			r, err := m.Resolve(manifest.RunOptions{Facts: map[string]any{"os": "rhel", "role": "web"}})
 			Expect(err).ToNot(HaveOccurred())
-			Expect(r.Data["packages"]).To(Equal([]any{"curl", "nginx", "policycoreutils"}))
+			Expect(r.Data["packages"]).To(Equal([]any{"curl", "policycoreutils", "nginx"}))
 		}
 	})
 })

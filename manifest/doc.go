@@ -8,8 +8,8 @@
 //
 //	data:                 # base data: data.* in templates and conditions
 //	  motd: managed by ccm
-//	hierarchy:            # optional
-//	  order: ["os:{{ lookup('facts.os') }}", "role:{{ lookup('facts.role', '') }}"]
+//	hierarchy:            # optional; default order ["default"]
+//	  order: ["os:${ lookup('facts.os') }", "role:{{ lookup('facts.role') }}"]
 //	  merge: first        # or deep
 //	overrides:
 //	  "os:rhel": {motd: managed by ccm on rhel}
@@ -62,28 +62,47 @@
 //
 // # Data and hierarchy
 //
-// Data is resolved before anything else, in this order (later wins):
+// Data is resolved before anything else, as CCM's hierarchical data
+// resolver does (Hiera.Resolve), in this order:
 //
 //  1. data: the base data.
-//  2. The overrides the hierarchy selects. Each hierarchy.order entry is a
-//     template over facts only (data is not available to it); entries that
-//     give "" or a key overrides does not have are skipped, and a key is
-//     used once. The first entry has the highest priority. With merge:
-//     first (the default) each top-level data key is taken whole from the
-//     highest-priority matching override that has it, else from the base.
-//     With merge: deep the matching overrides are merged into the base from
-//     the lowest priority to the highest, so the first order entry wins:
-//     objects merge key by key, lists concatenate (lower priority items
+//  2. The overrides the hierarchy selects. Each hierarchy.order entry
+//     (default ["default"]) is a template over facts only ({{ }} or ${ });
+//     a fact the host lacks reads as "", and an entry whose templates all
+//     give "" does not match (lookup of data. keys is an error). An entry
+//     matches when the override its text names exists. With merge: first
+//     (the default) only the first matching override is used and its
+//     top-level keys replace the base's whole. With merge: deep every
+//     matching override is merged into the base in order, later entries
+//     winning: objects merge key by key, lists concatenate (earlier items
 //     first), any other value is replaced.
 //  3. RunOptions.Data (ccm-agent apply --data FILE), deep-merged the same
 //     way.
+//  4. Validation: "# @require" and "# @validate EXPR" comment lines above a
+//     key of a YAML document's data (or the JSON form, data_rules) are
+//     checked against the final data (Validate, ErrValidation).
 //
-// Data values are not templates themselves. Resource properties (except
-// control, which holds expressions), names, "*" values and the pre/post
-// messages are templates over facts and the resolved data; control.if and
-// control.unless are evaluated against the same facts and data. Locally
-// (AllowEnviron, AllowFiles) templates may also read environ. and file()
-// below the working directory; a remote run exposes neither.
+// Strings in data and in the selected overrides are templates over the
+// facts too (a string that is one template keeps its value's type), as in
+// CCM. Resource properties (except control, which holds expressions),
+// names, "*" values and the pre/post messages are templates over facts and
+// the resolved data (facts/Facts, data/Data); control.if and control.unless
+// are evaluated against the same facts and data. Locally (AllowEnviron,
+// AllowFiles) templates may also read environ/Environ and file(),
+// template() and jet() files below the working directory; a remote run
+// exposes neither. A template reading a key that does not exist is an
+// error, not an empty string.
+//
+// # API for callers outside the manifest format
+//
+// Hierarchical data on its own (a CCM hiera file, ./.hiera, hiera data in
+// a KV value) is read with ParseHiera(bytes) and resolved with
+// (*Hiera).ResolveWith(facts, extra), which returns the data and the
+// override keys applied and checks the annotations; (*Hiera).Resolve skips
+// the checks. (*Manifest).Hiera gives a manifest's. DefaultOrder, MergeFirst,
+// MergeDeep, DeepMerge and Validate are what those use. Expressions are
+// package templates': templates.New(facts, data, templates.WithEnviron(...),
+// templates.WithFiles(dir), templates.WithKV(natskv.New(js), 0)).Expand(s).
 //
 // # Running
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
 // DefaultMaxBytes bounds a manifest document when ParseOptions.MaxBytes is 0.
@@ -18,12 +19,12 @@ const DefaultMaxBytes = 1 << 20
 
 // Hierarchy merge strategies.
 const (
-	// MergeFirst takes each top-level data key from the highest-priority
-	// override that has it, else from the base data.
+	// MergeFirst takes the first matching override only; its top-level
+	// keys replace the base data's.
 	MergeFirst = "first"
-	// MergeDeep merges every matching override into the base data: maps
-	// merge key by key, lists concatenate, other values are replaced, and
-	// higher-priority overrides are merged last so they win.
+	// MergeDeep merges every matching override into the base data in order,
+	// later ones winning: maps merge key by key, lists concatenate, other
+	// values are replaced.
 	MergeDeep = "deep"
 )
 
@@ -43,6 +44,10 @@ type Manifest struct {
 	entries     []*entry
 	// sensitiveData are the data keys marked sensitive (sensitive_data).
 	sensitiveData []string
+	// rules are the data's @require/@validate annotations; ruleWarnings
+	// name the annotations not understood.
+	rules        []Rule
+	ruleWarnings []string
 }
 
 // ParseOptions bound parsing.
@@ -110,6 +115,20 @@ func Parse(data []byte, opts ParseOptions) (*Manifest, error) {
 	if err := m.decodeTop(top, newTypeSet(opts.Types)); err != nil {
 		return nil, err
 	}
+	commented, warnings, err := parseAnnotations(data)
+	if err != nil {
+		return nil, err
+	}
+	m.ruleWarnings = warnings
+	if len(commented) > 0 {
+		// The annotations travel in the JSON document (bundles carry JSON,
+		// which has no comments) as data_rules.
+		m.rules = mergeRules(m.rules, commented)
+		top["data_rules"] = encodeRules(m.rules)
+		if m.doc, err = json.Marshal(top); err != nil {
+			return nil, invalidWith(err, "manifest: %v", err)
+		}
+	}
 	return m, nil
 }
 
@@ -132,7 +151,7 @@ func (m *Manifest) InDir(dir string) *Manifest {
 func (m *Manifest) FailOnError() bool { return m.failOnError }
 
 var (
-	topKeys       = []string{"data", "sensitive_data", "hierarchy", "overrides", "ccm"}
+	topKeys       = []string{"data", "sensitive_data", "data_rules", "hierarchy", "overrides", "ccm"}
 	hierarchyKeys = []string{"order", "merge"}
 	ccmKeys       = []string{"fail_on_error", "pre_message", "post_message", "resources"}
 )
@@ -146,6 +165,9 @@ func (m *Manifest) decodeTop(top map[string]any, ts typeSet) error {
 		return err
 	}
 	if m.sensitiveData, err = decodeSensitiveData(top["sensitive_data"]); err != nil {
+		return err
+	}
+	if m.rules, err = decodeRules(top["data_rules"]); err != nil {
 		return err
 	}
 	if err := m.decodeHierarchy(top["hierarchy"]); err != nil {
@@ -382,7 +404,7 @@ func entryProvider(e *entry) string {
 		return ""
 	}
 	s, isString := v.(string)
-	if !isString || strings.Contains(s, "{{") {
+	if !isString || templates.HasTemplate(s) {
 		return "*"
 	}
 	return s

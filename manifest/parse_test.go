@@ -180,7 +180,7 @@ ccm:
 			Expect(err).To(MatchError(resources.ErrInvalid))
 			Expect(err.Error()).To(Equal(want))
 		},
-		Entry("unknown top-level key", "datum: {}\n", `manifest: unknown key "datum" (allowed: data, sensitive_data, hierarchy, overrides, ccm)`),
+		Entry("unknown top-level key", "datum: {}\n", `manifest: unknown key "datum" (allowed: data, sensitive_data, data_rules, hierarchy, overrides, ccm)`),
 		Entry("sensitive_data not a list", "sensitive_data: secret\n", `sensitive_data: expected a list of data keys, got a string`),
 		Entry("sensitive_data not a key", "sensitive_data: [\"db..pw\"]\n", `sensitive_data[0]: "db..pw" is not a dotted data key such as db.password`),
 		Entry("sensitive_data a template", "sensitive_data: [\"{{ x }}\"]\n", `sensitive_data[0]: "{{ x }}" is not a dotted data key such as db.password`),

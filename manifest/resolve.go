@@ -27,9 +27,14 @@ type RunOptions struct {
 	// AllowEnviron exposes the process environment to templates (environ.);
 	// local CLI use only, a remote (agent) run leaves it false.
 	AllowEnviron bool
-	// AllowFiles exposes file() below the manifest's working directory to
+	// AllowFiles exposes file(), readFile() and the .templ/.jet files of
+	// template() and jet() below the manifest's working directory to
 	// templates; local CLI use only.
 	AllowFiles bool
+	// KV, when set, gives templates kvGet(bucket, key) (e.g. natskv.New(js));
+	// local CLI use only: a remote run must not read the agent's buckets.
+	// A resource whose templates call kvGet is sensitive.
+	KV templates.KVReader
 	// Log receives progress messages; nil discards.
 	Log *slog.Logger
 	// Guard, when set, is asked about every resource once it is prepared,
@@ -56,7 +61,8 @@ type RunOptions struct {
 type Resolved struct {
 	// Data is the resolved data templates saw.
 	Data map[string]any
-	// Hierarchy lists the override keys that matched, highest priority first.
+	// Hierarchy lists the override keys applied, in the order they were
+	// merged (see Hiera.Resolve).
 	Hierarchy []string
 	// Resources are in declaration order, one per name, fully templated
 	// (control.if/unless stay expressions).
@@ -92,7 +98,7 @@ func (p plannedSpec) label() string {
 func (p plannedSpec) spec() engine.Spec { return engine.Spec{Type: p.entry.typ, Properties: p.props} }
 
 // Resolve computes the data (base data, hierarchy overrides with first/deep
-// merge, then opts.Data) and expands every resource (defaults, "*", name
+// merge, then opts.Data, then the data's validation rules) and expands every resource (defaults, "*", name
 // arrays, templates) into the ordered list of specs the engine would run,
 // without touching the host. Duplicate resources and require/subscribe
 // references naming no earlier resource are errors. Every error wraps
@@ -141,6 +147,9 @@ func (m *Manifest) plan(opts RunOptions) (*plan, error) {
 	}
 	if len(m.sensitiveData) > 0 {
 		envOpts = append(envOpts, templates.WithSensitive(m.sensitiveData))
+	}
+	if opts.KV != nil {
+		envOpts = append(envOpts, templates.WithKV(opts.KV, 0))
 	}
 	envOpts = append(envOpts, opts.TemplateOptions...)
 	env := templates.New(opts.Facts, data, envOpts...)

@@ -164,15 +164,14 @@ func standIn(v any, path string, second bool) (any, bool) {
 		if !templates.HasTemplate(x) {
 			return x, false
 		}
-		whole := strings.TrimSpace(x)
-		if second && strings.HasPrefix(whole, "{{") && strings.Index(whole, "}}") == len(whole)-2 {
+		if second && templates.Whole(x) {
 			return nil, true
 		}
 		repl := "x"
 		if second {
 			repl = "0"
 		}
-		return replaceTemplates(x, repl), true
+		return templates.Replace(x, repl), true
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		found := false
@@ -197,26 +196,6 @@ func standIn(v any, path string, second bool) (any, bool) {
 		return out, found
 	}
 	return v, false
-}
-
-// replaceTemplates replaces every {{ ... }} in s with repl.
-func replaceTemplates(s, repl string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "{{")
-		if i < 0 {
-			break
-		}
-		j := strings.Index(s[i+2:], "}}")
-		if j < 0 {
-			break
-		}
-		b.WriteString(s[:i])
-		b.WriteString(repl)
-		s = s[i+2+j+2:]
-	}
-	b.WriteString(s)
-	return b.String()
 }
 
 // CheckManifest validates a manifest's resources as far as that can be

@@ -73,6 +73,9 @@ var _ = Describe("CheckEnsure", func() {
 		Entry("a list that is one template", "file", file(map[string]any{"require": "{{ lookup('facts.reqs') }}"})),
 		Entry("a templated provider", "package", map[string]any{"name": "nginx", "provider": "{{ lookup('facts.pkg') }}"}),
 		Entry("a condition on facts", "service", map[string]any{"name": "nginx", "control": map[string]any{"if": "facts.os == 'debian'"}}),
+		Entry("a mode that is one ${ } template", "file", file(map[string]any{"mode": "${ Facts.mode }"})),
+		Entry("a mode that mixes text and a ${ } template", "file", file(map[string]any{"mode": "0${ Facts.mode }"})),
+		Entry("a list that is one ${ } template", "file", file(map[string]any{"require": "${ Data.reqs }"})),
 	)
 
 	It("is applied by Run before anything is sent", func() {

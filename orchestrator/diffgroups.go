@@ -18,7 +18,7 @@ type DiffGroup struct {
 	// Resource is the resource reference, type#name, with the identity
 	// replaced as in Diff.
 	Resource string `json:"resource"`
-	// Outcome is the event outcome the diff comes with: "would change" or
+	// Outcome is the event outcome the diff comes with: "would_change" or
 	// "changed" (also "failed" when a change was attempted and failed).
 	Outcome string `json:"outcome"`
 	// Diff is the shared diff, with placeholders.

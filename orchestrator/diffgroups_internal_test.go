@@ -66,7 +66,7 @@ var _ = Describe("DiffGroups", func() {
 		}}
 		g := DiffGroups(r)
 		Expect(g).To(HaveLen(2))
-		Expect([]string{g[0].Outcome, g[1].Outcome}).To(ConsistOf("failed", "would change"))
+		Expect([]string{g[0].Outcome, g[1].Outcome}).To(ConsistOf("failed", "would_change"))
 	})
 
 	It("finds the facts templates name", func() {

@@ -39,7 +39,7 @@ func exampleFleet() (string, func()) {
 	}
 	sim := agent.Simulation{
 		Count: 4, Prefix: "web", Vary: []agent.Vary{osv, role}, Engine: engine.New(reg),
-		// Unsigned requests, for the example; see the README's Security section.
+		// Unsigned requests, for the example; see docs/security.md.
 		Config:  agent.Config{StateDir: state, Insecure: true},
 		Connect: func(_ context.Context, name string) (*nats.Conn, error) { return nats.Connect(url, nats.Name(name)) },
 		Ready:   func() { close(ready) },

@@ -67,7 +67,7 @@ func ExampleClient_Run() {
 		fmt.Println("exit code", res.ExitCode)
 	}
 	// Output:
-	// 2 hosts: exec#/bin/true would change [web-0001 web-0002]
+	// 2 hosts: exec#/bin/true would_change [web-0001 web-0002]
 	// exit code 5
 	// 2 hosts: exec#/bin/true changed [web-0001 web-0002]
 	// exit code 0

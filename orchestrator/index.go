@@ -40,8 +40,10 @@ type indexRun struct {
 	heads    map[string]hostTiming
 	// dups and malformed count records not taken.
 	dups, malformed int
-	// run is the rebuilt run, nil when records arrived since.
+	// run is the rebuilt run, nil when records arrived since; sum is
+	// its summary, made with it.
 	run *HistoryRun
+	sum HistorySummary
 }
 
 // NewHistoryIndex returns an empty index keeping at most maxRuns runs
@@ -142,6 +144,7 @@ func (run *indexRun) rebuilt() *HistoryRun {
 		res := rebuild(run.request, run.recorded, run.recs)
 		res.Duplicates, res.Malformed = run.dups, run.malformed
 		run.run = &HistoryRun{Request: run.request, Recorded: run.recorded, Result: res}
+		run.sum = run.run.Summary()
 	}
 	return run.run
 }

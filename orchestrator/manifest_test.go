@@ -100,7 +100,7 @@ ccm:
 		Expect(drift).To(HaveLen(2))
 		Expect(drift[0].Outcome).To(Equal("stable"))
 		Expect(drift[0].Count).To(Equal(fleetSize - 2))
-		Expect(drift[1].Outcome).To(Equal("would change"))
+		Expect(drift[1].Outcome).To(Equal("would_change"))
 		Expect(drift[1].Hosts).To(Equal(tampered))
 		Expect(drift[1].Message).To(HavePrefix("Would have created the file: "))
 		for _, id := range tampered {

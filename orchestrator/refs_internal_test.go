@@ -67,7 +67,7 @@ var _ = Describe("naming events by the manifest's declarations", func() {
 		res.summarize(manifestRefs([]DeclaredResource{{Type: "file", Name: motd}, {Type: "service", Name: "nginx"}}))
 
 		stableMotd := Group{Resource: "file#" + motd, Outcome: "stable", Hosts: []string{"a"}, Count: 1}
-		driftMotd := Group{Resource: "file#" + motd, Outcome: "would change", Message: "Would have changed the content", Hosts: []string{"b", "c"}, Count: 2}
+		driftMotd := Group{Resource: "file#" + motd, Outcome: "would_change", Message: "Would have changed the content", Hosts: []string{"b", "c"}, Count: 2}
 		stableSvc := Group{Resource: "service#nginx", Outcome: "stable", Hosts: []string{"a", "b", "c"}, Count: 3}
 		refused := Group{Outcome: GroupError, Message: "bad_request: manifest: broken", Hosts: []string{"d"}, Count: 1}
 		Expect(res.Groups).To(Equal([]Group{stableMotd, stableSvc, driftMotd, refused}))

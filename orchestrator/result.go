@@ -105,6 +105,14 @@ type Result struct {
 	// from the node registry alone (see DiscoveryResult.Fallback); empty
 	// when it did not fall back.
 	DiscoveryFallback string `json:"discovery_fallback,omitempty"`
+	// Interrupted is set when the caller's context ended the collection
+	// (ccm-orch: Ctrl-C) before every asked host was accounted for.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Running lists, when Interrupted, the asked hosts that had neither
+	// replied nor passed their deadline: they have the request and go on
+	// running it, and their results land in history. They are not in
+	// Hosts or NoReply.
+	Running []string `json:"running,omitempty"`
 	// Async is set when the request was sent without waiting for replies.
 	Async bool `json:"async,omitempty"`
 	// HistoryError says why the request could not be recorded in history,
@@ -180,7 +188,7 @@ type Group struct {
 	// it (templates unexpanded); empty for a request-level error.
 	Resource string `json:"resource"`
 	// Outcome is the event outcome (stable, skipped, refreshed, changed,
-	// would change, failed; see protocol.TransactionEvent.Outcome) or
+	// would_change, failed; see protocol.TransactionEvent.Outcome) or
 	// GroupError.
 	Outcome string `json:"outcome"`
 	// Message is the failure (errors joined with "; "), the noop message, or
@@ -240,7 +248,7 @@ type groupKey struct{ resource, outcome, message string }
 
 // outcomeRank orders groups: settled outcomes first, problems last, so the
 // problems end up next to the summary.
-var outcomeRank = map[string]int{"stable": 0, "skipped": 1, "refreshed": 2, "changed": 3, "would change": 4, "failed": 5, GroupError: 6}
+var outcomeRank = map[string]int{"stable": 0, "skipped": 1, "refreshed": 2, "changed": 3, protocol.EventWouldChange: 4, "failed": 5, GroupError: 6}
 
 // summarize fills Summary, Groups, Resources and ExitCode from Hosts. names
 // gives each event's resource as the request declared it; nil uses the
@@ -328,7 +336,7 @@ func eventKey(ev *protocol.TransactionEvent, ref string) groupKey {
 	switch k.outcome {
 	case "failed":
 		k.message = strings.Join(ev.Errors, "; ")
-	case "would change":
+	case protocol.EventWouldChange:
 		k.message = ev.NoopMessage
 	case "skipped":
 		if len(ev.UnmetRequirements) > 0 {
@@ -344,7 +352,7 @@ func (c *ResourceCounts) count(outcome string) {
 		c.Failed++
 	case "skipped":
 		c.Skipped++
-	case "would change":
+	case protocol.EventWouldChange:
 		c.WouldChange++
 	case "changed", "refreshed":
 		c.Changed++

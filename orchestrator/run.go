@@ -118,7 +118,16 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	in.parts.close()
 	r.noteIncomplete(time.Now())
 	res.Incomplete = r.incompleteNoResult()
+	if err != nil && ctx.Err() != nil {
+		r.interrupted = true
+		res.Interrupted = true
+		res.Running = r.running()
+	}
 	res.finish(r.results(), names, started)
+	if res.Interrupted {
+		res.ExitCode = protocol.ExitInterrupted
+		return res, fmt.Errorf("run %s: %w: %w", id, ErrInterrupted, err)
+	}
 	if err != nil {
 		return res, fmt.Errorf("run %s: %w", id, err)
 	}
@@ -144,6 +153,7 @@ func (r *Result) finish(hosts []HostResult, names *refNamer, started time.Time) 
 		slices.Sort(*l)
 	}
 	slices.Sort(r.Unconfirmed)
+	slices.Sort(r.Running)
 	if r.Hosts == nil {
 		r.Hosts = []HostResult{}
 	}
@@ -202,6 +212,10 @@ type runner struct {
 	// incomplete are the replies (live or recorded) that did not arrive
 	// whole
 	incomplete []incompleteReply
+	// interrupted is set when the caller's context ended the collection:
+	// the asked hosts still within their deadline are running, not
+	// silent
+	interrupted bool
 }
 
 func newRunner(c *Client, req Request, id string, expected []string, in *inbox) *runner {
@@ -570,6 +584,18 @@ func (r *runner) done(failed bool) {
 	r.free++
 }
 
+// running lists the asked hosts that have neither replied nor passed
+// their deadline, in expected order.
+func (r *runner) running() []string {
+	var out []string
+	for _, id := range r.expected {
+		if h := r.hosts[id]; h.asked && !h.finished() {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // results lists every asked host's result, sorted by identity.
 func (r *runner) results() []HostResult {
 	out := make([]HostResult, 0, len(r.expected))
@@ -580,6 +606,8 @@ func (r *runner) results() []HostResult {
 			continue
 		case h.result != nil:
 			out = append(out, *h.result)
+		case r.interrupted && !h.timedOut:
+			continue // still running, see running
 		default:
 			out = append(out, HostResult{Identity: id, Outcome: OutcomeNoReply, Events: []*protocol.TransactionEvent{}})
 		}

@@ -91,7 +91,7 @@ var _ = Describe("Client.Run", func() {
 			Expect(res.Summary.Hosts).To(Equal(orchestrator.HostCounts{WouldChange: len(web)}))
 			Expect(res.Summary.Resources.WouldChange).To(Equal(len(web)))
 			Expect(res.Groups).To(HaveLen(1))
-			Expect(res.Groups[0].Outcome).To(Equal("would change"))
+			Expect(res.Groups[0].Outcome).To(Equal("would_change"))
 			Expect(res.Groups[0].Message).NotTo(BeEmpty())
 			for _, id := range fl.Identities {
 				Expect(os.ReadFile(filepath.Join(dir, id, "motd"))).To(Equal([]byte("one")))
@@ -272,8 +272,11 @@ var _ = Describe("Client.Run", func() {
 			Progress: func(int, int) { cancel() },
 		})
 		Expect(err).To(MatchError(context.Canceled))
-		Expect(res.NoReply).To(Equal([]string{"ghost-1"}))
-		Expect(res.ExitCode).To(Equal(protocol.ExitNoReply))
+		Expect(err).To(MatchError(orchestrator.ErrInterrupted))
+		// Asked and within its deadline: still running, not silent.
+		Expect(res.Running).To(Equal([]string{"ghost-1"}))
+		Expect(res.NoReply).To(BeEmpty())
+		Expect(res.ExitCode).To(Equal(protocol.ExitInterrupted))
 	})
 
 	It("encodes its result with the documented keys", func() {

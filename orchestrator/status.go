@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +18,9 @@ const (
 	// StateConverged: the last run applied the current revision, nothing
 	// failed (an audit: nothing would change).
 	StateConverged = "converged"
-	// StateDrift: the last run of a noop assignment found changes to make.
+	// StateDrift: the last run of a noop assignment found changes to make,
+	// or a noop run made later (ccm-orch audit, ensure --noop) found some
+	// of the resources the assignment's last run managed would change.
 	StateDrift = "drift"
 	// StateFailed: the last run failed (a resource failed, or the run
 	// could not start, as for conflicting assignments).
@@ -128,20 +129,8 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 	if err != nil {
 		return nil, err
 	}
-	if opts.Assignment != "" {
-		entries = slices.DeleteFunc(entries, func(e AssignmentEntry) bool { return e.Name != opts.Assignment })
-		if len(entries) == 0 {
-			return nil, fmt.Errorf("%w %q", ErrNoAssignment, opts.Assignment)
-		}
-		if r := entries[0].Removed; r != nil {
-			return nil, fmt.Errorf("%w %q: removed at %s by %s", ErrNoAssignment, opts.Assignment, r.Created.Format(time.RFC3339), r.Sender)
-		}
-	}
-	var window time.Duration
-	for _, e := range entries {
-		if e.Assignment != nil {
-			window = max(window, 2*time.Duration(e.Assignment.Interval))
-		}
+	if entries, err = selectAssignment(entries, opts.Assignment); err != nil {
+		return nil, err
 	}
 	nodes, _, err := jsstore.ReadRegistry(ctx, c.js)
 	if err != nil {
@@ -152,65 +141,15 @@ func (c *Client) Status(ctx context.Context, opts StatusOptions) (*StatusReport,
 		live[n.Identity] = n.Facts
 	}
 	// The last run of each assignment on each host within the window.
-	last := map[string]map[string]*lastRun{}
-	err = jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistorySubjects, Since: now.Add(-window - time.Minute)}, func(r jsstore.Record) error {
-		name := r.Header.Get(protocol.HeaderAssignment)
-		if name == "" || r.Identity == "" {
-			return nil
-		}
-		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
-		switch {
-		case r.Err != nil:
-			// A run whose record cannot be joined is said, not dropped.
-			reply = protocol.NewFleetReply(r.RequestID, r.Identity, r.Time)
-			reply.Error = protocol.NewError(protocol.CodeInternal, "the history record of this run is incomplete: %s", r.Err)
-		case err != nil:
-			return nil
-		}
-		rev, _ := strconv.ParseUint(r.Header.Get(protocol.HeaderAssignmentRevision), 10, 64)
-		byHost := last[name]
-		if byHost == nil {
-			byHost = map[string]*lastRun{}
-			last[name] = byHost
-		}
-		if prev := byHost[r.Identity]; prev == nil || !r.Time.Before(prev.time) {
-			byHost[r.Identity] = &lastRun{time: r.Time, revision: rev, id: r.RequestID, trigger: r.Header.Get(protocol.HeaderTrigger), flapping: r.Header.Get(protocol.HeaderFlapping), watch: watchFailuresOf(r.Header), reply: reply}
-		}
+	runs := NewAssignmentRuns()
+	err = jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistorySubjects, Since: now.Add(-statusWindow(entries))}, func(r jsstore.Record) error {
+		runs.Add(r)
 		return nil
 	})
 	if err != nil && !errors.Is(err, jsstore.ErrNoHistory) {
 		return nil, err
 	}
-	rep := &StatusReport{Time: now}
-	for _, e := range entries {
-		if e.Assignment == nil {
-			continue
-		}
-		as := e.Assignment
-		st := AssignmentStatus{Name: e.Name, Revision: e.Revision, Selector: selector(as), Interval: as.Interval, Noop: as.Noop, Counts: map[string]int{}}
-		hosts := map[string]bool{}
-		for id, facts := range live {
-			if f := withIdentity(facts, id); as.Selects(id, f) && (opts.Filter == nil || opts.Filter.Match(f)) {
-				hosts[id] = true
-			}
-		}
-		for id := range last[e.Name] {
-			if _, ok := live[id]; !ok && opts.Filter == nil {
-				hosts[id] = true
-			}
-		}
-		for _, id := range slices.Sorted(maps.Keys(hosts)) {
-			h := hostStatus(id, e, last[e.Name][id], now)
-			if _, ok := live[id]; !ok {
-				h.State, h.Message = StateStale, "no longer in the node registry (agent stopped?)"
-			}
-			st.Hosts = append(st.Hosts, h)
-			st.Counts[h.State]++
-			rep.ExitCode = worse(rep.ExitCode, stateExit(h.State))
-		}
-		rep.Assignments = append(rep.Assignments, st)
-	}
-	return rep, nil
+	return StatusOf(entries, live, runs, now, opts)
 }
 
 // hostStatus classifies a host's last run of the assignment e.
@@ -259,6 +198,40 @@ func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostS
 		h.State = StateConverged
 	}
 	return h
+}
+
+// noopRun reports whether reply is of a noop run that ran resources.
+func noopRun(reply *protocol.FleetReply) bool {
+	for _, ev := range reply.Events {
+		if ev.Noop {
+			return true
+		}
+	}
+	return false
+}
+
+// laterAudit turns a converged host into drift when a noop run made after
+// the assignment's last run found resources of that run that would
+// change, so status, audit and the dashboard's drift page agree.
+func laterAudit(h *HostStatus, run, audit *lastRun) {
+	if h.State != StateConverged || run == nil || audit == nil || !audit.time.After(run.time) {
+		return
+	}
+	managed := map[string]bool{}
+	for _, ev := range run.reply.Events {
+		managed[ev.ResourceID()] = true
+	}
+	n := 0
+	for _, ev := range audit.reply.Events {
+		if ev.Noop && ev.Changed && managed[ev.ResourceID()] {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	h.State, h.Drift = StateDrift, n
+	h.Message = fmt.Sprintf("a later audit (request %s at %s) found %d of its resources would change", audit.id, audit.time.UTC().Format(time.RFC3339), n)
 }
 
 // stateExit is a host state's exit code.

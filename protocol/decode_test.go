@@ -91,7 +91,7 @@ var _ = Describe("TransactionEvent", func() {
 		},
 		Entry("stable", func(*protocol.TransactionEvent) {}, "stable"),
 		Entry("changed", func(e *protocol.TransactionEvent) { e.Changed = true }, "changed"),
-		Entry("would change", func(e *protocol.TransactionEvent) { e.Changed, e.Noop = true, true }, "would change"),
+		Entry("would change", func(e *protocol.TransactionEvent) { e.Changed, e.Noop = true, true }, "would_change"),
 		Entry("failed wins", func(e *protocol.TransactionEvent) { e.Changed, e.Failed = true, true }, "failed"),
 		Entry("skipped", func(e *protocol.TransactionEvent) { e.Skipped = true }, "skipped"),
 		Entry("refreshed", func(e *protocol.TransactionEvent) { e.Refreshed = true }, "refreshed"),

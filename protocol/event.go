@@ -94,22 +94,37 @@ func NewTransactionEvent(id, typeName, name, alias string) *TransactionEvent {
 // ResourceID returns the "type#name" reference of the event's resource.
 func (e *TransactionEvent) ResourceID() string { return e.Type + "#" + e.Name }
 
-// Outcome names the event's result in one word: failed, skipped, changed
-// (or "would change" under noop), refreshed or stable.
+// Event outcomes, as TransactionEvent.Outcome names them: one token each,
+// the same in JSON documents and metric labels. Prose spells them with
+// spaces ("would change").
+const (
+	EventStable      = "stable"
+	EventChanged     = "changed"
+	EventWouldChange = "would_change"
+	EventRefreshed   = "refreshed"
+	EventFailed      = "failed"
+	EventSkipped     = "skipped"
+)
+
+// EventOutcomes lists every event outcome.
+var EventOutcomes = []string{EventStable, EventChanged, EventWouldChange, EventRefreshed, EventFailed, EventSkipped}
+
+// Outcome names the event's result in one token: failed, skipped, changed
+// (or would_change under noop), refreshed or stable.
 func (e *TransactionEvent) Outcome() string {
 	switch {
 	case e.Failed:
-		return "failed"
+		return EventFailed
 	case e.Skipped:
-		return "skipped"
+		return EventSkipped
 	case e.Changed && e.Noop:
-		return "would change"
+		return EventWouldChange
 	case e.Changed:
-		return "changed"
+		return EventChanged
 	case e.Refreshed:
-		return "refreshed"
+		return EventRefreshed
 	default:
-		return "stable"
+		return EventStable
 	}
 }
 

@@ -20,6 +20,10 @@ const (
 	// ExitDrift: noop only: something would change, nothing failed,
 	// everyone replied.
 	ExitDrift ExitCode = 5
+	// ExitInterrupted: ccm-orch was interrupted (SIGINT, SIGTERM) while it
+	// waited for replies; the hosts asked go on and record their results
+	// in history. 128 + SIGINT, as shells report an interrupted command.
+	ExitInterrupted ExitCode = 130
 )
 
 // EventsExitCode classifies a set of events from one host: ExitFailed when

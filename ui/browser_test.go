@@ -43,7 +43,7 @@ func chromium() string {
 }
 
 // screenshotDir is where the page screenshots go: $CCM_UI_SCREENSHOTS
-// (docs/ when refreshing the README's), else a temporary directory.
+// (docs/ when refreshing the dashboard page's), else a temporary directory.
 func screenshotDir() string {
 	if d := os.Getenv("CCM_UI_SCREENSHOTS"); d != "" {
 		return d
@@ -233,7 +233,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		Eventually(func() string { return text(fmt.Sprintf(`tr.host[data-identity=%q] td:last-child`, fl.Identities[0])) }).Should(Equal("ok"))
 
 		run(chromedp.Navigate(base + "/hosts/" + tampered))
-		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("would change"))
+		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("would_change"), "a table cell holds the outcome's token")
 		screenshot("host")
 	})
 
@@ -269,8 +269,96 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		}).WithTimeout(30*time.Second).Should(Equal(strconv.Itoa(web)), "every web host runs the assignment on its own")
 		screenshot("drift")
 
+		// The web hosts' scheduled runs are one row, beside the two
+		// pushed runs.
 		run(chromedp.Navigate(base + "/runs"))
-		Eventually(func() int { return count(`tr.run`) }).Should(BeNumerically(">=", web+2))
-		Eventually(func() string { return text("#runs") }).Should(ContainSubstring("assignment health"), "scheduled runs are listed with their assignment")
+		grouped := `tr.assignment-runs[data-assignment="health"]`
+		Eventually(func() string { return text(grouped + " .runs-count") }).Should(Equal(strconv.Itoa(web)))
+		Expect(text(grouped + " .hosts-count")).To(Equal(strconv.Itoa(web)))
+		Expect(count(grouped)).To(Equal(1))
+		Expect(count(`tr.run`)).To(Equal(2), "the pushed runs, one a row")
+		Expect(text("#runs")).To(ContainSubstring("assignment health"), "scheduled runs are listed with their assignment")
+		screenshot("runs")
+	})
+
+	It("shows each assignment's hosts by state on the assignments page, as ccm-orch status does", func() {
+		web := 0
+		for _, f := range fl.Facts {
+			if f["role"] == "web" {
+				web++
+			}
+		}
+		run(chromedp.Navigate(base + "/assignments"))
+		row := `#assignments tr.assignment[data-assignment="health"]`
+		Eventually(func() any {
+			return eval(fmt.Sprintf(`(document.querySelector(%q) || {dataset:{}}).dataset.count || ""`, row+` td[data-state="failed"]`))
+		}).WithTimeout(30*time.Second).Should(Equal(strconv.Itoa(web)), "a CRITICAL health check fails the resource")
+		rep, err := client.Status(context.Background(), orchestrator.StatusOptions{Assignment: "health"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rep.Assignments[0].Counts).To(Equal(map[string]int{orchestrator.StateFailed: web}), "ccm-orch status says the same")
+		Expect(text(row + " td.hosts-count")).To(Equal(strconv.Itoa(web)))
+		screenshot("assignments")
+
+		run(chromedp.Navigate(base + "/assignments/health"))
+		Eventually(func() string { return text(`.state-group[data-state="failed"]`) }).Should(ContainSubstring("CRITICAL"))
+		Eventually(func() int { return count(`#runs tr.run`) }).Should(Equal(web), "its own runs, one a row")
+		screenshot("assignment")
+	})
+
+	It("filters the runs by outcome and puts the worst first", func() {
+		run(chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(chromedp.CSS("#outcome")),
+			chromedp.SetValue(chromedp.CSS("#outcome"), "failed"), chromedp.Submit(chromedp.CSS("#outcome")))
+		Eventually(func() int { return count(`tr.assignment-runs[data-assignment="health"]`) }).Should(Equal(1))
+		Expect(count(`tr.run`)).To(Equal(0), "no pushed run failed")
+		Expect(eval(`new URL(location.href).searchParams.get("outcome")`)).To(Equal("failed"))
+
+		run(chromedp.Navigate(base + "/runs?order=worst"))
+		Eventually(func() any {
+			return eval(`(document.querySelector("#runs tbody tr") || {className: ""}).className`)
+		}).Should(Equal("assignment-runs"), "the failing assignment first")
+		run(chromedp.Navigate(base + "/runs?order=oldest"))
+		Eventually(func() any {
+			return eval(`(document.querySelector("#runs tbody tr") || {className: ""}).className`)
+		}).Should(HavePrefix("run "), "the first pushed run first")
+	})
+
+	It("keeps a one-off command off the drift page", func() {
+		e, err := protocol.NewEnsureRequest("exec", map[string]any{"name": "/bin/true"})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := client.Run(ctx, orchestrator.Request{Ensure: e})
+		Expect(err).NotTo(HaveOccurred())
+		run(chromedp.Navigate(base + "/runs"))
+		Eventually(func() int { return count(fmt.Sprintf(`tr.run[data-request=%q]`, res.RequestID)) }).WithTimeout(20 * time.Second).Should(Equal(1))
+		run(chromedp.Navigate(base + "/drift"))
+		Eventually(func() int { return count(`#matrix tbody tr`) }).Should(BeNumerically(">=", 2))
+		Expect(text("#matrix")).NotTo(ContainSubstring("exec#"), "a command has no state to drift from")
+		run(chromedp.Navigate(base + "/hosts/" + fl.Identities[0]))
+		Eventually(func() string { return text("table.resources") }).Should(ContainSubstring("exec#/bin/true"), "the host's page still shows it")
+	})
+
+	It("shows a host's facts near the top of its page, and its assignments", func() {
+		var web string
+		for i, f := range fl.Facts {
+			if f["role"] == "web" {
+				web = fl.Identities[i]
+				break
+			}
+		}
+		run(chromedp.Navigate(base + "/hosts/" + web))
+		run(chromedp.WaitVisible(chromedp.CSS("#keyfacts")))
+		Expect(text("#keyfacts")).To(And(ContainSubstring("role"), ContainSubstring("web")))
+		top := func(sel string) float64 {
+			GinkgoHelper()
+			v, ok := eval(fmt.Sprintf(`document.querySelector(%q).getBoundingClientRect().top`, sel)).(float64)
+			Expect(ok).To(BeTrue(), sel)
+			return v
+		}
+		Expect(top("#keyfacts")).To(BeNumerically("<", top("table.resources")))
+		Expect(top("#facts")).To(BeNumerically("<", top("table.resources")))
+		Expect(top("#keyfacts")).To(BeNumerically("<", 200), "on the first screen")
+		Eventually(func() string { return text(`#host-assignments tr[data-assignment="health"]`) }).Should(ContainSubstring("failed"))
+		screenshot("host")
 	})
 })

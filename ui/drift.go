@@ -38,33 +38,58 @@ const maxCellHosts = 50
 
 // driftRow is one resource's hosts by state.
 type driftRow struct {
-	Resource string
-	Cells    []driftCell
+	Resource string      `json:"resource"`
+	Cells    []driftCell `json:"cells"`
 }
 
 type driftCell struct {
-	State string
-	Count int
-	Hosts []string
-	More  int
+	State string   `json:"state"`
+	Count int      `json:"count"`
+	Hosts []string `json:"hosts"`
+	More  int      `json:"more,omitempty"`
+}
+
+// dayRow is one day's host outcomes over the runs of that day.
+type dayRow struct {
+	Day         string `json:"day"`
+	OK          int    `json:"ok"`
+	Changed     int    `json:"changed"`
+	Failed      int    `json:"failed"`
+	WouldChange int    `json:"would_change"`
+	NoReply     int    `json:"no_reply"`
+}
+
+// driftData is the drift page: per resource the hosts by state, and the
+// host outcomes per day.
+type driftData struct {
+	States []string   `json:"states"`
+	State  string     `json:"state,omitempty"`
+	Rows   []driftRow `json:"resources"`
+	Days   []dayRow   `json:"days"`
 }
 
 type driftView struct {
 	layout
-	States []string
-	Rows   []driftRow
-	Chart  template.HTML
-	Days   []orchestrator.DayCounts
+	driftData
+	Chart template.HTML
 }
 
-// driftPage shows, per resource (hosts' own names folded into <host> and
+// oneOff says whether a request is a one-off command (ccm-orch ensure
+// exec): it has no state to drift from, so the drift page leaves it out.
+func oneOff(r *protocol.HistoryRequest) bool {
+	return r.Ensure != nil && r.Ensure.Type == "exec"
+}
+
+// driftData shows, per resource (hosts' own names folded into <host> and
 // <facts.KEY> as in reports), which hosts are converged, drifted, failed
-// or stale by their last event, and a chart of outcomes per day.
-func (s *Server) driftPage(w http.ResponseWriter, r *http.Request) {
-	v := driftView{layout: s.layout("Drift and health", "drift"), States: driftStates}
+// or stale by their last event, one-off commands left out, and the
+// outcomes per day; with a state asked for, only the resources with a
+// host in it.
+func (s *Server) driftData(r *http.Request) driftData {
+	v := driftData{States: driftStates, State: choice(r, "state", "", driftStates), Rows: []driftRow{}, Days: []dayRow{}}
 	now := s.opts.Now()
 	rows := map[string]map[string][]string{}
-	for host, events := range s.fleet.index.LastEvents() {
+	for host, events := range s.fleet.index.LastEventsWhere(func(r *protocol.HistoryRequest) bool { return !oneOff(r) }) {
 		n := s.fleet.node(host)
 		var facts map[string]any
 		if n != nil {
@@ -90,9 +115,15 @@ func (s *Server) driftPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for ref, byState := range rows {
+		if v.State != "" && len(byState[v.State]) == 0 {
+			continue
+		}
 		row := driftRow{Resource: ref}
 		for _, st := range driftStates {
 			hosts := byState[st]
+			if hosts == nil {
+				hosts = []string{}
+			}
 			slices.Sort(hosts)
 			cell := driftCell{State: st, Count: len(hosts)}
 			if len(hosts) > maxCellHosts {
@@ -105,7 +136,14 @@ func (s *Server) driftPage(w http.ResponseWriter, r *http.Request) {
 		v.Rows = append(v.Rows, row)
 	}
 	slices.SortFunc(v.Rows, func(a, b driftRow) int { return cmp.Compare(a.Resource, b.Resource) })
-	v.Days = s.fleet.index.Daily()
+	for _, d := range s.fleet.index.Daily() {
+		v.Days = append(v.Days, dayRow{Day: d.Day, OK: d.OK, Changed: d.Changed, Failed: d.Failed, WouldChange: d.WouldChange, NoReply: d.NoReply})
+	}
+	return v
+}
+
+func (s *Server) driftPage(w http.ResponseWriter, r *http.Request) {
+	v := driftView{layout: s.layout("Drift and health", "drift"), driftData: s.driftData(r)}
 	v.Chart = dailyChart(v.Days)
 	s.render(w, "drift", v)
 }
@@ -113,17 +151,17 @@ func (s *Server) driftPage(w http.ResponseWriter, r *http.Request) {
 // chartSeries are the outcomes the daily chart draws, with their colours.
 var chartSeries = []struct {
 	Name, Colour string
-	Value        func(orchestrator.DayCounts) int
+	Value        func(dayRow) int
 }{
-	{"changed", "#2f7ed8", func(d orchestrator.DayCounts) int { return d.Changed }},
-	{"failed", "#d9534f", func(d orchestrator.DayCounts) int { return d.Failed }},
-	{"would change", "#f0ad4e", func(d orchestrator.DayCounts) int { return d.WouldChange }},
-	{"no reply", "#777777", func(d orchestrator.DayCounts) int { return d.NoReply }},
+	{"changed", "#2f7ed8", func(d dayRow) int { return d.Changed }},
+	{"failed", "#d9534f", func(d dayRow) int { return d.Failed }},
+	{"would change", "#f0ad4e", func(d dayRow) int { return d.WouldChange }},
+	{"no reply", "#777777", func(d dayRow) int { return d.NoReply }},
 }
 
 // dailyChart draws the days' counts as grouped bars in an SVG, built from
 // numbers and fixed strings only (the day labels are dates we formatted).
-func dailyChart(days []orchestrator.DayCounts) template.HTML {
+func dailyChart(days []dayRow) template.HTML {
 	const width, height, left, bottom, top = 720, 220, 40, 30, 10
 	if len(days) == 0 {
 		return template.HTML(`<p class="muted">No runs yet.</p>`)

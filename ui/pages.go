@@ -44,9 +44,12 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"dur":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"join":    strings.Join,
+	"dur":  func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"join": strings.Join,
+	// prose spells an outcome token in a sentence: would_change is "would change"
+	"prose":   func(outcome string) string { return strings.ReplaceAll(outcome, "_", " ") },
 	"pathesc": url.PathEscape,
+	"add":     func(a, b int) int { return a + b },
 }
 
 // layout is what every page gives the layout template.
@@ -82,9 +85,12 @@ func pageNumber(r *http.Request) int {
 
 // pager links the pages of a paged list.
 type pager struct {
-	Page, Pages  int
-	Prev, Next   string
-	First, Count int
+	Page  int    `json:"page"`
+	Pages int    `json:"pages"`
+	Prev  string `json:"prev,omitempty"`
+	Next  string `json:"next,omitempty"`
+	First int    `json:"first"`
+	Count int    `json:"count"`
 }
 
 func newPager(r *http.Request, page, total, per int) pager {
@@ -107,28 +113,77 @@ func newPager(r *http.Request, page, total, per int) pager {
 
 // hostRow is one line of the fleet table.
 type hostRow struct {
-	Identity string
-	Facts    []string
-	Version  string
-	LastSeen time.Time
-	Stale    bool
+	Identity string `json:"identity"`
+	// Facts are the key facts' values, in the order of fleetData.FactNames.
+	Facts    []string  `json:"facts"`
+	Version  string    `json:"version"`
+	LastSeen time.Time `json:"last_seen"`
+	Stale    bool      `json:"stale"`
 	// Last is the host's last result: its outcome and run.
-	Last, LastRun string
+	Last    string `json:"last_outcome,omitempty"`
+	LastRun string `json:"last_request_id,omitempty"`
+}
+
+// fleetData is the fleet page: the hosts of the registry that pass its
+// filters, in its order, one page of them.
+type fleetData struct {
+	Filter      string         `json:"where"`
+	FilterError string         `json:"where_error,omitempty"`
+	Status      string         `json:"status,omitempty"`
+	Last        string         `json:"last,omitempty"`
+	Order       string         `json:"order"`
+	Total       int            `json:"total"`
+	Matched     int            `json:"matched"`
+	Online      int            `json:"online"`
+	Stale       int            `json:"stale"`
+	Outcomes    map[string]int `json:"last_outcomes"`
+	FactNames   []string       `json:"fact_names"`
+	Rows        []hostRow      `json:"hosts"`
+	Pager       pager          `json:"pager"`
 }
 
 type fleetView struct {
 	layout
-	Filter, FilterError string
-	Total, Matched      int
-	Online, Stale       int
-	Outcomes            map[string]int
-	FactNames           []string
-	Rows                []hostRow
-	Pager               pager
+	fleetData
+	StatusChoices, LastChoices, OrderChoices []string
 }
 
-func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
-	v := fleetView{layout: s.layout("Fleet", "fleet"), FactNames: keyFacts, Outcomes: map[string]int{}}
+// Fleet page choices: status, last outcome and order.
+var (
+	fleetStatuses = []string{"online", "stale"}
+	fleetLasts    = []string{orchestrator.OutcomeFailed, orchestrator.OutcomeWouldChange, orchestrator.OutcomeChanged, orchestrator.OutcomeOK, "none"}
+	fleetOrders   = []string{"identity", "seen", "outcome"}
+)
+
+// outcomeRank orders outcomes worst first; "" (no result) last.
+func outcomeRank(o string) int {
+	switch o {
+	case orchestrator.OutcomeFailed:
+		return 0
+	case orchestrator.OutcomeNoReply:
+		return 1
+	case orchestrator.OutcomeWouldChange:
+		return 2
+	case orchestrator.OutcomeChanged:
+		return 3
+	case orchestrator.OutcomeOK:
+		return 4
+	}
+	return 5
+}
+
+// choice is the query parameter name of r when it is one of allowed,
+// else def.
+func choice(r *http.Request, name, def string, allowed []string) string {
+	if v := r.URL.Query().Get(name); slices.Contains(allowed, v) {
+		return v
+	}
+	return def
+}
+
+func (s *Server) fleetData(r *http.Request) fleetData {
+	v := fleetData{FactNames: keyFacts, Outcomes: map[string]int{}, Rows: []hostRow{},
+		Status: choice(r, "status", "", fleetStatuses), Last: choice(r, "last", "", fleetLasts), Order: choice(r, "order", "identity", fleetOrders)}
 	v.Filter = strings.TrimSpace(r.URL.Query().Get("where"))
 	var filter *protocol.Filter
 	if v.Filter != "" {
@@ -142,36 +197,51 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 	now := s.opts.Now()
 	nodes := s.fleet.nodeList()
 	v.Total = len(nodes)
-	var matched []*protocol.NodeRecord
+	var matched []hostRow
 	for _, n := range nodes {
 		facts := withIdentity(n)
 		if v.FilterError == "" && filter != nil && !filter.Match(facts) {
 			continue
 		}
-		matched = append(matched, n)
-		if s.fleet.stale(n, now) {
+		row := hostRow{Identity: n.Identity, Version: n.Version, LastSeen: n.LastSeen, Stale: s.fleet.stale(n, now)}
+		if id, outcome, ok := s.fleet.index.LastResult(n.Identity); ok {
+			row.Last, row.LastRun = outcome, id
+		}
+		switch {
+		case v.Status == "online" && row.Stale, v.Status == "stale" && !row.Stale:
+			continue
+		case v.Last == "none" && row.Last != "", v.Last != "" && v.Last != "none" && row.Last != v.Last:
+			continue
+		}
+		for _, k := range keyFacts {
+			row.Facts = append(row.Facts, factText(n.Facts[k]))
+		}
+		if row.Stale {
 			v.Stale++
 		} else {
 			v.Online++
 		}
-		if _, outcome, ok := s.fleet.index.LastResult(n.Identity); ok {
-			v.Outcomes[outcome]++
+		if row.Last != "" {
+			v.Outcomes[row.Last]++
 		}
+		matched = append(matched, row)
+	}
+	switch v.Order {
+	case "seen":
+		slices.SortStableFunc(matched, func(a, b hostRow) int { return a.LastSeen.Compare(b.LastSeen) })
+	case "outcome":
+		slices.SortStableFunc(matched, func(a, b hostRow) int { return cmp.Compare(outcomeRank(a.Last), outcomeRank(b.Last)) })
 	}
 	v.Matched = len(matched)
 	v.Pager = newPager(r, pageNumber(r), len(matched), hostsPerPage)
 	end := min(v.Pager.First+hostsPerPage, len(matched))
-	for _, n := range matched[v.Pager.First:end] {
-		row := hostRow{Identity: n.Identity, Version: n.Version, LastSeen: n.LastSeen, Stale: s.fleet.stale(n, now)}
-		for _, k := range keyFacts {
-			row.Facts = append(row.Facts, factText(n.Facts[k]))
-		}
-		if id, outcome, ok := s.fleet.index.LastResult(n.Identity); ok {
-			row.Last, row.LastRun = outcome, id
-		}
-		v.Rows = append(v.Rows, row)
-	}
-	s.render(w, "fleet", v)
+	v.Rows = append(v.Rows, matched[v.Pager.First:end]...)
+	return v
+}
+
+func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, "fleet", fleetView{layout: s.layout("Fleet", "fleet"), fleetData: s.fleetData(r),
+		StatusChoices: fleetStatuses, LastChoices: fleetLasts, OrderChoices: fleetOrders})
 }
 
 // withIdentity is a node's facts with its identity, as filters see them.
@@ -193,18 +263,12 @@ func factText(v any) string {
 	}
 }
 
-// runRow is a run in the listing; Waiting is set while its hosts may
-// still reply (before its deadline): the hosts not heard from are waited
-// for, not yet "no reply".
+// runRow is a pushed run in the listing; Waiting is set while its hosts
+// may still reply (before its deadline): the hosts not heard from are
+// waited for, not yet "no reply".
 type runRow struct {
 	orchestrator.HistorySummary
-	Waiting bool
-}
-
-type runsView struct {
-	layout
-	Runs  []runRow
-	Pager pager
+	Waiting bool `json:"waiting"`
 }
 
 // collecting says whether a run created at created with reply deadline
@@ -215,19 +279,8 @@ func collecting(created time.Time, timeout time.Duration, now time.Time) bool {
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
-	v := runsView{layout: s.layout("Runs", "runs")}
-	v.Pager = newPager(r, pageNumber(r), s.fleet.index.Len(), runsPerPage)
-	now := s.opts.Now()
-	for _, sum := range s.fleet.index.Runs(v.Pager.First, runsPerPage) {
-		row := runRow{HistorySummary: sum}
-		if sum.Hosts.NoReply > 0 {
-			if run := s.fleet.index.Run(sum.RequestID); run != nil {
-				row.Waiting = collecting(run.Request.Created, time.Duration(run.Request.Timeout), now)
-			}
-		}
-		v.Runs = append(v.Runs, row)
-	}
-	s.render(w, "runs", v)
+	s.render(w, "runs", runsView{layout: s.layout("Runs", "runs"), runsData: s.runsData(r),
+		SinceChoices: runSinces, OutcomeChoices: runOutcomes, KindChoices: runKinds, OrderChoices: runOrders})
 }
 
 // groupView is one group of a run with its hosts' own results.
@@ -248,11 +301,16 @@ type runView struct {
 	NoReply []string
 }
 
+// errNoRun is the answer for a run the index does not hold.
+func errNoRun(id string) *pageError {
+	return &pageError{http.StatusNotFound, fmt.Sprintf("no run %q in the history this dashboard holds", id)}
+}
+
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	run := s.fleet.index.Run(id)
 	if run == nil {
-		http.Error(w, fmt.Sprintf("no run %q in the history this dashboard holds", id), http.StatusNotFound)
+		errNoRun(id).write(w)
 		return
 	}
 	v := runView{layout: s.layout("Run "+id, "runs"), Run: run, Asked: orchestrator.DescribeRequest(run.Request),
@@ -274,42 +332,129 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 
 type factRow struct{ Key, Value string }
 
+// resourceRow is a resource's last event on a host.
 type resourceRow struct {
-	Resource string
-	orchestrator.LastEvent
+	Resource  string    `json:"resource"`
+	RequestID string    `json:"request_id"`
+	Time      time.Time `json:"time"`
+	Outcome   string    `json:"outcome"`
+	Message   string    `json:"message,omitempty"`
+}
+
+// hostRunRow is one of a host's results.
+type hostRunRow struct {
+	RequestID     string        `json:"request_id"`
+	Time          time.Time     `json:"time"`
+	Asked         string        `json:"asked"`
+	Outcome       string        `json:"outcome"`
+	Late          bool          `json:"late"`
+	Duration      time.Duration `json:"duration"`
+	WatchFailures int           `json:"watch_failures,omitempty"`
+	WatchError    string        `json:"watch_error,omitempty"`
+	WatchFailedAt time.Time     `json:"watch_failed_at,omitzero"`
+}
+
+// hostAssignment is a host's state for one assignment that selects it.
+type hostAssignment struct {
+	Name      string    `json:"name"`
+	Revision  uint64    `json:"revision"`
+	State     string    `json:"state"`
+	Message   string    `json:"message,omitempty"`
+	RequestID string    `json:"request_id,omitempty"`
+	Time      time.Time `json:"time,omitzero"`
+}
+
+// hostData is a host's page: its registry entry and facts, the
+// assignments that select it, its last event per resource and its runs,
+// newest first.
+type hostData struct {
+	Identity    string           `json:"identity"`
+	Registered  bool             `json:"registered"`
+	Stale       bool             `json:"stale"`
+	Version     string           `json:"version,omitempty"`
+	Started     time.Time        `json:"started,omitzero"`
+	LastSeen    time.Time        `json:"last_seen,omitzero"`
+	Facts       map[string]any   `json:"facts"`
+	Assignments []hostAssignment `json:"assignments"`
+	Resources   []resourceRow    `json:"resources"`
+	Runs        []hostRunRow     `json:"runs"`
 }
 
 type hostView struct {
 	layout
-	Identity  string
-	Node      *protocol.NodeRecord
-	Stale     bool
-	Facts     []factRow
-	Runs      []orchestrator.HostEntry
-	Resources []resourceRow
+	hostData
+	Node *protocol.NodeRecord
+	// KeyFacts are the standard facts shown first; FactRows every fact,
+	// nested ones as dotted keys.
+	KeyFacts []factRow
+	FactRows []factRow
+}
+
+// hostKeyFacts are the facts a host page shows first, when the host has
+// them.
+var hostKeyFacts = []string{"os", "platform", "platform_version", "role", "kernel", "arch", "cpus", "memory_mb", "virtualization", "hostname"}
+
+func (s *Server) hostData(id string) (hostData, *protocol.NodeRecord, *pageError) {
+	if err := protocol.ValidateIdentity(id); err != nil {
+		return hostData{}, nil, &pageError{http.StatusBadRequest, "not a host identity"}
+	}
+	v := hostData{Identity: id, Facts: map[string]any{}, Assignments: []hostAssignment{}, Resources: []resourceRow{}, Runs: []hostRunRow{}}
+	now := s.opts.Now()
+	node := s.fleet.node(id)
+	if node != nil {
+		v.Registered, v.Stale, v.Version, v.Started, v.LastSeen = true, s.fleet.stale(node, now), node.Version, node.Started, node.LastSeen
+		if node.Facts != nil {
+			v.Facts = node.Facts
+		}
+	}
+	runs := s.fleet.index.Host(id, hostRuns)
+	slices.Reverse(runs)
+	for _, e := range runs {
+		v.Runs = append(v.Runs, hostRunRow{RequestID: e.RequestID, Time: e.Time, Asked: e.Asked, Outcome: e.Outcome, Late: e.Late,
+			Duration: e.Duration, WatchFailures: e.WatchFailures, WatchError: e.WatchError, WatchFailedAt: e.WatchFailedAt})
+	}
+	for ref, le := range s.fleet.index.HostLastEvents(id) {
+		row := resourceRow{Resource: ref, RequestID: le.RequestID, Time: le.Time, Outcome: le.Event.Outcome(), Message: le.Event.NoopMessage}
+		if len(le.Event.Errors) > 0 {
+			row.Message = strings.Join(le.Event.Errors, "; ")
+		}
+		v.Resources = append(v.Resources, row)
+	}
+	slices.SortFunc(v.Resources, func(a, b resourceRow) int { return cmp.Compare(a.Resource, b.Resource) })
+	if node == nil && len(v.Runs) == 0 {
+		return v, nil, &pageError{http.StatusNotFound, fmt.Sprintf("no host %q in the registry or the history this dashboard holds", id)}
+	}
+	if flt, err := protocol.NewFilter(nil, []string{id}); err == nil {
+		if rep, err := s.status(orchestrator.StatusOptions{Filter: flt}); err == nil {
+			for _, as := range rep.Assignments {
+				for _, h := range as.Hosts {
+					if h.Identity == id {
+						v.Assignments = append(v.Assignments, hostAssignment{Name: as.Name, Revision: as.Revision, State: h.State,
+							Message: h.Message, RequestID: h.RequestID, Time: h.Time})
+					}
+				}
+			}
+		}
+	}
+	return v, node, nil
 }
 
 func (s *Server) hostPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := protocol.ValidateIdentity(id); err != nil {
-		http.Error(w, "not a host identity", http.StatusBadRequest)
+	data, node, perr := s.hostData(id)
+	if perr != nil {
+		perr.write(w)
 		return
 	}
-	v := hostView{layout: s.layout("Host "+id, "fleet"), Identity: id, Node: s.fleet.node(id)}
-	if v.Node != nil {
-		v.Stale = s.fleet.stale(v.Node, s.opts.Now())
-		flatten("", v.Node.Facts, &v.Facts, 0)
-		slices.SortFunc(v.Facts, func(a, b factRow) int { return cmp.Compare(a.Key, b.Key) })
-	}
-	v.Runs = s.fleet.index.Host(id, hostRuns)
-	slices.Reverse(v.Runs)
-	for ref, le := range s.fleet.index.HostLastEvents(id) {
-		v.Resources = append(v.Resources, resourceRow{Resource: ref, LastEvent: le})
-	}
-	slices.SortFunc(v.Resources, func(a, b resourceRow) int { return cmp.Compare(a.Resource, b.Resource) })
-	if v.Node == nil && len(v.Runs) == 0 {
-		http.Error(w, fmt.Sprintf("no host %q in the registry or the history this dashboard holds", id), http.StatusNotFound)
-		return
+	v := hostView{layout: s.layout("Host "+id, "fleet"), hostData: data, Node: node}
+	if node != nil {
+		flatten("", node.Facts, &v.FactRows, 0)
+		slices.SortFunc(v.FactRows, func(a, b factRow) int { return cmp.Compare(a.Key, b.Key) })
+		for _, k := range hostKeyFacts {
+			if val, ok := node.Facts[k]; ok {
+				v.KeyFacts = append(v.KeyFacts, factRow{Key: k, Value: factText(val)})
+			}
+		}
 	}
 	s.render(w, "host", v)
 }

@@ -66,6 +66,8 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	hub   *hub
+	// metrics count the requests, and are served at /metrics.
+	metrics *metrics
 	// handler is mux, behind the token check when there is one.
 	handler http.Handler
 }
@@ -105,7 +107,12 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{id}", s.runPage)
 	s.mux.HandleFunc("GET /hosts/{id}", s.hostPage)
 	s.mux.HandleFunc("GET /drift", s.driftPage)
+	s.mux.HandleFunc("GET /assignments", s.assignmentsPage)
+	s.mux.HandleFunc("GET /assignments/{name}", s.assignmentPage)
 	s.mux.HandleFunc("GET /events", s.hub.serve)
+	s.routeAPI()
+	s.metrics = newMetrics(s)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.handler = s.mux
 	if opts.AuthToken != "" {
 		s.handler = newAuth(opts, s.mux)
@@ -141,12 +148,13 @@ func (o *Options) loginDefaults() {
 	o.MaxLoginClients = cmp.Or(o.MaxLoginClients, DefaultMaxLoginClients)
 }
 
-// Run follows the registry and the history stream and feeds the live
+// Run follows the registry, the history stream and the assignments, and feeds the live
 // updates until ctx ends; it returns when all of that has stopped.
 func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.fleet.followRegistry(ctx, s.js) })
 	wg.Go(func() { s.fleet.followHistory(ctx, s.js) })
+	wg.Go(func() { s.fleet.followAssignments(ctx, s.js) })
 	wg.Go(func() { s.hub.run(ctx, s.fleet.changed) })
 	wg.Wait()
 }
@@ -158,14 +166,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	s.handler.ServeHTTP(w, r)
+	s.metrics.observe(w, r, s.handler)
+}
+
+// pageFiles are the templates of each page beside the layout: its own
+// last, after the pages whose tables it shares (their "content" is
+// replaced by its own).
+var pageFiles = map[string][]string{
+	"fleet": {"fleet"}, "runs": {"runs"}, "run": {"run"}, "host": {"host"}, "drift": {"drift"},
+	"assignments": {"assignments"}, "assignment": {"runs", "assignments", "assignment"},
 }
 
 // parsePages parses each page with the layout.
 func parsePages() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"fleet", "runs", "run", "host", "drift"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+	for name, files := range pageFiles {
+		paths := []string{"templates/layout.html"}
+		for _, f := range files {
+			paths = append(paths, "templates/"+f+".html")
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, paths...)
 		if err != nil {
 			return nil, fmt.Errorf("ui: page %s: %w", name, err)
 		}

@@ -27,6 +27,9 @@ const MaxNodes = 100000
 type fleet struct {
 	log   *slog.Logger
 	index *orchestrator.HistoryIndex
+	// runs holds the latest run of each assignment on each host, for
+	// the status the assignments pages show (see assignments.go).
+	runs *orchestrator.AssignmentRuns
 
 	mu    sync.RWMutex
 	nodes map[string]*protocol.NodeRecord
@@ -37,16 +40,24 @@ type fleet struct {
 	version uint64
 	// historyErr and registryErr say why a follower is not running.
 	historyErr, registryErr string
+	// assignments are the entries of the assignments bucket by name;
+	// assignVersion counts their changes, assignErr says why they are
+	// not followed.
+	assignments   map[string]orchestrator.AssignmentEntry
+	assignVersion uint64
+	assignErr     string
 
 	changed chan struct{}
 }
 
 func newFleet(log *slog.Logger, maxRuns int) *fleet {
 	return &fleet{
-		log:     log,
-		index:   orchestrator.NewHistoryIndex(maxRuns),
-		nodes:   map[string]*protocol.NodeRecord{},
-		changed: make(chan struct{}, 1),
+		log:         log,
+		index:       orchestrator.NewHistoryIndex(maxRuns),
+		runs:        orchestrator.NewAssignmentRuns(),
+		nodes:       map[string]*protocol.NodeRecord{},
+		assignments: map[string]orchestrator.AssignmentEntry{},
+		changed:     make(chan struct{}, 1),
 	}
 }
 
@@ -63,7 +74,8 @@ func (f *fleet) notify() {
 func (f *fleet) followHistory(ctx context.Context, js jetstream.JetStream) {
 	retry(ctx, func() error {
 		err := jsstore.Follow(ctx, js, func(r jsstore.Record) error {
-			if f.index.Add(r) != "" {
+			taken := f.index.Add(r) != ""
+			if f.runs.Add(r) || taken {
 				f.notify()
 			}
 			return nil
@@ -204,7 +216,7 @@ func (f *fleet) stale(n *protocol.NodeRecord, now time.Time) bool {
 func (f *fleet) stamp() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.version + f.index.Version()
+	return f.version + f.assignVersion + f.index.Version() + f.runs.Version()
 }
 
 // problems says which followers are not running, and why.

@@ -51,7 +51,14 @@ func ParseBody(req *protocol.FleetRequest, types *resources.Registry) (*Body, er
 		spec := &engine.Spec{Type: req.Ensure.Type, Properties: props}
 		return &Body{Ensure: spec, Resources: []Resource{SpecResource(spec)}}, nil
 	}
-	bundle, err := decodeBundle(req.Manifest)
+	return ParseManifest(req.Manifest)
+}
+
+// ParseManifest decodes a manifest bundle (a request's or an
+// assignment's), once, and its manifest, parsed without writing any file,
+// as ParseBody does for a manifest request.
+func ParseManifest(raw []byte) (*Body, error) {
+	bundle, err := decodeBundle(raw)
 	if err != nil {
 		return nil, protocol.NewError(protocol.CodeBadRequest, "manifest bundle: %s", err)
 	}

@@ -27,7 +27,7 @@ func describeEvent(ev *protocol.TransactionEvent) string {
 			return fmt.Sprintf("%s skipped: %s", ref, strings.Join(ev.Errors, "; "))
 		}
 		return fmt.Sprintf("%s skipped: control conditions say it is not managed here", ref)
-	case "would change":
+	case protocol.EventWouldChange:
 		msg := ev.NoopMessage
 		if msg == "" {
 			msg = "would change"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -95,9 +96,9 @@ func (a *app) runBroker(f *brokerFlags) error {
 	if err := b.Start(ctx); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	fmt.Fprintf(a.Stdout, "broker listening on %s\n", b.ClientURL())
+	a.announce(a.Stdout, fmt.Sprintf("broker listening on %s", b.ClientURL()), "broker listening", "url", b.ClientURL())
 	if route := b.RouteURL(); route != "" {
-		fmt.Fprintf(a.Stdout, "cluster %s: routes on %s\n", f.cfg.Cluster.Name, route)
+		a.announce(a.Stdout, fmt.Sprintf("cluster %s: routes on %s", f.cfg.Cluster.Name, route), "cluster routes listening", "cluster", f.cfg.Cluster.Name, "url", route)
 	}
 	replicas := f.replicas
 	if replicas <= 0 {
@@ -124,6 +125,23 @@ func (a *app) runBroker(f *brokerFlags) error {
 	return nil
 }
 
+// announce writes what the broker tells its operator whatever the log
+// level (where it listens, history ready, a reload) on w: the line text
+// as it is, or with --log-format json a JSON record at level INFO of msg
+// and the attributes args, so that every line of a JSON log parses.
+func (a *app) announce(w io.Writer, text, msg string, args ...any) {
+	a.announceLevel(w, slog.LevelInfo, text, msg, args...)
+}
+
+// announceLevel is announce at level.
+func (a *app) announceLevel(w io.Writer, level slog.Level, text, msg string, args ...any) {
+	if a.LogFormat != "json" {
+		fmt.Fprintln(w, text)
+		return
+	}
+	program.NewLogger(w, "json", slog.LevelDebug).Log(context.Background(), level, msg, args...)
+}
+
 // provisionBroker creates or updates the history stream and the registry,
 // retrying while the cluster forms (a replicated stream needs its peers)
 // until it succeeds or ctx ends.
@@ -145,7 +163,8 @@ func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.
 		err := provision.Streams(pctx, js, hc, rc, io.Discard)
 		cancel()
 		if err == nil {
-			fmt.Fprintf(a.Stderr, "history stream %s, node registry %s and assignments %s ready (%s)\n", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, provision.ReplicasText(hc.Replicas))
+			a.announce(a.Stderr, fmt.Sprintf("history stream %s, node registry %s and assignments %s ready (%s)", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, provision.ReplicasText(hc.Replicas)),
+				"history ready", "stream", protocol.HistoryStream, "registry", protocol.NodesBucket, "assignments", protocol.AssignmentsBucket, "replicas", hc.Replicas)
 			return
 		}
 		log.Info("history not set up yet, retrying", "error", err)
@@ -169,10 +188,10 @@ func (a *app) reloadOnHangup(ctx context.Context, b *broker.Broker, hup <-chan o
 			err := b.Reload(rctx)
 			cancel()
 			if err != nil {
-				fmt.Fprintf(a.Stderr, "broker reload failed, the previous settings stay in force: %v\n", err)
+				a.announceLevel(a.Stderr, slog.LevelError, fmt.Sprintf("broker reload failed, the previous settings stay in force: %v", err), "broker reload failed, the previous settings stay in force", "error", err)
 				continue
 			}
-			fmt.Fprintln(a.Stderr, "broker reloaded")
+			a.announce(a.Stderr, "broker reloaded", "broker reloaded")
 		}
 	}
 }

@@ -43,9 +43,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runContext is run with a parent context, so tests can stop the broker
 // the way a signal would.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}, ctx: ctx}
+	a := &app{Globals: program.Globals{Stdout: stdout}, ctx: ctx}
+	// With --log-format json every line on stderr is a JSON object, the
+	// final error and the parser's messages included.
+	a.Stderr = program.JSONLines(stderr, "ccm-broker", func() bool { return a.LogFormat == "json" })
 	cli, _ := a.newCLI()
-	return program.Run(cli, args, stderr)
+	return program.Run(cli, args, a.Stderr)
 }
 
 // newCLI builds the command line with every command and its examples; the

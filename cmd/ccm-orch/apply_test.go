@@ -102,7 +102,7 @@ ccm:
 		Expect(doc["resources"]).To(HaveLen(2))
 		Expect(doc["groups"]).To(ContainElement(And(
 			HaveKeyWithValue("resource", issueRef),
-			HaveKeyWithValue("outcome", "would change"),
+			HaveKeyWithValue("outcome", "would_change"),
 			HaveKeyWithValue("hosts", []any{"sim-0005"}),
 		)))
 

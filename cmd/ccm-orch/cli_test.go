@@ -58,8 +58,8 @@ var _ = Describe("ccm-orch", func() {
 			Expect(code).To(Equal(0), errOut)
 			l := lines(out)
 			Expect(l).To(HaveLen(len(debian) + 2))
-			Expect(strings.Fields(l[0])).To(Equal([]string{"IDENTITY", "OS", "PLATFORM", "VERSION", "ROLE"}))
-			Expect(strings.Fields(l[1])).To(Equal([]string{"sim-0001", "debian", "-", "-", "web"}))
+			Expect(strings.Fields(l[0])).To(Equal([]string{"IDENTITY", "OS", "PLATFORM", "OS_VERSION", "ROLE", "VERSION"}))
+			Expect(strings.Fields(l[1])).To(Equal([]string{"sim-0001", "debian", "-", "-", "web", "fleettest"}), "VERSION is the agent's, as in --json")
 			Expect(strings.Index(l[1], "debian")).To(Equal(strings.Index(l[0], "OS")), "columns are aligned")
 			Expect(l[len(l)-1]).To(Equal(fmt.Sprintf("%d hosts", len(debian))))
 		})
@@ -71,6 +71,7 @@ var _ = Describe("ccm-orch", func() {
 			Expect(json.Unmarshal([]byte(out), &nodes)).To(Succeed())
 			Expect(nodes).To(HaveLen(1))
 			Expect(nodes[0]).To(HaveKeyWithValue("identity", "sim-0002"))
+			Expect(nodes[0]).To(HaveKeyWithValue("version", "fleettest"), "the agent's version, as the table's VERSION")
 			Expect(nodes[0]).To(HaveKeyWithValue("facts", HaveKeyWithValue("os", "rhel")))
 		})
 

@@ -20,7 +20,7 @@ func renderDiffGroups(w io.Writer, groups []orchestrator.DiffGroup, colour bool)
 	}
 	fmt.Fprintf(w, "\nDiffs (%s):\n", plural(len(groups), "1 group", fmt.Sprintf("%d groups", len(groups))))
 	for _, g := range groups {
-		fmt.Fprintf(w, "\n%s %s on %s: %s\n", g.Resource, g.Outcome, countHosts(g.Count), fewHosts(g.Hosts))
+		fmt.Fprintf(w, "\n%s %s on %s: %s\n", g.Resource, prose(g.Outcome), countHosts(g.Count), fewHosts(g.Hosts))
 		diffview.Write(w, g.Diff, "    ", colour)
 	}
 }

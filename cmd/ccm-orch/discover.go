@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 
 	"encoding/json"
@@ -46,8 +47,14 @@ func (f *filterFlags) filter() (*protocol.Filter, error) {
 	return flt, nil
 }
 
-// tableFacts are the facts the discover table shows after the identity.
+// tableFacts are the facts the discover table shows after the identity,
+// under the headings of tableHeadings; the agent's version comes last.
 var tableFacts = []string{"os", "platform", "platform_version", "role"}
+
+// tableHeadings name the columns of the discover table. VERSION is the
+// agent's version, as "version" is in --json and on the dashboard; the
+// platform's own version is OS_VERSION.
+var tableHeadings = []string{"IDENTITY", "OS", "PLATFORM", "OS_VERSION", "ROLE", "VERSION"}
 
 func (a *app) registerDiscover(cli *fisk.Application) {
 	var (
@@ -103,7 +110,7 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 // printNodes writes an aligned table of the nodes' key facts.
 func (a *app) printNodes(nodes []orchestrator.Node) {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "IDENTITY\tOS\tPLATFORM\tVERSION\tROLE")
+	fmt.Fprintln(tw, strings.Join(tableHeadings, "\t"))
 	for _, n := range nodes {
 		row := []string{n.Identity}
 		for _, k := range tableFacts {
@@ -114,6 +121,7 @@ func (a *app) printNodes(nodes []orchestrator.Node) {
 			}
 			row = append(row, fmt.Sprint(v))
 		}
+		row = append(row, cmp.Or(n.Version, "-"))
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()

@@ -246,7 +246,7 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 				fmt.Fprintln(a.Stdout, res.RequestID)
 			}
 		default:
-			out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
+			out := wrapWidth(a.Stdout, terminalWidth(a.Stdout))
 			render(out, res, a.Verbose)
 			_ = out.Flush()
 			if c.diff {
@@ -255,6 +255,11 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 		}
 	}
 	switch {
+	case errors.Is(runErr, orchestrator.ErrInterrupted) && res != nil:
+		renderInterrupted(a.Stderr, res)
+		return program.Exit(protocol.ExitInterrupted, nil)
+	case runErr != nil && ctx.Err() != nil:
+		return program.Exit(protocol.ExitInterrupted, fmt.Errorf("interrupted before the request was sent: no host was asked (%w)", runErr))
 	case runErr != nil:
 		return program.Exit(protocol.ExitError, runErr)
 	case res.ExitCode == protocol.ExitNoMatch:

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -183,6 +184,22 @@ var _ = Describe("ccm-orch broker, built", Ordered, func() {
 		Eventually(s.Err).WithTimeout(fleetTimeout).Should(gbytes.Say(`history stream CCM_HISTORY, node registry CCM_NODES and assignments CCM_ASSIGNMENTS ready`))
 		s.Terminate()
 		Eventually(s).WithTimeout(fleetTimeout).Should(gexec.Exit(0))
+	})
+
+	It("passes --log-format json on: every line the broker writes is a JSON object", func() {
+		s, err := gexec.Start(exec.Command(orchBin, "--log-format", "json", "-v", "broker", "--listen", "127.0.0.1:-1", "--store", filepath.Join(dir, "store-json")), GinkgoWriter, GinkgoWriter)
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(s.Err).WithTimeout(fleetTimeout).Should(gbytes.Say(`"msg":"history ready"`))
+		s.Terminate()
+		Eventually(s).WithTimeout(fleetTimeout).Should(gexec.Exit(0))
+		for _, stream := range [][]byte{s.Out.Contents(), s.Err.Contents()} {
+			for _, l := range lines(string(stream)) {
+				var rec map[string]any
+				Expect(json.Unmarshal([]byte(l), &rec)).To(Succeed(), "a line that is not a JSON object: %q", l)
+				Expect(rec).To(HaveKey("msg"))
+			}
+		}
+		Expect(string(s.Out.Contents())).To(ContainSubstring(`"msg":"broker listening"`))
 	})
 
 	It("shows ccm-broker's flags for --help", func() {

@@ -108,7 +108,7 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tREQUEST\tASKED\tFILTER\tEXPECTED\tOK\tCHANGED\tFAILED\tNO REPLY")
+			fmt.Fprintln(tw, "TIME\tREQUEST\tASKED\tFILTER\tEXPECTED\tOK\tCHANGED\tWOULD CHANGE\tFAILED\tNO REPLY")
 			for _, s := range list {
 				asked := s.Asked
 				if s.Noop && s.Asked != "" && !strings.HasPrefix(asked, "audit") {
@@ -118,9 +118,8 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 				if filter == "" {
 					filter = "-"
 				}
-				changed := s.Hosts.Changed + s.Hosts.WouldChange
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", s.Time.Local().Format(historyTimeFormat), s.RequestID, asked, filter,
-					s.Expected, s.Hosts.OK, changed, s.Hosts.Failed, s.Hosts.NoReply)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Time.Local().Format(historyTimeFormat), s.RequestID, asked, filter,
+					s.Expected, s.Hosts.OK, s.Hosts.Changed, s.Hosts.WouldChange, s.Hosts.Failed, s.Hosts.NoReply)
 			}
 			return tw.Flush()
 		})
@@ -159,7 +158,7 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 					fmt.Fprintf(a.Stdout, " where %s", f)
 				}
 				fmt.Fprintln(a.Stdout)
-				out := fitWidth(a.Stdout, terminalWidth(a.Stdout))
+				out := wrapWidth(a.Stdout, terminalWidth(a.Stdout))
 				if r.Ensure != nil {
 					renderResult(out, run.Result, a.Verbose)
 				} else {

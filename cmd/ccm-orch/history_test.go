@@ -99,12 +99,24 @@ var _ = Describe("ccm-orch history", Ordered, func() {
 		code, out, _ = orch(with("history", "list")...)
 		Expect(code).To(Equal(0))
 		l := lines(out)
-		Expect(strings.Fields(l[0])).To(Equal([]string{"TIME", "REQUEST", "ASKED", "FILTER", "EXPECTED", "OK", "CHANGED", "FAILED", "NO", "REPLY"}))
-		Expect(l[1]).To(MatchRegexp(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+` + id + `\s+ensure exec#/bin/true\s+host=sim-0001\s+1\s+0\s+1\s+0\s+0$`))
+		Expect(strings.Fields(l[0])).To(Equal([]string{"TIME", "REQUEST", "ASKED", "FILTER", "EXPECTED", "OK", "CHANGED", "WOULD", "CHANGE", "FAILED", "NO", "REPLY"}))
+		Expect(l[1]).To(MatchRegexp(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+` + id + `\s+ensure exec#/bin/true\s+host=sim-0001\s+1\s+0\s+1\s+0\s+0\s+0$`))
 
 		code, out, _ = orch(with("history", "list", "--since", "1s", "--host", "nobody")...)
 		Expect(code).To(Equal(0))
 		Expect(out).To(Equal("no requests\n"))
+	})
+
+	It("counts hosts that would change apart from those that changed in history list", func() {
+		code, out, errOut := orch(with("ensure", "exec", "/bin/true", "--noop", "--host", "sim-0002")...)
+		Expect(code).To(Equal(5), errOut)
+		Expect(out).To(ContainSubstring("0 changed, 1 would change"))
+		m := regexp.MustCompile(`\(request ([a-z0-9]{20}),`).FindStringSubmatch(out)
+		Expect(m).NotTo(BeNil(), out)
+		code, out, _ = orch(with("history", "list", "--host", "sim-0002")...)
+		Expect(code).To(Equal(0))
+		// EXPECTED 1, OK 0, CHANGED 0, WOULD CHANGE 1, FAILED 0, NO REPLY 0
+		Expect(out).To(MatchRegexp(`(?m)^.*` + m[1] + `\s+ensure exec#/bin/true \(noop\)\s+host=sim-0002\s+1\s+0\s+0\s+1\s+0\s+0$`))
 	})
 
 	It("prints one host's timeline, failures named", func() {

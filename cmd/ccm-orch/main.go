@@ -67,10 +67,22 @@ func (a *app) run(args []string) int {
 	return program.Run(cli, args, a.Stderr)
 }
 
+// exitCodesHelp lists the exit codes in --help (see protocol.ExitCode).
+const exitCodesHelp = `Exit codes (when several hold: 1, 2, 3, 5, 0):
+  0    every expected host replied and nothing failed (noop: nothing would change)
+  1    usage, connection or internal error
+  2    at least one resource failed on at least one host
+  3    at least one expected host did not reply (nothing failed)
+  4    no host matched the filter
+  5    noop only: something would change (drift), nothing failed, everyone replied
+  130  interrupted (Ctrl-C) while waiting for replies: the hosts asked go on and
+       record their results; the request id and "ccm-orch history show ID" are
+       printed on stderr`
+
 // newCLI builds the command line with every command and its examples; the
 // error names commands without examples (a test holds it to nil).
 func (a *app) newCLI() (*fisk.Application, error) {
-	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.", program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
+	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.\n\n"+exitCodesHelp, program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
 	a.registerForwarded(cli)
 	a.registerDiscover(cli)
 	a.registerEnsure(cli)

@@ -102,7 +102,7 @@ func renderManifestResult(w io.Writer, res *orchestrator.Result, verbose bool) {
 // describeOutcome renders one group of a resource: "3 would change (message)
 // on h1, h2, h3"; stable hosts are only counted.
 func describeOutcome(g orchestrator.Group) string {
-	s := fmt.Sprintf("%d %s", g.Count, g.Outcome)
+	s := fmt.Sprintf("%d %s", g.Count, prose(g.Outcome))
 	if g.Message != "" {
 		s += " (" + g.Message + ")"
 	}
@@ -121,6 +121,7 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		hosts []string
 	}{
 		{"did not reply", res.NoReply},
+		{"still running when interrupted (they go on; their results land in history)", res.Running},
 		{"replied after the deadline", res.LateHosts},
 		{"replied without being asked", res.Unexpected},
 		{"were not asked", res.NotAsked},
@@ -140,10 +141,14 @@ func describeGroup(g orchestrator.Group) string {
 		return "request refused: " + g.Message
 	}
 	if g.Message != "" {
-		return fmt.Sprintf("%s %s: %s", g.Resource, g.Outcome, g.Message)
+		return fmt.Sprintf("%s %s: %s", g.Resource, prose(g.Outcome), g.Message)
 	}
-	return fmt.Sprintf("%s %s", g.Resource, g.Outcome)
+	return fmt.Sprintf("%s %s", g.Resource, prose(g.Outcome))
 }
+
+// prose spells an outcome token for a sentence: would_change is "would
+// change" (JSON and metric labels keep the token).
+func prose(outcome string) string { return strings.ReplaceAll(outcome, "_", " ") }
 
 // summaryLine renders the host counts (and the resource counts when
 // resources is set) in one line.
@@ -154,6 +159,9 @@ func summaryLine(res *orchestrator.Result, resources bool) string {
 		parts = append(parts, fmt.Sprintf("%d would change", h.WouldChange))
 	}
 	parts = append(parts, fmt.Sprintf("%d failed", h.Failed), fmt.Sprintf("%d no reply", h.NoReply))
+	if n := len(res.Running); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d still running", n))
+	}
 	if n := len(res.NotAsked); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d not asked", n))
 	}
@@ -199,6 +207,22 @@ func renderNotices(w io.Writer, res *orchestrator.Result) {
 	if res.HistoryError != "" {
 		fmt.Fprintf(w, "ccm-orch: history: the record of request %s was not kept: %s (history show will not find it)\n", res.RequestID, res.HistoryError)
 	}
+}
+
+// renderInterrupted says on w, the error stream, that the run was
+// interrupted while hosts were still running, that they go on and record
+// their results, and the command that shows them.
+func renderInterrupted(w io.Writer, res *orchestrator.Result) {
+	if len(res.Running) == 0 {
+		fmt.Fprintf(w, "ccm-orch: interrupted: no host was still running; request %s\n", res.RequestID)
+	} else {
+		fmt.Fprintf(w, "ccm-orch: interrupted: %s still running; they will finish and record their results (request %s)\n", countHosts(len(res.Running)), res.RequestID)
+	}
+	if res.HistoryError != "" {
+		fmt.Fprintf(w, "ccm-orch: the request's record was not kept in history, so history show will not find it: %s\n", res.HistoryError)
+		return
+	}
+	fmt.Fprintf(w, "ccm-orch: see every host's result with: ccm-orch history show %s\n", res.RequestID)
 }
 
 // renderFallback says on w that discovery broadcast instead of answering

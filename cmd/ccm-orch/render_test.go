@@ -63,7 +63,7 @@ var _ = Describe("rendering", func() {
 		func(g orchestrator.Group, want string) { Expect(describeGroup(g)).To(Equal(want)) },
 		Entry("stable", orchestrator.Group{Resource: "file#/etc/motd", Outcome: "stable"}, "file#/etc/motd stable"),
 		Entry("failed", orchestrator.Group{Resource: "file#/etc/motd", Outcome: "failed", Message: "permission denied"}, "file#/etc/motd failed: permission denied"),
-		Entry("would change", orchestrator.Group{Resource: "service#nginx", Outcome: "would change", Message: "Would have started"}, "service#nginx would change: Would have started"),
+		Entry("would change", orchestrator.Group{Resource: "service#nginx", Outcome: "would_change", Message: "Would have started"}, "service#nginx would change: Would have started"),
 		Entry("request error", orchestrator.Group{Outcome: orchestrator.GroupError, Message: "busy: 64 requests are already waiting"}, "request refused: busy: 64 requests are already waiting"),
 	)
 
@@ -73,7 +73,7 @@ var _ = Describe("rendering", func() {
 			many = append(many, fmt.Sprintf("w%02d", i))
 		}
 		motdStable := orchestrator.Group{Resource: "file#/etc/motd", Outcome: "stable", Hosts: []string{"a"}, Count: 412}
-		motdDrift := orchestrator.Group{Resource: "file#/etc/motd", Outcome: "would change", Message: "Would have changed the content", Hosts: []string{"web17", "web23", "web31"}, Count: 3}
+		motdDrift := orchestrator.Group{Resource: "file#/etc/motd", Outcome: "would_change", Message: "Would have changed the content", Hosts: []string{"web17", "web23", "web31"}, Count: 3}
 		svcStable := orchestrator.Group{Resource: "service#nginx", Outcome: "stable", Hosts: []string{"a"}, Count: 415}
 		svcFailed := orchestrator.Group{Resource: "service#nginx", Outcome: "failed", Message: "exit 1", Hosts: many, Count: len(many)}
 		refused := orchestrator.Group{Outcome: orchestrator.GroupError, Message: "busy: full", Hosts: []string{"x1", "x2"}, Count: 2}

@@ -28,7 +28,7 @@ func (a *app) registerStatus(cli *fisk.Application) {
 		name string
 		js   bool
 	)
-	cmd := cli.Command("status", "Each assignment's state on the hosts it selects: last run, drift, failures, stale and refusing hosts (exit 0 converged, 5 drift or stale, 2 failed)")
+	cmd := cli.Command("status", "Each assignment's state on the hosts it selects, as of each host's last run of that assignment, or of a later audit that found its resources would change: converged, drift, failed, refused, pending, stale (exit 0 converged, 5 drift or stale, 2 failed)")
 	flt.register(cmd)
 	cmd.Flag("assignment", "Only this assignment").PlaceHolder("NAME").StringVar(&name)
 	cmd.Flag("json", "Print the report as JSON").BoolVar(&js)
@@ -92,7 +92,7 @@ func renderStatus(w io.Writer, rep *orchestrator.StatusReport) {
 					continue
 				}
 				msg := h.Message
-				if s == orchestrator.StateDrift {
+				if s == orchestrator.StateDrift && msg == "" {
 					msg = fmt.Sprintf("%d resources would change", h.Drift)
 				}
 				if h.Flapping != "" {

@@ -57,19 +57,29 @@ var _ = Describe("a text report at any fleet size", func() {
 		Expect(strings.Count(l[0], " failed (")).To(Equal(maxGroups))
 	})
 
-	It("cuts lines to the terminal's width with an ellipsis, runes counted", func() {
+	It("wraps long lines at spaces on a terminal, never splitting a word", func() {
 		var buf bytes.Buffer
-		w := fitWidth(&buf, 10)
-		_, err := fmt.Fprint(w, "short\nexactly 10\n0123456789abc\nüüüüüüüüüüüü\nno newline at the end")
+		w := wrapWidth(&buf, 20)
+		_, err := fmt.Fprint(w, "short\n"+
+			"1 host: exec#x failed: exit code 3 on web17\n"+
+			"    sim-0001, sim-0002, sim-0003, sim-0004\n"+
+			"(request 0123456789abcdefghijklmnop, 3s)\n"+
+			"ü ü ü ü ü ü ü ü ü ü ü ü\n"+
+			"no newline at the end of this")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(w.Flush()).To(Succeed())
-		Expect(buf.String()).To(Equal("short\nexactly 10\n012345678…\nüüüüüüüüü…\nno newlin…"))
+		Expect(buf.String()).To(Equal("short\n" +
+			"1 host: exec#x\n    failed: exit\n    code 3 on web17\n" +
+			"    sim-0001,\n        sim-0002,\n        sim-0003,\n        sim-0004\n" +
+			"(request\n    0123456789abcdefghijklmnop,\n    3s)\n" +
+			"ü ü ü ü ü ü ü ü ü ü\n    ü ü\n" +
+			"no newline at the\n    end of this"))
 	})
 
 	It("leaves lines alone when the output is not a terminal", func() {
 		var buf bytes.Buffer
 		Expect(terminalWidth(&buf)).To(Equal(0))
-		w := fitWidth(&buf, 0)
+		w := wrapWidth(&buf, 0)
 		long := strings.Repeat("x", 500) + "\n"
 		_, _ = fmt.Fprint(w, long)
 		Expect(w.Flush()).To(Succeed())

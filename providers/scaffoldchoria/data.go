@@ -11,18 +11,23 @@ import (
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
-// goData is the dot of Go templates: {{ .facts.x }} and {{ .data.y }}.
+// goData is the dot of Go templates: {{ .facts.x }} and {{ .data.y }}, also
+// spelt .Facts and .Data as in CCM (facts answer to gopsutil's Go field
+// names too: .Facts.host.info.Hostname).
 func goData(env *templates.Env) map[string]any {
-	return map[string]any{"facts": env.Facts(), "data": env.Data()}
+	return map[string]any{"facts": env.FactsView(), "data": env.Data(), "Facts": env.FactsView(), "Data": env.Data()}
 }
 
-// jetData makes facts and data Jet variables. The library hands a
+// jetData makes facts and data (also spelt Facts and Data, as in CCM) Jet
+// variables. The library hands a
 // jet.VarMap to Jet as its variables (and as the dot), anything else only as
 // the dot.
 func jetData(env *templates.Env) jet.VarMap {
 	vars := jet.VarMap{}
-	vars.Set("facts", env.Facts())
+	vars.Set("facts", env.FactsView())
 	vars.Set("data", env.Data())
+	vars.Set("Facts", env.FactsView())
+	vars.Set("Data", env.Data())
 	return vars
 }
 

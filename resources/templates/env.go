@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrMissingKey is returned by lookups of a key that does not exist when no
@@ -30,6 +31,12 @@ type Env struct {
 	environ  map[string]any // nil unless exposed
 	fileRoot string         // "" unless exposed
 	vars     map[string]any // the expr environment
+	kv       KVReader       // nil unless exposed
+	// kvTimeout bounds one kvGet() call.
+	kvTimeout time.Duration
+	// missingEmpty makes a missing key give "" instead of an error (the
+	// hierarchy's rule, see WithMissingEmpty).
+	missingEmpty bool
 	// sensitive are the data keys marked sensitive (WithSensitive).
 	sensitive []string
 	// funcs are the caller's functions (WithFunction).
@@ -70,24 +77,44 @@ func New(facts, data map[string]any, opts ...Option) *Env {
 		o(e)
 	}
 	e.vars = map[string]any{
-		"facts":  e.facts,
-		"data":   e.data,
-		"lookup": e.lookupFunc,
-		"file":   e.fileFunc,
+		"facts":    e.facts,
+		"data":     e.data,
+		"Facts":    ccmView(e.facts),
+		"Data":     e.data,
+		"lookup":   e.lookupFunc,
+		"file":     e.fileFunc,
+		"readFile": e.fileFunc,
+		"template": e.templateFunc,
+		"jet":      e.jetFunc,
+		"kvGet":    e.kvGetFunc,
 	}
 	if e.environ != nil {
 		e.vars["environ"] = e.environ
+		e.vars["Environ"] = e.environ
 	}
 	for name, fn := range e.funcs {
-		if _, taken := e.vars[name]; !taken && name != "environ" {
+		if _, taken := e.vars[name]; !taken && name != "environ" && name != "Environ" {
 			e.vars[name] = (func(...any) (any, error))(fn)
 		}
 	}
 	return e
 }
 
+// WithMissingEmpty makes lookup() of a missing fact (a key below facts.)
+// without a default give "" instead of ErrMissingKey, and lets an
+// expression give nothing (nil): the
+// rule for hierarchy order entries, where a fact a host lacks makes the entry
+// not match.
+func WithMissingEmpty() Option {
+	return func(e *Env) { e.missingEmpty = true }
+}
+
 // Facts returns the facts expressions see.
 func (e *Env) Facts() map[string]any { return e.facts }
+
+// FactsView returns the facts as the Facts variable shows them: below the
+// gathered trees also under gopsutil's Go field names (see GoName).
+func (e *Env) FactsView() map[string]any { return e.vars["Facts"].(map[string]any) }
 
 // Data returns the data expressions see.
 func (e *Env) Data() map[string]any { return e.data }
@@ -120,9 +147,22 @@ func (e *Env) Lookup(key string) (any, error) {
 	return v, nil
 }
 
-// Walk follows a dotted path through nested maps and lists.
+// Walk follows a dotted path through nested maps and lists; a "#" segment
+// after a list is its length.
 func Walk(cur any, path string) (any, bool) {
 	for part := range strings.SplitSeq(path, ".") {
+		if part == "#" {
+			// "list.#" is the length of a list, as in GJSON paths.
+			switch c := cur.(type) {
+			case []any:
+				cur = len(c)
+				continue
+			case []string:
+				cur = len(c)
+				continue
+			}
+			return nil, false
+		}
 		switch c := cur.(type) {
 		case map[string]any:
 			v, ok := c[part]
@@ -166,6 +206,9 @@ func (e *Env) lookupFunc(params ...any) (any, error) {
 	v, err := e.Lookup(key)
 	if errors.Is(err, ErrMissingKey) && len(params) == 2 {
 		return params[1], nil
+	}
+	if errors.Is(err, ErrMissingKey) && e.missingEmpty && strings.HasPrefix(key, "facts.") {
+		return "", nil
 	}
 	return v, err
 }

@@ -13,32 +13,80 @@ import (
 // \s of regular expressions).
 const templateSpace = "\t\n\f\r "
 
-// template is one {{ expression }} in a string: s[start:end] is the whole
-// template and s[exprStart:exprEnd] the expression, without the padding.
+// template is one {{ expression }} or ${ expression } in a string:
+// s[start:end] is the whole template and s[exprStart:exprEnd] the
+// expression, without the padding.
 type template struct{ start, end, exprStart, exprEnd int }
 
-// nextTemplate finds the first template in s at or after from: "{{", the
-// first "}}" after it, and between them the expression with the spaces
-// around it trimmed (the regular expression \{\{\s*(.*?)\s*\}\} with
-// (?s), written out because templates are expanded on every request).
+// nextTemplate finds the first template in s at or after from. Two
+// spellings are accepted, as CCM does: "{{ expr }}", closed by the first
+// "}}" outside a quoted string, and "${ expr }", closed by the "}" that
+// balances its "{" (so maps and closures inside work), also outside quoted
+// strings. "${{" is a literal "$" followed by a {{ }} template. Quotes are
+// '...', "..." (both with backslash escapes) and `...`. An opener that is
+// never closed is text, and scanning goes on after it.
 func nextTemplate(s string, from int) (template, bool) {
-	i := strings.Index(s[from:], "{{")
-	if i < 0 {
-		return template{}, false
+	n := len(s)
+	for i := from; i < n-1; i++ {
+		var dollar bool
+		switch {
+		case s[i] == '{' && s[i+1] == '{':
+		case s[i] == '$' && s[i+1] == '{':
+			if i+2 < n && s[i+2] == '{' {
+				continue // "${{": the "{{" is picked up next
+			}
+			dollar = true
+		default:
+			continue
+		}
+		if end, ok := closeTemplate(s, i+2, dollar); ok {
+			t := template{start: i, end: end, exprStart: i + 2, exprEnd: end - 2}
+			if dollar {
+				t.exprEnd = end - 1
+			}
+			for t.exprStart < t.exprEnd && strings.IndexByte(templateSpace, s[t.exprStart]) >= 0 {
+				t.exprStart++
+			}
+			for t.exprEnd > t.exprStart && strings.IndexByte(templateSpace, s[t.exprEnd-1]) >= 0 {
+				t.exprEnd--
+			}
+			return t, true
+		}
 	}
-	start := from + i
-	j := strings.Index(s[start+2:], "}}")
-	if j < 0 {
-		return template{}, false
+	return template{}, false
+}
+
+// closeTemplate scans s from i, just after an opener, and returns the index
+// just past the closer.
+func closeTemplate(s string, i int, dollar bool) (int, bool) {
+	var quote byte // the open quote, 0 outside one
+	depth := 1
+	for ; i < len(s); i++ {
+		c := s[i]
+		if quote != 0 {
+			switch {
+			case c == '\\' && quote != '`':
+				i++ // the escaped byte
+			case c == quote:
+				quote = 0
+			}
+			continue
+		}
+		switch {
+		case c == '"' || c == '\'' || c == '`':
+			quote = c
+		case !dollar && c == '}' && i+1 < len(s) && s[i+1] == '}':
+			return i + 2, true
+		case dollar && c == '{':
+			depth++
+		case dollar && c == '}':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
 	}
-	t := template{start: start, end: start + 2 + j + 2, exprStart: start + 2, exprEnd: start + 2 + j}
-	for t.exprStart < t.exprEnd && strings.IndexByte(templateSpace, s[t.exprStart]) >= 0 {
-		t.exprStart++
-	}
-	for t.exprEnd > t.exprStart && strings.IndexByte(templateSpace, s[t.exprEnd-1]) >= 0 {
-		t.exprEnd--
-	}
-	return t, true
+	return 0, false
 }
 
 // findTemplates returns every template in s, in order.
@@ -94,9 +142,41 @@ func (e *Env) Eval(src string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.environ == nil && readsEnviron(src) {
+		return nil, &exprError{src: src, cause: fmt.Errorf("the environment (Environ) is %w", ErrDisabled)}
+	}
 	v, err := expr.Run(p, e.vars)
 	if err != nil {
 		return nil, &exprError{src: src, cause: err}
+	}
+	return v, nil
+}
+
+// readsEnviron reports whether an expression names environ or Environ as a
+// variable.
+func readsEnviron(src string) bool {
+	if !strings.Contains(src, "nviron") {
+		return false
+	}
+	for _, w := range wordsOf(src) {
+		if (w.text == "environ" || w.text == "Environ") && (w.end-len(w.text) == 0 || src[w.end-len(w.text)-1] != '.') {
+			return true
+		}
+	}
+	return false
+}
+
+// evalTemplate runs the expression of one template. An expression that gives
+// nothing (nil: a key that does not exist, read as Facts.x.y) is an error
+// wrapping ErrMissingKey rather than an empty string, unless the Env was
+// built WithMissingEmpty.
+func (e *Env) evalTemplate(src string) (any, error) {
+	v, err := e.Eval(src)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil && !e.missingEmpty {
+		return nil, &exprError{src: src, cause: fmt.Errorf("%w: the expression gave no value (use lookup(key, default) for an optional value)", ErrMissingKey)}
 	}
 	return v, nil
 }
@@ -132,13 +212,13 @@ func (e *Env) EvalBool(src string) (bool, error) {
 	return b, nil
 }
 
-// HasTemplate reports whether s contains a {{ ... }} template.
+// HasTemplate reports whether s contains a {{ ... }} or ${ ... } template.
 func HasTemplate(s string) bool {
 	_, ok := nextTemplate(s, 0)
 	return ok
 }
 
-// Expand resolves the {{ ... }} templates in s. When s is exactly one
+// Expand resolves the {{ ... }} and ${ ... } templates in s. When s is exactly one
 // template whose value is a list or a map, that value is returned as is;
 // otherwise the result is a string.
 func (e *Env) Expand(s string) (any, error) {
@@ -147,7 +227,7 @@ func (e *Env) Expand(s string) (any, error) {
 	}
 	matches := findTemplates(s)
 	if len(matches) == 1 && matches[0].start == 0 && matches[0].end == len(s) {
-		v, err := e.Eval(s[matches[0].exprStart:matches[0].exprEnd])
+		v, err := e.evalTemplate(s[matches[0].exprStart:matches[0].exprEnd])
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +240,7 @@ func (e *Env) Expand(s string) (any, error) {
 	var b strings.Builder
 	last := 0
 	for _, m := range matches {
-		v, err := e.Eval(s[m.exprStart:m.exprEnd])
+		v, err := e.evalTemplate(s[m.exprStart:m.exprEnd])
 		if err != nil {
 			return nil, err
 		}
@@ -170,6 +250,66 @@ func (e *Env) Expand(s string) (any, error) {
 	}
 	b.WriteString(s[last:])
 	return b.String(), nil
+}
+
+// Replace returns s with every template (either spelling) replaced by repl,
+// without evaluating anything.
+func Replace(s, repl string) string {
+	var b strings.Builder
+	last := 0
+	for _, t := range findTemplates(s) {
+		b.WriteString(s[last:t.start])
+		b.WriteString(repl)
+		last = t.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// Whole reports whether s, spaces around it aside, is exactly one template
+// (whose value then keeps its type when expanded).
+func Whole(s string) bool {
+	ts := findTemplates(s)
+	return len(ts) == 1 && strings.TrimSpace(s) == s[ts[0].start:ts[0].end]
+}
+
+// ExpandMatch resolves the templates in s to a string, as a hierarchy order
+// entry is: matched is true when at least one template gave a value other
+// than nil or "", or when s has no template and is not empty. An entry such
+// as "env:${ lookup('facts.env') }" on a host without an env fact does not
+// match (with WithMissingEmpty), so it selects no override.
+func (e *Env) ExpandMatch(s string) (out string, matched bool, err error) {
+	matches := findTemplates(s)
+	if len(matches) == 0 {
+		return s, s != "", nil
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range matches {
+		v, err := e.Eval(s[m.exprStart:m.exprEnd])
+		if err != nil {
+			return "", false, err
+		}
+		if v != nil && v != "" {
+			matched = true
+		}
+		b.WriteString(s[last:m.start])
+		b.WriteString(stringify(v))
+		last = m.end
+	}
+	b.WriteString(s[last:])
+	return b.String(), matched, nil
+}
+
+// ExpandTyped is Expand that keeps the type of every value a string that is
+// one template (spaces around it allowed) gives, numbers and booleans
+// included, as CCM does for data values; other strings give strings.
+func (e *Env) ExpandTyped(s string) (any, error) {
+	matches := findTemplates(s)
+	if len(matches) == 1 && strings.TrimSpace(s) == s[matches[0].start:matches[0].end] {
+		return e.evalTemplate(s[matches[0].exprStart:matches[0].exprEnd])
+	}
+	return e.Expand(s)
 }
 
 // ExpandString resolves templates in s and always returns a string.

@@ -31,7 +31,13 @@ func (e *Env) SensitiveKeys() []string { return e.sensitive }
 // "db" when db.password is sensitive), or uses data as a whole; and the
 // resource is sensitive when any expanded string contains the value (at
 // least 4 bytes long) of a sensitive key, however it got there.
+//
+// A template that calls kvGet() makes the resource sensitive whatever was
+// marked: key-value stores are where secrets are kept.
 func (e *Env) Sensitive(raw, expanded any) bool {
+	if e.kv != nil && templatesCall(raw, "kvGet") {
+		return true
+	}
 	if len(e.sensitive) == 0 {
 		return false
 	}
@@ -67,11 +73,26 @@ func (e *Env) templatesReadSensitive(raw any) bool {
 	return found
 }
 
+// templatesCall reports whether a template inside raw names fn as a word.
+func templatesCall(raw any, fn string) bool {
+	found := false
+	eachString(raw, func(s string) {
+		for _, t := range findTemplates(s) {
+			for _, w := range wordsOf(s[t.exprStart:t.exprEnd]) {
+				if w.text == fn {
+					found = true
+				}
+			}
+		}
+	})
+	return found
+}
+
 // exprReadsSensitive looks at the words of an expression.
 func (e *Env) exprReadsSensitive(src string) bool {
 	words := wordsOf(src)
 	for _, w := range words {
-		if w.text == "data" && (w.end >= len(src) || src[w.end] != '.' && src[w.end] != '[') {
+		if (w.text == "data" || w.text == "Data") && (w.end >= len(src) || src[w.end] != '.' && src[w.end] != '[') {
 			return true // data as a whole
 		}
 		for _, k := range e.sensitive {

@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// executor runs admitted jobs with the engine, the signer's policy asked
+// again about each resource as it will run (the authorizer's guard).
+type executor struct {
+	identity  string
+	eng       *engine.Engine
+	judge     authorizer
+	audit     auditor
+	fin       *finisher
+	facts     func() *factSet
+	skew      time.Duration
+	diffLimit int64
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// run does an admitted job, whatever brought it (a fleet request, an
+// assignment's schedule, a watch repair), in one order: its audit line
+// (accepted; refused internal when it cannot be written, as nothing runs
+// unaudited), the run, its answer (finish). It returns the reply, nil when
+// the job did not run.
+func (x *executor) run(ctx context.Context, r *job) *protocol.FleetReply {
+	r.audit.Decision = DecisionAccepted
+	if err := x.audit.write(&r.audit); err != nil {
+		x.log.Error("not running a request: the audit log cannot be written", "request", r.id(), "signer", r.audit.Signer.Key, "error", err)
+		x.fin.refuse(r, protocol.NewError(protocol.CodeInternal, "audit log unavailable"))
+		return nil
+	}
+	reply := x.execute(ctx, r)
+	if s, ok := r.respond.(settler); ok {
+		s.settle(reply)
+	}
+	x.fin.finish(r, reply)
+	return reply
+}
+
+// execute runs one admitted job, the body parsed at admission, and
+// returns its reply.
+func (x *executor) execute(ctx context.Context, r *job) *protocol.FleetReply {
+	started := x.now()
+	reply := protocol.NewFleetReply(r.id(), x.identity, started)
+	defer func() { reply.Duration = x.now().Sub(started) }()
+	if started.After(r.deadline.Add(x.skew)) {
+		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", r.deadline.Format(time.RFC3339), x.skew)
+		return reply
+	}
+	if r.body.ensure == nil {
+		x.runManifest(ctx, r, reply)
+		return reply
+	}
+	// Remote requests see facts only: no environment, no files.
+	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), DiffLimit: x.diffLimit}
+	ev, err := x.eng.Ensure(ctx, opts, *r.body.ensure)
+	if err != nil {
+		reply.Error = protocol.NewError(runErrorCode(err), "%s", err)
+		return reply
+	}
+	reply.Events = append(reply.Events, ev)
+	return reply
+}
+
+// runErrorCode classifies the error of a run that could not start: the
+// policy refused a resource as it would run (forbidden), or the request is
+// invalid (bad_request).
+func runErrorCode(err error) protocol.Code {
+	if errors.Is(err, resources.ErrForbidden) {
+		return protocol.CodeForbidden
+	}
+	return protocol.CodeBadRequest
+}
+
+// runManifest applies (or, under noop, audits) the manifest a request
+// carries, parsed at admission, and puts its events in reply. Its bundled
+// files are written to a private directory first. A manifest that cannot be
+// run (data, templates, validation) is answered bad_request naming the
+// problem, one the policy refuses as it would run forbidden; resource
+// failures are in the events.
+func (x *executor) runManifest(ctx context.Context, r *job, reply *protocol.FleetReply) {
+	// A fresh private directory per request: concurrent requests never
+	// share files, and nothing is left behind.
+	dir, err := os.MkdirTemp(os.TempDir(), manifestTempPattern)
+	if err != nil {
+		reply.Error = protocol.NewError(protocol.CodeInternal, "manifest: %s", err)
+		return
+	}
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			x.log.Warn("could not remove a manifest directory", "dir", dir, "error", err)
+		}
+	}()
+	if err := r.body.bundle.WriteFiles(dir); err != nil {
+		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", manifestMessage(err))
+		return
+	}
+	// Remote manifests see facts and data only: no environment, no files.
+	rep, err := manifest.Run(ctx, x.eng, r.body.manifest.InDir(dir), manifest.RunOptions{
+		Noop:         r.noop,
+		Facts:        x.facts().all,
+		AllowEnviron: false,
+		AllowFiles:   false,
+		Guard:        x.judge.guard(r),
+		Log:          x.log.With("request", r.id(), "signer", r.audit.Signer.Key),
+		DiffLimit:    x.diffLimit,
+	})
+	if err != nil {
+		reply.Error = protocol.NewError(runErrorCode(err), "%s", manifestMessage(err))
+		return
+	}
+	reply.Events = append(reply.Events, rep.Events...)
+}

@@ -1,0 +1,54 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/resources/engine"
+)
+
+// job is one piece of work on its way from admission to its answer: a
+// fleet request, a scheduled assignment run or a watch repair. It holds
+// what to run (the body, parsed once), who asked (the signer, and the
+// audit line naming them) and how to answer (its responder). It owns that
+// answer: whatever the outcome (refused, ignored, duplicate, run), it ends
+// in finish, exactly once.
+type job struct {
+	received time.Time
+	audit    AuditRecord
+	// noop and deadline are how to run it: a dry run, and when it expires
+	noop     bool
+	deadline time.Time
+	// signer is the trusted signer, nil for an unsigned request (insecure
+	// mode) or a valid signature by a key the insecure policy does not list
+	signer *Signer
+	// body is what the job asks for, parsed once: what the policy checks,
+	// the audit line names and the engine runs
+	body *body
+	// cached is whether this job owns its id's replay cache entry (its
+	// answer is kept there)
+	cached bool
+	// record is whether its answer goes to history: the request decoded and
+	// its sender is authenticated
+	record bool
+	// respond answers it
+	respond responder
+}
+
+// body is a request's resources, parsed once at admission.
+type body struct {
+	// ensure is the resource of an ensure request, nil for a manifest
+	ensure *engine.Spec
+	// bundle and manifest are a manifest request's, parsed without
+	// writing any file
+	bundle   *manifest.Bundle
+	manifest *manifest.Manifest
+	// resources are the declared resources as the policy sees them, in
+	// order (names as written, before templates)
+	resources []policyResource
+}
+
+// id is the job's request id: the decoded one, or, for a request that did
+// not decode, the one it claims (untrusted, to match the reply and audit
+// line); see claimID.
+func (j *job) id() string { return j.audit.RequestID }

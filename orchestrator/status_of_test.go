@@ -1,0 +1,79 @@
+package orchestrator_test
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+var _ = Describe("StatusOf over AssignmentRuns", func() {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	entry := orchestrator.AssignmentEntry{Name: "web", Revision: 3,
+		Assignment: &protocol.Assignment{Protocol: protocol.AssignmentProtocol, Name: "web", Interval: protocol.Duration(10 * time.Minute)}}
+
+	// record is a host's history record of a run of assignment name at
+	// revision rev, stored at t, with one file event.
+	record := func(name string, rev uint64, host string, t time.Time, failed, noopChange bool) jsstore.Record {
+		GinkgoHelper()
+		id := name + "_r" + strconv.FormatUint(rev, 10) + "_" + strconv.FormatInt(t.Unix(), 36)
+		reply := protocol.NewFleetReply(id, host, t)
+		reply.Events = append(reply.Events, &protocol.TransactionEvent{Type: "file", Name: "/etc/motd", Failed: failed,
+			Changed: noopChange, Noop: noopChange, Errors: map[bool][]string{true: {"disk full"}}[failed]})
+		data, err := reply.Encode()
+		Expect(err).NotTo(HaveOccurred())
+		h := nats.Header{}
+		if name != "" {
+			h.Set(protocol.HeaderAssignment, name)
+			h.Set(protocol.HeaderAssignmentRevision, strconv.FormatUint(rev, 10))
+			h.Set(protocol.HeaderTrigger, "schedule")
+		}
+		return jsstore.Record{RequestID: id, Identity: host, Header: h, Data: data, Time: t}
+	}
+	live := map[string]map[string]any{"a": {}, "b": {}, "c": {}, "d": {}, "e": {}}
+
+	It("keeps each host's newest run of an assignment, and no pushed run", func() {
+		runs := orchestrator.NewAssignmentRuns()
+		Expect(runs.Add(record("web", 3, "a", now.Add(-time.Minute), false, false))).To(BeTrue())
+		Expect(runs.Add(record("web", 3, "a", now.Add(-5*time.Minute), true, false))).To(BeFalse(), "an older run arriving later")
+		Expect(runs.Add(record("", 0, "a", now, true, false))).To(BeFalse(), "a pushed request's record")
+		rep, err := orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry}, map[string]map[string]any{"a": {}}, runs, now, orchestrator.StatusOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rep.Assignments[0].Hosts).To(ConsistOf(HaveField("State", orchestrator.StateConverged)))
+	})
+
+	It("judges every state as ccm-orch status does, within twice the interval", func() {
+		runs := orchestrator.NewAssignmentRuns()
+		runs.Add(record("web", 3, "a", now.Add(-time.Minute), false, false))
+		runs.Add(record("web", 3, "b", now.Add(-time.Minute), true, false))
+		runs.Add(record("web", 2, "c", now.Add(-time.Minute), false, false))
+		runs.Add(record("web", 3, "d", now.Add(-time.Hour), false, false))
+		runs.Add(record("web", 3, "e", now.Add(-time.Minute), false, true))
+		runs.Add(record("web", 3, "gone", now.Add(-time.Minute), false, false))
+		rep, err := orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry}, live, runs, now, orchestrator.StatusOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		states := map[string]string{}
+		messages := map[string]string{}
+		for _, h := range rep.Assignments[0].Hosts {
+			states[h.Identity], messages[h.Identity] = h.State, h.Message
+		}
+		Expect(states).To(Equal(map[string]string{"a": "converged", "b": "failed", "c": "pending", "d": "stale", "e": "drift", "gone": "stale"}))
+		Expect(messages["b"]).To(Equal("file#/etc/motd: disk full"))
+		Expect(messages["d"]).To(Equal("no run recorded in the last 20m0s (twice the interval)"), "a run older than the window is not seen, as when the CLI reads the window")
+		Expect(messages["gone"]).To(ContainSubstring("no longer in the node registry"))
+		Expect(rep.ExitCode).To(Equal(protocol.ExitFailed))
+	})
+
+	It("names an assignment it does not have", func() {
+		_, err := orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry}, live, orchestrator.NewAssignmentRuns(), now, orchestrator.StatusOptions{Assignment: "db"})
+		Expect(errors.Is(err, orchestrator.ErrNoAssignment)).To(BeTrue(), "%v", err)
+		Expect(err).To(MatchError(ContainSubstring(`"db"`)))
+	})
+})
