@@ -200,7 +200,7 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 				out = append(out, r.Address)
 				signers[r.Signer] = true
 			}
-			Expect(signers).To(HaveLen(len(recs)), "each host signs with its own key")
+			Expect(signers).To(HaveLen(len(recs)), "each host signs with its own key: %v", recs)
 			return out
 		}
 		Eventually(query).WithTimeout(60 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))

@@ -122,6 +122,9 @@ func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protoco
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w %s: %w", ErrStream, stream, err)
 	}
+	// An ordered consumer that resets starts over: keep one record per
+	// subject, the last seen.
+	seen := map[string]int{}
 	if info.NumPending > 0 {
 		for {
 			msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
@@ -132,7 +135,12 @@ func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protoco
 				if meta, err := msg.Metadata(); err == nil {
 					r.Published = meta.Timestamp
 				}
-				recs = append(recs, r)
+				if i, dup := seen[msg.Subject()]; dup {
+					recs[i] = r
+				} else {
+					seen[msg.Subject()] = len(recs)
+					recs = append(recs, r)
+				}
 			} else if msg.Headers().Get(headerMarkerReason) == "" {
 				bad++
 			}
