@@ -48,6 +48,9 @@ type RunOptions struct {
 	// OnEvent, when set, is called by Run with each event as soon as the
 	// resource is done, in order.
 	OnEvent func(ev *protocol.TransactionEvent)
+	// TemplateOptions expose more to the manifest's templates (e.g. a
+	// function with templates.WithFunction).
+	TemplateOptions []templates.Option
 	// DiffLimit is the content size, in bytes on each side, above which a
 	// diff is a summary line; 0 means resources.DefaultDiffLimit.
 	DiffLimit int64
@@ -148,6 +151,7 @@ func (m *Manifest) plan(opts RunOptions) (*plan, error) {
 	if opts.KV != nil {
 		envOpts = append(envOpts, templates.WithKV(opts.KV, 0))
 	}
+	envOpts = append(envOpts, opts.TemplateOptions...)
 	env := templates.New(opts.Facts, data, envOpts...)
 	pl := &plan{data: data, hierarchy: matched, env: env}
 	if pl.pre, err = env.ExpandString(m.preMessage); err != nil {

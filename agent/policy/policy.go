@@ -66,6 +66,9 @@ type Signer struct {
 	// Deny are rules of the same shapes that refuse what they describe,
 	// whatever the scopes allow.
 	Deny *scope.Rules `json:"deny,omitempty" yaml:"deny"`
+	// Registration lists the services the signer's manifests may make a
+	// host register; none without it.
+	Registration *RegistrationScope `json:"registration,omitempty" yaml:"registration"`
 
 	// scope is Rules and Deny compiled by Validate; nil without any.
 	scope *scope.Scope
@@ -155,6 +158,9 @@ func (p *Policy) Validate() error {
 		}
 		if s.AssignmentsAdmin && s.NoopOnly {
 			return bad("%s: assignments_admin: true cannot go with noop_only: true (replacing or removing another signer's assignment changes what hosts run)", where)
+		}
+		if err := s.Registration.validate(); err != nil {
+			return bad("%s: %v", where, err)
 		}
 		var opts []scope.Option
 		if s.NoopOnly {

@@ -21,6 +21,13 @@ ccm-agent version
 ccm-agent cheat --list
 ccm-agent cheat ensure
 `,
+	"agent": `
+# Run CCM's continuous agent from /etc/choria/ccm/config.yaml, applying
+# obj:// bundles signed by a key the policy trusts
+ccm-agent agent --policy /etc/ccm/policy.yaml --server nats://nats.example.com:4222
+# Another configuration file, metrics of monitor_port on loopback only
+ccm-agent agent --config /etc/ccm/ccm-agent.yaml --monitor-host 127.0.0.1
+`,
 	"run": `
 # Serve the fleet with everything in /etc/ccm/agent.yaml (what ccm-agent.service runs)
 ccm-agent run --config /etc/ccm/agent.yaml

@@ -56,6 +56,7 @@ func runWithStdin(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 func (a *app) newCLI() (*fisk.Application, error) {
 	cli := program.New("ccm-agent", "CCM Fleet agent: applies resources (file, exec, package, service, archive, scaffold) on this host.", program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
 	a.registerApply(cli)
+	a.registerCCMAgent(cli)
 	a.registerEnsure(cli)
 	a.registerFacts(cli)
 	a.registerHiera(cli)

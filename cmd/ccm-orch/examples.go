@@ -96,6 +96,25 @@ ccm-orch audit site.yaml --where os=debian --json --key audit.seed
 # How each host drifted: content diffs, hosts with the same diff grouped
 ccm-orch audit site.yaml --diff --key audit.seed
 `,
+	"manifest put": `
+# Sign the bundle of ./web (manifest.yaml, templates, files) and store it where
+# CCM agents with obj://ccm-manifests/web.tar.gz in their manifests apply it
+ccm-orch manifest put ./web obj://ccm-manifests/web.tar.gz --key ops.seed
+`,
+	"registration query": `
+# Every registered entry, then the http web servers of production as JSON
+ccm-orch registration query
+ccm-orch registration query production http web --json
+`,
+	"registration watch": `
+# Follow web registrations of production as they come and go
+ccm-orch registration watch production http web
+ccm-orch registration watch --json
+`,
+	"registration rm": `
+# Remove one endpoint now, without asking
+ccm-orch registration rm --cluster production --service web --protocol http --address 10.0.0.5 --port 8080 --force
+`,
 	"assign": `
 # nginx kept in place on every web server: applied at once, then every 30 minutes
 ccm-orch assign web site.yaml --where role=web --key ops.seed

@@ -164,6 +164,8 @@ var _ = Describe("ccm-orch history init", func() {
 			"history stream CCM_HISTORY: 1 replica, records kept 30d, no size limit",
 			"node registry CCM_NODES: 1 replica, entries expire 1m30s after their last heartbeat",
 			"assignments CCM_ASSIGNMENTS: 1 replica, 64 revisions kept per assignment",
+			"manifest bundles ccm-manifests: 1 replica",
+			"registration stream REGISTRATION: 1 replica, per-entry TTLs, expired entries' markers kept 5m0s",
 		}))
 		code, out, _ = orch("history", "init", "--max-age", "36h", "--max-bytes", "1GiB", "--registry-ttl", "2m", "--server", b.ClientURL())
 		Expect(code).To(Equal(0))
@@ -171,6 +173,8 @@ var _ = Describe("ccm-orch history init", func() {
 			"history stream CCM_HISTORY: 1 replica, records kept 36h0m0s, at most 1073741824 bytes",
 			"node registry CCM_NODES: 1 replica, entries expire 2m0s after their last heartbeat",
 			"assignments CCM_ASSIGNMENTS: 1 replica, 64 revisions kept per assignment",
+			"manifest bundles ccm-manifests: 1 replica",
+			"registration stream REGISTRATION: 1 replica, per-entry TTLs, expired entries' markers kept 5m0s",
 		}))
 		code, _, errOut = orch("history", "init", "--replicas", "3", "--server", b.ClientURL())
 		Expect(code).To(Equal(1))

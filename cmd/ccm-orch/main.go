@@ -88,6 +88,8 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerEnsure(cli)
 	a.registerApply(cli)
 	a.registerAssign(cli)
+	a.registerManifest(cli)
+	a.registerRegistration(cli)
 	a.registerStatus(cli)
 	a.registerHistory(cli)
 	a.registerKeys(cli)

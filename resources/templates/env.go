@@ -39,6 +39,8 @@ type Env struct {
 	missingEmpty bool
 	// sensitive are the data keys marked sensitive (WithSensitive).
 	sensitive []string
+	// funcs are the caller's functions (WithFunction).
+	funcs map[string]Function
 }
 
 // Option exposes more to expressions than facts and data.
@@ -89,6 +91,11 @@ func New(facts, data map[string]any, opts ...Option) *Env {
 	if e.environ != nil {
 		e.vars["environ"] = e.environ
 		e.vars["Environ"] = e.environ
+	}
+	for name, fn := range e.funcs {
+		if _, taken := e.vars[name]; !taken && name != "environ" && name != "Environ" {
+			e.vars[name] = (func(...any) (any, error))(fn)
+		}
 	}
 	return e
 }

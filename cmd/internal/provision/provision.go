@@ -9,10 +9,13 @@ import (
 
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/registration"
+	"github.com/ccm-fleet/ccm/sources"
 )
 
-// Streams creates or updates the history stream, the node registry and
-// the assignment store, and says so on w.
+// Streams creates or updates the history stream, the node registry, the
+// assignment store, the manifest bundle object store and the
+// registration stream, and says so on w.
 func Streams(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig, w io.Writer) error {
 	info, err := jsstore.EnsureHistory(ctx, js, hc)
 	if err != nil {
@@ -36,6 +39,14 @@ func Streams(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConf
 		return err
 	}
 	fmt.Fprintf(w, "assignments %s: %s, %d revisions kept per assignment\n", protocol.AssignmentsBucket, ReplicasText(rc.Replicas), jsstore.AssignmentHistory)
+	if _, err := sources.EnsureBundleStore(ctx, js, sources.DefaultBucket, rc.Replicas); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "manifest bundles %s: %s\n", sources.DefaultBucket, ReplicasText(rc.Replicas))
+	if _, err := registration.EnsureStream(ctx, js, registration.DefaultStream, rc.Replicas, registration.DefaultMaxAge); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "registration stream %s: %s, per-entry TTLs, expired entries' markers kept %s\n", registration.DefaultStream, ReplicasText(rc.Replicas), registration.DefaultMaxAge)
 	return nil
 }
 

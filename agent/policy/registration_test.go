@@ -1,0 +1,44 @@
+package policy_test
+
+import (
+	"fmt"
+
+	"github.com/nats-io/nkeys"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/agent/policy"
+)
+
+var _ = Describe("registration.services", func() {
+	parse := func(extra string) (*policy.Policy, error) {
+		kp, _ := nkeys.CreateUser()
+		pub, _ := kp.PublicKey()
+		return policy.ParsePolicy(fmt.Appendf(nil, "signers:\n  - name: ops\n    public_key: %s\n    allow: [file]\n%s", pub, extra))
+	}
+
+	It("allows the listed services only", func() {
+		p, err := parse("    registration:\n      services: [web, api]\n")
+		Expect(err).NotTo(HaveOccurred())
+		s := &p.Signers[0]
+		Expect(s.CheckRegistration("web").Allowed).To(BeTrue())
+		d := s.CheckRegistration("db")
+		Expect(d.Allowed).To(BeFalse())
+		Expect(d.String()).To(Equal(`denied registration.services "db" by registration.services [web, api]: the service is not listed`))
+	})
+
+	It("allows nothing without registration.services, everything with *", func() {
+		p, err := parse("")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.Signers[0].CheckRegistration("web").Allowed).To(BeFalse())
+		p, err = parse("    registration:\n      services: [\"*\"]\n")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.Signers[0].CheckRegistration("web").Allowed).To(BeTrue())
+	})
+
+	It("refuses a service name CCM would refuse", func() {
+		_, err := parse("    registration:\n      services: [web.prod]\n")
+		Expect(err).To(MatchError(policy.ErrPolicy))
+		Expect(err.Error()).To(ContainSubstring("registration.services[0]"))
+	})
+})

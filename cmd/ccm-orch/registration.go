@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go/jetstream"
+	"gopkg.in/yaml.v3"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/registration"
+)
+
+// registrationFilter are the positional filters and the stream flag that
+// query and watch share.
+type registrationFilter struct {
+	cluster, protocol, service, address string
+	stream                              string
+	json                                bool
+	conn                                *connflags.Flags
+}
+
+func (f *registrationFilter) register(cmd *fisk.CmdClause) {
+	cmd.Arg("cluster", "Cluster, * for any").Default("*").StringVar(&f.cluster)
+	cmd.Arg("protocol", "Protocol, * for any").Default("*").StringVar(&f.protocol)
+	cmd.Arg("service", "Service, * for any").Default("*").StringVar(&f.service)
+	cmd.Arg("address", "Address, * for any").Default("*").StringVar(&f.address)
+	cmd.Flag("registration", "The registration stream").Short('R').Default(registration.DefaultStream).StringVar(&f.stream)
+	cmd.Flag("json", "Print JSON").UnNegatableBoolVar(&f.json)
+	f.conn = connflags.Register(cmd)
+}
+
+func (a *app) registerRegistration(cli *fisk.Application) {
+	reg := cli.Command("registration", "Query, watch and remove the service registrations agents publish")
+
+	q := &registrationFilter{}
+	var asYAML bool
+	query := reg.Command("query", "List the registered entries whose signature verifies, sorted by cluster, protocol and service")
+	q.register(query)
+	query.Flag("yaml", "Print YAML").UnNegatableBoolVar(&asYAML)
+	query.Action(func(*fisk.ParseContext) error { return a.registrationQuery(q, asYAML) })
+
+	w := &registrationFilter{}
+	watch := reg.Command("watch", "Print registrations as they are published and removed (TTL expiry, deletion, purge) until interrupted")
+	w.register(watch)
+	watch.Action(func(*fisk.ParseContext) error { return a.registrationWatch(w) })
+
+	var (
+		e      registration.Entry
+		stream string
+		force  bool
+	)
+	rm := reg.Command("rm", "Remove one registration entry now").Alias("delete")
+	rm.Flag("cluster", "Logical cluster name").Required().StringVar(&e.Cluster)
+	rm.Flag("service", "Service name").Required().StringVar(&e.Service)
+	rm.Flag("protocol", "Protocol identifier").Required().StringVar(&e.Protocol)
+	rm.Flag("address", "Address of the endpoint").Required().StringVar(&e.Address)
+	rm.Flag("port", "Port of the endpoint (1-65535)").Required().IntVar(&e.Port)
+	rm.Flag("force", "Do not ask for confirmation").UnNegatableBoolVar(&force)
+	rm.Flag("registration", "The registration stream").Short('R').Default(registration.DefaultStream).StringVar(&stream)
+	rmConn := connflags.Register(rm)
+	rm.Action(func(*fisk.ParseContext) error { return a.registrationRm(&e, stream, force, rmConn) })
+}
+
+func (a *app) registrationJS(ctx context.Context, c *connflags.Flags) (jetstream.JetStream, func(), error) {
+	nc, err := a.connect(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, program.Exit(protocol.ExitError, err)
+	}
+	return js, nc.Close, nil
+}
+
+func (a *app) registrationQuery(f *registrationFilter, asYAML bool) error {
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	js, done, err := a.registrationJS(ctx, f.conn)
+	if err != nil {
+		return err
+	}
+	defer done()
+	recs, bad, err := registration.Query(ctx, js, f.stream, f.cluster, f.protocol, f.service, f.address)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if recs == nil {
+		recs = []registration.Record{}
+	}
+	switch {
+	case f.json:
+		b, _ := json.MarshalIndent(recs, "", "  ")
+		fmt.Fprintln(a.Stdout, string(b))
+	case asYAML:
+		b, err := yaml.Marshal(recs)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		fmt.Fprint(a.Stdout, string(b))
+	default:
+		last := ""
+		for _, r := range recs {
+			if head := r.Service + " in " + r.Cluster; head != last {
+				fmt.Fprintf(a.Stdout, "%s:\n", head)
+				last = head
+			}
+			fmt.Fprintf(a.Stdout, "  %s://%s%s priority %d%s\n", r.Protocol, r.Address, portText(r.Port), r.Priority, ttlText(r.TTL))
+		}
+		if len(recs) == 0 {
+			fmt.Fprintln(a.Stdout, "no registrations")
+		}
+	}
+	if bad > 0 {
+		fmt.Fprintf(a.Stderr, "%d entries skipped: unsigned, with a signature that does not verify, or malformed\n", bad)
+	}
+	return nil
+}
+
+func portText(p int) string {
+	if p == 0 {
+		return ""
+	}
+	return fmt.Sprintf(":%d", p)
+}
+
+func ttlText(t string) string {
+	if t == "" {
+		return ""
+	}
+	return " ttl " + t
+}
+
+func (a *app) registrationWatch(f *registrationFilter) error {
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	js, done, err := a.registrationJS(ctx, f.conn)
+	if err != nil {
+		return err
+	}
+	defer done()
+	err = registration.Watch(ctx, js, f.stream, f.cluster, f.protocol, f.service, f.address, func(ev registration.Event) error {
+		if f.json {
+			b, _ := json.Marshal(ev)
+			fmt.Fprintln(a.Stdout, string(b))
+			return nil
+		}
+		if ev.Record != nil {
+			r := ev.Record
+			fmt.Fprintf(a.Stdout, "registered %s in %s: %s://%s%s priority %d%s\n", r.Service, r.Cluster, r.Protocol, r.Address, portText(r.Port), r.Priority, ttlText(r.TTL))
+		} else {
+			fmt.Fprintf(a.Stdout, "removed %s: %s\n", ev.Subject, ev.Removed)
+		}
+		return nil
+	})
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	return nil
+}
+
+func (a *app) registrationRm(e *registration.Entry, stream string, force bool, c *connflags.Flags) error {
+	e.Priority = 1 // not part of the entry's identity; set so it validates
+	if err := e.Validate(); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if !force {
+		fmt.Fprintf(a.Stdout, "Remove %s %s://%s:%d from %s? [y/N] ", e.Service, e.Protocol, e.Address, e.Port, e.Cluster)
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return program.Exit(protocol.ExitError, fmt.Errorf("not removed"))
+		}
+	}
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	js, done, err := a.registrationJS(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := registration.Withdraw(ctx, js, stream, e); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	fmt.Fprintf(a.Stdout, "removed %s\n", e.Subject())
+	return nil
+}

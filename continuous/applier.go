@@ -1,0 +1,58 @@
+package continuous
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/templates"
+)
+
+// ApplyOptions say how one manifest run goes.
+type ApplyOptions struct {
+	// MonitorOnly runs only the resources' health checks.
+	MonitorOnly bool
+	// Facts and Data are what templates see (Data is merged over the
+	// manifest's own).
+	Facts, Data map[string]any
+	// Guard, when set, is asked about every resource as it will run,
+	// before the first is applied; a refusal applies nothing.
+	Guard func(p *engine.Prepared) error
+	// TemplateOptions expose more to the manifest's templates (the
+	// registrations() lookup).
+	TemplateOptions []templates.Option
+	// Source names the manifest's source in logs.
+	Source string
+}
+
+// Applier runs one manifest. Apply returns the run's report; the error is
+// non-nil only when the manifest could not run at all (a guard refusal,
+// invalid data or templates), resource failures are in the report.
+type Applier interface {
+	Apply(ctx context.Context, m *manifest.Manifest, opts ApplyOptions) (*manifest.Report, error)
+}
+
+// LocalApplier runs manifests on this host through Engine.
+type LocalApplier struct {
+	Engine *engine.Engine
+	Log    *slog.Logger
+}
+
+var _ Applier = (*LocalApplier)(nil)
+
+// Apply runs m through the engine.
+func (l *LocalApplier) Apply(ctx context.Context, m *manifest.Manifest, opts ApplyOptions) (*manifest.Report, error) {
+	log := l.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return manifest.Run(ctx, l.Engine, m, manifest.RunOptions{
+		MonitorOnly:     opts.MonitorOnly,
+		Facts:           opts.Facts,
+		Data:            opts.Data,
+		Guard:           opts.Guard,
+		TemplateOptions: opts.TemplateOptions,
+		Log:             log.With("manifest", opts.Source),
+	})
+}

@@ -1,0 +1,79 @@
+package continuous_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/continuous"
+)
+
+// hieraDoc is an external data document: data with a hierarchy resolved
+// against facts.
+const hieraDoc = `
+data:
+  port: 80
+  motd: plain
+hierarchy:
+  order: ["role:{{ lookup('facts.role') }}"]
+overrides:
+  "role:web":
+    port: 8080
+`
+
+var _ = Describe("DataSource", func() {
+	facts := map[string]any{"role": "web"}
+
+	check := func(url string, js jetstream.JetStream) {
+		GinkgoHelper()
+		u, err := continuous.ParseDataURL(url)
+		Expect(err).NotTo(HaveOccurred())
+		d := &continuous.DataSource{URL: u, JS: js}
+		data, err := d.Resolve(context.Background(), facts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(data).To(HaveKeyWithValue("port", BeNumerically("==", 8080)))
+		Expect(data).To(HaveKeyWithValue("motd", "plain"))
+	}
+
+	It("resolves a file:// document's hierarchy against the facts", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "data.yaml")
+		Expect(os.WriteFile(p, []byte(hieraDoc), 0o600)).To(Succeed())
+		check("file://"+p, nil)
+	})
+
+	It("reads a kv://bucket/key document", func() {
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "ccm-data"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = kv.Put(context.Background(), "common", []byte(hieraDoc))
+		Expect(err).NotTo(HaveOccurred())
+		check("kv://ccm-data/common", js)
+	})
+
+	It("reads an http(s) document", func() {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(hieraDoc)) }))
+		defer srv.Close()
+		check(srv.URL+"/data.yaml", nil)
+	})
+
+	It("refuses a document with an unknown key, naming it", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "data.yaml")
+		Expect(os.WriteFile(p, []byte("ccm:\n  resources: []\nbogus: 1\n"), 0o600)).To(Succeed())
+		u, _ := continuous.ParseDataURL("file://" + p)
+		_, err := (&continuous.DataSource{URL: u}).Resolve(context.Background(), facts)
+		Expect(err).To(MatchError(ContainSubstring("bogus")))
+	})
+})

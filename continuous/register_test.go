@@ -1,0 +1,138 @@
+package continuous_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/continuous"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/registration"
+)
+
+// webManifest manages a file whose health check needs healthy to exist,
+// registered as service (web) when stable.
+func webManifest(target, healthy, service string) string {
+	return fileManifest(target, "served\n", "/bin/sh -c 'test -f "+healthy+" || exit 2'") + fmt.Sprintf(`            register_when_stable:
+              - cluster: production
+                service: %s
+                protocol: http
+                address: "{{ lookup('facts.ip') }}"
+                port: 80
+                priority: 10
+                ttl: 1m
+                annotations:
+                  host: "{{ lookup('facts.identity') }}"
+`, service)
+}
+
+// lbManifest renders a load balancer's upstreams from registrations().
+const lbManifest = `ccm:
+  resources:
+    - file:
+        - %q:
+            ensure: present
+            owner: root
+            group: root
+            mode: "0644"
+            content: |-
+              {{ join(map(registrations('production', 'http', 'web', '*'), 'server ' + .Address + ':' + string(.Port)), "\n") }}
+`
+
+var _ = Describe("Registration", func() {
+	var (
+		js  jetstream.JetStream
+		ctx = context.Background()
+	)
+
+	BeforeEach(func() {
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js, err = jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = registration.EnsureStream(ctx, js, registration.DefaultStream, 1, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	registrar := func() continuous.Registrar {
+		kp, _ := nkeys.CreateUser()
+		s, err := protocol.NewKeySigner(kp)
+		Expect(err).NotTo(HaveOccurred())
+		return &continuous.StreamRegistrar{JS: js, Stream: registration.DefaultStream, Signer: s}
+	}
+
+	query := func() []string {
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+		Expect(err).NotTo(HaveOccurred())
+		var out []string
+		for _, r := range recs {
+			out = append(out, fmt.Sprintf("%s:%d %s", r.Address, r.Port, r.Annotations["host"]))
+		}
+		return out
+	}
+
+	It("registers three stable web hosts, a load balancer renders exactly those, and one whose health check goes CRITICAL is withdrawn and dropped", func() {
+		dir := GinkgoT().TempDir()
+		for i := 1; i <= 3; i++ {
+			h := &harness{dir: filepath.Join(dir, fmt.Sprint(i)), registrar: registrar(),
+				facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
+			Expect(os.MkdirAll(h.dir, 0o700)).To(Succeed())
+			healthy := filepath.Join(h.dir, "healthy")
+			Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+			m := filepath.Join(h.dir, "web.yaml")
+			Expect(os.WriteFile(m, []byte(webManifest(filepath.Join(h.dir, "site"), healthy, "web")), 0o600)).To(Succeed())
+			h.start(fmt.Sprintf("interval: 1h\nhealth_check_interval: 1s\nmanifests: [%s]\nregistration: jetstream\n", m), nil, 0)
+		}
+		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1", "10.0.0.2:80 web2", "10.0.0.3:80 web3"}))
+
+		// A load balancer renders its upstreams from registrations().
+		upstreams := filepath.Join(dir, "upstreams.conf")
+		lb := func() {
+			h := &harness{dir: GinkgoT().TempDir(), js: js, facts: map[string]any{"identity": "lb1"}}
+			m := filepath.Join(h.dir, "lb.yaml")
+			Expect(os.WriteFile(m, []byte(fmt.Sprintf(lbManifest, upstreams)), 0o600)).To(Succeed())
+			h.start(fmt.Sprintf("interval: 1h\nmanifests: [%s]\n", m), nil, 0)
+		}
+		lb()
+		Eventually(func() (string, error) { b, err := os.ReadFile(upstreams); return string(b), err }).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.2:80\nserver 10.0.0.3:80"))
+
+		Expect(os.Remove(filepath.Join(dir, "2", "healthy"))).To(Succeed())
+		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1", "10.0.0.3:80 web3"}))
+		// The load balancer's next run (here a fresh start) drops it.
+		lb()
+		Eventually(func() (string, error) { b, err := os.ReadFile(upstreams); return string(b), err }).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.3:80"))
+	})
+
+	It("registers a signed bundle's service only when the signer's registration.services lists it, auditing the refusal", func() {
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		var err error
+		h.obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "ccm-manifests"})
+		Expect(err).NotTo(HaveOccurred())
+		h.ops, _ = nkeys.CreateUser()
+		pub, _ := h.ops.PublicKey()
+		healthy := filepath.Join(h.dir, "healthy")
+		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+		h.put("web.tar.gz", webManifest(filepath.Join(h.dir, "site"), healthy, "web")+
+			fmt.Sprintf("    - file:\n        - %q:\n            ensure: present\n            content: \"db\\n\"\n            owner: root\n            group: root\n            mode: \"0644\"\n            register_when_stable:\n              - {cluster: production, service: db, protocol: http, address: 10.0.0.1, port: 5432, priority: 1}\n", filepath.Join(h.dir, "db")),
+			h.ops, time.Now())
+		pol := policyFrom(fmt.Sprintf("signers:\n  - name: ops\n    public_key: %s\n    allow: [file, exec]\n    registration:\n      services: [web]\n", pub))
+		h.start("interval: 1h\nmanifests: [obj://ccm-manifests/web.tar.gz]\nregistration: jetstream\n", pol, time.Hour)
+
+		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1"}))
+		Eventually(h.auditLines).Should(And(ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`)))
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "*", "*", "db", "*")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(recs).To(BeEmpty())
+	})
+})

@@ -1,0 +1,218 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/sources"
+)
+
+// ccmFileManifest manages one file, with an optional health check.
+func ccmFileManifest(path, content, check string) string {
+	doc := fmt.Sprintf("ccm:\n  resources:\n    - file:\n        - %q:\n            ensure: present\n            content: %q\n            owner: root\n            group: root\n            mode: \"0644\"\n", path, content)
+	if check != "" {
+		doc += fmt.Sprintf("            health_checks:\n              - name: probe\n                command: %q\n", check)
+	}
+	return doc
+}
+
+// freePort is a TCP port free on 127.0.0.1 a moment ago.
+func freePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// scrape returns the agent's metrics page.
+func scrape(port int) string {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// metricSum adds the values of every sample line of name matching
+// labelsRe.
+func metricSum(page, name, labelsRe string) float64 {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\{[^}]*` + labelsRe + `[^}]*\} ([0-9.e+]+)$`)
+	total := 0.0
+	for _, m := range re.FindAllStringSubmatch(page, -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		total += v
+	}
+	return total
+}
+
+var _ = Describe("CCM agent (ccm-agent agent)", func() {
+	var dir string
+
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+	})
+
+	It("applies an obj:// manifest from a CCM configuration, a new version within seconds of manifest put, never an unsigned bundle put by a raw client", func() {
+		b := brokertest.Start(GinkgoT())
+		url := b.ClientURL()
+		orch := func(args ...string) string {
+			GinkgoHelper()
+			s := startProcess(orchBin, append(args, "--server", url)...)
+			Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit(0))
+			return string(s.Out.Contents())
+		}
+		Expect(orch("history", "init")).To(ContainSubstring("manifest bundles ccm-manifests: 1 replica"))
+
+		kp, err := nkeys.CreateUser()
+		Expect(err).NotTo(HaveOccurred())
+		seed, _ := kp.Seed()
+		pub, _ := kp.PublicKey()
+		seedPath := filepath.Join(dir, "ops.seed")
+		Expect(os.WriteFile(seedPath, seed, 0o600)).To(Succeed())
+		polPath := filepath.Join(dir, "policy.yaml")
+		Expect(os.WriteFile(polPath, fmt.Appendf(nil, "signers:\n  - name: ops\n    public_key: %s\n    allow: [file]\n", pub), 0o600)).To(Succeed())
+
+		target := filepath.Join(dir, "app.conf")
+		bundle := filepath.Join(dir, "bundle")
+		Expect(os.MkdirAll(bundle, 0o755)).To(Succeed())
+		put := func(content string) {
+			Expect(os.WriteFile(filepath.Join(bundle, "manifest.yaml"), []byte(ccmFileManifest(target, content, "")), 0o644)).To(Succeed())
+			Expect(orch("manifest", "put", bundle, "obj://ccm-manifests/app.tar.gz", "--key", seedPath)).To(ContainSubstring("stored obj://ccm-manifests/app.tar.gz"))
+		}
+		put("v1\n")
+
+		port := freePort()
+		cfgPath := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfgPath, fmt.Appendf(nil, "interval: 5m\nmanifests:\n  - obj://ccm-manifests/app.tar.gz\nlog_level: debug\ncache_dir: %s\nmonitor_port: %d\n", filepath.Join(dir, "source"), port), 0o600)).To(Succeed())
+		audit := filepath.Join(dir, "audit.log")
+		startProcess(ccmAgentBin(), "agent", "--config", cfgPath, "--policy", polPath, "--audit-log", audit, "--server", url, "--monitor-host", "127.0.0.1")
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(30 * time.Second).Should(Equal([]byte("v1\n")))
+
+		// The poll is every 30s: a change seen within 15s came through the
+		// object store watch.
+		put("v2\n")
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(15 * time.Second).Should(Equal([]byte("v2\n")))
+		Eventually(func() float64 {
+			return metricSum(scrape(port), "choria_ccm_agent_apply_duration_seconds_count", `manifest="obj://ccm-manifests/app.tar.gz"`)
+		}).Should(BeNumerically(">=", 2))
+
+		nc, err := nats.Connect(url)
+		Expect(err).NotTo(HaveOccurred())
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		obs, err := js.ObjectStore(context.Background(), "ccm-manifests")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(bundle, "manifest.yaml"), []byte(ccmFileManifest(target, "unsigned-canary\n", "")), 0o644)).To(Succeed())
+		data, err := sources.Pack(bundle)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = obs.Put(context.Background(), jetstream.ObjectMeta{Name: "app.tar.gz"}, bytes.NewReader(data))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string { b, _ := os.ReadFile(audit); return string(b) }).WithTimeout(20 * time.Second).Should(
+			And(ContainSubstring(`"decision":"unauthenticated"`), ContainSubstring("bundle is not signed")))
+		Expect(os.ReadFile(target)).To(Equal([]byte("v2\n")))
+		Expect(metricSum(scrape(port), "choria_ccm_agent_bundle_refused_count", `manifest="obj://ccm-manifests/app.tar.gz"`)).To(BeNumerically(">=", 1))
+	})
+
+	It("remediates a CRITICAL health check with an apply, and leaves a WARNING alone", func() {
+		crit, warn := filepath.Join(dir, "critical.conf"), filepath.Join(dir, "warning.conf")
+		critM, warnM := filepath.Join(dir, "critical.yaml"), filepath.Join(dir, "warning.yaml")
+		Expect(os.WriteFile(critM, []byte(ccmFileManifest(crit, "managed\n", "/bin/sh -c 'test -f "+crit+" || exit 2'")), 0o600)).To(Succeed())
+		Expect(os.WriteFile(warnM, []byte(ccmFileManifest(warn, "managed\n", "/bin/sh -c 'test -f "+warn+" || exit 1'")), 0o600)).To(Succeed())
+		port := freePort()
+		cfgPath := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfgPath, fmt.Appendf(nil, "interval: 1h\nhealth_check_interval: 1s\nmanifests: [%s, %s]\ncache_dir: %s\nmonitor_port: %d\n", critM, warnM, filepath.Join(dir, "source"), port), 0o600)).To(Succeed())
+		startProcess(ccmAgentBin(), "agent", "--config", cfgPath, "--monitor-host", "127.0.0.1")
+
+		// Both applied, and a health-check-only run saw both OK after that.
+		Eventually(func() float64 {
+			return metricSum(scrape(port), "choria_ccm_healthcheck_status_count", `status="OK"`)
+		}).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 4))
+		Expect(os.Remove(crit)).To(Succeed())
+		Expect(os.Remove(warn)).To(Succeed())
+
+		Eventually(func() ([]byte, error) { return os.ReadFile(crit) }).WithTimeout(20 * time.Second).Should(Equal([]byte("managed\n")))
+		Eventually(func() float64 {
+			return metricSum(scrape(port), "choria_ccm_healthcheck_status_count", `status="WARNING"`)
+		}).WithTimeout(20 * time.Second).Should(BeNumerically(">=", 3))
+		Expect(warn).NotTo(BeAnExistingFile())
+		page := scrape(port)
+		Expect(metricSum(page, "choria_ccm_agent_healthcheck_remediations_count", `manifest="`+critM+`"`)).To(BeNumerically(">=", 1))
+		Expect(metricSum(page, "choria_ccm_agent_healthcheck_remediations_count", `manifest="`+warnM+`"`)).To(BeZero())
+	})
+
+	It("registers three web hosts into the registration stream, signed by each host's own key; ccm-orch registration query, watch and rm see and change them", func() {
+		b := brokertest.Start(GinkgoT())
+		url := b.ClientURL()
+		orch := func(args ...string) string {
+			GinkgoHelper()
+			s := startProcess(orchBin, append(args, "--server", url)...)
+			Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit(0))
+			return string(s.Out.Contents())
+		}
+		Expect(orch("history", "init")).To(ContainSubstring("registration stream REGISTRATION"))
+		watch := startProcess(orchBin, "registration", "watch", "production", "http", "web", "--server", url)
+
+		var agents []*gexec.Session
+		for i := 1; i <= 3; i++ {
+			hd := filepath.Join(dir, strconv.Itoa(i))
+			Expect(os.MkdirAll(hd, 0o700)).To(Succeed())
+			healthy := filepath.Join(hd, "healthy")
+			Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+			m := filepath.Join(hd, "web.yaml")
+			doc := ccmFileManifest(filepath.Join(hd, "site"), "served\n", "/bin/sh -c 'test -f "+healthy+" || exit 2'") +
+				"            register_when_stable:\n              - cluster: production\n                service: web\n                protocol: http\n                address: \"{{ lookup('facts.ip') }}\"\n                port: 80\n                priority: 10\n                ttl: 1m\n"
+			Expect(os.WriteFile(m, []byte(doc), 0o600)).To(Succeed())
+			cfg := filepath.Join(hd, "config.yaml")
+			Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nhealth_check_interval: 1s\nmanifests: [%s]\nregistration: jetstream\ncache_dir: %s\n", m, filepath.Join(hd, "source")), 0o600)).To(Succeed())
+			agents = append(agents, startProcess(ccmAgentBin(), "agent", "--config", cfg, "--server", url, "--identity", fmt.Sprintf("web%d", i), "--fact", fmt.Sprintf("ip=10.0.0.%d", i)))
+		}
+		query := func() []string {
+			var recs []struct {
+				Address string `json:"address"`
+				Signer  string `json:"signer"`
+			}
+			Expect(json.Unmarshal([]byte(orch("registration", "query", "production", "http", "web", "--json")), &recs)).To(Succeed())
+			var out []string
+			signers := map[string]bool{}
+			for _, r := range recs {
+				out = append(out, r.Address)
+				signers[r.Signer] = true
+			}
+			Expect(signers).To(HaveLen(len(recs)), "each host signs with its own key: %v", recs)
+			return out
+		}
+		Eventually(query).WithTimeout(60 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
+		Eventually(watch.Out).WithTimeout(20 * time.Second).Should(gbytes.Say(`registered web in production: http://10\.0\.0\.\d:80 priority 10 ttl 1m`))
+
+		Expect(os.Remove(filepath.Join(dir, "2", "healthy"))).To(Succeed())
+		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.3"}))
+
+		// A running agent publishes its entry again at its next run: stop
+		// web3 first, then remove its entry (its TTL is a minute).
+		Eventually(agents[2].Interrupt()).WithTimeout(30 * time.Second).Should(gexec.Exit())
+		Expect(orch("registration", "rm", "--cluster", "production", "--service", "web", "--protocol", "http", "--address", "10.0.0.3", "--port", "80", "--force")).To(ContainSubstring("removed choria.ccm.registration.v1.production.http.web.10_0_0_3."))
+		Expect(query()).To(Equal([]string{"10.0.0.1"}))
+	})
+})

@@ -1,0 +1,159 @@
+package registration
+
+import (
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/choria-io/fisk"
+)
+
+// Entry limits.
+const (
+	// MaxAnnotations bounds an entry's annotations.
+	MaxAnnotations = 64
+	// MaxFieldLength bounds every string of an entry.
+	MaxFieldLength = 256
+	// MaxEntryBytes bounds an encoded entry.
+	MaxEntryBytes = 64 << 10
+)
+
+// TTLNever is the TTL of an entry that never expires.
+const TTLNever = "never"
+
+var validName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z\d_-]*$`)
+
+// Entry is one registered endpoint of a service.
+type Entry struct {
+	// Cluster, Service and Protocol name the service; each matches
+	// [a-zA-Z][a-zA-Z\d_-]*.
+	Cluster  string `json:"cluster" yaml:"cluster"`
+	Service  string `json:"service" yaml:"service"`
+	Protocol string `json:"protocol" yaml:"protocol"`
+	// Address is the endpoint's IP address or host name.
+	Address string `json:"address" yaml:"address"`
+	// Port is between 1 and 65535; 0 when the entry has none.
+	Port int `json:"port,omitempty" yaml:"port,omitempty"`
+	// Priority is between 1 and 255, lower preferred.
+	Priority int `json:"priority" yaml:"priority"`
+	// TTL is how long the entry lives after its last publication: a
+	// duration ("10m", "1h") or "never"; empty publishes without one.
+	TTL string `json:"ttl,omitempty" yaml:"ttl,omitempty"`
+	// Annotations are free key/value metadata.
+	Annotations map[string]string `json:"annotations,omitempty" yaml:"annotations,omitempty"`
+}
+
+// Validate checks every field against CCM's rules and this package's
+// bounds. Errors wrap ErrInvalid and name the field.
+func (e *Entry) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	for _, f := range []struct{ name, value string }{{"cluster", e.Cluster}, {"service", e.Service}, {"protocol", e.Protocol}} {
+		if len(f.value) > MaxFieldLength || !validName.MatchString(f.value) {
+			return bad("%s %.60q must match [a-zA-Z][a-zA-Z0-9_-]*", f.name, f.value)
+		}
+	}
+	if e.Address == "" || len(e.Address) > MaxFieldLength || strings.ContainsAny(e.Address, "*>_ \t\r\n") || strings.ContainsFunc(e.Address, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return bad("address %.60q must be an IP address or host name", e.Address)
+	}
+	if e.Port < 0 || e.Port > 65535 {
+		return bad("port %d must be between 1 and 65535", e.Port)
+	}
+	if e.Priority < 1 || e.Priority > 255 {
+		return bad("priority %d must be between 1 and 255", e.Priority)
+	}
+	if _, err := e.TTLDuration(); err != nil {
+		return bad("ttl %.40q: %v", e.TTL, err)
+	}
+	if len(e.Annotations) > MaxAnnotations {
+		return bad("%d annotations, the limit is %d", len(e.Annotations), MaxAnnotations)
+	}
+	for k, v := range e.Annotations {
+		if k == "" || len(k) > MaxFieldLength || len(v) > MaxFieldLength {
+			return bad("annotation %.60q: keys must be non-empty, keys and values at most %d bytes", k, MaxFieldLength)
+		}
+	}
+	return nil
+}
+
+// TTLDuration is the entry's TTL; 0 for none or never.
+func (e *Entry) TTLDuration() (time.Duration, error) {
+	if e.TTL == "" || e.TTL == TTLNever {
+		return 0, nil
+	}
+	d, err := fisk.ParseDuration(e.TTL)
+	if err != nil {
+		return 0, err
+	}
+	if d < time.Second {
+		return 0, fmt.Errorf("must be at least 1s")
+	}
+	return d, nil
+}
+
+// natsTTL is the Nats-TTL header value, "" for none.
+func (e *Entry) natsTTL() string {
+	if e.TTL == TTLNever {
+		return TTLNever
+	}
+	d, _ := e.TTLDuration()
+	if d == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+}
+
+// SubjectAddress is the address as one subject token: dots become
+// underscores.
+func (e *Entry) SubjectAddress() string { return strings.ReplaceAll(e.Address, ".", "_") }
+
+// InstanceID identifies the endpoint: a hash of its cluster, service,
+// protocol, address and port.
+func (e *Entry) InstanceID() string {
+	h := fnv.New64a()
+	for _, s := range []string{e.Cluster, e.Service, e.Protocol, e.Address, strconv.Itoa(e.Port)} {
+		h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Subject is where the entry is kept.
+func (e *Entry) Subject() string {
+	return strings.Join([]string{SubjectPrefix, e.Cluster, e.Protocol, e.Service, e.SubjectAddress(), e.InstanceID()}, ".")
+}
+
+// FilterSubject selects entries by cluster, protocol, service and address;
+// "" or "*" matches any.
+func FilterSubject(cluster, protocol, service, address string) string {
+	wild := func(s string) string {
+		if s == "" || s == "*" {
+			return "*"
+		}
+		return s
+	}
+	addr := wild(address)
+	if addr != "*" {
+		addr = strings.ReplaceAll(addr, ".", "_")
+	}
+	return strings.Join([]string{SubjectPrefix, wild(cluster), wild(protocol), wild(service), addr, "*"}, ".")
+}
+
+// ValidFilter checks query positions: "", "*" or a valid name (cluster,
+// protocol, service), and an address without wildcards or whitespace, so
+// a filter can never reach past its own subject token.
+func ValidFilter(cluster, protocol, service, address string) error {
+	for _, f := range []struct{ name, value string }{{"cluster", cluster}, {"protocol", protocol}, {"service", service}} {
+		if f.value != "" && f.value != "*" && (len(f.value) > MaxFieldLength || !validName.MatchString(f.value)) {
+			return fmt.Errorf("%w: %s filter %.60q must be * or match [a-zA-Z][a-zA-Z0-9_-]*", ErrInvalid, f.name, f.value)
+		}
+	}
+	if address != "" && address != "*" && (len(address) > MaxFieldLength || strings.ContainsAny(address, "*>_ \t\r\n") || strings.ContainsFunc(address, func(r rune) bool { return r < 0x21 || r > 0x7e })) {
+		return fmt.Errorf("%w: address filter %.60q", ErrInvalid, address)
+	}
+	return nil
+}

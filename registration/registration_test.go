@@ -1,0 +1,155 @@
+package registration_test
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/registration"
+)
+
+func web(addr, ttl string) *registration.Entry {
+	return &registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: addr, Port: 80, Priority: 10, TTL: ttl}
+}
+
+func addresses(recs []registration.Record) []string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Address)
+	}
+	return out
+}
+
+var _ = Describe("Entry", func() {
+	DescribeTable("refuses what CCM refuses",
+		func(mod func(e *registration.Entry), field string) {
+			e := web("10.0.0.1", "10m")
+			mod(e)
+			err := e.Validate()
+			Expect(err).To(MatchError(registration.ErrInvalid))
+			Expect(err.Error()).To(ContainSubstring(field))
+		},
+		Entry("a cluster starting with a digit", func(e *registration.Entry) { e.Cluster = "1prod" }, "cluster"),
+		Entry("a service with a dot", func(e *registration.Entry) { e.Service = "web.x" }, "service"),
+		Entry("a wildcard address", func(e *registration.Entry) { e.Address = "10.*" }, "address"),
+		Entry("port 70000", func(e *registration.Entry) { e.Port = 70000 }, "port"),
+		Entry("priority 0", func(e *registration.Entry) { e.Priority = 0 }, "priority"),
+		Entry("priority 256", func(e *registration.Entry) { e.Priority = 256 }, "priority"),
+		Entry("a ttl that does not parse", func(e *registration.Entry) { e.TTL = "soon" }, "ttl"),
+	)
+
+	It("keeps an entry at CCM's subject", func() {
+		Expect(web("10.0.0.1", "").Subject()).To(MatchRegexp(`^choria\.ccm\.registration\.v1\.production\.http\.web\.10_0_0_1\.[0-9a-f]{16}$`))
+		Expect(registration.FilterSubject("production", "*", "", "10.0.0.1")).To(Equal("choria.ccm.registration.v1.production.*.*.10_0_0_1.*"))
+	})
+})
+
+var _ = Describe("Stream", func() {
+	var (
+		js     jetstream.JetStream
+		signer *protocol.KeySigner
+		ctx    = context.Background()
+	)
+	BeforeEach(func() {
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js, err = jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		s, err := registration.EnsureStream(ctx, js, registration.DefaultStream, 1, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		info, err := s.Info(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(info.Config.AllowMsgTTL).To(BeTrue())
+		kp, _ := nkeys.CreateUser()
+		signer, err = protocol.NewKeySigner(kp)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("keeps one entry per endpoint, drops one when its TTL passes, and withdraws one at once", func() {
+		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
+		Expect(registration.Publish(ctx, js, web("10.0.0.2", "1h"), signer)).To(Succeed())
+		Expect(registration.Publish(ctx, js, web("10.0.0.3", "2s"), signer)).To(Succeed())
+		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
+		recs, bad, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bad).To(BeZero())
+		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
+		Expect(recs[0].Signer).To(Equal(signer.PublicKey()))
+
+		Eventually(func() []string {
+			recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+			Expect(err).NotTo(HaveOccurred())
+			return addresses(recs)
+		}).WithTimeout(15 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2"}))
+
+		Expect(registration.Withdraw(ctx, js, registration.DefaultStream, web("10.0.0.2", "1h"))).To(Succeed())
+		recs, _, err = registration.Query(ctx, js, registration.DefaultStream, "*", "*", "*", "*")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
+	})
+
+	It("refuses a filter that would reach past its subject token", func() {
+		_, _, err := registration.Query(ctx, js, registration.DefaultStream, "production.>", "", "", "")
+		Expect(err).To(MatchError(registration.ErrInvalid))
+		_, _, err = registration.Query(ctx, js, registration.DefaultStream, "", "", "", "10.0.*")
+		Expect(err).To(MatchError(registration.ErrInvalid))
+	})
+
+	It("skips an unsigned entry published by a raw client", func() {
+		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
+		forged := web("10.6.6.6", "1h")
+		_, err := js.Publish(ctx, forged.Subject(), []byte(`{"cluster":"production","service":"web","protocol":"http","address":"10.6.6.6","port":80,"priority":1}`))
+		Expect(err).NotTo(HaveOccurred())
+		recs, bad, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
+		Expect(bad).To(Equal(1))
+	})
+
+	It("watches publications and removals", func() {
+		var (
+			mu     sync.Mutex
+			events []registration.Event
+		)
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- registration.Watch(wctx, js, registration.DefaultStream, "production", "", "", "", func(ev registration.Event) error {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, ev)
+				return nil
+			})
+		}()
+		DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil())) })
+		seen := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			var out []string
+			for _, ev := range events {
+				if ev.Record != nil {
+					out = append(out, "+"+ev.Record.Address)
+				} else {
+					out = append(out, "-"+ev.Removed)
+				}
+			}
+			return out
+		}
+		// The watch starts at new messages: publish until the first is seen.
+		Eventually(func() []string {
+			Expect(registration.Publish(ctx, js, web("10.0.0.9", "2s"), signer)).To(Succeed())
+			return seen()
+		}).WithTimeout(10 * time.Second).Should(ContainElement("+10.0.0.9"))
+		Eventually(seen).WithTimeout(20 * time.Second).Should(ContainElement(HavePrefix("-")))
+	})
+})

@@ -1,0 +1,143 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultFetchTimeout bounds one fetch when the caller's context has no
+// deadline.
+const DefaultFetchTimeout = time.Minute
+
+// Fetched is a remote bundle as read: its bytes and what it carries.
+type Fetched struct {
+	// Data is the archive.
+	Data []byte
+	// SHA256 is Digest(Data).
+	SHA256 string
+	// Signature is the bundle's signature, nil when it has none.
+	Signature *Signature
+	// SignatureErr is why the carried signature could not be read (it
+	// wraps ErrUnsigned or ErrBadSignature); nil when Signature is set.
+	SignatureErr error
+}
+
+// Fetcher reads remote bundles. JS is needed for obj:// sources and HTTP
+// for http(s) ones (nil: a client without redirects to other schemes).
+type Fetcher struct {
+	JS   jetstream.JetStream
+	HTTP *http.Client
+}
+
+// Fetch reads the bundle of a remote source, bounded by MaxBundleBytes.
+// Errors wrap ErrFetch; jetstream.ErrObjectNotFound is kept for a missing
+// object.
+func (f *Fetcher) Fetch(ctx context.Context, src *Source) (*Fetched, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultFetchTimeout)
+		defer cancel()
+	}
+	switch src.Kind {
+	case KindObject:
+		return f.fetchObject(ctx, src)
+	case KindHTTP:
+		return f.fetchHTTP(ctx, src)
+	}
+	return nil, fmt.Errorf("%w: %s is not a remote source", ErrFetch, src)
+}
+
+func (f *Fetcher) fetchObject(ctx context.Context, src *Source) (*Fetched, error) {
+	if f.JS == nil {
+		return nil, fmt.Errorf("%w: %s: no NATS connection", ErrFetch, src)
+	}
+	obs, err := f.JS.ObjectStore(ctx, src.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: object store: %w", ErrFetch, src, err)
+	}
+	res, err := obs.Get(ctx, src.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+	}
+	defer res.Close()
+	info, err := res.Info()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+	}
+	if info.Size > MaxBundleBytes {
+		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrFetch, src, info.Size, MaxBundleBytes)
+	}
+	data, err := readBounded(res)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+	}
+	return fetched(data, func(k string) string { return info.Metadata[k] }), nil
+}
+
+func (f *Fetcher) fetchHTTP(ctx context.Context, src *Source) (*Fetched, error) {
+	client := f.HTTP
+	if client == nil {
+		client = &http.Client{CheckRedirect: sameSchemeRedirects}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		// The URL in a client error may hold the password: name the source.
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) {
+			err = ue.Unwrap()
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: %s: HTTP status %s", ErrFetch, src, resp.Status)
+	}
+	if resp.ContentLength > MaxBundleBytes {
+		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrFetch, src, resp.ContentLength, MaxBundleBytes)
+	}
+	data, err := readBounded(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+	}
+	return fetched(data, resp.Header.Get), nil
+}
+
+// sameSchemeRedirects follows at most 5 redirects and never from https to
+// http.
+func sameSchemeRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("more than 5 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return errors.New("redirect from https to " + req.URL.Scheme)
+	}
+	return nil
+}
+
+func fetched(data []byte, get func(string) string) *Fetched {
+	f := &Fetched{Data: data, SHA256: Digest(data)}
+	f.Signature, f.SignatureErr = SignatureFrom(get)
+	return f
+}
+
+// readBounded reads r to its end, refusing more than MaxBundleBytes.
+func readBounded(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBundleBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxBundleBytes {
+		return nil, fmt.Errorf("larger than %d bytes", MaxBundleBytes)
+	}
+	return data, nil
+}
