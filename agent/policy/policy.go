@@ -136,7 +136,7 @@ func (p *Policy) Validate() error {
 		}
 		names[s.Name] = i
 		if _, err := protocol.ParseUserKey(s.PublicKey); err != nil {
-			return bad("%s: public_key: %s", where, strings.TrimPrefix(err.Error(), protocol.ErrSigner.Error()+": "))
+			return bad("%s: public_key: %s", where, signerDetail(err))
 		}
 		if j, dup := keys[s.PublicKey]; dup {
 			return bad("%s: public_key is also the key of signers[%d]", where, j)
@@ -162,7 +162,7 @@ func (p *Policy) Validate() error {
 		}
 		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow, opts...)
 		if err != nil {
-			return bad("%s: %s", where, strings.TrimPrefix(err.Error(), scope.ErrRule.Error()+": "))
+			return bad("%s: %s", where, ruleDetail(err))
 		}
 		p.Signers[i].scope = sc
 	}
@@ -242,4 +242,24 @@ func (s *Signer) AllowsResource(r Resource) (Refusal, bool) {
 		}, false
 	}
 	return Refusal{}, true
+}
+
+// signerDetail is what is wrong with a signer's key, without the words of
+// protocol.ErrSigner: the policy names the key itself.
+func signerDetail(err error) string {
+	var se *protocol.SignerError
+	if errors.As(err, &se) {
+		return se.Detail
+	}
+	return err.Error()
+}
+
+// ruleDetail is the rule and its problem, without the words of
+// scope.ErrRule: the policy names the signer itself.
+func ruleDetail(err error) string {
+	var re *scope.RuleError
+	if errors.As(err, &re) {
+		return re.Detail
+	}
+	return err.Error()
 }
