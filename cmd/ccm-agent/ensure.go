@@ -106,4 +106,3 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	}
 	return nil
 }
-

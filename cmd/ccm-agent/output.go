@@ -45,7 +45,6 @@ func describeEvent(ev *protocol.TransactionEvent) string {
 	}
 }
 
-
 // writeHealth writes one line per health check of ev: "  health NAME:
 // STATUS message".
 func writeHealth(w io.Writer, ev *protocol.TransactionEvent) {
