@@ -12,6 +12,7 @@ import (
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -244,4 +245,4 @@ func (f inertFactory) New() (resources.Provider, error) { return nil, errInert }
 
 // ExplicitOnly keeps the exec shell provider to resources that name it,
 // as the real one.
-func (f inertFactory) ExplicitOnly() bool { return f.typ == protocol.TypeExec && f.name == "shell" }
+func (f inertFactory) ExplicitOnly() bool { return catalog.NeedsShell(f.typ, f.name) }

@@ -10,6 +10,7 @@ import (
 	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // ErrPolicy is wrapped by every error loading or validating a policy.
@@ -150,8 +151,8 @@ func (p *Policy) Validate() error {
 				return bad("%s: allow: unknown resource type %.40q (known: %s)", where, t, strings.Join(protocol.Types, ", "))
 			}
 		}
-		if s.Shell && !slices.Contains(s.Allow, protocol.TypeExec) {
-			return bad("%s: shell: true needs exec in allow", where)
+		if shells := catalog.ShellTypes(); s.Shell && !slices.ContainsFunc(s.Allow, func(t string) bool { return slices.Contains(shells, t) }) {
+			return bad("%s: shell: true needs %s in allow", where, strings.Join(shells, " or "))
 		}
 		if s.AssignmentsAdmin && s.NoopOnly {
 			return bad("%s: assignments_admin: true cannot go with noop_only: true (replacing or removing another signer's assignment changes what hosts run)", where)
@@ -235,7 +236,7 @@ func (s *Signer) AllowsResource(r Resource) (Refusal, bool) {
 			Rule: "allow [" + strings.Join(s.Allow, ", ") + "]", Value: r.Type,
 		}, false
 	}
-	if r.Type == protocol.TypeExec && r.Provider != "" && r.Provider != "posix" && !s.Shell {
+	if catalog.NeedsShell(r.Type, r.Provider) && !s.Shell {
 		return Refusal{
 			Msg:  fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.Ref(), s.Name),
 			Rule: "shell: false", Value: r.Provider,
