@@ -58,7 +58,7 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 	)
 	cmd := cli.Command("discover", "List the hosts a filter selects, with their key facts")
 	flt.register(cmd)
-	cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s").DurationVar(&timeout)
+	program.DurationVar(cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s"), &timeout)
 	refuseFlag(cmd, "timeout", "the discovery round's deadline is --discovery-timeout (--timeout is only an exec command's own timeout)")
 	cmd.Flag("json", "Print the hosts and their announced facts as JSON").BoolVar(&js)
 	registerDiscoveryMode(cmd, &mode)
