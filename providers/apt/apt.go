@@ -40,6 +40,8 @@ type Provider struct {
 	lock *sync.Mutex
 }
 
+var _ pkgtype.Resolver = (*Provider)(nil)
+
 // Name returns "apt".
 func (p *Provider) Name() string { return ProviderName }
 
@@ -140,6 +142,26 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	}
 	if res.ExitCode != 0 {
 		return failed(res, "apt-get", args...)
+	}
+	return nil
+}
+
+// Resolve reports whether Install(ctx, pkg, version) could start, asking
+// apt-cache policy as Install does and changing nothing: an error wrapping
+// pkgtype.ErrNoSuchPackage when apt has no package of exactly that name,
+// one wrapping ErrNoCandidate when present or latest has no candidate.
+func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
+	if err := checkArgs(pkg, version); err != nil {
+		return err
+	}
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	candidate, err := p.resolveLocked(ctx, pkg)
+	if err != nil {
+		return err
+	}
+	if candidate == "" && (version == "" || version == pkgtype.EnsurePresent || version == pkgtype.EnsureLatest) {
+		return fmt.Errorf("%w for %s: apt-cache policy reports Candidate: (none)", ErrNoCandidate, pkg)
 	}
 	return nil
 }

@@ -98,6 +98,22 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	return p.runResolved(ctx, pkg, operand, "dnf", "install", "-y", operand)
 }
 
+// Resolve reports whether Install(ctx, pkg, version) could start, asking
+// dnf repoquery as Install does and changing nothing: an error wrapping
+// pkgtype.ErrNoSuchPackage when the operand does not mean packages named
+// exactly pkg.
+func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
+	operand, err := operand(pkg, version)
+	if err != nil {
+		return err
+	}
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	return p.resolveLocked(ctx, pkg, operand)
+}
+
+var _ pkgtype.Resolver = (*Provider)(nil)
+
 // Upgrade installs pkg at version (see Install); dnf install upgrades an
 // installed package.
 func (p *Provider) Upgrade(ctx context.Context, pkg, version string) error {

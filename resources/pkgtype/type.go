@@ -98,6 +98,11 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 		return &resources.Outcome{State: initial}, nil
 	}
 	if ac.Noop {
+		if r, ok := prov.(Resolver); ok && pl.action != actionUninstall {
+			if err := r.Resolve(ctx, prop.Name, pl.version); err != nil {
+				return &resources.Outcome{State: initial}, fmt.Errorf("package %s: cannot %s: %w", prop.Name, pl.action, err)
+			}
+		}
 		log.Info("noop: not changing package", "action", string(pl.action), "message", pl.message)
 		return &resources.Outcome{State: initial, Changed: true, NoopMessage: pl.message, Diff: diffFor(initial.Ensure, pl, prop.Ensure, "")}, nil
 	}
