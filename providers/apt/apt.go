@@ -16,7 +16,7 @@ import (
 
 // statusFormat is dpkg-query's output format: package, version,
 // architecture and dpkg status, on one line. There is no shell, so it is
-// passed without the quotes the seed's command line shows.
+// passed as one argument without the quotes a shell command line needs.
 const statusFormat = "${Package} ${Version} ${Architecture} ${db:Status-Status}"
 
 // patternOnly makes apt read a command-line argument as a package name,

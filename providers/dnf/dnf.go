@@ -14,15 +14,15 @@ import (
 )
 
 // QueryFormat is rpm's query format: name, epoch (0 when unset), version,
-// release and architecture. There is no shell, so it is passed without the
-// quotes the seed's command line shows.
+// release and architecture. There is no shell, so it is passed as one
+// argument without the quotes a shell command line needs.
 const QueryFormat = "%{NAME} %|EPOCH?{%{EPOCH}}:{0}| %{VERSION} %{RELEASE} %{ARCH}"
 
 // Provider manages packages with rpm and dnf. Every command it runs holds
 // the lock shared by the process's package providers.
 //
-// No "--" goes before package operands: in the seed's rpm command line the
-// package precedes --queryformat, which "--" would turn into an operand,
+// No "--" goes before package operands: rpm -q takes the package before
+// --queryformat, which "--" would turn into an operand,
 // and dnf5's argument parser rejects "--". Package names and versions are
 // validated instead, and can never start with a hyphen.
 type Provider struct {
