@@ -150,13 +150,13 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 // apt-cache policy as Install does and changing nothing: an error wrapping
 // pkgtype.ErrNoSuchPackage when apt has no package of exactly that name,
 // one wrapping ErrNoCandidate when present or latest has no candidate.
+// apt-cache only reads, so it runs without the package lock: noops of
+// several resources (or simulated hosts) do not queue behind one another.
 func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
 	if err := checkArgs(pkg, version); err != nil {
 		return err
 	}
-	p.lock.Lock()
-	defer p.lock.Unlock()
-	candidate, err := p.resolveLocked(ctx, pkg)
+	candidate, err := p.policyCandidate(ctx, pkg)
 	if err != nil {
 		return err
 	}
@@ -223,6 +223,12 @@ func (p *Provider) VersionCmp(a, b string, _ bool) (int, error) {
 // without its native architecture); anything else, no answer included, is
 // an error wrapping pkgtype.ErrNoSuchPackage.
 func (p *Provider) resolveLocked(ctx context.Context, pkg string) (string, error) {
+	return p.policyCandidate(ctx, pkg)
+}
+
+// policyCandidate is resolveLocked for a caller that may or may not hold
+// the lock: apt-cache policy only reads.
+func (p *Provider) policyCandidate(ctx context.Context, pkg string) (string, error) {
 	args := []string{"-o", patternOnly, "policy", "--", pkg}
 	res, err := p.runLocked(ctx, []string{"LC_ALL=C"}, "apt-cache", args...)
 	if err != nil {
