@@ -42,4 +42,13 @@ var _ = Describe("Error classification", func() {
 		Expect(errors.Is(err, protocol.ErrBadRequest)).To(BeTrue())
 		Expect(errors.Unwrap(err)).To(MatchError(ContainSubstring("did not find expected")))
 	})
+
+	It("renders an error plainly at the edge without losing its class", func() {
+		err := fmt.Errorf("assignment web: %w", protocol.NewError(protocol.CodeForbidden, "signer ops may not assign"))
+		plain := protocol.Plain(err)
+		Expect(plain).To(MatchError("signer ops may not assign"))
+		Expect(errors.Is(plain, protocol.CodeForbidden)).To(BeTrue())
+		Expect(protocol.Plain(nil)).To(BeNil())
+		Expect(protocol.Plain(errors.New("disk full"))).To(MatchError("disk full"))
+	})
 })

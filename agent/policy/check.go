@@ -118,7 +118,7 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 			return rep, nil
 		}
 		if b, err = ParseBody(req, reg); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrCheck, protocol.AsError(err).Message)
+			return nil, fmt.Errorf("%w: %w", ErrCheck, protocol.Plain(err))
 		}
 	case c.Manifest != nil:
 		b = &Body{Manifest: c.Manifest}
@@ -189,7 +189,7 @@ func decodeCheckRequest(data []byte) (*protocol.FleetRequest, error) {
 	limits := protocol.Limits{}
 	j, err := protocol.YAMLToJSON(data, limits)
 	if err != nil {
-		return nil, fmt.Errorf("%w: request: %s", ErrCheck, protocol.AsError(err).Message)
+		return nil, fmt.Errorf("%w: request: %w", ErrCheck, protocol.Plain(err))
 	}
 	var probe struct {
 		Protocol string `json:"protocol"`
@@ -199,13 +199,13 @@ func decodeCheckRequest(data []byte) (*protocol.FleetRequest, error) {
 	case protocol.FleetRequestProtocol:
 		req, err := protocol.DecodeFleetRequest(data, limits)
 		if err != nil {
-			return nil, fmt.Errorf("%w: request: %s", ErrCheck, protocol.AsError(err).Message)
+			return nil, fmt.Errorf("%w: request: %w", ErrCheck, protocol.Plain(err))
 		}
 		return req, nil
 	case protocol.EnsureRequestProtocol:
 		er, _, err := protocol.DecodeEnsureRequest(data, limits)
 		if err != nil {
-			return nil, fmt.Errorf("%w: request: %s", ErrCheck, protocol.AsError(err).Message)
+			return nil, fmt.Errorf("%w: request: %w", ErrCheck, protocol.Plain(err))
 		}
 		return &protocol.FleetRequest{Protocol: protocol.FleetRequestProtocol, Ensure: er}, nil
 	default:

@@ -138,7 +138,7 @@ func (a *app) registerAssign(cli *fisk.Application) {
 	rmConn := connflags.Register(rm)
 	rm.Action(func(*fisk.ParseContext) error {
 		if err := protocol.ValidateAssignmentName(rmName); err != nil {
-			return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+			return program.Exit(protocol.ExitError, protocol.Plain(err))
 		}
 		if rmKey == "" {
 			return program.Exit(protocol.ExitError, fmt.Errorf("assignments rm %s: --key FILE (or CCM_KEY) is required: agents remove an assignment only on a removal signed by the key that stored it or an assignments administrator, and ignore a bare delete", rmName))
@@ -162,7 +162,7 @@ func (a *app) registerAssign(cli *fisk.Application) {
 // revision. Everything is checked before connecting: a typo stores nothing.
 func (a *app) assign(c *assignFlags) error {
 	if err := protocol.ValidateAssignmentName(c.name); err != nil {
-		return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+		return program.Exit(protocol.ExitError, protocol.Plain(err))
 	}
 	flt, err := c.filter.filter()
 	if err != nil {
@@ -203,7 +203,7 @@ func (a *app) assign(c *assignFlags) error {
 	as.Sender = pub
 	as.Created = time.Now().UTC()
 	if err := as.Validate(); err != nil {
-		return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+		return program.Exit(protocol.ExitError, protocol.Plain(err))
 	}
 	return a.withClient(c.conn, func(ctx context.Context, cl *orchestrator.Client) error {
 		rev, err := cl.Assign(ctx, as, kp)

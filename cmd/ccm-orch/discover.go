@@ -38,7 +38,7 @@ func (f *filterFlags) register(cmd *fisk.CmdClause) {
 func (f *filterFlags) filter() (*protocol.Filter, error) {
 	flt, err := protocol.NewFilter(f.where, f.hosts)
 	if err != nil {
-		return nil, program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+		return nil, program.Exit(protocol.ExitError, protocol.Plain(err))
 	}
 	if flt.Empty() {
 		return nil, nil

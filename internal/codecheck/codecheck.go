@@ -23,8 +23,9 @@ const (
 	// RuleErrorText: a strings or bytes function applied to err.Error(),
 	// or err.Error() compared with ==/!=; classify with errors.Is/As.
 	RuleErrorText Rule = "error text edited or compared"
-	// RuleFlatten: errors.New or fmt.Errorf given err.Error(); wrap with
-	// %w so the cause stays classifiable.
+	// RuleFlatten: errors.New or fmt.Errorf given err.Error(), or
+	// errors.New given an error's Message; wrap with %w (or
+	// protocol.Plain) so the cause stays classifiable.
 	RuleFlatten Rule = "error flattened to its text"
 	// RuleTypeSwitch: a switch whose cases are resource type names
 	// outside the resource catalog.
@@ -173,6 +174,12 @@ func (c *checker) call(n *ast.CallExpr) {
 	pkg, ok := sel.X.(*ast.Ident)
 	if !ok {
 		return
+	}
+	if pkg.Name == c.errorsName && c.errorsName != "" && sel.Sel.Name == "New" && len(n.Args) == 1 {
+		if m, ok := n.Args[0].(*ast.SelectorExpr); ok && m.Sel.Name == "Message" {
+			c.add(n, RuleFlatten, "errors.New("+exprString(m)+")")
+			return
+		}
 	}
 	arg := firstErrorArg(n.Args)
 	if arg == nil {

@@ -106,6 +106,7 @@ func f(err error, t string) any {
 	_ = err.Error() == "boom"
 	_ = errors.New(err.Error())
 	_ = fmt.Errorf("x: %s", err.Error())
+	_ = errors.New(protocol.AsError(err).Message)
 	switch t {
 	case "exec":
 	}
@@ -150,9 +151,10 @@ func g(err error, mode string) any {
 			"a/bad.go:15: error text edited or compared: comparison with err.Error()",
 			"a/bad.go:16: error flattened to its text: errors.New(... err.Error() ...)",
 			"a/bad.go:17: error flattened to its text: fmt.Errorf(... err.Error() ...)",
-			"a/bad.go:18: switch on a resource type name: case exec",
-			"a/bad.go:21: switch on a resource type name: case TypeFile",
-			"a/bad.go:24: nats.Msg literal: natsgo.Msg{...}",
+			"a/bad.go:18: error flattened to its text: errors.New(protocol.AsError(…).Message)",
+			"a/bad.go:19: switch on a resource type name: case exec",
+			"a/bad.go:22: switch on a resource type name: case TypeFile",
+			"a/bad.go:25: nats.Msg literal: natsgo.Msg{...}",
 		))
 	})
 
