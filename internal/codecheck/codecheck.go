@@ -27,8 +27,8 @@ const (
 	// errors.New given an error's Message; wrap with %w (or
 	// protocol.Plain) so the cause stays classifiable.
 	RuleFlatten Rule = "error flattened to its text"
-	// RuleTypeSwitch: a switch whose cases are resource type names
-	// outside the resource catalog.
+	// RuleTypeSwitch: a switch whose cases list two or more resource type
+	// names, outside the resource catalog.
 	RuleTypeSwitch Rule = "switch on a resource type name"
 )
 
@@ -195,20 +195,25 @@ func (c *checker) call(n *ast.CallExpr) {
 }
 
 // typeCase reports the first resource type name a switch lists as a case
-// value, when its cases are string literals.
+// value, when it lists two or more: a switch on the type's name. One name
+// alone is not taken for one ("file" is also a URL scheme).
 func (c *checker) typeCase(s *ast.SwitchStmt) (string, bool) {
+	var names []string
 	for _, st := range s.Body.List {
 		cc, ok := st.(*ast.CaseClause)
 		if !ok {
 			continue
 		}
 		for _, e := range cc.List {
-			if name, ok := c.typeName(e); ok {
-				return name, true
+			if name, ok := c.typeName(e); ok && !slices.Contains(names, name) {
+				names = append(names, name)
 			}
 		}
 	}
-	return "", false
+	if len(names) < 2 {
+		return "", false
+	}
+	return names[0], true
 }
 
 // typeName reports the type name a case value is: a string literal of

@@ -109,9 +109,10 @@ func f(err error, t string) any {
 	_ = errors.New(protocol.AsError(err).Message)
 	switch t {
 	case "exec":
+	case "package", "service":
 	}
 	switch t {
-	case protocol.TypeFile:
+	case protocol.TypeFile, protocol.TypeExec:
 	}
 	return &natsgo.Msg{Subject: "s"}
 }
@@ -133,6 +134,10 @@ func g(err error, mode string) any {
 	switch mode {
 	case "strict", "lax":
 	}
+	switch scheme := mode; scheme {
+	case "file":
+	case "https":
+	}
 	return nats.NewMsg("s")
 }
 `)
@@ -153,8 +158,8 @@ func g(err error, mode string) any {
 			"a/bad.go:17: error flattened to its text: fmt.Errorf(... err.Error() ...)",
 			"a/bad.go:18: error flattened to its text: errors.New(protocol.AsError(…).Message)",
 			"a/bad.go:19: switch on a resource type name: case exec",
-			"a/bad.go:22: switch on a resource type name: case TypeFile",
-			"a/bad.go:25: nats.Msg literal: natsgo.Msg{...}",
+			"a/bad.go:23: switch on a resource type name: case TypeFile",
+			"a/bad.go:26: nats.Msg literal: natsgo.Msg{...}",
 		))
 	})
 
