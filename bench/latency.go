@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -95,7 +94,7 @@ func (b *bencher) latency(ctx context.Context) ([]Row, error) {
 		if err != nil {
 			return err
 		}
-		msg := &nats.Msg{Subject: protocol.RequestNodeSubject(id), Reply: inbox, Data: data, Header: b.sign.signer.Header(data)}
+		msg := natsconn.NewMsg(protocol.RequestNodeSubject(id), inbox, b.sign.signer.Header(data), data)
 		if err := s.nc.PublishMsg(msg); err != nil {
 			return err
 		}

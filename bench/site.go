@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -240,7 +241,7 @@ func (s *site) floorRound(ctx context.Context, request []byte, n int) (time.Dura
 		return 0, err
 	}
 	start := time.Now()
-	if err := s.nc.PublishMsg(&nats.Msg{Subject: floorSubject, Reply: inbox, Data: request}); err != nil {
+	if err := s.nc.PublishMsg(natsconn.NewMsg(floorSubject, inbox, nil, request)); err != nil {
 		return 0, err
 	}
 	t := time.NewTimer(roundTimeout)

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -46,7 +47,7 @@ func publishParts(ctx context.Context, js jetstream.JetStream, maxPayload int64,
 
 // publishOne writes one message with its message id to the history stream.
 func publishOne(ctx context.Context, js jetstream.JetStream, subject, msgID string, header nats.Header, data []byte) (bool, error) {
-	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: header, Data: data},
+	ack, err := js.PublishMsg(ctx, natsconn.NewMsg(subject, "", header, data),
 		jetstream.WithMsgID(msgID), jetstream.WithExpectStream(protocol.HistoryStream), jetstream.WithRetryAttempts(0))
 	if err != nil {
 		return false, historyError(err)

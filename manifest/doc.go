@@ -42,17 +42,16 @@
 //   - List form: a list of single-key {name: properties} maps. An entry
 //     named "defaults" is not a resource: its properties are merged under
 //     those of every other entry of the same list, property by property, the
-//     entry's own value winning (seed 002's per-expression defaults; its
-//     position in the list does not matter; at most one per list). A
+//     entry's own value winning (its position in the list does not
+//     matter; at most one per list). A
 //     resource literally named "defaults" needs the single-object form. The
 //     entry's key is the name; a name property is refused there.
 //   - Single-object form: one object of properties with a name that is a
 //     string or a list of strings: one resource per name, with the same
-//     properties (seed 002's arrays of titles).
+//     properties.
 //
 // A name may be a template; one whose value is a list also makes one
-// resource per element. The "*" property (seed 002's attributes from a
-// hash) takes an object, or a template giving one (e.g. data), whose keys
+// resource per element. The "*" property takes an object, or a template giving one (e.g. data), whose keys
 // become properties; setting a property both directly and through "*" is an
 // error, and "*" may not set name. "*" works in defaults entries too.
 //

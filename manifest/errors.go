@@ -20,6 +20,10 @@ var (
 	// source outside the manifest directory, a symlink leading out of it, an
 	// unsafe path or a bundle over its size limits.
 	ErrBundle = errors.New("bad manifest bundle")
+	// ErrDocument is returned, with resources.ErrInvalid, when the
+	// manifest document as a whole cannot be read or decoded; the
+	// message names the manifest.
+	ErrDocument = errors.New("manifest document")
 )
 
 // invalidError is a problem with the manifest itself. Its message is only
@@ -44,4 +48,14 @@ func invalidf(format string, args ...any) error {
 // message unless the format includes it).
 func invalidWith(cause error, format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...), causes: []error{cause}}
+}
+
+// documentError is invalidWith for a problem with the whole document: it
+// also wraps ErrDocument.
+func documentError(cause error, format string, args ...any) error {
+	e := &invalidError{msg: fmt.Sprintf(format, args...), causes: []error{ErrDocument}}
+	if cause != nil {
+		e.causes = append(e.causes, cause)
+	}
+	return e
 }

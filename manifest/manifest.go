@@ -79,7 +79,7 @@ func Load(path string) (*Manifest, error) {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
 	if fi.Size() > DefaultMaxBytes {
-		return nil, invalidf("manifest %s: %d bytes, the limit is %d", path, fi.Size(), DefaultMaxBytes)
+		return nil, documentError(nil, "manifest %s: %d bytes, the limit is %d", path, fi.Size(), DefaultMaxBytes)
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
@@ -107,14 +107,14 @@ func Parse(data []byte, opts ParseOptions) (*Manifest, error) {
 	}
 	var top map[string]any
 	if _, err := protocol.DecodeStrict(data, &top, protocol.Limits{MaxBytes: opts.MaxBytes}); err != nil {
-		return nil, invalidWith(err, "manifest: %s", decodeMessage(err))
+		return nil, documentError(err, "manifest: %s", decodeMessage(err))
 	}
 	if top == nil {
-		return nil, invalidf("manifest: the document must be an object with data, hierarchy, overrides and ccm")
+		return nil, documentError(nil, "manifest: the document must be an object with data, hierarchy, overrides and ccm")
 	}
 	doc, err := json.Marshal(top)
 	if err != nil {
-		return nil, invalidWith(err, "manifest: %v", err)
+		return nil, documentError(err, "manifest: %v", err)
 	}
 	m := &Manifest{workingDir: opts.WorkingDir, doc: doc, merge: MergeFirst}
 	if err := m.decodeTop(top, newTypeSet(opts.Types)); err != nil {

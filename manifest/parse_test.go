@@ -253,7 +253,7 @@ ccm:
     - package: [{nginx: present}]
 `, `resources[0] package#nginx: properties must be an object, got a string`),
 		Entry("not an object", "[1, 2]\n", `manifest: expected an object, got array`),
-		Entry("invalid YAML", "ccm: [\n", `manifest: invalid YAML: line 1: did not find expected node content`),
+		Entry("invalid YAML", "ccm: [\n", `manifest: invalid YAML (yaml: line 1: did not find expected node content)`),
 	)
 
 	DescribeTable("refuses resolutions that cannot run, naming the resource",

@@ -210,7 +210,7 @@ func expandEntry(e *entry, env *templates.Env) ([]plannedSpec, error) {
 }
 
 // flatten returns props with the "*" map merged in; a property set both
-// ways is an error, as in seed 002.
+// directly and through "*" is an error (which value wins would be a guess).
 func flatten(e *entry, props map[string]any, splat any, env *templates.Env, which string) (map[string]any, error) {
 	out := cloneMap(props)
 	if splat == nil {

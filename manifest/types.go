@@ -9,8 +9,8 @@ import (
 	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
-// splatKey sets properties from a map (seed 002 "attributes from a hash"):
-// its value is an object, or a template that evaluates to one.
+// splatKey sets properties from a map, each key of it a property: its
+// value is an object, or a template that evaluates to one.
 const splatKey = "*"
 
 // defaultsKey names the entry of a list whose properties every other entry

@@ -97,7 +97,7 @@ func (c *Client) Assignments(ctx context.Context) ([]AssignmentEntry, error) {
 // of a removed assignment is its removal (Removed set).
 func (c *Client) Assignment(ctx context.Context, name string, revision uint64) (AssignmentEntry, error) {
 	if err := protocol.ValidateAssignmentName(name); err != nil {
-		return AssignmentEntry{}, errors.New(protocol.AsError(err).Message)
+		return AssignmentEntry{}, protocol.Plain(err)
 	}
 	kv, err := jsstore.OpenAssignments(ctx, c.js)
 	if err != nil {
@@ -126,7 +126,7 @@ func (c *Client) Assignment(ctx context.Context, name string, revision uint64) (
 // "deleted without a signature (agents ignore it)".
 func (c *Client) AssignmentHistory(ctx context.Context, name string) ([]AssignmentEntry, error) {
 	if err := protocol.ValidateAssignmentName(name); err != nil {
-		return nil, errors.New(protocol.AsError(err).Message)
+		return nil, protocol.Plain(err)
 	}
 	kv, err := jsstore.OpenAssignments(ctx, c.js)
 	if err != nil {

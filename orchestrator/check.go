@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -83,10 +84,18 @@ func checkProps(t resources.Type, props map[string]any) error {
 		return errX
 	}
 	second, _ := standIn(props, "", true)
-	if _, err0 := engine.Decode(t, second.(map[string]any)); err0 != nil && err0.Error() == errX.Error() {
+	if _, err0 := engine.Decode(t, second.(map[string]any)); sameProblem(err0, errX) {
 		return errX
 	}
 	return nil
+}
+
+// sameProblem reports whether a and b are validation failures of the same
+// property for the same reason: one that does not depend on what a
+// template stands for.
+func sameProblem(a, b error) bool {
+	var ia, ib *resources.InvalidError
+	return errors.As(a, &ia) && errors.As(b, &ib) && ia.Problem == ib.Problem
 }
 
 // checkTemplatesAndProvider compiles every template and condition of

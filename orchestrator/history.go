@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/jsstore"
+	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -105,7 +105,7 @@ func (c *Client) sendAsync(id string, req *Request, body json.RawMessage, expect
 		return err
 	}
 	for _, s := range subjects {
-		if err := c.nc.PublishMsg(&nats.Msg{Subject: s, Data: data, Header: header}); err != nil {
+		if err := c.nc.PublishMsg(natsconn.NewMsg(s, "", header, data)); err != nil {
 			return fmt.Errorf("%w on %s: %w", ErrPublish, s, err)
 		}
 	}

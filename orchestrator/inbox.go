@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -178,7 +179,7 @@ func verified(data []byte, header nats.Header) inboxMsg {
 // publish sends data on subject with the inbox as reply subject and the
 // given headers (nil: none).
 func (in *inbox) publish(nc *nats.Conn, subject string, data []byte, header nats.Header) error {
-	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: in.subject, Data: data, Header: header}); err != nil {
+	if err := nc.PublishMsg(natsconn.NewMsg(subject, in.subject, header, data)); err != nil {
 		return fmt.Errorf("%w on %s: %w", ErrPublish, subject, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -137,7 +138,7 @@ func (s *assembler) add(m *nats.Msg) (whole *nats.Msg, part bool) {
 		return nil, true
 	}
 	s.removeLocked(info.Digest, j)
-	return &nats.Msg{Subject: m.Subject, Header: j.head, Data: data}, true
+	return natsconn.NewMsg(m.Subject, "", j.head, data), true
 }
 
 // expire gives up on the replies that waited partsTimeout for their

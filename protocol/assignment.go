@@ -236,7 +236,7 @@ func (s *SignedAssignment) Signed() []byte {
 func SignAssignment(a *Assignment, kp nkeys.KeyPair) ([]byte, error) {
 	pub, err := kp.PublicKey()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSigner, err)
+		return nil, signerCause(err)
 	}
 	a.Protocol = AssignmentProtocol
 	a.Sender = pub

@@ -66,11 +66,11 @@ func (r *AssignmentRemoval) Validate() error {
 // kp's public key.
 func SignAssignmentRemoval(r *AssignmentRemoval, kp nkeys.KeyPair) ([]byte, error) {
 	if kp == nil {
-		return nil, fmt.Errorf("%w: no key", ErrSigner)
+		return nil, signerError("no key")
 	}
 	pub, err := kp.PublicKey()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSigner, err)
+		return nil, signerCause(err)
 	}
 	r.Protocol = AssignmentRemovalProtocol
 	r.Sender = pub

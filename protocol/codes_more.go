@@ -47,3 +47,23 @@ func AsError(err error) *Error {
 		return &Error{Code: CodeInternal, Message: err.Error()}
 	}
 }
+
+// Plain returns err as people read it: its text is AsError(err).Message
+// (an *Error's message without its code), while errors.Is and errors.As
+// still find err and everything it wraps. A nil err gives nil.
+func Plain(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &plainError{msg: AsError(err).Message, err: err}
+}
+
+// plainError is err with the text Plain gives it.
+type plainError struct {
+	msg string
+	err error
+}
+
+func (e *plainError) Error() string { return e.msg }
+
+func (e *plainError) Unwrap() error { return e.err }

@@ -407,7 +407,7 @@ func YAMLToJSON(data []byte, limits Limits) ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, badRequest("empty document")
 		}
-		return nil, badRequest("invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, wrapped(err, "", "invalid YAML (%v)", err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -489,7 +489,7 @@ func yamlValue(n *yaml.Node, limits Limits, depth int, path string) (any, error)
 	case yaml.ScalarNode:
 		var v any
 		if err := n.Decode(&v); err != nil {
-			return nil, fieldError(path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			return nil, scalarError(path, err)
 		}
 		// Timestamps and binary stay as the text the author wrote.
 		switch x := v.(type) {
@@ -518,4 +518,15 @@ func yamlKind(n *yaml.Node) string {
 	default:
 		return strings.TrimPrefix(n.ShortTag(), "!!")
 	}
+}
+
+// scalarError is the bad request for a YAML scalar at path that does not
+// decode: the decoder's own reasons when it gives them one by one
+// (yaml.TypeError), else its error as it renders it.
+func scalarError(path string, err error) *Error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		return wrapped(err, path, "%s", strings.Join(te.Errors, "; "))
+	}
+	return wrapped(err, path, "%v", err)
 }

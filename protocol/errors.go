@@ -59,9 +59,22 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
-// Is reports whether target is the sentinel of e's code: ErrBadRequest for
-// CodeBadRequest.
+// Error makes a code usable as the target of errors.Is:
+// errors.Is(err, protocol.CodeBusy) reports whether err is, or wraps, an
+// *Error with that code. Its text is the code.
+func (c Code) Error() string { return string(c) }
+
+// Is classifies e by its code, as nats.go's jetstream APIError does:
+// target matches when it is e's Code, another *Error with the same Code
+// (and, when the target names a Field, the same Field), or ErrBadRequest
+// for CodeBadRequest.
 func (e *Error) Is(target error) bool {
+	switch t := target.(type) {
+	case Code:
+		return e.Code == t
+	case *Error:
+		return t != nil && e.Code == t.Code && (t.Field == "" || t.Field == e.Field)
+	}
 	return target == ErrBadRequest && e.Code == CodeBadRequest
 }
 
@@ -200,6 +213,15 @@ func joinPath(prefix, child string) string {
 	default:
 		return prefix + "." + child
 	}
+}
+
+// wrapped builds a bad request whose message is format's text and which
+// unwraps to cause (a decoder's own error), so its type stays reachable
+// with errors.As.
+func wrapped(cause error, field, format string, args ...any) *Error {
+	e := fieldError(field, format, args...)
+	e.cause = cause
+	return e
 }
 
 // messageOf returns the message of an *Error in err's chain (without its

@@ -243,10 +243,37 @@ func parseTerm(raw string) (FilterTerm, error) {
 			if op == OpEqual && strings.HasPrefix(value, "=") {
 				return FilterTerm{}, badRequest("filter %q: use = for equality, not ==", raw)
 			}
+			if joined := joinedTerm(op, value); joined != "" {
+				first := raw[:len(raw)-len(joined)-1] // joined is a suffix of raw, after its comma
+				return FilterTerm{}, badRequest("filter %q: one condition per --where: write --where %s --where %s (to match a value holding %q, use =~ with a regular expression)",
+					raw, strings.TrimSpace(first), strings.TrimSpace(joined), ","+strings.TrimSpace(joined))
+			}
 			return FilterTerm{Key: strings.TrimSpace(raw[:i]), Op: op, Value: strings.TrimSpace(value)}, nil
 		}
 	}
 	return FilterTerm{}, badRequest("filter %q: unknown operator at %q", raw, rest[:1])
+}
+
+// joinedTerm returns the second condition of a value that holds two
+// joined by a comma (`b,c=d` of `a=b,c=d`), "" when it holds none. Only
+// literal values are read so: a regular expression may hold
+// `,name=` for itself.
+func joinedTerm(op, value string) string {
+	if op == OpMatch || op == OpNotMatch {
+		return ""
+	}
+	for rest := value; ; {
+		c := strings.IndexByte(rest, ',')
+		if c < 0 {
+			return ""
+		}
+		rest = rest[c+1:]
+		j := strings.IndexAny(rest, "=!<>~")
+		key := strings.TrimSpace(rest[:max(j, 0)])
+		if j > 0 && key != "" && strings.IndexFunc(key, func(r rune) bool { return r > 127 || !factKeyByte(byte(r)) }) < 0 {
+			return rest
+		}
+	}
 }
 
 func compileTerm(t FilterTerm) (compiledTerm, error) {

@@ -32,19 +32,46 @@ var ErrSignature = errors.New("invalid signature")
 // missing or is not an nkeys user public key.
 var ErrSigner = errors.New("invalid signer")
 
+// SignerError is the error of a key that cannot sign or verify: it matches
+// ErrSigner with errors.Is, and Detail says what is wrong with the key
+// without the sentinel's words, for a caller that names the key itself.
+type SignerError struct {
+	// Detail is the problem with the key: `no public key`, `"x" is not an
+	// nkeys user public key`.
+	Detail string
+	// Err is the cause reported by nkeys, or nil.
+	Err error
+}
+
+func (e *SignerError) Error() string { return ErrSigner.Error() + ": " + e.Detail }
+
+// Is reports whether target is ErrSigner.
+func (e *SignerError) Is(target error) bool { return target == ErrSigner }
+
+// Unwrap returns the cause, or nil.
+func (e *SignerError) Unwrap() error { return e.Err }
+
+// signerError builds a SignerError whose Detail is the formatted text.
+func signerError(format string, args ...any) *SignerError {
+	return &SignerError{Detail: fmt.Sprintf(format, args...)}
+}
+
+// signerCause builds a SignerError from an nkeys error.
+func signerCause(err error) *SignerError { return &SignerError{Detail: err.Error(), Err: err} }
+
 // Sign signs body with kp and returns the signer's public key and the
 // signature as base64 raw-URL, the values of HeaderSigner and
 // HeaderSignature. kp must be a user key pair.
 func Sign(body []byte, kp nkeys.KeyPair) (signer, signature string, err error) {
 	if kp == nil {
-		return "", "", fmt.Errorf("%w: no key", ErrSigner)
+		return "", "", signerError("no key")
 	}
 	pub, err := kp.PublicKey()
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %w", ErrSigner, err)
+		return "", "", signerCause(err)
 	}
 	if !nkeys.IsValidPublicUserKey(pub) {
-		return "", "", fmt.Errorf("%w: %.12s... is not a user key", ErrSigner, pub)
+		return "", "", signerError("%.12s... is not a user key", pub)
 	}
 	sig, err := kp.Sign(body)
 	if err != nil {
@@ -81,14 +108,14 @@ func Verify(body []byte, signer, signature string) error {
 // that can verify; anything else wraps ErrSigner.
 func ParseUserKey(pub string) (nkeys.KeyPair, error) {
 	if pub == "" {
-		return nil, fmt.Errorf("%w: no public key", ErrSigner)
+		return nil, signerError("no public key")
 	}
 	if len(pub) > 64 || !nkeys.IsValidPublicUserKey(pub) {
-		return nil, fmt.Errorf("%w: %.60q is not an nkeys user public key", ErrSigner, pub)
+		return nil, signerError("%.60q is not an nkeys user public key", pub)
 	}
 	kp, err := nkeys.FromPublicKey(pub)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSigner, err)
+		return nil, signerCause(err)
 	}
 	return kp, nil
 }
@@ -115,19 +142,19 @@ type KeySigner struct {
 // NewKeySigner prepares kp, a user key pair with its seed, for signing.
 func NewKeySigner(kp nkeys.KeyPair) (*KeySigner, error) {
 	if kp == nil {
-		return nil, fmt.Errorf("%w: no key", ErrSigner)
+		return nil, signerError("no key")
 	}
 	pub, err := kp.PublicKey()
 	if err != nil || !nkeys.IsValidPublicUserKey(pub) {
-		return nil, fmt.Errorf("%w: not a user key", ErrSigner)
+		return nil, signerError("not a user key")
 	}
 	seed, err := kp.Seed()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSigner, err)
+		return nil, signerCause(err)
 	}
 	_, raw, err := nkeys.DecodeSeed(seed)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSigner, err)
+		return nil, signerCause(err)
 	}
 	return &KeySigner{pub: pub, priv: ed25519.NewKeyFromSeed(raw)}, nil
 }

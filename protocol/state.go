@@ -155,24 +155,24 @@ type ScaffoldState struct {
 	Metadata *ScaffoldMetadata `json:"metadata,omitempty"`
 }
 
+// stateDocs makes, per resource type name, the empty state document of
+// that type.
+var stateDocs = map[string]func() State{
+	TypeFile:     func() State { return &FileState{} },
+	TypeExec:     func() State { return &ExecState{} },
+	TypePackage:  func() State { return &PackageState{} },
+	TypeService:  func() State { return &ServiceState{} },
+	TypeArchive:  func() State { return &ArchiveState{} },
+	TypeScaffold: func() State { return &ScaffoldState{} },
+}
+
 // NewState returns an empty state document for typeName, for decoding.
 func NewState(typeName string) (State, error) {
-	switch typeName {
-	case TypeFile:
-		return &FileState{}, nil
-	case TypeExec:
-		return &ExecState{}, nil
-	case TypePackage:
-		return &PackageState{}, nil
-	case TypeService:
-		return &ServiceState{}, nil
-	case TypeArchive:
-		return &ArchiveState{}, nil
-	case TypeScaffold:
-		return &ScaffoldState{}, nil
-	default:
+	doc, ok := stateDocs[typeName]
+	if !ok {
 		return nil, badRequest("unknown resource type %q", typeName)
 	}
+	return doc(), nil
 }
 
 // DecodeState decodes a state document of typeName.

@@ -28,8 +28,23 @@ var (
 	ErrDuplicate = errors.New("already registered")
 )
 
-// Invalidf returns an error wrapping ErrInvalid with a message that names the
-// problem, e.g. Invalidf("mode %q is not octal", m).
+// InvalidError is the error of properties that fail validation. It
+// matches ErrInvalid with errors.Is; Problem names the property and what is
+// wrong with it (`property mode: "0888" is not an octal number`), so two
+// failures can be compared, and the problem shown, without reading the
+// error's text.
+type InvalidError struct {
+	// Problem is the property at fault and what is wrong with it.
+	Problem string
+}
+
+func (e *InvalidError) Error() string { return ErrInvalid.Error() + ": " + e.Problem }
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalidf returns an *InvalidError whose Problem names the problem, e.g.
+// Invalidf("mode %q is not octal", m).
 func Invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	return &InvalidError{Problem: fmt.Sprintf(format, args...)}
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -60,7 +59,7 @@ func ParseBody(req *protocol.FleetRequest, types *resources.Registry) (*Body, er
 func ParseManifest(raw []byte) (*Body, error) {
 	bundle, err := decodeBundle(raw)
 	if err != nil {
-		return nil, protocol.NewError(protocol.CodeBadRequest, "manifest bundle: %s", err)
+		return nil, protocol.NewError(protocol.CodeBadRequest, "manifest bundle: %s", protocol.AsError(err).Message)
 	}
 	m, err := manifest.Parse(bundle.Manifest, manifest.ParseOptions{})
 	if err != nil {
@@ -103,19 +102,20 @@ func SpecResource(spec *engine.Spec) Resource {
 func decodeBundle(raw []byte) (*manifest.Bundle, error) {
 	var b manifest.Bundle
 	if err := protocol.DecodeJSONStrict(raw, &b); err != nil {
-		return nil, errors.New(protocol.AsError(err).Message)
+		return nil, err
 	}
 	if len(b.Manifest) == 0 || string(b.Manifest) == "null" {
-		return nil, errors.New("field \"manifest\" is required")
+		return nil, protocol.NewError(protocol.CodeBadRequest, "field %q is required", "manifest")
 	}
 	return &b, nil
 }
 
-// ManifestMessage is err's text, said to be about the manifest.
+// ManifestMessage is err's text, said to be about the manifest: an error
+// about the document or its bundle names the manifest already, any other
+// (about one resource of it) gets "manifest: " in front.
 func ManifestMessage(err error) string {
-	msg := err.Error()
-	if strings.HasPrefix(msg, "manifest") || strings.HasPrefix(msg, manifest.ErrBundle.Error()) {
-		return msg
+	if errors.Is(err, manifest.ErrDocument) || errors.Is(err, manifest.ErrBundle) {
+		return err.Error()
 	}
-	return "manifest: " + msg
+	return "manifest: " + err.Error()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -117,7 +118,7 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 			return rep, nil
 		}
 		if b, err = ParseBody(req, reg); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrCheck, protocol.AsError(err).Message)
+			return nil, fmt.Errorf("%w: %w", ErrCheck, protocol.Plain(err))
 		}
 	case c.Manifest != nil:
 		b = &Body{Manifest: c.Manifest}
@@ -188,7 +189,7 @@ func decodeCheckRequest(data []byte) (*protocol.FleetRequest, error) {
 	limits := protocol.Limits{}
 	j, err := protocol.YAMLToJSON(data, limits)
 	if err != nil {
-		return nil, fmt.Errorf("%w: request: %s", ErrCheck, protocol.AsError(err).Message)
+		return nil, fmt.Errorf("%w: request: %w", ErrCheck, protocol.Plain(err))
 	}
 	var probe struct {
 		Protocol string `json:"protocol"`
@@ -198,13 +199,13 @@ func decodeCheckRequest(data []byte) (*protocol.FleetRequest, error) {
 	case protocol.FleetRequestProtocol:
 		req, err := protocol.DecodeFleetRequest(data, limits)
 		if err != nil {
-			return nil, fmt.Errorf("%w: request: %s", ErrCheck, protocol.AsError(err).Message)
+			return nil, fmt.Errorf("%w: request: %w", ErrCheck, protocol.Plain(err))
 		}
 		return req, nil
 	case protocol.EnsureRequestProtocol:
 		er, _, err := protocol.DecodeEnsureRequest(data, limits)
 		if err != nil {
-			return nil, fmt.Errorf("%w: request: %s", ErrCheck, protocol.AsError(err).Message)
+			return nil, fmt.Errorf("%w: request: %w", ErrCheck, protocol.Plain(err))
 		}
 		return &protocol.FleetRequest{Protocol: protocol.FleetRequestProtocol, Ensure: er}, nil
 	default:
@@ -244,4 +245,4 @@ func (f inertFactory) New() (resources.Provider, error) { return nil, errInert }
 
 // ExplicitOnly keeps the exec shell provider to resources that name it,
 // as the real one.
-func (f inertFactory) ExplicitOnly() bool { return f.typ == protocol.TypeExec && f.name == "shell" }
+func (f inertFactory) ExplicitOnly() bool { return catalog.NeedsShell(f.typ, f.name) }

@@ -10,6 +10,7 @@ import (
 	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // ErrPolicy is wrapped by every error loading or validating a policy.
@@ -139,7 +140,7 @@ func (p *Policy) Validate() error {
 		}
 		names[s.Name] = i
 		if _, err := protocol.ParseUserKey(s.PublicKey); err != nil {
-			return bad("%s: public_key: %s", where, strings.TrimPrefix(err.Error(), protocol.ErrSigner.Error()+": "))
+			return bad("%s: public_key: %s", where, signerDetail(err))
 		}
 		if j, dup := keys[s.PublicKey]; dup {
 			return bad("%s: public_key is also the key of signers[%d]", where, j)
@@ -153,8 +154,8 @@ func (p *Policy) Validate() error {
 				return bad("%s: allow: unknown resource type %.40q (known: %s)", where, t, strings.Join(protocol.Types, ", "))
 			}
 		}
-		if s.Shell && !slices.Contains(s.Allow, protocol.TypeExec) {
-			return bad("%s: shell: true needs exec in allow", where)
+		if shells := catalog.ShellTypes(); s.Shell && !slices.ContainsFunc(s.Allow, func(t string) bool { return slices.Contains(shells, t) }) {
+			return bad("%s: shell: true needs %s in allow", where, strings.Join(shells, " or "))
 		}
 		if s.AssignmentsAdmin && s.NoopOnly {
 			return bad("%s: assignments_admin: true cannot go with noop_only: true (replacing or removing another signer's assignment changes what hosts run)", where)
@@ -168,7 +169,7 @@ func (p *Policy) Validate() error {
 		}
 		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow, opts...)
 		if err != nil {
-			return bad("%s: %s", where, strings.TrimPrefix(err.Error(), scope.ErrRule.Error()+": "))
+			return bad("%s: %s", where, ruleDetail(err))
 		}
 		p.Signers[i].scope = sc
 	}
@@ -241,11 +242,31 @@ func (s *Signer) AllowsResource(r Resource) (Refusal, bool) {
 			Rule: "allow [" + strings.Join(s.Allow, ", ") + "]", Value: r.Type,
 		}, false
 	}
-	if r.Type == protocol.TypeExec && r.Provider != "" && r.Provider != "posix" && !s.Shell {
+	if catalog.NeedsShell(r.Type, r.Provider) && !s.Shell {
 		return Refusal{
 			Msg:  fmt.Sprintf("%s: signer %s is not allowed the shell provider (shell: false)", r.Ref(), s.Name),
 			Rule: "shell: false", Value: r.Provider,
 		}, false
 	}
 	return Refusal{}, true
+}
+
+// signerDetail is what is wrong with a signer's key, without the words of
+// protocol.ErrSigner: the policy names the key itself.
+func signerDetail(err error) string {
+	var se *protocol.SignerError
+	if errors.As(err, &se) {
+		return se.Detail
+	}
+	return err.Error()
+}
+
+// ruleDetail is the rule and its problem, without the words of
+// scope.ErrRule: the policy names the signer itself.
+func ruleDetail(err error) string {
+	var re *scope.RuleError
+	if errors.As(err, &re) {
+		return re.Detail
+	}
+	return err.Error()
 }

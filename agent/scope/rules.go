@@ -18,6 +18,20 @@ import (
 // decide anything (an allow shadowed by a deny, a duplicate).
 var ErrRule = errors.New("invalid scope rule")
 
+// RuleError is the error about one rule of a scope: it matches ErrRule
+// with errors.Is, and Detail names the rule as written and the problem,
+// for a caller that names the signer itself.
+type RuleError struct {
+	// Detail is the rule and the problem: `exec.commands[1] "bash **":
+	// the executable must be an absolute path`.
+	Detail string
+}
+
+func (e *RuleError) Error() string { return ErrRule.Error() + ": " + e.Detail }
+
+// Is reports whether target is ErrRule.
+func (e *RuleError) Is(target error) bool { return target == ErrRule }
+
 // Bounds of one scope.
 const (
 	// MaxEntries bounds each list of a scope.
@@ -155,7 +169,7 @@ func Compile(allow, deny *Rules, types []string, opts ...Option) (*Scope, error)
 }
 
 func bad(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrRule, fmt.Sprintf(format, args...))
+	return &RuleError{Detail: fmt.Sprintf(format, args...)}
 }
 
 // compileSide checks and compiles one side; prefix is "" or "deny.".

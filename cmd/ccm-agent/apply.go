@@ -133,7 +133,6 @@ func (a *app) apply(c *applyFlags) error {
 // applyError ends the command with exit 1: one line on stderr, or with
 // --json an {"error": "..."} document on stdout.
 func (a *app) applyError(c *applyFlags, err error) error {
-	err = cleanInvalid(err)
 	if c.json {
 		b, _ := json.Marshal(map[string]string{"error": err.Error()})
 		fmt.Fprintln(a.Stdout, string(b))

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/ccm-fleet/ccm/cmd/internal/program"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,10 +10,10 @@ import (
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
-	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -122,7 +120,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 			return program.Exit(protocol.ExitError, nil)
 		}
 	} else if err != nil {
-		return program.Exit(protocol.ExitError, cleanInvalid(err))
+		return program.Exit(protocol.ExitError, err)
 	} else {
 		fmt.Fprintln(a.Stdout, describeEvent(ev))
 		writeHealth(a.Stdout, ev)
@@ -177,13 +175,4 @@ func (c *commonFlags) run(ctx context.Context, eng *engine.Engine, opts engine.R
 		return ev, fmt.Errorf("%w: %w", errSession, err)
 	}
 	return ev, nil
-}
-
-// cleanInvalid drops the sentinel's own words from a validation error so the
-// one line a user sees names only the resource and the problem.
-func cleanInvalid(err error) error {
-	if !errors.Is(err, resources.ErrInvalid) {
-		return err
-	}
-	return errors.New(removeSentinel(err.Error(), resources.ErrInvalid.Error()+": "))
 }

@@ -112,7 +112,7 @@ func (a *app) apiEnsure(ctx context.Context, f *apiPipeFlags, noop bool) (*proto
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: noop, Env: env, WorkingDir: cwd},
 		engine.Spec{Type: req.Type, Properties: props})
 	if err != nil {
-		return nil, cleanInvalid(err)
+		return nil, err
 	}
 	return ev, nil
 }

@@ -51,12 +51,13 @@ var _ = Describe("ccm-agent ensure package", func() {
 			Expect(out).To(ContainSubstring(ref + " stable (" + newer + ")"))
 			Expect(installed()).To(Equal(newer))
 
-			By("noop ensure of the older version only reports the downgrade and runs nothing but dpkg-query")
+			By("noop ensure of the older version only reports the downgrade and runs only queries (dpkg-query, apt-cache)")
 			code, out, errOut = agent("--debug", "ensure", "package", pkg, older, "--noop")
 			Expect(code).To(Equal(5), errOut)
 			Expect(out).To(ContainSubstring(ref + " would change: Would have downgraded to " + older))
 			Expect(errOut).To(ContainSubstring(ranCommand))
 			Expect(errOut).To(ContainSubstring(`command="dpkg-query `))
+			Expect(errOut).To(ContainSubstring(`command="apt-cache `))
 			Expect(errOut).NotTo(ContainSubstring(`command="apt-get `))
 			Expect(installed()).To(Equal(newer))
 

@@ -45,9 +45,6 @@ func describeEvent(ev *protocol.TransactionEvent) string {
 	}
 }
 
-// removeSentinel deletes every occurrence of s from msg.
-func removeSentinel(msg, s string) string { return strings.ReplaceAll(msg, s, "") }
-
 // writeHealth writes one line per health check of ev: "  health NAME:
 // STATUS message".
 func writeHealth(w io.Writer, ev *protocol.TransactionEvent) {

@@ -73,7 +73,7 @@ func (a *app) status(typeName, name string, js bool, ff *factFlags) error {
 	eng := engine.New(reg, engine.WithLogger(log))
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: true, Env: templates.New(fs, nil)}, engine.Spec{Type: typeName, Properties: props})
 	if err != nil {
-		return program.Exit(protocol.ExitError, fmt.Errorf("could not get status: %w", cleanInvalid(err)))
+		return program.Exit(protocol.ExitError, fmt.Errorf("could not get status: %w", err))
 	}
 	if ev.Failed || ev.Status == nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("could not get status: %v", ev.Errors))

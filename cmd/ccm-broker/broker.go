@@ -51,7 +51,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("replicas", "Replicas of the history and the registry (default: 1, or the cluster's size up to 3)").PlaceHolder("N").IntVar(&f.replicas)
 	cmd.Flag("max-store", "Most bytes the JetStream store may hold, e.g. 20GiB; capped to the space the disk has for it (default: 75% of that space)").PlaceHolder("SIZE").StringVar(&f.maxStore)
 	cmd.Flag("history-max-age", "How long history records are kept (s, m, h or d)").Default("30d").StringVar(&f.maxAge)
-	cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()).DurationVar(&f.registryTTL)
+	program.DurationVar(cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()), &f.registryTTL)
 	cmd.Flag("tlscert", "TLS server certificate (PEM); turns TLS on and refuses plaintext clients").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Cert)
 	cmd.Flag("tlskey", "Private key of --tlscert (PEM)").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Key)
 	cmd.Flag("tlsca", "Certificate authorities (PEM) client and route certificates are verified against").PlaceHolder("FILE").StringVar(&f.cfg.TLS.CA)

@@ -35,8 +35,8 @@ func (a *app) registerAssign(cli *fisk.Application) {
 	cmd.Arg("name", "The assignment's name (letters, digits, '_' and '-'); assigning an existing name makes a new revision").Required().StringVar(&c.name)
 	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are stored with it").Required().ExistingFileVar(&c.path)
 	c.filter.register(cmd)
-	cmd.Flag("interval", "How often each selected agent applies it again").Default(protocol.DefaultAssignmentInterval.String()).DurationVar(&c.interval)
-	cmd.Flag("splay", "Spread the hosts' runs over up to this long after each interval (each host keeps its own offset)").Default("0s").DurationVar(&c.splay)
+	program.DurationVar(cmd.Flag("interval", "How often each selected agent applies it again").Default(protocol.DefaultAssignmentInterval.String()), &c.interval)
+	program.DurationVar(cmd.Flag("splay", "Spread the hosts' runs over up to this long after each interval (each host keeps its own offset)").Default("0s"), &c.splay)
 	cmd.Flag("noop", "A scheduled audit: report drift, change nothing").BoolVar(&c.noop)
 	cmd.Flag("data", "A YAML or JSON file of data merged over the manifest's data (its top-level keys win)").PlaceHolder("FILE").StringVar(&c.data)
 	cmd.Flag("key", "Sign the assignment with this nkeys seed file; agents apply it only when their policy lets this key").Envar("CCM_KEY").PlaceHolder("FILE").Required().StringVar(&c.key)
@@ -138,7 +138,7 @@ func (a *app) registerAssign(cli *fisk.Application) {
 	rmConn := connflags.Register(rm)
 	rm.Action(func(*fisk.ParseContext) error {
 		if err := protocol.ValidateAssignmentName(rmName); err != nil {
-			return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+			return program.Exit(protocol.ExitError, protocol.Plain(err))
 		}
 		if rmKey == "" {
 			return program.Exit(protocol.ExitError, fmt.Errorf("assignments rm %s: --key FILE (or CCM_KEY) is required: agents remove an assignment only on a removal signed by the key that stored it or an assignments administrator, and ignore a bare delete", rmName))
@@ -162,7 +162,7 @@ func (a *app) registerAssign(cli *fisk.Application) {
 // revision. Everything is checked before connecting: a typo stores nothing.
 func (a *app) assign(c *assignFlags) error {
 	if err := protocol.ValidateAssignmentName(c.name); err != nil {
-		return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+		return program.Exit(protocol.ExitError, protocol.Plain(err))
 	}
 	flt, err := c.filter.filter()
 	if err != nil {
@@ -203,7 +203,7 @@ func (a *app) assign(c *assignFlags) error {
 	as.Sender = pub
 	as.Created = time.Now().UTC()
 	if err := as.Validate(); err != nil {
-		return program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+		return program.Exit(protocol.ExitError, protocol.Plain(err))
 	}
 	return a.withClient(c.conn, func(ctx context.Context, cl *orchestrator.Client) error {
 		rev, err := cl.Assign(ctx, as, kp)

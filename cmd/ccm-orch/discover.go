@@ -39,7 +39,7 @@ func (f *filterFlags) register(cmd *fisk.CmdClause) {
 func (f *filterFlags) filter() (*protocol.Filter, error) {
 	flt, err := protocol.NewFilter(f.where, f.hosts)
 	if err != nil {
-		return nil, program.Exit(protocol.ExitError, errors.New(protocol.AsError(err).Message))
+		return nil, program.Exit(protocol.ExitError, protocol.Plain(err))
 	}
 	if flt.Empty() {
 		return nil, nil
@@ -65,7 +65,7 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 	)
 	cmd := cli.Command("discover", "List the hosts a filter selects, with their key facts")
 	flt.register(cmd)
-	cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s").DurationVar(&timeout)
+	program.DurationVar(cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s"), &timeout)
 	refuseFlag(cmd, "timeout", "the discovery round's deadline is --discovery-timeout (--timeout is only an exec command's own timeout)")
 	cmd.Flag("json", "Print the hosts and their announced facts as JSON").BoolVar(&js)
 	registerDiscoveryMode(cmd, &mode)

@@ -63,12 +63,12 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	if !o.execTimeout {
 		refuseFlag(cmd, "timeout", "--timeout is only an exec command's own timeout; how long hosts have to reply is --reply-timeout")
 	}
-	cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION").DurationVar(&c.timeout)
-	cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s").DurationVar(&c.discovery)
+	program.DurationVar(cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION"), &c.timeout)
+	program.DurationVar(cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s"), &c.discovery)
 	registerDiscoveryMode(cmd, &c.mode)
-	cmd.Flag("ttl", "How long after sending hosts may still start the request").Default("1m").DurationVar(&c.ttl)
+	program.DurationVar(cmd.Flag("ttl", "How long after sending hosts may still start the request").Default("1m"), &c.ttl)
 	cmd.Flag("batch", "Ask at most N hosts (or N% of them) at a time, the next as soon as one finishes").PlaceHolder("N|N%").StringVar(&c.batch)
-	cmd.Flag("batch-sleep", "With --batch, pause this long before asking the next host").PlaceHolder("DURATION").DurationVar(&c.sleep)
+	program.DurationVar(cmd.Flag("batch-sleep", "With --batch, pause this long before asking the next host").PlaceHolder("DURATION"), &c.sleep)
 	cmd.Flag("max-failures", "With --batch, stop asking new hosts once this many failed or did not reply (0: no limit)").PlaceHolder("N").IntVar(&c.maxFail)
 	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
 	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)

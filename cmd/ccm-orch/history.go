@@ -42,7 +42,7 @@ func (a *app) registerHistoryInit(h *fisk.CmdClause) {
 	cmd.Flag("replicas", "Servers keeping each record (a cluster of 3: 3)").Default("1").IntVar(&replicas)
 	cmd.Flag("max-age", "How long records are kept (s, m, h or d)").Default("30d").StringVar(&maxAge)
 	cmd.Flag("max-bytes", "Size limit of the history, the oldest records go first (e.g. 10GiB; -1: none)").Default("-1").StringVar(&bytes)
-	cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()).DurationVar(&ttl)
+	program.DurationVar(cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()), &ttl)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		age, err := provision.ParseAge(maxAge)

@@ -105,15 +105,19 @@ func loadSeed(path string) (nkeys.KeyPair, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w %s: not a regular file", errKey, path)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w %s: mode %04o is wider than 0600 (chmod 600 %s)", errKey, path, perm, path)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSeedFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errKey, path, err)
 	}
 	if len(data) > maxSeedFile {
 		return nil, fmt.Errorf("%w %s: larger than %d bytes, not a seed file", errKey, path, maxSeedFile)
+	}
+	if nkeys.IsValidPublicKey(string(bytes.TrimSpace(data))) {
+		// Said before the mode: a public key file is rightly 0644.
+		return nil, fmt.Errorf("%w %s: this is a public key, which can only verify; --key needs the seed it was made from (NAME.seed, next to NAME.pub, from ccm-orch keys new)", errKey, path)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%w %s: mode %04o is wider than 0600 (chmod 600 %s)", errKey, path, perm, path)
 	}
 	kp, err := nkeys.FromSeed(bytes.TrimSpace(data))
 	if err != nil {

@@ -61,7 +61,31 @@ var _ = Describe("ccm-orch keys new", func() {
 		var out, errOut bytes.Buffer
 		code := run([]string{"ensure", "file", "/tmp/x", "--owner", "root", "--group", "root", "--mode", "0644", "--key", pub, "--server", "nats://127.0.0.1:1"}, &out, &errOut)
 		Expect(code).To(Equal(1))
-		Expect(errOut.String()).To(ContainSubstring("not an nkeys seed"))
+		Expect(errOut.String()).To(ContainSubstring("x.pub: this is a public key, which can only verify; --key needs the seed"))
 		Expect(errOut.String()).ToNot(ContainSubstring("connect"))
+	})
+
+	It("says a public key file is a public key before finding its mode too wide for a seed", func() {
+		dir := GinkgoT().TempDir()
+		pub := filepath.Join(dir, "ops.pub")
+		kp, _ := nkeys.CreateUser()
+		p, _ := kp.PublicKey()
+		Expect(os.WriteFile(pub, []byte(p+"\n"), 0o644)).To(Succeed())
+		var out, errOut bytes.Buffer
+		code := run([]string{"ensure", "file", "/tmp/x", "--owner", "root", "--group", "root", "--mode", "0644", "--key", pub, "--server", "nats://127.0.0.1:1"}, &out, &errOut)
+		Expect(code).To(Equal(1))
+		Expect(errOut.String()).To(ContainSubstring("ops.pub: this is a public key"))
+		Expect(errOut.String()).To(ContainSubstring("NAME.seed"))
+		Expect(errOut.String()).ToNot(ContainSubstring("chmod"))
+	})
+
+	It("still refuses a garbage key file as not a seed", func() {
+		dir := GinkgoT().TempDir()
+		bad := filepath.Join(dir, "x.seed")
+		Expect(os.WriteFile(bad, []byte("not a key\n"), 0o600)).To(Succeed())
+		var out, errOut bytes.Buffer
+		code := run([]string{"ensure", "file", "/tmp/x", "--owner", "root", "--group", "root", "--mode", "0644", "--key", bad, "--server", "nats://127.0.0.1:1"}, &out, &errOut)
+		Expect(code).To(Equal(1))
+		Expect(errOut.String()).To(ContainSubstring("not an nkeys seed"))
 	})
 })

@@ -16,7 +16,7 @@ import (
 
 // statusFormat is dpkg-query's output format: package, version,
 // architecture and dpkg status, on one line. There is no shell, so it is
-// passed without the quotes the seed's command line shows.
+// passed as one argument without the quotes a shell command line needs.
 const statusFormat = "${Package} ${Version} ${Architecture} ${db:Status-Status}"
 
 // patternOnly makes apt read a command-line argument as a package name,
@@ -39,6 +39,8 @@ type Provider struct {
 	// lock is held while a package command runs
 	lock *sync.Mutex
 }
+
+var _ pkgtype.Resolver = (*Provider)(nil)
 
 // Name returns "apt".
 func (p *Provider) Name() string { return ProviderName }
@@ -144,6 +146,26 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	return nil
 }
 
+// Resolve reports whether Install(ctx, pkg, version) could start, asking
+// apt-cache policy as Install does and changing nothing: an error wrapping
+// pkgtype.ErrNoSuchPackage when apt has no package of exactly that name,
+// one wrapping ErrNoCandidate when present or latest has no candidate.
+// apt-cache only reads, so it runs without the package lock: noops of
+// several resources (or simulated hosts) do not queue behind one another.
+func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
+	if err := checkArgs(pkg, version); err != nil {
+		return err
+	}
+	candidate, err := p.policyCandidate(ctx, pkg)
+	if err != nil {
+		return err
+	}
+	if candidate == "" && (version == "" || version == pkgtype.EnsurePresent || version == pkgtype.EnsureLatest) {
+		return fmt.Errorf("%w for %s: apt-cache policy reports Candidate: (none)", ErrNoCandidate, pkg)
+	}
+	return nil
+}
+
 // Upgrade installs pkg at version (see Install).
 func (p *Provider) Upgrade(ctx context.Context, pkg, version string) error {
 	return p.Install(ctx, pkg, version)
@@ -201,6 +223,12 @@ func (p *Provider) VersionCmp(a, b string, _ bool) (int, error) {
 // without its native architecture); anything else, no answer included, is
 // an error wrapping pkgtype.ErrNoSuchPackage.
 func (p *Provider) resolveLocked(ctx context.Context, pkg string) (string, error) {
+	return p.policyCandidate(ctx, pkg)
+}
+
+// policyCandidate is resolveLocked for a caller that may or may not hold
+// the lock: apt-cache policy only reads.
+func (p *Provider) policyCandidate(ctx context.Context, pkg string) (string, error) {
 	args := []string{"-o", patternOnly, "policy", "--", pkg}
 	res, err := p.runLocked(ctx, []string{"LC_ALL=C"}, "apt-cache", args...)
 	if err != nil {

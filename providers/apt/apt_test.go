@@ -270,12 +270,22 @@ var _ = Describe("Provider", func() {
 			Expect(out.State.Common().Ensure).To(Equal("1.0-1"))
 		})
 
-		It("under noop only reads the state", func(ctx context.Context) {
+		It("under noop only reads the state and what apt could install", func(ctx context.Context) {
 			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_1.0-1.txt", "")
+			expectResolved(fake)
 			out, err := apply(ctx, true, "2.0-1")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(fake.Verify()).To(Succeed())
 			Expect(out.NoopMessage).To(Equal("Would have upgraded to 2.0-1"))
+		})
+
+		It("under noop fails a package apt does not have, saying so, and runs no apt-get", func(ctx context.Context) {
+			expect(fake, statusArgv("ccm-fleet-testpkg"), 1, "", "dpkg_query_unknown_stderr.txt")
+			expect(fake, policyArgv("ccm-fleet-testpkg"), 0, "apt_cache_policy_unknown.txt", "", "LC_ALL=C")
+			_, err := apply(ctx, true, "present")
+			Expect(err).To(MatchError(pkgtype.ErrNoSuchPackage))
+			Expect(err).To(MatchError("package ccm-fleet-testpkg: cannot install: no such package ccm-fleet-testpkg: apt knows no package of that name"))
+			Expect(fake.Verify()).To(Succeed())
 		})
 
 		It("reinstalls a package left with only its config files", func(ctx context.Context) {

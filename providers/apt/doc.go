@@ -7,5 +7,6 @@
 // algorithm (version.go).
 //
 // It does not run apt-get update: keeping the package index fresh is left to
-// the user (an exec resource), as the seed documents.
+// the user (an exec resource): a resource run must not change the package
+// index behind the operator's back, nor depend on the network to start.
 package apt

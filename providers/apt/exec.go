@@ -26,8 +26,10 @@ func Env() []string {
 // maxTail bounds how much of a failed command's output goes into an error.
 const maxTail = 1024
 
-// runLocked runs one command; the caller holds p.lock. A non-zero exit is
-// returned as a result, not an error.
+// runLocked runs one command; the caller holds p.lock for any command that
+// may change or lock the package database (apt-cache policy, which only
+// reads, may run without it). A non-zero exit is returned as a result, not
+// an error.
 func (p *Provider) runLocked(ctx context.Context, extraEnv []string, name string, args ...string) (*runner.Result, error) {
 	cmd := runner.Command{Path: name, Args: args, Env: append(Env(), extraEnv...), SearchPath: SearchPath}
 	p.log.Debug("running package command", "command", cmd.String())

@@ -14,15 +14,15 @@ import (
 )
 
 // QueryFormat is rpm's query format: name, epoch (0 when unset), version,
-// release and architecture. There is no shell, so it is passed without the
-// quotes the seed's command line shows.
+// release and architecture. There is no shell, so it is passed as one
+// argument without the quotes a shell command line needs.
 const QueryFormat = "%{NAME} %|EPOCH?{%{EPOCH}}:{0}| %{VERSION} %{RELEASE} %{ARCH}"
 
 // Provider manages packages with rpm and dnf. Every command it runs holds
 // the lock shared by the process's package providers.
 //
-// No "--" goes before package operands: in the seed's rpm command line the
-// package precedes --queryformat, which "--" would turn into an operand,
+// No "--" goes before package operands: rpm -q takes the package before
+// --queryformat, which "--" would turn into an operand,
 // and dnf5's argument parser rejects "--". Package names and versions are
 // validated instead, and can never start with a hyphen.
 type Provider struct {
@@ -97,6 +97,22 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	}
 	return p.runResolved(ctx, pkg, operand, "dnf", "install", "-y", operand)
 }
+
+// Resolve reports whether Install(ctx, pkg, version) could start, asking
+// dnf repoquery as Install does and changing nothing: an error wrapping
+// pkgtype.ErrNoSuchPackage when the operand does not mean packages named
+// exactly pkg.
+func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
+	operand, err := operand(pkg, version)
+	if err != nil {
+		return err
+	}
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	return p.resolveLocked(ctx, pkg, operand)
+}
+
+var _ pkgtype.Resolver = (*Provider)(nil)
 
 // Upgrade installs pkg at version (see Install); dnf install upgrades an
 // installed package.

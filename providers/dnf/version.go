@@ -48,7 +48,7 @@ func VersionCmp(a, b string, ignoreTrailingZeroes bool) int {
 		if c := strings.Compare(strings.ToUpper(x), strings.ToUpper(y)); c != 0 {
 			return c
 		}
-		// Equal but for case: the seed's algorithm stops here as equal.
+		// Equal but for case: rpm's ordering ends here, as equal.
 		return 0
 	}
 	return strings.Compare(a, b)

@@ -2,9 +2,10 @@ package scaffoldchoria
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"os/exec"
 	"time"
 
 	"github.com/kballard/go-shellquote"
@@ -56,7 +57,8 @@ func seconds(d time.Duration) string {
 func renderError(err error, limit time.Duration) error {
 	msg := err.Error()
 	hint := ""
-	if limit > 0 && strings.Contains(msg, "exit status 124") {
+	var exit *exec.ExitError
+	if limit > 0 && errors.As(err, &exit) && exit.ExitCode() == 124 {
 		hint = fmt.Sprintf(" (a post command ran past its time limit of %s and was killed)", limit.Round(time.Millisecond))
 	}
 	if len(msg) <= MaxErrorBytes && hint == "" {

@@ -287,7 +287,8 @@ func inside(dir, path string) bool {
 }
 
 // sourceDirectory returns the local directory a source names. The type
-// passes URL sources through unchanged (seed 001); this provider reads
+// passes URL sources through unchanged (a source may be a path or a URL);
+// this provider reads
 // file:// URLs of absolute local directories (host empty or localhost) and
 // refuses every other scheme.
 func sourceDirectory(source string) (string, error) {

@@ -83,7 +83,8 @@ func (pl plan) changes() bool {
 	return pl.remove || pl.download || pl.extract || pl.cleanup
 }
 
-// noopMessage is the seed's noop message for the plan.
+// noopMessage is what a noop says the plan would do: the message of each
+// step it holds, in order.
 func (pl plan) noopMessage() string {
 	var msgs []string
 	if pl.remove {

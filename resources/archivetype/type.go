@@ -45,8 +45,8 @@ func (Type) NewProperties() resources.Properties { return &Properties{} }
 
 // Apply brings the archive to its desired state: it queries Status, stops
 // when the state checks pass, otherwise removes, downloads, extracts and
-// cleans up as decided (under noop it only reports which, with the seed's
-// messages), then queries Status again and fails with
+// cleans up as decided (under noop it only reports which, one message per
+// step: MsgRemove, MsgDownload, MsgExtract, MsgCleanup), then queries Status again and fails with
 // resources.ErrDesiredStateFailed when the checks still do not pass.
 func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resources.Properties, p resources.Provider) (*resources.Outcome, error) {
 	prop, ok := props.(*Properties)

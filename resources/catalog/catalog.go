@@ -24,6 +24,12 @@ type Entry struct {
 	// Providers are the names of the providers the built-in registry
 	// wires for the type, in registration order.
 	Providers []string
+	// Positional is CCM's positional second argument of the type's
+	// command line; nil when that argument is only the ensure value.
+	Positional *Positional
+	// ShellFree, for a type whose other providers run through a shell,
+	// are the providers that do not (see NeedsShell).
+	ShellFree []string
 	// declare lists the host objects of properties of this type (its
 	// own: Objects adds the shared ones).
 	declare func(props resources.Properties, workingDir string) []HostObject
@@ -33,11 +39,14 @@ type Entry struct {
 // type's own properties value (see typed).
 var entries = []Entry{
 	{Name: "apply", Type: applytype.Type{}, Providers: []string{applytype.ProviderName}, declare: typed(applyObjects)},
-	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects)},
-	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects)},
+	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects),
+		Positional: &Positional{Property: "url", Help: "or the URL, as in CCM", sets: isURL}},
+	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects),
+		ShellFree: []string{"posix"}},
 	{Name: "file", Type: filetype.Type{}, Providers: []string{"posix"}, declare: typed(fileObjects)},
 	{Name: "package", Type: pkgtype.Type{}, Providers: []string{"apt", "dnf"}, declare: typed(packageObjects)},
-	{Name: "scaffold", Type: scaffoldtype.Type{}, Providers: []string{"choria"}, declare: typed(scaffoldObjects)},
+	{Name: "scaffold", Type: scaffoldtype.Type{}, Providers: []string{"choria"}, declare: typed(scaffoldObjects),
+		Positional: &Positional{Property: "source", Help: "or the source, as in CCM (NAME SOURCE [ENSURE])", EnsureAfter: true, sets: notPresence}},
 	{Name: "service", Type: servicetype.Type{}, Providers: []string{"systemd"}, declare: typed(serviceObjects)},
 }
 

@@ -237,7 +237,7 @@ func Decode(t resources.Type, props map[string]any) (resources.Properties, error
 	}
 	p := t.NewProperties()
 	if err := protocol.DecodeJSONStrict(raw, p); err != nil {
-		return nil, fmt.Errorf("%w: %s", resources.ErrInvalid, propertyMessage(err))
+		return nil, &resources.InvalidError{Problem: propertyMessage(err)}
 	}
 	if c := p.Common(); c.Ensure == "" {
 		c.Ensure = t.DefaultEnsure()

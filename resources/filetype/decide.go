@@ -62,8 +62,8 @@ type plan struct {
 	existing bool
 }
 
-// noopMessage returns the seed's message for the action, followed by what
-// differs when something exists already.
+// noopMessage returns the action's noop message ("Would have created the
+// file", ...), followed by what differs when something exists already.
 func (p plan) noopMessage() string {
 	var msg string
 	switch p.action {

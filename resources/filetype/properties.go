@@ -36,8 +36,8 @@ type Properties struct {
 	// file unmanaged (a missing file is created empty); a pointer to ""
 	// manages the file as empty.
 	Content *string `json:"content,omitempty"`
-	// Contents is the seed's spelling of Content; Validate merges it into
-	// Content and clears it.
+	// Contents is another spelling of Content, accepted as CCM accepts
+	// it; Validate merges it into Content and clears it.
 	Contents *string `json:"contents,omitempty"`
 	// Source is a local file whose bytes become the content; a relative
 	// path is resolved against the apply's working directory.

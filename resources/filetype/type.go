@@ -30,7 +30,7 @@ func (Type) NewProperties() resources.Properties { return &Properties{} }
 // current state, decides (ensure, content, owner, group, mode), acts unless
 // ac.Noop, then checks the state again and fails with an error wrapping
 // resources.ErrDesiredStateFailed when it was not reached. Under noop nothing
-// is changed and the outcome carries the seed's noop message.
+// is changed and the outcome carries the noop message of the action.
 func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resources.Properties, p resources.Provider) (*resources.Outcome, error) {
 	if ac == nil {
 		ac = &resources.ApplyContext{}

@@ -36,3 +36,14 @@ type Provider interface {
 	// ordering supports it. An error means a version cannot be parsed.
 	VersionCmp(a, b string, ignoreTrailingZeroes bool) (int, error)
 }
+
+// Resolver is what a package provider implements, optionally, to say
+// whether Install(ctx, pkg, version) could start without running it: nil
+// when the package manager has a package of exactly that name to install
+// at version, else an error naming the problem (wrapping ErrNoSuchPackage
+// when no package has that name). Under noop the type asks it before
+// predicting an install, upgrade or downgrade, so a noop of a package that
+// does not exist fails saying so, as the real run would.
+type Resolver interface {
+	Resolve(ctx context.Context, pkg, version string) error
+}

@@ -23,8 +23,7 @@ func (Type) DefaultEnsure() string { return EnsurePresent }
 // NewProperties returns empty package properties.
 func (Type) NewProperties() resources.Properties { return &Properties{} }
 
-// action is what an apply does to a package, one of the seed's decision
-// table's actions.
+// action is what an apply does to a package, as decide chooses it.
 type action string
 
 const (
@@ -60,7 +59,7 @@ type plan struct {
 // Without noop the state is read again after acting and an error wrapping
 // resources.ErrDesiredStateFailed is returned when it is not the desired
 // one (for latest: when the package is still absent). Under noop nothing is
-// changed and the outcome carries the seed's noop message.
+// changed and the outcome carries the noop message of the action.
 func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resources.Properties, p resources.Provider) (*resources.Outcome, error) {
 	prop, ok := props.(*Properties)
 	if !ok {
@@ -98,6 +97,11 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 		return &resources.Outcome{State: initial}, nil
 	}
 	if ac.Noop {
+		if r, ok := prov.(Resolver); ok && pl.action != actionUninstall {
+			if err := r.Resolve(ctx, prop.Name, pl.version); err != nil {
+				return &resources.Outcome{State: initial}, fmt.Errorf("package %s: cannot %s: %w", prop.Name, pl.action, err)
+			}
+		}
 		log.Info("noop: not changing package", "action", string(pl.action), "message", pl.message)
 		return &resources.Outcome{State: initial, Changed: true, NoopMessage: pl.message, Diff: diffFor(initial.Ensure, pl, prop.Ensure, "")}, nil
 	}
@@ -122,8 +126,11 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	return out, nil
 }
 
-// decide applies the seed's two phases to the desired ensure value and the
-// current one (an installed version or "absent").
+// decide chooses the action for the desired ensure value and the current
+// one (an installed version or "absent") in two phases: latest always acts
+// (install when absent, else upgrade to the candidate); then, unless the
+// state is already desired, absent uninstalls, present installs and a
+// version installs, upgrades or downgrades to it.
 func decide(desired, current string, prov Provider) (plan, error) {
 	absent := current == EnsureAbsent
 

@@ -141,7 +141,9 @@ func scaffoldDiff(ctx context.Context, ac *resources.ApplyContext, prov Provider
 }
 
 // IsDesired reports whether state shows the target in the state props ask
-// for; it is the seed's idempotency decision table. A nil state or one
+// for: absent when the target is gone or holds none of the scaffold's
+// files; present when the target exists, no file would change, at least
+// one is stable and, with purge, none would be purged. A nil state or one
 // without metadata is never desired.
 func IsDesired(props *Properties, state *protocol.ScaffoldState) bool {
 	if state == nil || state.Metadata == nil {

@@ -19,7 +19,7 @@ const (
 // the longest unit name systemd accepts.
 const MaxNameLength = 256
 
-// nameRe is the seed's allow-list for service names: ASCII letters and
+// nameRe is the allow-list for service names: ASCII letters and
 // digits plus . _ + : ~ -. Everything else (shell metacharacters,
 // whitespace, path separators, '@', NUL, non-ASCII) is rejected.
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9._+:~-]+$`)

@@ -56,7 +56,7 @@ type action struct {
 }
 
 // Apply brings the service to its desired state in two phases, running
-// state then enabled state, exactly as the seed describes:
+// state then enabled state:
 //
 //   - running state: with ac.Refresh, a service that should run and runs is
 //     restarted (Refreshed); one that should run but is stopped is started,
@@ -163,7 +163,7 @@ func plan(prop *Properties, state *protocol.ServiceState, refresh bool, sp Provi
 	return actions
 }
 
-// isDesiredState is the seed's check: the running state must match ensure,
+// isDesiredState is the service's check: the running state must match ensure,
 // and the enabled state must match enable when enable is set.
 func isDesiredState(prop *Properties, state *protocol.ServiceState) bool {
 	if prop.Ensure != state.Ensure {

@@ -1,11 +1,13 @@
 package templates
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -120,7 +122,7 @@ func compile(src string) (*vm.Program, error) {
 	}
 	p, err := expr.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %s", ErrExpression, src, firstLine(err.Error()))
+		return nil, fmt.Errorf("%w: %q: %s", ErrExpression, src, exprMessage(err))
 	}
 	programs.Lock()
 	if len(programs.m) >= maxCachedPrograms {
@@ -131,9 +133,18 @@ func compile(src string) (*vm.Program, error) {
 	return p, nil
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// exprMessage renders an expression's error on one line: expr's own
+// errors by their message and position (without the source snippet the
+// caller quotes already), any other error as it renders itself.
+func exprMessage(err error) string {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	if fe.Snippet == "" {
+		return fe.Message
+	}
+	return fmt.Sprintf("%s (%d:%d)", fe.Message, fe.Line, fe.Column+1) // Column counts from 0
 }
 
 // Eval runs one expression and returns its value.
@@ -189,7 +200,7 @@ type exprError struct {
 }
 
 func (e *exprError) Error() string {
-	return fmt.Sprintf("%s: %q: %s", ErrExpression, e.src, firstLine(e.cause.Error()))
+	return fmt.Sprintf("%s: %q: %s", ErrExpression, e.src, exprMessage(e.cause))
 }
 
 func (e *exprError) Unwrap() []error { return []error{ErrExpression, e.cause} }

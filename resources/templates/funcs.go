@@ -137,7 +137,7 @@ func (e *Env) RenderJet(body, left, right string) (out string, err error) {
 	}
 	tpl, err := set.Parse("template", body)
 	if err != nil {
-		return "", fmt.Errorf("%w: jet: %s", ErrExpression, firstLine(err.Error()))
+		return "", fmt.Errorf("%w: jet: %w", ErrExpression, err)
 	}
 	vars := jet.VarMap{}
 	for _, name := range []string{"facts", "Facts", "data", "Data", "environ", "Environ"} {
@@ -147,7 +147,7 @@ func (e *Env) RenderJet(body, left, right string) (out string, err error) {
 	}
 	var buf bytes.Buffer
 	if err := tpl.Execute(&buf, vars, nil); err != nil {
-		return "", fmt.Errorf("%w: jet: %s", ErrExpression, firstLine(err.Error()))
+		return "", fmt.Errorf("%w: jet: %w", ErrExpression, err)
 	}
 	return buf.String(), nil
 }

@@ -51,6 +51,14 @@ var _ = Describe("Env", func() {
 	It("fails clearly on a syntax error", func() {
 		_, err := env.Expand("{{ lookup('facts.os' }}")
 		Expect(err).To(MatchError(templates.ErrExpression))
+		Expect(err).To(MatchError(`expression failed: "lookup('facts.os'": unexpected token EOF (1:17)`))
+	})
+
+	It("says a runtime failure on one line, with its position and without the source snippet", func() {
+		_, err := env.Expand("{{ 1 / nosuch }}")
+		Expect(err).To(MatchError(templates.ErrExpression))
+		Expect(err.Error()).ToNot(ContainSubstring("\n"))
+		Expect(err.Error()).To(HavePrefix(`expression failed: "1 / nosuch": `))
 	})
 
 	It("does not expose the environment or files unless asked", func() {

@@ -3,6 +3,7 @@ package program
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -61,7 +62,7 @@ func AttachExamples(app *fisk.Application, ex Examples) error {
 		}
 	}
 	walk(app.Model().Commands, app.GetCommand)
-	for full := range ex {
+	for _, full := range slices.Sorted(maps.Keys(ex)) {
 		if !attached[full] {
 			errs = append(errs, fmt.Errorf("examples for %q, which is not a command", full))
 		}
@@ -69,7 +70,6 @@ func AttachExamples(app *fisk.Application, ex Examples) error {
 	for _, top := range order {
 		app.Cheat(top, strings.TrimRight(cheats[top].String(), "\n"))
 	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
 }
 

@@ -88,6 +88,10 @@ func Run(app *fisk.Application, args []string, stderr io.Writer) (code int) {
 		}
 		return int(ee.Code)
 	}
+	if msg := unknownSubcommand(app, args); msg != "" {
+		fmt.Fprintf(stderr, "%s: error: %s\n", app.Name, msg)
+		return int(protocol.ExitError)
+	}
 	fmt.Fprintf(stderr, "%s: error: %v (see %s --help)\n", app.Name, err, app.Name)
 	return int(protocol.ExitError)
 }

@@ -2,9 +2,10 @@ package resflags
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // Common are the arguments and flags every "ensure <type>" takes, in both
@@ -32,14 +33,14 @@ type Common struct {
 func (c *Common) Register(cmd *fisk.CmdClause, t TypeFlags) {
 	c.typeName = t.Type
 	cmd.Arg("name", t.NameHelp).Required().StringVar(&c.Name)
-	switch t.Type {
-	case "archive":
-		cmd.Arg("ensure", "Desired state: "+t.EnsureHelp+"; or the URL, as in CCM").StringVar(&c.Ensure)
-	case "scaffold":
-		cmd.Arg("ensure", "Desired state: "+t.EnsureHelp+"; or the source, as in CCM (NAME SOURCE [ENSURE])").StringVar(&c.Ensure)
-		cmd.Arg("ensure-after-source", "Desired state after a source given as an argument").StringVar(&c.third)
-	default:
+	pos := catalog.PositionalOf(t.Type)
+	if pos == nil {
 		cmd.Arg("ensure", "Desired state: "+t.EnsureHelp).StringVar(&c.Ensure)
+	} else {
+		cmd.Arg("ensure", "Desired state: "+t.EnsureHelp+"; "+pos.Help).StringVar(&c.Ensure)
+	}
+	if pos != nil && pos.EnsureAfter {
+		cmd.Arg("ensure-after-"+pos.Property, "Desired state after a "+pos.Property+" given as an argument").StringVar(&c.third)
 	}
 	cmd.Flag("alias", "Second name for require/subscribe references").StringVar(&c.Alias)
 	cmd.Flag("provider", "Force a provider instead of choosing one by facts").StringVar(&c.Provider)
@@ -57,14 +58,9 @@ func (c *Common) Register(cmd *fisk.CmdClause, t TypeFlags) {
 func (c *Common) Properties(typeProps map[string]any) (map[string]any, error) {
 	typeProps["name"] = c.Name
 	ensure := c.Ensure
-	switch {
-	case c.typeName == "archive" && strings.Contains(ensure, "://"):
-		if err := positional(typeProps, "url", ensure); err != nil {
-			return nil, err
-		}
-		ensure = ""
-	case c.typeName == "scaffold" && ensure != "" && ensure != "present" && ensure != "absent":
-		if err := positional(typeProps, "source", ensure); err != nil {
+	switch pos := catalog.PositionalOf(c.typeName); {
+	case pos.Sets(ensure):
+		if err := positional(typeProps, pos.Property, ensure); err != nil {
 			return nil, err
 		}
 		ensure = c.third

@@ -5,7 +5,9 @@ package programtest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,11 +129,23 @@ func parseOnly(app *fisk.Application, args []string) error {
 			continue
 		}
 		if err := v.Set(*el.Value); err != nil {
-			if filepath.IsAbs(*el.Value) && strings.Contains(err.Error(), "does not exist") {
+			if missingHostFile(*el.Value) {
 				continue // a file on the operator's host, such as /etc/ccm/agent.yaml
 			}
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// missingHostFile reports whether v is an absolute path that does not exist
+// here: an example may name a file of the operator's host, which a
+// file-checking flag refuses on this one. (The flag's own error carries
+// only text, so the path is checked again.)
+func missingHostFile(v string) bool {
+	if !filepath.IsAbs(v) {
+		return false
+	}
+	_, err := os.Stat(v)
+	return errors.Is(err, fs.ErrNotExist)
 }

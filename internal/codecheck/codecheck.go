@@ -1,0 +1,303 @@
+package codecheck
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Rule names what a finding breaks.
+type Rule string
+
+// The rules Scan enforces.
+const (
+	// RuleMsgLiteral: a nats.Msg composite literal; build messages with
+	// nats.NewMsg and set the fields.
+	RuleMsgLiteral Rule = "nats.Msg literal"
+	// RuleErrorText: a strings or bytes function applied to err.Error(),
+	// or err.Error() compared with ==/!=; classify with errors.Is/As.
+	RuleErrorText Rule = "error text edited or compared"
+	// RuleFlatten: errors.New or fmt.Errorf given err.Error(), or
+	// errors.New given an error's Message; wrap with %w (or
+	// protocol.Plain) so the cause stays classifiable.
+	RuleFlatten Rule = "error flattened to its text"
+	// RuleTypeSwitch: a switch whose cases list two or more resource type
+	// names, outside the resource catalog.
+	RuleTypeSwitch Rule = "switch on a resource type name"
+)
+
+// Finding is one place that breaks a rule.
+type Finding struct {
+	// Path is the file, slash separated, relative to the scanned root.
+	Path string
+	Line int
+	Rule Rule
+	// Code is the offending expression or statement head as written.
+	Code string
+}
+
+// String renders f as `path:line: rule: code`.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s:%d: %s: %s", f.Path, f.Line, f.Rule, f.Code)
+}
+
+// Config says what Scan reads and what it knows.
+type Config struct {
+	// TypeNames are the resource type names a switch must not list.
+	TypeNames []string
+	// TypeConsts are the names of constants that hold type names
+	// (TypeFile, protocol.TypeExec): a switch must not list them either.
+	TypeConsts []string
+	// CatalogDir is the directory (relative to the root, slash separated)
+	// allowed to switch on type names.
+	CatalogDir string
+}
+
+const natsPath = "github.com/nats-io/nats.go"
+
+// skipDirs are directories Scan never enters.
+var skipDirs = []string{".git", "testdata", "vendor", "node_modules"}
+
+// Scan parses every non-test .go file under root and returns the
+// findings, in path and line order.
+func Scan(root string, cfg Config) ([]Finding, error) {
+	var out []Finding
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (slices.Contains(skipDirs, d.Name()) || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		found, err := scanFile(p, filepath.ToSlash(rel), cfg)
+		if err != nil {
+			return err
+		}
+		out = append(out, found...)
+		return nil
+	})
+	return out, err
+}
+
+// scanFile returns the findings of one file; rel is its reported path.
+func scanFile(path, rel string, cfg Config) ([]Finding, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, fmt.Errorf("codecheck: %w", err)
+	}
+	c := &checker{fset: fset, rel: rel, cfg: cfg,
+		natsName:    importName(f, natsPath, "nats"),
+		stringsName: importName(f, "strings", "strings"),
+		bytesName:   importName(f, "bytes", "bytes"),
+		errorsName:  importName(f, "errors", "errors"),
+		fmtName:     importName(f, "fmt", "fmt"),
+		inCatalog:   cfg.CatalogDir != "" && (rel == cfg.CatalogDir || strings.HasPrefix(rel, cfg.CatalogDir+"/")),
+	}
+	ast.Inspect(f, c.visit)
+	return c.found, nil
+}
+
+// importName is the name file f uses for the package at path ("" when f
+// does not import it).
+func importName(f *ast.File, path, def string) string {
+	for _, imp := range f.Imports {
+		p, err := strconv.Unquote(imp.Path.Value)
+		if err != nil || p != path {
+			continue
+		}
+		if imp.Name != nil {
+			return imp.Name.Name
+		}
+		return def
+	}
+	return ""
+}
+
+type checker struct {
+	fset                                                  *token.FileSet
+	rel                                                   string
+	cfg                                                   Config
+	natsName, stringsName, bytesName, errorsName, fmtName string
+	inCatalog                                             bool
+	found                                                 []Finding
+}
+
+func (c *checker) add(n ast.Node, rule Rule, code string) {
+	c.found = append(c.found, Finding{Path: c.rel, Line: c.fset.Position(n.Pos()).Line, Rule: rule, Code: code})
+}
+
+func (c *checker) visit(n ast.Node) bool {
+	switch n := n.(type) {
+	case *ast.CompositeLit:
+		if isSelector(n.Type, c.natsName, "Msg") {
+			c.add(n, RuleMsgLiteral, c.natsName+".Msg{...}")
+		}
+	case *ast.CallExpr:
+		c.call(n)
+	case *ast.BinaryExpr:
+		if (n.Op == token.EQL || n.Op == token.NEQ) && (isErrorCall(n.X) || isErrorCall(n.Y)) {
+			c.add(n, RuleErrorText, "comparison with "+render(errorCallOf(n.X, n.Y)))
+		}
+	case *ast.SwitchStmt:
+		if !c.inCatalog {
+			if name, ok := c.typeCase(n); ok {
+				c.add(n, RuleTypeSwitch, "case "+name)
+			}
+		}
+	}
+	return true
+}
+
+// call checks a call for edited or flattened error text.
+func (c *checker) call(n *ast.CallExpr) {
+	sel, ok := n.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return
+	}
+	if pkg.Name == c.errorsName && c.errorsName != "" && sel.Sel.Name == "New" && len(n.Args) == 1 {
+		if m, ok := n.Args[0].(*ast.SelectorExpr); ok && m.Sel.Name == "Message" {
+			c.add(n, RuleFlatten, "errors.New("+exprString(m)+")")
+			return
+		}
+	}
+	arg := firstErrorArg(n.Args)
+	if arg == nil {
+		return
+	}
+	switch {
+	case pkg.Name == c.stringsName && c.stringsName != "", pkg.Name == c.bytesName && c.bytesName != "":
+		c.add(n, RuleErrorText, pkg.Name+"."+sel.Sel.Name+"("+render(arg)+")")
+	case pkg.Name == c.errorsName && c.errorsName != "" && sel.Sel.Name == "New",
+		pkg.Name == c.fmtName && c.fmtName != "" && sel.Sel.Name == "Errorf":
+		c.add(n, RuleFlatten, pkg.Name+"."+sel.Sel.Name+"(... "+render(arg)+" ...)")
+	}
+}
+
+// typeCase reports the first resource type name a switch lists as a case
+// value, when it lists two or more: a switch on the type's name. One name
+// alone is not taken for one ("file" is also a URL scheme).
+func (c *checker) typeCase(s *ast.SwitchStmt) (string, bool) {
+	var names []string
+	for _, st := range s.Body.List {
+		cc, ok := st.(*ast.CaseClause)
+		if !ok {
+			continue
+		}
+		for _, e := range cc.List {
+			if name, ok := c.typeName(e); ok && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	if len(names) < 2 {
+		return "", false
+	}
+	return names[0], true
+}
+
+// typeName reports the type name a case value is: a string literal of
+// one, or a constant named in TypeConsts (bare or package-qualified).
+func (c *checker) typeName(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		v, err := strconv.Unquote(e.Value)
+		return v, err == nil && slices.Contains(c.cfg.TypeNames, v)
+	case *ast.Ident:
+		return e.Name, slices.Contains(c.cfg.TypeConsts, e.Name)
+	case *ast.SelectorExpr:
+		return e.Sel.Name, slices.Contains(c.cfg.TypeConsts, e.Sel.Name)
+	}
+	return "", false
+}
+
+// firstErrorArg returns the first argument that is a call x.Error().
+func firstErrorArg(args []ast.Expr) ast.Expr {
+	for _, a := range args {
+		if isErrorCall(a) {
+			return a
+		}
+	}
+	return nil
+}
+
+// isErrorCall reports whether e is a call of a method Error with no
+// arguments.
+func isErrorCall(e ast.Expr) bool {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || len(call.Args) != 0 {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "Error"
+}
+
+func errorCallOf(a, b ast.Expr) ast.Expr {
+	if isErrorCall(a) {
+		return a
+	}
+	return b
+}
+
+// isSelector reports whether e is pkg.name (pkg non-empty).
+func isSelector(e ast.Expr, pkg, name string) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok || pkg == "" || sel.Sel.Name != name {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	return ok && id.Name == pkg
+}
+
+// render writes a short form of an x.Error() call: `err.Error()`.
+func render(e ast.Expr) string {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return "?"
+	}
+	sel := call.Fun.(*ast.SelectorExpr)
+	return exprString(sel.X) + ".Error()"
+}
+
+// exprString renders identifiers, selectors and calls; other shapes as `…`.
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
+	case *ast.CallExpr:
+		return exprString(e.Fun) + "(…)"
+	case *ast.ParenExpr:
+		return "(" + exprString(e.X) + ")"
+	case *ast.IndexExpr:
+		return exprString(e.X) + "[…]"
+	case *ast.StarExpr:
+		return "*" + exprString(e.X)
+	default:
+		return "…"
+	}
+}

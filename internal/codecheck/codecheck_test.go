@@ -1,0 +1,127 @@
+package codecheck_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/internal/codecheck"
+	"github.com/ccm-fleet/ccm/resources/catalog"
+)
+
+// config is what the repository is checked with.
+func config() codecheck.Config {
+	consts := make([]string, 0, len(catalog.Names()))
+	for _, n := range catalog.Names() {
+		consts = append(consts, "Type"+strings.ToUpper(n[:1])+n[1:])
+	}
+	return codecheck.Config{TypeNames: catalog.Names(), TypeConsts: consts, CatalogDir: "resources/catalog"}
+}
+
+var _ = Describe("The repository's non-test code", func() {
+	It("has no nats.Msg literal, no edited or compared error text, no flattened error and no switch on a type name", func() {
+		found, err := codecheck.Scan("../..", config())
+		Expect(err).NotTo(HaveOccurred())
+		var lines []string
+		for _, f := range found {
+			lines = append(lines, f.String())
+		}
+		Expect(lines).To(BeEmpty(), "findings:\n%s", strings.Join(lines, "\n"))
+	})
+})
+
+var _ = Describe("Scan", func() {
+	var root string
+
+	write := func(rel, src string) {
+		p := filepath.Join(root, rel)
+		Expect(os.MkdirAll(filepath.Dir(p), 0o755)).To(Succeed())
+		Expect(os.WriteFile(p, []byte(src), 0o644)).To(Succeed())
+	}
+
+	BeforeEach(func() { root = GinkgoT().TempDir() })
+
+	It("reports each shape with its file and line, and leaves tests, the catalog and clean code alone", func() {
+		write("a/bad.go", `package a
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	"example.com/protocol"
+)
+
+func f(err error, t string) any {
+	_ = strings.TrimPrefix(err.Error(), "yaml: ")
+	_ = err.Error() == "boom"
+	_ = errors.New(err.Error())
+	_ = fmt.Errorf("x: %s", err.Error())
+	_ = errors.New(protocol.AsError(err).Message)
+	switch t {
+	case "exec":
+	case "package", "service":
+	}
+	switch t {
+	case protocol.TypeFile, protocol.TypeExec:
+	}
+	return &natsgo.Msg{Subject: "s"}
+}
+`)
+		write("a/clean.go", `package a
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+)
+
+func g(err error, mode string) any {
+	_ = strings.TrimSpace(mode)
+	_ = fmt.Errorf("x: %w", err)
+	_ = errors.Is(err, errors.ErrUnsupported)
+	switch mode {
+	case "strict", "lax":
+	}
+	switch scheme := mode; scheme {
+	case "file":
+	case "https":
+	}
+	return nats.NewMsg("s")
+}
+`)
+		write("a/bad_test.go", "package a\n\nimport \"strings\"\n\nfunc h(err error) bool { return strings.Contains(err.Error(), \"x\") }\n")
+		write("resources/catalog/c.go", "package catalog\n\nfunc k(t string) {\n\tswitch t {\n\tcase \"file\":\n\t}\n}\n")
+		write("testdata/t.go", "package t\n\nimport \"strings\"\n\nfunc h(err error) bool { return strings.Contains(err.Error(), \"x\") }\n")
+
+		found, err := codecheck.Scan(root, config())
+		Expect(err).NotTo(HaveOccurred())
+		var got []string
+		for _, f := range found {
+			got = append(got, f.String())
+		}
+		Expect(got).To(ConsistOf(
+			"a/bad.go:14: error text edited or compared: strings.TrimPrefix(err.Error())",
+			"a/bad.go:15: error text edited or compared: comparison with err.Error()",
+			"a/bad.go:16: error flattened to its text: errors.New(... err.Error() ...)",
+			"a/bad.go:17: error flattened to its text: fmt.Errorf(... err.Error() ...)",
+			"a/bad.go:18: error flattened to its text: errors.New(protocol.AsError(…).Message)",
+			"a/bad.go:19: switch on a resource type name: case exec",
+			"a/bad.go:23: switch on a resource type name: case TypeFile",
+			"a/bad.go:26: nats.Msg literal: natsgo.Msg{...}",
+		))
+	})
+
+	It("fails on a file that does not parse rather than skipping it", func() {
+		write("b/broken.go", "package b\n\nfunc {\n")
+		_, err := codecheck.Scan(root, config())
+		Expect(err).To(MatchError(ContainSubstring("broken.go")))
+	})
+})

@@ -1,0 +1,8 @@
+// Package codecheck reads the repository's Go source with go/ast and
+// reports the shapes the project has ruled out of non-test code: NATS
+// messages built as composite literals instead of with nats.NewMsg, error
+// text edited or compared instead of the error classified with
+// errors.Is/errors.As, errors flattened to their text, and switches on a
+// resource type's name outside the resource catalog, the one place that
+// knows the types.
+package codecheck
