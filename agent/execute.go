@@ -63,7 +63,7 @@ func (x *executor) execute(ctx context.Context, r *job) *protocol.FleetReply {
 		return reply
 	}
 	// Remote requests see facts only: no environment, no files.
-	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), DiffLimit: x.diffLimit}
+	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), Prepared: r.prepared, DiffLimit: x.diffLimit}
 	ev, err := x.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
 		reply.Error = protocol.NewError(runErrorCode(err), "%s", err)
@@ -113,6 +113,7 @@ func (x *executor) runManifest(ctx context.Context, r *job, reply *protocol.Flee
 		AllowEnviron: false,
 		AllowFiles:   false,
 		Guard:        x.judge.guard(r),
+		Prepared:     r.prepared,
 		Log:          x.log.With("request", r.id(), "signer", r.audit.Signer.Key),
 		DiffLimit:    x.diffLimit,
 	})

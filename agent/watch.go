@@ -72,14 +72,14 @@ func (s *assigner) startWatcher() {
 	}
 }
 
-// rewatch makes as's watched files those of its last run's events (a run
-// that could not start leaves them as they were), recording how each looks
-// now.
-func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply) {
+// rewatch makes as's watched files paths, those its last run asked to be
+// watched (a run that could not start leaves them as they were), recording
+// how each looks now.
+func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply, paths []string) {
 	if reply == nil || reply.Error != nil {
 		return
 	}
-	paths := watchedFiles(reply.Events)
+	paths = slices.Clone(paths)
 	ws := as.watch
 	if len(paths) == 0 && ws == nil {
 		return

@@ -62,7 +62,7 @@ var _ = Describe("starting a watch after a run", func() {
 		Expect(os.WriteFile(path, []byte("managed\n"), 0o644)).To(Succeed())
 		as := &assigned{name: "motd", selected: true}
 		s.known[as.name] = as
-		s.rewatch(as, runOf("managed\n"))
+		s.rewatch(as, runOf("managed\n"), []string{path})
 		Expect(as.watch.paths).To(HaveKey(path))
 		Expect(as.trigger).To(BeEmpty(), "nothing to repair")
 	})
@@ -73,7 +73,7 @@ var _ = Describe("starting a watch after a run", func() {
 			tamper()
 			as := &assigned{name: "motd", selected: true}
 			s.known[as.name] = as
-			s.rewatch(as, runOf("managed\n"))
+			s.rewatch(as, runOf("managed\n"), []string{path})
 			Expect(as.trigger).To(Equal(protocol.TriggerWatch))
 			Expect(as.next).NotTo(BeZero())
 		},
