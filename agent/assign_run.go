@@ -127,7 +127,7 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 	run := r.respond.(*assignmentRun)
 	run.ran = func(reply *protocol.FleetReply) {
 		if as.trigger == protocol.TriggerWatch {
-			run.flapping = s.repaired(as, started, reply)
+			run.flapping = s.repaired(as, started, reply, r.sensitive)
 		}
 		if ws := as.watch; ws != nil && ws.failures > 0 {
 			run.watchFailures, run.watchError, run.watchFailedAt = ws.failures, ws.lastError, ws.failedAt

@@ -33,9 +33,11 @@ type job struct {
 	record bool
 	// respond answers it
 	respond responder
-	// watched are the files its run asked to be watched, read from the
-	// typed properties the engine ran (see watchedPath)
-	watched []string
+	// watched are the files its run asked to be watched and sensitive the
+	// resources (type#name) it ran as sensitive, read from the typed
+	// properties the engine ran (see prepared)
+	watched   []string
+	sensitive map[string]bool
 }
 
 // body is a request's resources, parsed once at admission.
@@ -52,10 +54,16 @@ type body struct {
 }
 
 // prepared notes what of a resource the run prepared concerns the job
-// after the run: a file it asks to be watched.
+// after the run: a file it asks to be watched, whether it is sensitive.
 func (j *job) prepared(p *engine.Prepared) {
 	if path, ok := watchedPath(p); ok {
 		j.watched = append(j.watched, path)
+	}
+	if p.Properties.Common().Sensitive {
+		if j.sensitive == nil {
+			j.sensitive = map[string]bool{}
+		}
+		j.sensitive[p.Ref()] = true
 	}
 }
 

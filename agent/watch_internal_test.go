@@ -101,13 +101,13 @@ var _ = Describe("backing off a file that keeps changing", func() {
 		for range 4 {
 			started := clock
 			clock = clock.Add(3 * time.Second)
-			got = append(got, s.repaired(as, started, changed))
+			got = append(got, s.repaired(as, started, changed, nil))
 			clock = clock.Add(WatchDebounce + as.watch.backoff)
 		}
 		Expect(got).To(Equal([]string{"", "500ms", "1s", "2s"}))
 
 		// A file left alone for longer than the window starts again.
 		clock = clock.Add(time.Minute)
-		Expect(s.repaired(as, clock, changed)).To(BeEmpty())
+		Expect(s.repaired(as, clock, changed, nil)).To(BeEmpty())
 	})
 })
