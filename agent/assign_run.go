@@ -127,7 +127,7 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 	run := r.respond.(*assignmentRun)
 	run.ran = func(reply *protocol.FleetReply) {
 		if as.trigger == protocol.TriggerWatch {
-			run.flapping = s.repaired(as, started, reply)
+			run.flapping = s.repaired(as, started, reply, r.sensitive)
 		}
 		if ws := as.watch; ws != nil && ws.failures > 0 {
 			run.watchFailures, run.watchError, run.watchFailedAt = ws.failures, ws.lastError, ws.failedAt
@@ -135,7 +135,7 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 	}
 	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.id(), "signer", r.audit.Signer.Key)
 	if reply := a.exec.run(ctx, r); reply != nil {
-		s.rewatch(as, reply)
+		s.rewatch(as, reply, r.watched)
 	}
 }
 

@@ -63,7 +63,7 @@ func (x *executor) execute(ctx context.Context, r *job) *protocol.FleetReply {
 		return reply
 	}
 	// Remote requests see facts only: no environment, no files.
-	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), DiffLimit: x.diffLimit}
+	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), Prepared: notes(r), DiffLimit: x.diffLimit}
 	ev, err := x.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
 		reply.Error = protocol.NewError(runErrorCode(err), "%s", err)
@@ -71,6 +71,16 @@ func (x *executor) execute(ctx context.Context, r *job) *protocol.FleetReply {
 	}
 	reply.Events = append(reply.Events, ev)
 	return reply
+}
+
+// notes is the engine's Prepared hook for r: only a job that learns its
+// reply (an assignment's run, settler) reads what the run prepared (its
+// files to watch, its sensitive resources); a fleet request notes nothing.
+func notes(r *job) func(*engine.Prepared) {
+	if _, ok := r.respond.(settler); ok {
+		return r.prepared
+	}
+	return nil
 }
 
 // runErrorCode classifies the error of a run that could not start: the
@@ -113,6 +123,7 @@ func (x *executor) runManifest(ctx context.Context, r *job, reply *protocol.Flee
 		AllowEnviron: false,
 		AllowFiles:   false,
 		Guard:        x.judge.guard(r),
+		Prepared:     notes(r),
 		Log:          x.log.With("request", r.id(), "signer", r.audit.Signer.Key),
 		DiffLimit:    x.diffLimit,
 	})

@@ -33,6 +33,11 @@ type job struct {
 	record bool
 	// respond answers it
 	respond responder
+	// watched are the files its run asked to be watched and sensitive the
+	// resources (type#name) it ran as sensitive, read from the typed
+	// properties the engine ran (see prepared)
+	watched   []string
+	sensitive map[string]bool
 }
 
 // body is a request's resources, parsed once at admission.
@@ -46,6 +51,20 @@ type body struct {
 	// resources are the declared resources as the policy sees them, in
 	// order (names as written, before templates)
 	resources []policyResource
+}
+
+// prepared notes what of a resource the run prepared concerns the job
+// after the run: a file it asks to be watched, whether it is sensitive.
+func (j *job) prepared(p *engine.Prepared) {
+	if path, ok := watchedPath(p); ok {
+		j.watched = append(j.watched, path)
+	}
+	if p.Properties.Common().Sensitive {
+		if j.sensitive == nil {
+			j.sensitive = map[string]bool{}
+		}
+		j.sensitive[p.Ref()] = true
+	}
 }
 
 // id is the job's request id: the decoded one, or, for a request that did

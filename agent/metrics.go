@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -22,10 +23,17 @@ type Metrics struct {
 	build     *prometheus.GaugeVec
 	lastOK    prometheus.Gauge
 
-	// guards agent: the agent whose connection and spool the gauges
-	// read, set when it runs
-	mu    sync.Mutex
-	agent *Agent
+	// guards live: what the gauges read of the agent recording into m,
+	// set when it runs
+	mu   sync.Mutex
+	live *gauges
+}
+
+// gauges is what the metrics read of the agent that records into them:
+// whether it is connected to NATS and how many records its spool holds.
+type gauges struct {
+	connected func() bool
+	spooled   func() int
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -93,8 +101,8 @@ func (m *Metrics) spoolGauge() prometheus.GaugeFunc {
 		Namespace: "ccm", Subsystem: "agent", Name: "spool_records",
 		Help: "History records kept in the spool until JetStream takes them.",
 	}, func() float64 {
-		if a := m.running(); a != nil {
-			return float64(a.fin.history.spool.stats().Records)
+		if g := m.running(); g != nil {
+			return float64(g.spooled())
 		}
 		return 0
 	})
@@ -115,23 +123,29 @@ func (m *Metrics) initLabels() {
 	}
 }
 
-// bind makes the gauges read a's connection and spool, and sets the build
-// information.
-func (m *Metrics) bind(a *Agent) {
+// liveGauges reads nc's connection and sp's records.
+func liveGauges(nc *nats.Conn, sp *spool) gauges {
+	return gauges{connected: nc.IsConnected, spooled: func() int { return sp.stats().Records }}
+}
+
+// bind makes the gauges read g (the running agent's connection and
+// spool), and sets the build information to version.
+func (m *Metrics) bind(version string, g gauges) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
-	m.agent = a
+	m.live = &g
 	m.mu.Unlock()
 	m.build.Reset()
-	m.build.WithLabelValues(a.setup.version, runtime.Version()).Set(1)
+	m.build.WithLabelValues(version, runtime.Version()).Set(1)
 }
 
-func (m *Metrics) running() *Agent {
+// running is what the gauges read, nil before an agent runs.
+func (m *Metrics) running() *gauges {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.agent
+	return m.live
 }
 
 // Healthy reports whether the agent recording into m runs and is connected
@@ -140,8 +154,8 @@ func (m *Metrics) Healthy() bool {
 	if m == nil {
 		return false
 	}
-	a := m.running()
-	return a != nil && a.nc.IsConnected()
+	g := m.running()
+	return g != nil && g.connected()
 }
 
 // WithMetrics makes the agent record into m.

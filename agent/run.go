@@ -28,7 +28,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.queue.ctx = jobsCtx
 	stopHistory := goHistory(ctx, a.fin.history, a.cfg.ShutdownTimeout, a.log)
 
-	a.setup.metrics.bind(a)
+	a.setup.metrics.bind(a.setup.version, liveGauges(a.nc, a.fin.history.spool))
 	// Requests the previous run stopped on are answered before new ones.
 	a.fin.recordInterrupted(a.setup.replay.takeInterrupted())
 

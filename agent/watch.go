@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,14 +71,14 @@ func (s *assigner) startWatcher() {
 	}
 }
 
-// rewatch makes as's watched files those of its last run's events (a run
-// that could not start leaves them as they were), recording how each looks
-// now.
-func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply) {
+// rewatch makes as's watched files paths, those its last run asked to be
+// watched (a run that could not start leaves them as they were), recording
+// how each looks now.
+func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply, paths []string) {
 	if reply == nil || reply.Error != nil {
 		return
 	}
-	paths := watchedFiles(reply.Events)
+	paths = slices.Clone(paths)
 	ws := as.watch
 	if len(paths) == 0 && ws == nil {
 		return
@@ -230,18 +229,18 @@ func (s *assigner) changed(ev fsnotify.Event) {
 }
 
 // repaired updates as's backoff and failures after a watch run that
-// started at t, and returns the backoff when repairs are backed off (""
+// started at t (sensitive: the resources it ran as sensitive), and returns the backoff when repairs are backed off (""
 // otherwise). A run that changed something soon after the previous repair
 // doubles the backoff (a file that keeps changing); a run that failed
 // doubles it too, counts as a failed repair, and is tried again once the
 // backoff has passed: a failed repair never ends a watch.
-func (s *assigner) repaired(as *assigned, t time.Time, reply *protocol.FleetReply) string {
+func (s *assigner) repaired(as *assigned, t time.Time, reply *protocol.FleetReply, sensitive map[string]bool) string {
 	ws := as.watch
 	if ws == nil || reply == nil {
 		return ""
 	}
 	now := s.a.now()
-	if failure := runFailure(reply); failure != "" {
+	if failure := runFailure(reply, sensitive); failure != "" {
 		ws.failures++
 		ws.lastError, ws.failedAt = failure, now
 		ws.backoff = min(max(2*ws.backoff, 2*WatchDebounce), watchMaxBackoff)
@@ -275,8 +274,9 @@ func (s *assigner) repaired(as *assigned, t time.Time, reply *protocol.FleetRepl
 
 // runFailure says why a run failed, "" when it did not: the request's
 // error or the first failed resource's, on one line and bounded. The
-// message of a sensitive resource is not given.
-func runFailure(reply *protocol.FleetReply) string {
+// message of a sensitive resource (type#name in sensitive, as the run
+// prepared it) is not given.
+func runFailure(reply *protocol.FleetReply, sensitive map[string]bool) string {
 	msg := ""
 	switch {
 	case reply.Error != nil:
@@ -287,7 +287,7 @@ func runFailure(reply *protocol.FleetReply) string {
 				continue
 			}
 			msg = ev.ResourceID() + ": failed"
-			if !sensitiveEvent(ev) && len(ev.Errors) > 0 {
+			if !sensitive[ev.ResourceID()] && len(ev.Errors) > 0 {
 				msg = ev.ResourceID() + ": " + strings.Join(ev.Errors, "; ")
 			}
 			break
@@ -302,19 +302,6 @@ func runFailure(reply *protocol.FleetReply) string {
 		msg = msg[:cut] + "..."
 	}
 	return msg
-}
-
-// sensitiveEvent says whether ev's resource is sensitive (true when its
-// properties cannot be read).
-func sensitiveEvent(ev *protocol.TransactionEvent) bool {
-	b, err := json.Marshal(ev.Properties)
-	if err != nil {
-		return true
-	}
-	var p struct {
-		Sensitive bool `json:"sensitive"`
-	}
-	return json.Unmarshal(b, &p) != nil || p.Sensitive
 }
 
 // fileEvent takes one inotify event: a watched directory removed or

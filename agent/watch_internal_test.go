@@ -62,7 +62,7 @@ var _ = Describe("starting a watch after a run", func() {
 		Expect(os.WriteFile(path, []byte("managed\n"), 0o644)).To(Succeed())
 		as := &assigned{name: "motd", selected: true}
 		s.known[as.name] = as
-		s.rewatch(as, runOf("managed\n"))
+		s.rewatch(as, runOf("managed\n"), []string{path})
 		Expect(as.watch.paths).To(HaveKey(path))
 		Expect(as.trigger).To(BeEmpty(), "nothing to repair")
 	})
@@ -73,7 +73,7 @@ var _ = Describe("starting a watch after a run", func() {
 			tamper()
 			as := &assigned{name: "motd", selected: true}
 			s.known[as.name] = as
-			s.rewatch(as, runOf("managed\n"))
+			s.rewatch(as, runOf("managed\n"), []string{path})
 			Expect(as.trigger).To(Equal(protocol.TriggerWatch))
 			Expect(as.next).NotTo(BeZero())
 		},
@@ -101,13 +101,13 @@ var _ = Describe("backing off a file that keeps changing", func() {
 		for range 4 {
 			started := clock
 			clock = clock.Add(3 * time.Second)
-			got = append(got, s.repaired(as, started, changed))
+			got = append(got, s.repaired(as, started, changed, nil))
 			clock = clock.Add(WatchDebounce + as.watch.backoff)
 		}
 		Expect(got).To(Equal([]string{"", "500ms", "1s", "2s"}))
 
 		// A file left alone for longer than the window starts again.
 		clock = clock.Add(time.Minute)
-		Expect(s.repaired(as, clock, changed)).To(BeEmpty())
+		Expect(s.repaired(as, clock, changed, nil)).To(BeEmpty())
 	})
 })

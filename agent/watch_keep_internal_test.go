@@ -55,7 +55,7 @@ var _ = Describe("a watch that cannot be switched off", func() {
 		Expect(os.WriteFile(path, []byte("managed\n"), 0o644)).To(Succeed())
 		as := &assigned{name: "motd", selected: true}
 		s.known[as.name] = as
-		s.rewatch(as, replyOf("managed\n", false, ""))
+		s.rewatch(as, replyOf("managed\n", false, ""), []string{path})
 		Expect(as.watch.paths).To(HaveKey(path))
 		return as
 	}
@@ -64,21 +64,21 @@ var _ = Describe("a watch that cannot be switched off", func() {
 		as := watched()
 		as.trigger = protocol.TriggerWatch
 		failed := replyOf("managed\n", true, "could not write /etc/motd:\nis a directory")
-		Expect(s.repaired(as, clock, failed)).To(Equal("500ms"))
+		Expect(s.repaired(as, clock, failed, nil)).To(Equal("500ms"))
 		Expect(as.watch.failures).To(Equal(1))
 		Expect(as.watch.lastError).To(Equal("file#" + path + ": could not write /etc/motd: is a directory"))
 		Expect(as.watch.failedAt).To(Equal(clock))
 		Expect(as.trigger).To(Equal(protocol.TriggerWatch))
 		Expect(as.next).To(Equal(clock.Add(500 * time.Millisecond)))
 
-		s.rewatch(as, failed)
+		s.rewatch(as, failed, []string{path})
 		Expect(as.watch.paths).To(HaveKey(path), "a failed repair does not end the watch")
 		Expect(s.w.dirs).To(HaveKeyWithValue(dir, 1))
 
 		// Failing again and again backs off up to the ceiling, never off.
 		for range 20 {
 			clock = clock.Add(time.Minute)
-			s.repaired(as, clock, failed)
+			s.repaired(as, clock, failed, nil)
 		}
 		Expect(as.watch.backoff).To(Equal(watchMaxBackoff))
 		Expect(as.next).To(Equal(clock.Add(watchMaxBackoff)))
@@ -87,13 +87,13 @@ var _ = Describe("a watch that cannot be switched off", func() {
 
 	It("says nothing of a sensitive resource's failure but its name", func() {
 		r := replyOf("x", true, "the secret is hunter2")
-		r.Events[0].Properties = map[string]any{"name": path, "watch": true, "sensitive": true}
-		Expect(runFailure(r)).To(Equal("file#" + path + ": failed"))
+		Expect(runFailure(r, map[string]bool{"file#" + path: true})).To(Equal("file#" + path + ": failed"))
+		Expect(runFailure(r, nil)).To(ContainSubstring("hunter2"), "the run did not prepare it as sensitive")
 	})
 
 	It("bounds the kept error", func() {
 		r := replyOf("x", true, string(make([]byte, 4*maxWatchErrorBytes)))
-		Expect(len(runFailure(r))).To(BeNumerically("<=", maxWatchErrorBytes+3))
+		Expect(len(runFailure(r, nil))).To(BeNumerically("<=", maxWatchErrorBytes+3))
 	})
 
 	It("watches a directory again after the user removed and recreated it", func() {

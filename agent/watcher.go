@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +9,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
 // errNoInotify is wrapped by the errors of a directory watch that cannot
@@ -173,26 +173,15 @@ func stampOf(path string) fileStamp {
 	return st
 }
 
-// watchedFiles are the file resources of a run's events that asked to be
-// watched, failed or skipped ones included: a resource that could not be
-// applied is still the host's to keep as declared, and a run that fails
-// must not end its watch.
-func watchedFiles(events []*protocol.TransactionEvent) []string {
-	var out []string
-	for _, ev := range events {
-		if ev == nil || ev.Type != protocol.TypeFile || !filepath.IsAbs(ev.Name) {
-			continue
-		}
-		b, err := json.Marshal(ev.Properties)
-		if err != nil {
-			continue
-		}
-		var p struct {
-			Watch bool `json:"watch"`
-		}
-		if json.Unmarshal(b, &p) == nil && p.Watch {
-			out = append(out, filepath.Clean(ev.Name))
-		}
+// watchedPath is the file a prepared resource asks to be watched, read
+// from its typed properties: a file resource with watch set and an
+// absolute path, failed or skipped ones included (a resource that could
+// not be applied is still the host's to keep as declared, and a run that
+// fails must not end its watch).
+func watchedPath(p *engine.Prepared) (string, bool) {
+	fp, ok := p.Properties.(*filetype.Properties)
+	if !ok || !fp.Watch || !filepath.IsAbs(fp.Name) {
+		return "", false
 	}
-	return out
+	return filepath.Clean(fp.Name), true
 }

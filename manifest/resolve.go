@@ -41,6 +41,9 @@ type RunOptions struct {
 	// before the first is applied (see engine.RunOptions.Guard); a refusal
 	// fails Run with nothing applied.
 	Guard func(p *engine.Prepared) error
+	// Prepared, when set, is given every resource Run prepared (see
+	// engine.RunOptions.Prepared).
+	Prepared func(p *engine.Prepared)
 	// OnStart, when set, is called by Run once every resource has been
 	// validated, before the first is applied, with the templated
 	// pre_message ("" when none).

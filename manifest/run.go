@@ -81,7 +81,7 @@ func Run(ctx context.Context, eng *engine.Engine, m *Manifest, opts RunOptions) 
 	if err != nil {
 		return nil, err
 	}
-	sess := eng.NewSession(engine.RunOptions{Noop: opts.Noop, MonitorOnly: opts.MonitorOnly, Env: pl.env, WorkingDir: m.workingDir, Guard: opts.Guard, DiffLimit: opts.DiffLimit})
+	sess := eng.NewSession(engine.RunOptions{Noop: opts.Noop, MonitorOnly: opts.MonitorOnly, Env: pl.env, WorkingDir: m.workingDir, Guard: opts.Guard, Prepared: opts.Prepared, DiffLimit: opts.DiffLimit})
 	prepared := make([]*engine.Prepared, len(pl.specs))
 	nodes := make([]refNode, len(pl.specs))
 	for i, ps := range pl.specs {

@@ -61,6 +61,10 @@ type RunOptions struct {
 	// exact value Apply would run. An error (wrap resources.ErrForbidden)
 	// fails Prepare, so a manifest is refused before anything is applied.
 	Guard func(p *Prepared) error
+	// Prepared, when set, is given every resource Prepare made (managed
+	// or not): the typed value Apply runs, so a caller learns what a run
+	// asked for without decoding its events again.
+	Prepared func(p *Prepared)
 	// MonitorOnly runs only the resources' health checks: nothing is
 	// checked against its desired state or changed.
 	MonitorOnly bool
@@ -171,6 +175,7 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	}
 	p := &Prepared{Type: t, Properties: props, Managed: managed, WorkingDir: s.opts.WorkingDir, secrets: secrets}
 	if !managed {
+		s.prepared(p)
 		return p, nil
 	}
 	f, err := s.eng.reg.Select(t.Name(), c.Provider, s.opts.Env.Facts(), props)
@@ -187,7 +192,15 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 			return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 		}
 	}
+	s.prepared(p)
 	return p, nil
+}
+
+// prepared hands p to the run's Prepared hook, when there is one.
+func (s *Session) prepared(p *Prepared) {
+	if s.opts.Prepared != nil {
+		s.opts.Prepared(p)
+	}
 }
 
 // secrets builds what of a resource must not leave the host: it is
