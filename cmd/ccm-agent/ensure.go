@@ -71,7 +71,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			return a.ensure(typeName, c, props)
 		})
 	}
-	a.registerEnsureAPI(ens, noop)
+	a.registerEnsureAPI(ens, noop, data)
 }
 
 // ensure applies one resource and prints the outcome.

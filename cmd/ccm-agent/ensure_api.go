@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,20 +24,23 @@ type apiPipeFlags struct {
 	yaml     bool
 	dataFile string
 	facts    factFlags
+	// data are the hiera and .env sources of "ensure" (its --hiera and
+	// --read-env), read as CCM's api pipe reads them.
+	data *dataFlags
 }
 
 // registerEnsureAPI adds "ensure api pipe", CCM's stdin/stdout API: one
 // io.choria.ccm.v1.resource.ensure.request in, one
 // io.choria.ccm.v1.resource.ensure.response out. noop is the --noop of the
-// parent "ensure" command.
-func (a *app) registerEnsureAPI(ens *fisk.CmdClause, noop *bool) {
+// parent "ensure" command; data are its ./.hiera and ./.env sources.
+func (a *app) registerEnsureAPI(ens *fisk.CmdClause, noop *bool, data *dataFlags) {
 	api := ens.Command("api", "CCM's stdin/stdout API for programs: ensure one resource from a request document")
 	pipe := api.Command("pipe", "Read one "+protocol.EnsureRequestProtocol+" (JSON or YAML) on stdin, apply it, and write one "+
 		protocol.EnsureResponseProtocol+" on stdout; a request that cannot be processed gets a response whose \"error\" says why. "+
 		"The exit status is 0 whenever a response was written (read \"error\" and \"state.failed\"), 1 when none could be")
-	f := &apiPipeFlags{}
+	f := &apiPipeFlags{data: data}
 	pipe.Flag("yaml", "Write the response as YAML instead of JSON").UnNegatableBoolVar(&f.yaml)
-	pipe.Flag("data", "YAML or JSON file of data that templates see as data.*").PlaceHolder("FILE").StringVar(&f.dataFile)
+	pipe.Flag("data", "YAML or JSON file of data that templates see as data.*, over the data of ./.hiera (or ensure --hiera FILE)").PlaceHolder("FILE").StringVar(&f.dataFile)
 	f.facts.register(pipe)
 	// CCM's spelling of --facts-file.
 	pipe.Flag("facts", "Same as --facts-file").Hidden().PlaceHolder("FILE").ExistingFileVar(&f.facts.file)
@@ -92,7 +96,20 @@ func (a *app) apiEnsure(ctx context.Context, f *apiPipeFlags, noop bool) (*proto
 	if err != nil {
 		return nil, errors.Unwrap(err)
 	}
-	hiera, err := readDataFile(f.dataFile)
+	hiera, err := f.data.data(fs)
+	if err != nil {
+		return nil, err
+	}
+	over, err := readDataFile(f.dataFile)
+	if err != nil {
+		return nil, err
+	}
+	if hiera == nil {
+		hiera = over
+	} else {
+		maps.Copy(hiera, over)
+	}
+	environ, err := f.data.environ()
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +125,7 @@ func (a *app) apiEnsure(ctx context.Context, f *apiPipeFlags, noop bool) (*proto
 		return nil, err
 	}
 	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)))
-	env := templates.New(fs, hiera, templates.WithEnviron(os.Environ()), templates.WithFiles(cwd))
+	env := templates.New(fs, hiera, templates.WithEnviron(environ), templates.WithFiles(cwd))
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: noop, Env: env, WorkingDir: cwd},
 		engine.Spec{Type: req.Type, Properties: props})
 	if err != nil {

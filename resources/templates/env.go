@@ -120,7 +120,8 @@ func (e *Env) FactsView() map[string]any { return e.vars["Facts"].(map[string]an
 func (e *Env) Data() map[string]any { return e.data }
 
 // Lookup returns the value at a dotted key such as "facts.host.info.os"
-// ("facts.list.0" indexes lists). A missing key is ErrMissingKey.
+// ("facts.list.0" indexes lists; "env.X" is "environ.X"). A missing key is
+// ErrMissingKey.
 func (e *Env) Lookup(key string) (any, error) {
 	root, rest, _ := strings.Cut(key, ".")
 	var cur any
@@ -129,13 +130,15 @@ func (e *Env) Lookup(key string) (any, error) {
 		cur = e.facts
 	case "data":
 		cur = e.data
-	case "environ":
+	case "environ", "env":
+		// env. is the spelling of CCM's CLI documentation; it is environ.
+		// under another name and follows the same rules.
 		if e.environ == nil {
-			return nil, fmt.Errorf("lookup %q: environ is %w", key, ErrDisabled)
+			return nil, fmt.Errorf("lookup %q: %s is %w", key, root, ErrDisabled)
 		}
 		cur = e.environ
 	default:
-		return nil, fmt.Errorf("lookup %q: %w: keys start with facts, data or environ", key, ErrMissingKey)
+		return nil, fmt.Errorf("lookup %q: %w: keys start with facts, data or environ (or env)", key, ErrMissingKey)
 	}
 	if rest == "" {
 		return cur, nil

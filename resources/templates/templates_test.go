@@ -68,6 +68,21 @@ var _ = Describe("Env", func() {
 		Expect(err).To(MatchError(templates.ErrDisabled))
 	})
 
+	// CCM's CLI page spells environment lookups lookup("env.X"); env. is
+	// environ. under another name, with the same rule: local runs only.
+	It("reads env.X as environ.X, only where the environment is exposed", func() {
+		e := templates.New(facts, data, templates.WithEnviron([]string{"APP=env-canary-51c"}))
+		Expect(e.ExpandString("{{ lookup('env.APP') }} ${ lookup(\"env.APP\") }")).To(Equal("env-canary-51c env-canary-51c"))
+		Expect(e.ExpandString("{{ lookup('env.NOPE', 'unset') }}")).To(Equal("unset"))
+		_, err := e.Expand("{{ lookup('env.NOPE') }}")
+		Expect(err).To(MatchError(templates.ErrMissingKey))
+
+		_, err = env.Expand("{{ lookup('env.HOME') }}")
+		Expect(err).To(MatchError(templates.ErrDisabled))
+		_, err = env.Expand("{{ lookup('env.HOME', 'fallback') }}")
+		Expect(err).To(MatchError(templates.ErrDisabled))
+	})
+
 	It("exposes the environment and working directory files when asked", func() {
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "greeting"), []byte("hello"), 0o600)).To(Succeed())
