@@ -135,7 +135,7 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 	}
 	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.id(), "signer", r.audit.Signer.Key)
 	if reply := a.exec.run(ctx, r); reply != nil {
-		s.rewatch(as, reply, r.watched)
+		s.rewatch(as, reply, r.watched, r.wants)
 	}
 }
 

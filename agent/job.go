@@ -38,6 +38,8 @@ type job struct {
 	// properties the engine ran (see prepared)
 	watched   []string
 	sensitive map[string]bool
+	// wants are what the watched files declare, by path (see wantOf)
+	wants map[string]fileWant
 }
 
 // body is a request's resources, parsed once at admission.
@@ -56,6 +58,12 @@ type body struct {
 // prepared notes what of a resource the run prepared concerns the job
 // after the run: a file it asks to be watched, whether it is sensitive.
 func (j *job) prepared(p *engine.Prepared) {
+	if path, want, ok := wantOf(p); ok {
+		if j.wants == nil {
+			j.wants = map[string]fileWant{}
+		}
+		j.wants[path] = want
+	}
 	if path, ok := watchedPath(p); ok {
 		j.watched = append(j.watched, path)
 	}

@@ -74,7 +74,7 @@ func (s *assigner) startWatcher() {
 // rewatch makes as's watched files paths, those its last run asked to be
 // watched (a run that could not start leaves them as they were), recording
 // how each looks now.
-func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply, paths []string) {
+func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply, paths []string, wants map[string]fileWant) {
 	if reply == nil || reply.Error != nil {
 		return
 	}
@@ -120,20 +120,27 @@ func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply, paths []str
 			delete(ws.paths, p)
 		}
 	}
-	s.catchUp(ws, reply)
+	s.catchUp(ws, reply, wants)
 }
 
 // catchUp treats as a change seen now each watched file that differs from
 // the state the run reported: a change between the run's write and its
 // stamp (the run still had to finish and record itself) would otherwise
 // be taken for the run's own result and never repaired.
-func (s *assigner) catchUp(ws *watchState, reply *protocol.FleetReply) {
+func (s *assigner) catchUp(ws *watchState, reply *protocol.FleetReply, wants map[string]fileWant) {
 	for _, ev := range reply.Events {
 		if ev == nil || ev.Type != protocol.TypeFile {
 			continue
 		}
 		p := filepath.Clean(ev.Name)
-		if _, watched := ws.paths[p]; !watched || leftAsRun(p, ev.Status) {
+		if _, watched := ws.paths[p]; !watched {
+			continue
+		}
+		if w, ok := wants[p]; ok && !ev.Failed && !ev.Skipped {
+			if !w.differs(p) {
+				continue
+			}
+		} else if leftAsRun(p, ev.Status) {
 			continue
 		}
 		ws.paths[p] = fileStamp{stale: true}

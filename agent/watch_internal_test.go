@@ -62,7 +62,7 @@ var _ = Describe("starting a watch after a run", func() {
 		Expect(os.WriteFile(path, []byte("managed\n"), 0o644)).To(Succeed())
 		as := &assigned{name: "motd", selected: true}
 		s.known[as.name] = as
-		s.rewatch(as, runOf("managed\n"), []string{path})
+		s.rewatch(as, runOf("managed\n"), []string{path}, nil)
 		Expect(as.watch.paths).To(HaveKey(path))
 		Expect(as.trigger).To(BeEmpty(), "nothing to repair")
 	})
@@ -73,7 +73,7 @@ var _ = Describe("starting a watch after a run", func() {
 			tamper()
 			as := &assigned{name: "motd", selected: true}
 			s.known[as.name] = as
-			s.rewatch(as, runOf("managed\n"), []string{path})
+			s.rewatch(as, runOf("managed\n"), []string{path}, nil)
 			Expect(as.trigger).To(Equal(protocol.TriggerWatch))
 			Expect(as.next).NotTo(BeZero())
 		},
@@ -81,6 +81,33 @@ var _ = Describe("starting a watch after a run", func() {
 		Entry("another size", func() { Expect(os.WriteFile(path, []byte("tampered\n"), 0o644)).To(Succeed()) }),
 		Entry("another mode", func() { Expect(os.Chmod(path, 0o600)).To(Succeed()) }),
 		Entry("removed", func() { Expect(os.Remove(path)).To(Succeed()) }),
+	)
+
+	// The run read its write back after the change: its reported state is
+	// the tampered file, so only the declaration tells it is not the run's.
+	declared := map[string]fileWant{}
+	DescribeTable("judges the file against what the resource declares, not against what the run read back",
+		func(tamper func(), repair bool) {
+			content := "managed\n"
+			declared[path] = fileWant{checksum: filetype.ChecksumBytes([]byte(content)), size: int64(len(content)), perm: 0o644, hasPerm: true}
+			Expect(os.WriteFile(path, []byte(content), 0o644)).To(Succeed())
+			tamper()
+			b, err := os.ReadFile(path)
+			if err != nil {
+				b = nil
+			}
+			as := &assigned{name: "motd", selected: true}
+			s.known[as.name] = as
+			s.rewatch(as, runOf(string(b)), []string{path}, declared)
+			if repair {
+				Expect(as.trigger).To(Equal(protocol.TriggerWatch))
+			} else {
+				Expect(as.trigger).To(BeEmpty(), "the file is as declared")
+			}
+		},
+		Entry("changed before the read-back", func() { Expect(os.WriteFile(path, []byte("tampered\n"), 0o644)).To(Succeed()) }, true),
+		Entry("chmod before the read-back", func() { Expect(os.Chmod(path, 0o600)).To(Succeed()) }, true),
+		Entry("left as declared", func() {}, false),
 	)
 })
 

@@ -55,7 +55,7 @@ var _ = Describe("a watch that cannot be switched off", func() {
 		Expect(os.WriteFile(path, []byte("managed\n"), 0o644)).To(Succeed())
 		as := &assigned{name: "motd", selected: true}
 		s.known[as.name] = as
-		s.rewatch(as, replyOf("managed\n", false, ""), []string{path})
+		s.rewatch(as, replyOf("managed\n", false, ""), []string{path}, nil)
 		Expect(as.watch.paths).To(HaveKey(path))
 		return as
 	}
@@ -71,7 +71,7 @@ var _ = Describe("a watch that cannot be switched off", func() {
 		Expect(as.trigger).To(Equal(protocol.TriggerWatch))
 		Expect(as.next).To(Equal(clock.Add(500 * time.Millisecond)))
 
-		s.rewatch(as, failed, []string{path})
+		s.rewatch(as, failed, []string{path}, nil)
 		Expect(as.watch.paths).To(HaveKey(path), "a failed repair does not end the watch")
 		Expect(s.w.dirs).To(HaveKeyWithValue(dir, 1))
 
