@@ -63,7 +63,7 @@ func (f *finisher) finish(r *job, reply *protocol.FleetReply) {
 		redact.Reply(reply)
 		reply.CapDiffs(protocol.MaxReplyDiffBytes)
 		data, sig = f.encodeReply(reply, r.audit.Signer.Key)
-		r.audit.forbiddenAtRun(reply.Error)
+		forbiddenAtRun(&r.audit, reply.Error)
 	}
 	if r.cached {
 		if err := f.replay.finish(id, data, r.audit.Decision == DecisionNotTargeted); err != nil {
