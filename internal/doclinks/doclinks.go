@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -64,20 +65,7 @@ func Links(root, doc string) ([]Link, error) {
 		return nil, err
 	}
 	var out []Link
-	fence := ""
-	for i, line := range lines {
-		if f := fenceOf(line); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-			case strings.HasPrefix(strings.TrimSpace(line), fence):
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
+	for i, line := range prose(lines) {
 		text := codeRE.ReplaceAllString(line, "")
 		for _, m := range linkRE.FindAllStringSubmatch(text, -1) {
 			target := m[1]
@@ -99,20 +87,7 @@ func Anchors(path string) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range lines {
-		if f := fenceOf(line); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-			case strings.HasPrefix(strings.TrimSpace(line), fence):
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
+	for _, line := range prose(lines) {
 		m := headRE.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -182,6 +157,28 @@ func isExternal(target string) bool {
 		}
 	}
 	return false
+}
+
+// prose yields the lines of a document outside its fenced code blocks,
+// with their index.
+func prose(lines []string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fence := ""
+		for i, line := range lines {
+			if f := fenceOf(line); f != "" {
+				switch {
+				case fence == "":
+					fence = f
+				case strings.HasPrefix(strings.TrimSpace(line), fence):
+					fence = ""
+				}
+				continue
+			}
+			if fence == "" && !yield(i, line) {
+				return
+			}
+		}
+	}
 }
 
 func fenceOf(line string) string {
