@@ -13,7 +13,6 @@ import (
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -87,14 +86,11 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	log := a.Logger()
-	ex, unsupervise := superviseCommands(ctx, log, localInstance)
-	defer unsupervise()
-	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
+	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)))
+	defer unsupervise()
 	data, err := c.data.data(fs)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)

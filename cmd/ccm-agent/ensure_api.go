@@ -14,7 +14,6 @@ import (
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -117,14 +116,11 @@ func (a *app) apiEnsure(ctx context.Context, f *apiPipeFlags, noop bool) (*proto
 	if err != nil {
 		return nil, err
 	}
-	log := a.Logger()
-	ex, unsupervise := superviseCommands(ctx, log, localInstance)
-	defer unsupervise()
-	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
+	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance)
 	if err != nil {
 		return nil, err
 	}
-	eng := engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)))
+	defer unsupervise()
 	env := templates.New(fs, hiera, templates.WithEnviron(environ), templates.WithFiles(cwd))
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: noop, Env: env, WorkingDir: cwd},
 		engine.Spec{Type: req.Type, Properties: props})

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
 // localInstance names the commands of "ensure" and "apply" runs, so one of
@@ -40,4 +42,17 @@ func superviseCommands(ctx context.Context, log *slog.Logger, instance string) (
 		log.Warn("could not clean up every process left by an earlier agent", "error", err)
 	}
 	return runner.Exec{Supervisor: sup}, func() { _ = sup.Close() }
+}
+
+// localEngine is the engine of a command run on this host: its providers'
+// commands, health checks included, run supervised for instance. stop
+// ends the supervision.
+func localEngine(ctx context.Context, log *slog.Logger, instance string) (eng *engine.Engine, stop func(), err error) {
+	ex, stop := superviseCommands(ctx, log, instance)
+	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), stop, nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -63,14 +62,11 @@ func (a *app) status(typeName, name string, js bool, ff *factFlags) error {
 			return program.Exit(protocol.ExitError, err)
 		}
 	}
-	log := a.Logger()
-	ex, unsupervise := superviseCommands(ctx, log, localInstance)
-	defer unsupervise()
-	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
+	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	eng := engine.New(reg, engine.WithLogger(log))
+	defer unsupervise()
 	ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: true, Env: templates.New(fs, nil)}, engine.Spec{Type: typeName, Properties: props})
 	if err != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("could not get status: %w", err))
