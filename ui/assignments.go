@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -35,24 +34,7 @@ func (f *fleet) watchAssignments(ctx context.Context, js jetstream.JetStream) er
 	if err != nil {
 		return err
 	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("assignments: %w", err)
-	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errors.New("assignments: the watch ended")
-			}
-			if e != nil {
-				f.applyAssignment(e)
-			}
-		}
-	}
+	return followKV(ctx, kv, "assignments", f.applyAssignment)
 }
 
 // applyAssignment takes one change of the assignments bucket: a bare

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -104,9 +103,16 @@ func (f *fleet) watchRegistry(ctx context.Context, js jetstream.JetStream) error
 		f.ttl = st.TTL()
 		f.mu.Unlock()
 	}
+	return followKV(ctx, kv, "node registry", f.applyEntry)
+}
+
+// followKV hands every entry of kv, its current ones first, then each
+// change, to apply until ctx ends (nil) or the watch fails (an error
+// naming what was followed).
+func followKV(ctx context.Context, kv jetstream.KeyValue, what string, apply func(jetstream.KeyValueEntry)) error {
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("node registry: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer func() { _ = w.Stop() }()
 	for {
@@ -115,12 +121,11 @@ func (f *fleet) watchRegistry(ctx context.Context, js jetstream.JetStream) error
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				return errors.New("node registry: the watch ended")
+				return fmt.Errorf("%s: the watch ended", what)
 			}
-			if e == nil {
-				continue // the initial values are all delivered
+			if e != nil { // nil marks the end of the current values
+				apply(e)
 			}
-			f.applyEntry(e)
 		}
 	}
 }
