@@ -145,7 +145,9 @@ var _ = Describe("An agent killed while a request runs", func() {
 		sub, err := nc.SubscribeSync(w.reply)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(nc.PublishMsg(&nats.Msg{Subject: protocol.RequestNodeSubject(identity), Reply: w.reply, Header: w.header, Data: w.body})).To(Succeed())
-		Eventually(pidFile).WithTimeout(20 * time.Second).Should(BeAnExistingFile())
+		// The shell makes the file before it writes its pid: wait for the pid.
+		Eventually(func() string { b, _ := os.ReadFile(pidFile); return strings.TrimSpace(string(b)) }).
+			WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
 		// Whatever contains exec children, the sleeper must not outlive the spec.
 		proctest.KillAfter(pidFile)
 		agentProc.Kill()
