@@ -54,7 +54,7 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("resource", protocol.TypeExec+"#"+ep.Name, "provider", prov.Name())
+	log = log.With("provider", prov.Name()) // the engine's logger names the resource
 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("exec %s: %w", ep.Name, err)

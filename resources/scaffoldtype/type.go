@@ -75,7 +75,6 @@ func (t Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resou
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("resource", protocol.TypeScaffold+"#"+in.Name)
 
 	// Work on a copy so the caller's properties keep the source as written.
 	resolved := *in
