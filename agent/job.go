@@ -5,6 +5,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
 // job is one piece of work on its way from admission to its answer: a
@@ -58,14 +59,14 @@ type body struct {
 // prepared notes what of a resource the run prepared concerns the job
 // after the run: a file it asks to be watched, whether it is sensitive.
 func (j *job) prepared(p *engine.Prepared) {
-	if path, want, ok := wantOf(p); ok {
-		if j.wants == nil {
-			j.wants = map[string]fileWant{}
-		}
-		j.wants[path] = want
-	}
 	if path, ok := watchedPath(p); ok {
 		j.watched = append(j.watched, path)
+		if want, ok := wantOf(p.Properties.(*filetype.Properties)); ok {
+			if j.wants == nil {
+				j.wants = map[string]fileWant{}
+			}
+			j.wants[path] = want
+		}
 	}
 	if p.Properties.Common().Sensitive {
 		if j.sensitive == nil {

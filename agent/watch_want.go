@@ -3,10 +3,8 @@ package agent
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
@@ -22,15 +20,11 @@ type fileWant struct {
 	hasPerm  bool
 }
 
-// wantOf is the declaration of the file p asks to be watched.
-func wantOf(p *engine.Prepared) (string, fileWant, bool) {
-	path, ok := watchedPath(p)
-	if !ok {
-		return "", fileWant{}, false
-	}
-	fp := p.Properties.(*filetype.Properties)
+// wantOf is what a watched file resource declares; false for a
+// directory, whose content is not judged.
+func wantOf(fp *filetype.Properties) (fileWant, bool) {
 	if fp.Ensure != filetype.EnsurePresent && fp.Ensure != filetype.EnsureAbsent {
-		return "", fileWant{}, false
+		return fileWant{}, false
 	}
 	w := fileWant{absent: fp.Ensure == filetype.EnsureAbsent}
 	content := fp.Content
@@ -45,7 +39,7 @@ func wantOf(p *engine.Prepared) (string, fileWant, bool) {
 			w.perm, w.hasPerm = m.Perm(), true
 		}
 	}
-	return filepath.Clean(path), w, true
+	return w, true
 }
 
 // differs says whether the file at path is not what w declares. It is
