@@ -22,6 +22,21 @@ type authenticator interface {
 type trust struct {
 	policy   *Policy
 	insecure bool
+	// keys checks signatures with the signers' expanded public keys
+	// cached; nil checks each with protocol.Verify
+	keys *protocol.Verifier
+}
+
+// signerKeys bounds the expanded signer keys an agent keeps: a policy
+// trusts a handful of signers, and keys it does not trust are bounded too.
+const signerKeys = 64
+
+// verify checks sig, with the cached keys when there are.
+func (t trust) verify(data []byte, signerKey, sig string) error {
+	if t.keys != nil {
+		return t.keys.Verify(data, signerKey, sig)
+	}
+	return protocol.Verify(data, signerKey, sig)
 }
 
 var _ authenticator = trust{}
@@ -33,7 +48,7 @@ func (t trust) authenticate(data []byte, signerKey, sig string) (*Signer, bool, 
 		}
 		return nil, false, nil
 	}
-	if err := protocol.Verify(data, signerKey, sig); err != nil {
+	if err := t.verify(data, signerKey, sig); err != nil {
 		return nil, false, protocol.NewError(protocol.CodeUnauthenticated, "signature of signer %.60s: %s", signerKey, err)
 	}
 	s, ok := t.policy.SignerByKey(signerKey)

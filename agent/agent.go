@@ -140,7 +140,7 @@ func newPipeline(cfg Config, st *setup, keys *protocol.KeySigner, facts *hostFac
 	gate := &admission{
 		identity: cfg.Identity, limits: protocol.Limits{MaxBytes: cfg.MaxRequestBytes},
 		defaultTTL: cfg.DefaultTTL, skew: st.policy.Skew(),
-		auth: trust{policy: st.policy, insecure: st.insecure}, replay: st.replay, judge: judge, audit: st.audit,
+		auth: trust{policy: st.policy, insecure: st.insecure, keys: protocol.NewVerifier(signerKeys)}, replay: st.replay, judge: judge, audit: st.audit,
 		types: eng.Registry(), facts: facts.current, now: now, log: log,
 	}
 	stats := &Stats{}

@@ -137,7 +137,7 @@ func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	in, err := openInbox(c.nc)
+	in, err := openInbox(c.nc, c.hostKeys)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}

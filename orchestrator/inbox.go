@@ -49,14 +49,17 @@ type inbox struct {
 	// watches the reply's time
 	parts   *assembler
 	partial chan struct{}
+	// keys checks the replies' signatures
+	keys *protocol.Verifier
 }
 
 // inboxVerifiers is how many goroutines check reply signatures at most.
 const inboxVerifiers = 4
 
 // openInbox subscribes to a fresh inbox subject of nc.
-func openInbox(nc *nats.Conn) (*inbox, error) {
+func openInbox(nc *nats.Conn, keys *protocol.Verifier) (*inbox, error) {
 	in := &inbox{
+		keys:    keys,
 		subject: nc.NewInbox(),
 		ch:      make(chan inboxMsg, inboxChannelSize),
 		raw:     make(chan *nats.Msg, inboxChannelSize),
@@ -109,7 +112,7 @@ func (in *inbox) verify() {
 	for {
 		select {
 		case m := <-in.raw:
-			msg := verified(m.Data, m.Header)
+			msg := verified(in.keys, m.Data, m.Header)
 			select {
 			case in.ch <- msg:
 				in.pending.Add(-1)
@@ -166,12 +169,17 @@ type inboxMsg struct {
 
 // verified is data with the signer its header names and whether the
 // signature is that signer's over data: the one check of live replies and
-// of history records.
-func verified(data []byte, header nats.Header) inboxMsg {
+// of history records. keys nil checks with protocol.Verify.
+func verified(keys *protocol.Verifier, data []byte, header nats.Header) inboxMsg {
 	msg := inboxMsg{data: data}
 	if signer := header.Get(protocol.HeaderSigner); signer != "" {
 		msg.signer = signer
-		msg.signed = protocol.Verify(data, signer, header.Get(protocol.HeaderSignature)) == nil
+		sig := header.Get(protocol.HeaderSignature)
+		if keys != nil {
+			msg.signed = keys.Verify(data, signer, sig) == nil
+		} else {
+			msg.signed = protocol.Verify(data, signer, sig) == nil
+		}
 	}
 	return msg
 }

@@ -17,7 +17,7 @@ var _ = Describe("A drained inbox", func() {
 		nc, err := nats.Connect(b.ClientURL())
 		Expect(err).ToNot(HaveOccurred())
 		DeferCleanup(nc.Close)
-		in, err := openInbox(nc)
+		in, err := openInbox(nc, nil)
 		Expect(err).ToNot(HaveOccurred())
 		DeferCleanup(in.close)
 		Expect(in.drained(nc, time.Second)).To(BeTrue(), "nothing was sent")

@@ -97,7 +97,7 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 		return res, nil
 	}
 
-	in, err := openInbox(c.nc)
+	in, err := openInbox(c.nc, c.hostKeys)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
@@ -303,7 +303,7 @@ func (r *runner) reconciled(p historyPoll, now time.Time) {
 			r.c.log.Warn("a history record did not arrive whole", "request", r.id, "identity", rec.Identity, "error", rec.Err)
 			continue
 		}
-		m := verified(rec.Data, rec.Header)
+		m := verified(r.c.hostKeys, rec.Data, rec.Header)
 		m.identity = rec.Identity
 		r.take(m, SourceHistory)
 	}

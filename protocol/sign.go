@@ -1,12 +1,12 @@
 package protocol
 
 import (
-	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
 	"fmt"
 
 	"github.com/nats-io/nkeys"
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
 // Signature headers: a signed message carries the signer's public key and
@@ -84,22 +84,16 @@ func Sign(body []byte, kp nkeys.KeyPair) (signer, signature string, err error) {
 // the exact bytes of body. A signer that is not a user public key wraps
 // ErrSigner; a missing, malformed or wrong signature wraps ErrSignature.
 func Verify(body []byte, signer, signature string) error {
-	kp, err := ParseUserKey(signer)
+	raw, err := userKeyBytes(signer)
 	if err != nil {
 		return err
 	}
-	if signature == "" {
-		return fmt.Errorf("%w: no signature", ErrSignature)
-	}
-	if len(signature) > MaxSignatureLength {
-		return fmt.Errorf("%w: %d characters, the limit is %d", ErrSignature, len(signature), MaxSignatureLength)
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(signature)
+	sig, err := decodeSignature(signature)
 	if err != nil {
-		return fmt.Errorf("%w: not base64 raw-URL", ErrSignature)
+		return err
 	}
-	if err := kp.Verify(body, sig); err != nil {
-		return fmt.Errorf("%w: does not match the body and the signer", ErrSignature)
+	if !verifyKey(raw[:], body, sig) {
+		return errMismatch()
 	}
 	return nil
 }
@@ -136,7 +130,7 @@ func SignatureHeaders(body []byte, kp nkeys.KeyPair) (map[string][]string, error
 // concurrent use.
 type KeySigner struct {
 	pub  string
-	priv ed25519.PrivateKey
+	priv voi.PrivateKey
 }
 
 // NewKeySigner prepares kp, a user key pair with its seed, for signing.
@@ -156,7 +150,7 @@ func NewKeySigner(kp nkeys.KeyPair) (*KeySigner, error) {
 	if err != nil {
 		return nil, signerCause(err)
 	}
-	return &KeySigner{pub: pub, priv: ed25519.NewKeyFromSeed(raw)}, nil
+	return &KeySigner{pub: pub, priv: voi.NewKeyFromSeed(raw)}, nil
 }
 
 // PublicKey is the signer's nkeys user public key.
@@ -165,7 +159,7 @@ func (s *KeySigner) PublicKey() string { return s.pub }
 // Sign returns the signature of body, base64 raw-URL encoded, the value of
 // HeaderSignature.
 func (s *KeySigner) Sign(body []byte) string {
-	return base64.RawURLEncoding.EncodeToString(ed25519.Sign(s.priv, body))
+	return base64.RawURLEncoding.EncodeToString(voi.Sign(s.priv, body))
 }
 
 // Header returns the two signature headers of body.
