@@ -66,7 +66,8 @@ type Config struct {
 	MaxOpenFiles uint64
 	// Rows, when not empty, limits the run to the rows of these names
 	// (see RowNames); a step none of whose rows is asked for is skipped.
-	// The floor of a fleet size is measured whenever one of its rows is.
+	// The floor and the signed floor of a fleet size are measured
+	// whenever one of its rows is.
 	Rows []string
 	// Log receives progress lines; default discard.
 	Log io.Writer
@@ -74,7 +75,7 @@ type Config struct {
 
 // RowNames are the names of the rows Run can measure.
 var RowNames = []string{
-	"floor", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents",
+	"floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents",
 	"latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs",
 }
 
@@ -147,7 +148,7 @@ func (c Config) validate() error {
 }
 
 // Run measures what cfg asks for and returns the rows, in the order:
-// per fleet size the floor and the fleet rows, then single request
+// per fleet size the floor, the signed floor and the fleet rows, then single request
 // latency, the cold ccm-agent ensure, and registry discovery. When a part
 // fails, the rows measured so far are returned with the error.
 func Run(ctx context.Context, cfg Config) ([]Row, error) {
@@ -200,7 +201,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 
 	var rows []Row
 	steps := []func(context.Context) ([]Row, error){}
-	if cfg.wants("floor", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents") {
+	if cfg.wants("floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents") {
 		for _, n := range cfg.Sizes {
 			steps = append(steps, func(ctx context.Context) ([]Row, error) { return b.fleet(ctx, n) })
 		}
@@ -242,6 +243,11 @@ type bencher struct {
 	// requestBytes and replyBytes are the sizes of a fleet request and
 	// of one host's reply to it, signature headers included, for the floor.
 	requestBytes, replyBytes int
+	// requestBody is the fleet noop request those sizes were taken from
+	// (its JSON body, unsigned) and replyBodyBytes the reply's body size:
+	// the signed floor sends them with real signature headers.
+	requestBody    []byte
+	replyBodyBytes int
 	// sign signs every request; the agents' policy trusts it
 	sign *signing
 }

@@ -46,7 +46,7 @@ var _ = Describe("Run", func() {
 		for _, r := range rows {
 			byName[r.Name] = append(byName[r.Name], r)
 		}
-		for _, name := range []string{"floor", "noop", "noop-cli", "change", "change-cli", "history-write",
+		for _, name := range []string{"floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write",
 			"history-show", "history-show-cli", "agents", "latency-nats", "latency-ensure", "latency-run",
 			"agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs"} {
 			Expect(byName).To(HaveKey(name))
@@ -67,6 +67,22 @@ var _ = Describe("Run", func() {
 			}
 		}
 
+		// The signed floor: every reply of every round verified.
+		Expect(byName["floor-signed"]).To(HaveLen(1))
+		signed := byName["floor-signed"][0]
+		Expect(signed.Errors).To(BeZero(), signed.Note)
+		Expect(signed.Replied).To(Equal(5), "every signed reply verified in every round")
+		Expect(signed.FloorRatio).To(BeNumerically(">", 0))
+		for _, name := range []string{"noop", "noop-cli", "change", "change-cli"} {
+			for _, r := range byName[name] {
+				Expect(r.FloorRatio).To(BeNumerically(">", 0), name)
+				Expect(r.SignedFloorRatio).To(BeNumerically(">", 0), name)
+				Expect(r.SignedFloorRatio).To(BeNumerically("~", r.MedianMS/signed.MedianMS, 0.001), name)
+				Expect(r.CentralFloorRatio).To(BeNumerically(">", 0), name)
+				Expect(r.CentralSignedFloorRatio).To(BeNumerically(">", 0), name)
+			}
+		}
+
 		Expect(byName["change"][0].Errors).To(BeZero(), byName["change"][0].Note)
 		Expect(byName["noop-cli"][0].PeakRSSMiB).To(BeNumerically(">", 0))
 		Expect(byName["agent-ensure-cli"][0].PeakRSSMiB).To(BeNumerically(">", 0))
@@ -84,11 +100,19 @@ var _ = Describe("Run", func() {
 		Expect(back[0]).To(HaveKey("agents"))
 		Expect(back[0]).To(HaveKey("median_ms"))
 		Expect(back[0]).To(HaveKey("p90_ms"))
+		for i, r := range rows {
+			if r.Name == "noop" {
+				Expect(back[i]).To(HaveKeyWithValue("signed_floor_ratio", BeNumerically(">", 0)))
+				Expect(back[i]).To(HaveKeyWithValue("central_signed_floor_ratio", BeNumerically(">", 0)))
+			}
+		}
 
 		var table bytes.Buffer
 		bench.PrintTable(&table, rows)
 		Expect(table.String()).To(ContainSubstring("noop-cli"))
 		Expect(table.String()).To(ContainSubstring("median ms"))
+		Expect(table.String()).To(ContainSubstring("floor-signed"))
+		Expect(table.String()).To(ContainSubstring("x signed"))
 	})
 
 	It("refuses a configuration without binaries or with a bad size", func() {

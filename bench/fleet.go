@@ -104,7 +104,8 @@ type fleetRun struct {
 	stored samples
 }
 
-// fleet measures one fleet size: the floor, then every fleet row, then
+// fleet measures one fleet size: the floor and the signed floor, then
+// every fleet row, then
 // the history rows and the agents' footprint.
 func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	lay := layoutFor(n, b.fdLimit)
@@ -122,8 +123,17 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	floor.perHost(nil)
+	floor.perHost()
 	rows := []Row{floor}
+
+	b.logf("%d: floor-signed", n)
+	signed, err := b.floorSigned(ctx, s, n)
+	signed.perHost()
+	signed.ratios(&floor, nil)
+	rows = append(rows, signed)
+	if err != nil {
+		return rows, err
+	}
 
 	b.logf("%d: starting agents", n)
 	start := time.Now()
@@ -158,10 +168,8 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 		}
 		b.logf("%d: %s (%s)", n, spec.name, spec.mode)
 		row, err := f.measure(ctx, spec)
-		if floor.MedianMS > 0 && row.MedianMS > 0 {
-			row.FloorRatio = round3(row.MedianMS / floor.MedianMS)
-		}
-		row.perHost(&floor)
+		row.perHost()
+		row.ratios(&floor, &signed)
 		rows = append(rows, row)
 		if err != nil {
 			return rows, err

@@ -28,8 +28,10 @@ type Row struct {
 	P90MS    float64 `json:"p90_ms"`
 	P99MS    float64 `json:"p99_ms,omitempty"`
 	MaxMS    float64 `json:"max_ms,omitempty"`
-	// FloorRatio is MedianMS over the floor's median for the same size.
-	FloorRatio float64 `json:"floor_ratio,omitempty"`
+	// FloorRatio is MedianMS over the floor's median for the same size,
+	// and SignedFloorRatio over the signed floor's (floor-signed).
+	FloorRatio       float64 `json:"floor_ratio,omitempty"`
+	SignedFloorRatio float64 `json:"signed_floor_ratio,omitempty"`
 	// PeakRSSMiB is the peak RSS of the process the row runs (the most of
 	// any round): ccm-orch for the -cli rows, ccm-agent for
 	// agent-ensure-cli.
@@ -56,10 +58,12 @@ type Row struct {
 	// CentralCPUPerHostMS the broker's and orchestrator's (the bench
 	// process, plus ccm-orch for -cli rows), in milliseconds;
 	// CentralFloorRatio is the latter over the floor's (broker and
-	// requester) for the same size.
-	AgentCPUPerHostMS   float64 `json:"agent_cpu_per_host_ms,omitempty"`
-	CentralCPUPerHostMS float64 `json:"central_cpu_per_host_ms,omitempty"`
-	CentralFloorRatio   float64 `json:"central_floor_ratio,omitempty"`
+	// requester) for the same size, and CentralSignedFloorRatio over the
+	// signed floor's.
+	AgentCPUPerHostMS       float64 `json:"agent_cpu_per_host_ms,omitempty"`
+	CentralCPUPerHostMS     float64 `json:"central_cpu_per_host_ms,omitempty"`
+	CentralFloorRatio       float64 `json:"central_floor_ratio,omitempty"`
+	CentralSignedFloorRatio float64 `json:"central_signed_floor_ratio,omitempty"`
 	// RatePerSecond is a throughput (history records written per second).
 	RatePerSecond float64 `json:"rate_per_s,omitempty"`
 	// Errors counts rounds that did not give the expected answer; they are
@@ -124,13 +128,13 @@ func WriteJSON(path string, rows []Row) error {
 // PrintTable prints the rows as an aligned table.
 func PrintTable(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tagents\tdiscovery\trounds\tmedian ms\tp90 ms\tp99 ms\tx floor\treplied\tunexp\tproc rss MiB\tproc cpu s\tagents cpu s\tbench cpu s\tagent ms/host\tcentral ms/host\tcentral x floor\tagents rss MiB\trss/agent KiB\trate/s\terrors\t")
+	fmt.Fprintln(tw, "name\tagents\tdiscovery\trounds\tmedian ms\tp90 ms\tp99 ms\tx floor\tx signed\treplied\tunexp\tproc rss MiB\tproc cpu s\tagents cpu s\tbench cpu s\tagent ms/host\tcentral ms/host\tcentral x floor\tcentral x signed\tagents rss MiB\trss/agent KiB\trate/s\terrors\t")
 	for _, r := range rows {
 		cols := []string{
 			r.Name, num(float64(r.Agents)), r.Discovery, num(float64(r.Rounds)),
-			num(r.MedianMS), num(r.P90MS), num(r.P99MS), num(r.FloorRatio),
+			num(r.MedianMS), num(r.P90MS), num(r.P99MS), num(r.FloorRatio), num(r.SignedFloorRatio),
 			num(float64(r.Replied)), accounted(r), num(r.PeakRSSMiB), num(r.CPUSeconds), num(r.AgentsCPUSeconds), num(r.BenchCPUSeconds),
-			num(r.AgentCPUPerHostMS), num(r.CentralCPUPerHostMS), num(r.CentralFloorRatio),
+			num(r.AgentCPUPerHostMS), num(r.CentralCPUPerHostMS), num(r.CentralFloorRatio), num(r.CentralSignedFloorRatio),
 			num(r.AgentsRSSMiB), num(r.AgentRSSKiB), num(r.RatePerSecond), num(float64(r.Errors)),
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
@@ -152,17 +156,33 @@ func accounted(r Row) string {
 	return fmt.Sprintf("%d", r.Unexpected)
 }
 
-// perHost fills the per-host CPU columns of a fleet row against its
-// size's floor (nil: the row is the floor).
-func (r *Row) perHost(floor *Row) {
+// perHost fills the per-host CPU columns of a fleet row.
+func (r *Row) perHost() {
 	if r.Agents <= 0 {
 		return
 	}
 	n := float64(r.Agents)
 	r.AgentCPUPerHostMS = round4(r.AgentsCPUSeconds * 1000 / n)
 	r.CentralCPUPerHostMS = round4((r.BenchCPUSeconds + r.CPUSeconds) * 1000 / n)
-	if floor != nil && floor.CentralCPUPerHostMS > 0 {
-		r.CentralFloorRatio = round3(r.CentralCPUPerHostMS / floor.CentralCPUPerHostMS)
+}
+
+// ratios fills the row's ratios to its size's floor and signed floor
+// (perHost first): wall time and central CPU per host. A floor that is nil
+// or was not measured leaves its ratios zero.
+func (r *Row) ratios(floor, signed *Row) {
+	ratio := func(v, base float64) float64 {
+		if v <= 0 || base <= 0 {
+			return 0
+		}
+		return round3(v / base)
+	}
+	if floor != nil {
+		r.FloorRatio = ratio(r.MedianMS, floor.MedianMS)
+		r.CentralFloorRatio = ratio(r.CentralCPUPerHostMS, floor.CentralCPUPerHostMS)
+	}
+	if signed != nil {
+		r.SignedFloorRatio = ratio(r.MedianMS, signed.MedianMS)
+		r.CentralSignedFloorRatio = ratio(r.CentralCPUPerHostMS, signed.CentralCPUPerHostMS)
 	}
 }
 

@@ -7,24 +7,40 @@ import (
 )
 
 func TestPerHostCPU(t *testing.T) {
-	floor := Row{Name: "floor", Agents: 1000, BenchCPUSeconds: 0.04}
-	floor.perHost(nil)
+	floor := Row{Name: "floor", Agents: 1000, MedianMS: 25, BenchCPUSeconds: 0.04}
+	floor.perHost()
 	if floor.CentralCPUPerHostMS != 0.04 || floor.CentralFloorRatio != 0 {
 		t.Fatalf("floor: central %v ms/host, ratio %v; want 0.04 and none", floor.CentralCPUPerHostMS, floor.CentralFloorRatio)
 	}
-	cli := Row{Name: "noop-cli", Agents: 1000, AgentsCPUSeconds: 0.3, BenchCPUSeconds: 0.09, CPUSeconds: 0.13}
-	cli.perHost(&floor)
+	signed := Row{Name: "floor-signed", Agents: 1000, MedianMS: 50, BenchCPUSeconds: 0.11}
+	signed.perHost()
+	signed.ratios(&floor, nil)
+	if signed.FloorRatio != 2 || signed.CentralFloorRatio != 2.75 || signed.SignedFloorRatio != 0 {
+		t.Errorf("floor-signed: x floor %v, central x floor %v, x signed %v; want 2, 2.75 and none",
+			signed.FloorRatio, signed.CentralFloorRatio, signed.SignedFloorRatio)
+	}
+	cli := Row{Name: "noop-cli", Agents: 1000, MedianMS: 150, AgentsCPUSeconds: 0.3, BenchCPUSeconds: 0.09, CPUSeconds: 0.13}
+	cli.perHost()
+	cli.ratios(&floor, &signed)
 	if cli.AgentCPUPerHostMS != 0.3 {
 		t.Errorf("agent ms/host = %v, want 0.3", cli.AgentCPUPerHostMS)
 	}
 	if cli.CentralCPUPerHostMS != 0.22 {
 		t.Errorf("central ms/host = %v, want 0.22 (broker 0.09 s + ccm-orch 0.13 s over 1000 hosts)", cli.CentralCPUPerHostMS)
 	}
-	if cli.CentralFloorRatio != 5.5 {
-		t.Errorf("central x floor = %v, want 5.5", cli.CentralFloorRatio)
+	if cli.CentralFloorRatio != 5.5 || cli.FloorRatio != 6 {
+		t.Errorf("central x floor = %v, x floor = %v; want 5.5 and 6", cli.CentralFloorRatio, cli.FloorRatio)
+	}
+	if cli.CentralSignedFloorRatio != 2 || cli.SignedFloorRatio != 3 {
+		t.Errorf("central x signed = %v, x signed = %v; want 2 and 3", cli.CentralSignedFloorRatio, cli.SignedFloorRatio)
+	}
+	unmeasured := Row{Name: "noop", Agents: 1000, MedianMS: 150}
+	unmeasured.ratios(&floor, &Row{Name: "floor-signed"})
+	if unmeasured.FloorRatio != 6 || unmeasured.SignedFloorRatio != 0 {
+		t.Errorf("ratios against an unmeasured signed floor: x floor %v, x signed %v; want 6 and none", unmeasured.FloorRatio, unmeasured.SignedFloorRatio)
 	}
 	none := Row{Name: "agents"}
-	none.perHost(&floor)
+	none.perHost()
 	if none.AgentCPUPerHostMS != 0 || none.CentralCPUPerHostMS != 0 {
 		t.Errorf("a row without a fleet size got per-host CPU: %+v", none)
 	}

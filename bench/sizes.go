@@ -37,6 +37,7 @@ func (b *bencher) sampleSizes() error {
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
+	b.requestBody = data
 	b.requestBytes = len(data) + b.sign.headerBytes(data)
 
 	reg, err := providers.Builtin(providers.Options{})
@@ -67,5 +68,6 @@ func (b *bencher) sampleSizes() error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	b.replyBytes = len(data) + b.sign.headerBytes(data) // agents sign their replies too
+	b.replyBodyBytes = len(data)
 	return nil
 }

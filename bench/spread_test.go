@@ -17,7 +17,7 @@ var _ = Describe("A fleet too large for one process's open files", func() {
 		// agent processes (6 files each), and 2 brokers, made 3 (a
 		// cluster's majority).
 		rows, err := bench.Run(context.Background(), bench.Config{
-			Sizes: []int{30}, Rounds: 2, Rows: []string{"floor", "noop", "noop-cli", "agents"}, MaxOpenFiles: 300,
+			Sizes: []int{30}, Rounds: 2, Rows: []string{"floor", "floor-signed", "noop", "noop-cli", "agents"}, MaxOpenFiles: 300,
 			AgentBin: agentBin, OrchBin: orchBin, BenchBin: benchBin, BrokerBin: brokerBin, WorkDir: GinkgoT().TempDir(), Log: &log,
 		})
 		Expect(err).ToNot(HaveOccurred(), log.String())
@@ -26,12 +26,18 @@ var _ = Describe("A fleet too large for one process's open files", func() {
 			byName[r.Name] = append(byName[r.Name], r)
 		}
 		Expect(byName["floor"]).To(HaveLen(1))
+		// The signed floor's responders are spread like the floor's, and
+		// every reply from every process verified.
+		Expect(byName["floor-signed"]).To(HaveLen(1))
+		Expect(byName["floor-signed"][0].Errors).To(BeZero(), byName["floor-signed"][0].Note)
+		Expect(byName["floor-signed"][0].Replied).To(Equal(30))
 		for _, name := range []string{"noop", "noop-cli"} {
 			Expect(byName[name]).ToNot(BeEmpty(), name)
 			for _, r := range byName[name] {
 				Expect(r.Errors).To(BeZero(), r.Note)
 				Expect(r.Replied).To(Equal(30), name)
 				Expect(r.Unexpected).To(BeZero(), name)
+				Expect(r.SignedFloorRatio).To(BeNumerically(">", 0), name)
 			}
 		}
 		Expect(byName["agents"][0].AgentsRSSMiB).To(BeNumerically(">", 0))

@@ -46,7 +46,8 @@ func (a *app) registerRun(cli *fisk.Application) {
 	resp.Flag("server", "NATS server URL").Required().StringVar(&ro.Server)
 	resp.Flag("count", "Responders, each with its own connection").Required().IntVar(&ro.Count)
 	resp.Flag("subject", "Subject to answer on").Required().StringVar(&ro.Subject)
-	resp.Flag("reply-bytes", "Size of each reply").Required().IntVar(&ro.ReplyBytes)
+	resp.Flag("reply-bytes", "Size of each reply's body").Required().IntVar(&ro.ReplyBytes)
+	resp.Flag("trust", "Verify every request's signature against this nkeys user public key and sign each reply (the signed floor)").PlaceHolder("KEY").StringVar(&ro.Trust)
 	resp.Action(func(*fisk.ParseContext) error {
 		ctx, stop := a.signalContext()
 		defer stop()

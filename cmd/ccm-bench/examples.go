@@ -26,6 +26,8 @@ ccm-bench cheat run
 ccm-bench --agents 1000 --rounds 5
 # Only the noop and floor rows, with CPU profiles
 ccm-bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
+# A fleet change against both floors: plain NATS, and signed both ways
+ccm-bench --agents 200 --rows floor,floor-signed,change
 # Time another ccm-orch build in the -cli rows, writing the rows as JSON
 ccm-bench run --agents 1000 --rows noop-cli --orch-bin /tmp/old/ccm-orch --out /tmp/old.json
 `,

@@ -2,6 +2,7 @@ package fileposix
 
 import (
 	"log/slog"
+	"os"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
@@ -57,6 +58,9 @@ func (f *Factory) New() (resources.Provider, error) {
 type Provider struct {
 	log   *slog.Logger
 	names *idNames
+	// sync, when set, replaces the fsync of Store's temporary file before
+	// its rename (tests record the call and what is visible at its time)
+	sync func(*os.File) error
 }
 
 var _ filetype.Provider = (*Provider)(nil)

@@ -23,11 +23,26 @@ const maxTempBase = 200
 // file source when source is set, owned by owner:group with mode. The parent
 // directory is opened once as a handle (see openParent); the temporary file
 // (".<base>.ccm-*") is created in it with O_CREAT|O_EXCL|O_NOFOLLOW,
-// chmodded, written, chowned, synced and closed through its descriptor,
-// renamed over base within the same handle, then the directory is synced;
-// on any failure it is removed from that same handle. The parent directory
-// must exist, and name must not be a symbolic link (filetype.ErrSymlink), a
-// directory or a special file.
+// chmodded, written, chowned, synced (fsync) and closed through its
+// descriptor, then renamed over base within the same handle; on any failure
+// it is removed from that same handle. The parent directory must exist, and
+// name must not be a symbolic link (filetype.ErrSymlink), a directory or a
+// special file.
+//
+// Durability: after a crash, name holds either the whole old file or the
+// whole new one, never a part or an empty file. That needs the fsync of the
+// temporary file before the rename (without it a filesystem may make the
+// rename durable before the data, the zero-length file of delayed
+// allocation), and it is kept. The directory is not synced after the
+// rename: that fsync only makes the rename itself durable at once, so that
+// a change reported as done survives a crash of the machine, which nothing
+// else on the reply's way promises (the replay cache, the audit log and the
+// history stream's default store are not synced per record either). A
+// crash before the filesystem commits the rename (on ext4 within its commit
+// interval, 5 s by default, or the next fsync anyone makes) leaves the old
+// file, which the next run finds different and writes again, and may leave
+// the synced temporary file beside it, as a crash during the write always
+// could.
 func (p *Provider) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) (err error) {
 	perm, uid, gid, err := checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
@@ -79,7 +94,7 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 	if err := tmp.Chown(uid, gid); err != nil {
 		return fmt.Errorf("could not chown temporary file: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := p.syncFile(tmp); err != nil {
 		return fmt.Errorf("could not sync temporary file: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
@@ -93,10 +108,16 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 	}
 	renamed = true
 	p.log.Debug("stored file", "file", name, "owner", owner, "group", group, "mode", mode)
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("could not sync directory %s: %w", d.Path(), err)
-	}
 	return nil
+}
+
+// syncFile flushes a written temporary file to the disk before it is
+// renamed into place: p.sync when set (tests), else fsync.
+func (p *Provider) syncFile(f *os.File) error {
+	if p.sync != nil {
+		return p.sync(f)
+	}
+	return f.Sync()
 }
 
 // CreateDirectory creates dir, and any missing parents with the same mode
