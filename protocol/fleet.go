@@ -70,8 +70,13 @@ func NewFleetRequest(id string, created time.Time, ttl time.Duration) *FleetRequ
 // validates it (see Validate), compiling its filter. Errors wrap
 // ErrBadRequest and name the field.
 func DecodeFleetRequest(data []byte, limits Limits) (*FleetRequest, error) {
-	var wire fleetRequestWire
-	if _, err := DecodeStrict(data, &wire, limits); err != nil {
+	req, _, err := DecodeFleetRequestClaim(data, limits)
+	return req, err
+}
+
+// decodeFleetRequest decodes data into wire, then the request.
+func decodeFleetRequest(data []byte, limits Limits, wire *fleetRequestWire) (*FleetRequest, error) {
+	if _, err := DecodeStrict(data, wire, limits); err != nil {
 		return nil, err
 	}
 	req := FleetRequest{
