@@ -61,25 +61,39 @@ var _ = Describe("Decoding a fleet request", func() {
 		}
 	})
 
-	It("decodes an ensure request's envelope once and its properties once before and once after templates", func() {
-		req := protocol.NewFleetRequest("count-1", time.Now(), time.Minute)
-		props, err := json.Marshal(map[string]any{"name": "/bin/true"})
+	// admitEnsure admits an exec ensure request with props, and returns
+	// the decodes of its admission and of the engine's Prepare of it.
+	admitEnsure := func(id string, props map[string]any, env *templates.Env) (admission, prepare int64) {
+		req := protocol.NewFleetRequest(id, time.Now(), time.Minute)
+		raw, err := json.Marshal(props)
 		Expect(err).ToNot(HaveOccurred())
-		req.Ensure = &protocol.EnsureRequest{Protocol: protocol.EnsureRequestProtocol, Type: "exec", Properties: props}
+		req.Ensure = &protocol.EnsureRequest{Protocol: protocol.EnsureRequestProtocol, Type: "exec", Properties: raw}
 		data, err := json.Marshal(req)
 		Expect(err).ToNot(HaveOccurred())
 		r := &job{received: time.Now()}
-		n := decodesOf(func() {
+		admission = decodesOf(func() {
 			v, _, e := g.admit(r, &nats.Msg{Subject: "x", Data: data})
 			Expect(e).To(BeNil())
 			Expect(v).To(Equal(admitted))
 		})
-		Expect(n).To(Equal(int64(2)), "the envelope, then the properties into the map templates expand")
-		sess := engine.New(g.types).NewSession(engine.RunOptions{Noop: true, Env: templates.New(nil, nil)})
-		n = decodesOf(func() {
-			_, err := sess.Prepare(*r.body.ensure)
+		sess := engine.New(g.types).NewSession(engine.RunOptions{Noop: true, Env: env})
+		prepare = decodesOf(func() {
+			p, err := sess.Prepare(*r.body.ensure)
 			Expect(err).ToNot(HaveOccurred())
+			Expect(p.Ref()).To(HavePrefix("exec#/bin/echo "))
 		})
-		Expect(n).To(Equal(int64(1)), "the expanded properties into the type's value")
+		return admission, prepare
+	}
+
+	It("decodes an ensure request's envelope once and its properties once, straight into the type's value", func() {
+		admission, prepare := admitEnsure("count-1", map[string]any{"name": "/bin/echo hi"}, templates.New(nil, nil))
+		Expect(admission).To(Equal(int64(2)), "the envelope, then the properties into the exec type's value")
+		Expect(prepare).To(BeZero(), "Prepare validates the value admission decoded")
+	})
+
+	It("decodes templated properties after their templates are resolved", func() {
+		admission, prepare := admitEnsure("count-2", map[string]any{"name": "/bin/echo {{ facts.host }}"}, templates.New(map[string]any{"host": "web-1"}, nil))
+		Expect(admission).To(Equal(int64(2)), "the envelope, then the properties into the map templates expand")
+		Expect(prepare).To(Equal(int64(1)), "the expanded properties into the type's value")
 	})
 })
