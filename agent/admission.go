@@ -144,8 +144,10 @@ func (a *Agent) newFleetJob(m *nats.Msg) *job {
 	return r
 }
 
-// claimID gives a request that did not decode the id it claims in data
-// (see looseID), so its refusal can still be matched.
+// claimID gives a request refused before it was decoded (its signature,
+// or a full backlog) the id it claims in data (see looseID), so its
+// refusal can still be matched; a request that was decoded has the id
+// its decode read.
 func claimID(r *job, data []byte) {
 	if r.audit.RequestID == "" {
 		r.audit.RequestID = looseID(data)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/ccm-fleet/ccm/agent/policy"
@@ -14,8 +15,10 @@ import (
 // not answer it, so its error is returned apart), and its sender equal to
 // key, the header signer.
 func (g *admission) decode(r *job, data []byte, key string, signed bool) (*protocol.FleetRequest, error, *protocol.Error) {
-	req, err := protocol.DecodeFleetRequest(data, g.limits)
+	req, claimed, err := protocol.DecodeFleetRequestClaim(data, g.limits)
 	if err != nil {
+		// The id the refusal is matched by is what this decode read.
+		r.audit.RequestID = cmp.Or(claimed, unknownID)
 		return nil, nil, protocol.AsError(err)
 	}
 	r.audit.RequestID = req.ID

@@ -313,8 +313,11 @@ func (a *Agent) encodeReply(r *protocol.FleetReply) (data []byte, sig string) {
 	return b, a.keys.Sign(b)
 }
 
-// looseID pulls a usable request id out of a request that failed to decode,
-// so its bad_request reply can still be matched; "unknown" otherwise.
+// unknownID is the id of a refused request that claims no valid id.
+const unknownID = "unknown"
+
+// looseID pulls a usable request id out of a request refused before it
+// was decoded, so its reply can still be matched; unknownID otherwise.
 func looseID(data []byte) string {
 	var probe struct {
 		ID string `json:"id"`
@@ -322,5 +325,5 @@ func looseID(data []byte) string {
 	if len(data) <= protocol.DefaultMaxBytes && json.Unmarshal(data, &probe) == nil && protocol.ValidateRequestID(probe.ID) == nil {
 		return probe.ID
 	}
-	return "unknown"
+	return unknownID
 }

@@ -195,6 +195,7 @@ func decodeJSON(data []byte, v any, maxDepth int, opts jsonv2.Options) error {
 	if err := checkJSONDepth(data, maxDepth); err != nil {
 		return err
 	}
+	decodes.Add(1)
 	if err := jsonv2.Unmarshal(data, v, opts); err != nil {
 		return explainJSONError(data, err)
 	}

@@ -70,8 +70,30 @@ func NewFleetRequest(id string, created time.Time, ttl time.Duration) *FleetRequ
 // validates it (see Validate), compiling its filter. Errors wrap
 // ErrBadRequest and name the field.
 func DecodeFleetRequest(data []byte, limits Limits) (*FleetRequest, error) {
+	req, _, err := DecodeFleetRequestClaim(data, limits)
+	return req, err
+}
+
+// DecodeFleetRequestClaim is DecodeFleetRequest that also returns, when
+// the request is refused, the id it claims as far as the one decode read
+// it: the id member when it came before the fault and is a valid request
+// id, "" otherwise. A refusal can then be matched by its sender without
+// the bytes being parsed a second time, with other rules.
+func DecodeFleetRequestClaim(data []byte, limits Limits) (req *FleetRequest, claimed string, err error) {
 	var wire fleetRequestWire
-	if _, err := DecodeStrict(data, &wire, limits); err != nil {
+	req, err = decodeFleetRequest(data, limits, &wire)
+	if err == nil {
+		return req, req.ID, nil
+	}
+	if ValidateRequestID(wire.ID) == nil {
+		claimed = wire.ID
+	}
+	return nil, claimed, err
+}
+
+// decodeFleetRequest decodes data into wire, then the request.
+func decodeFleetRequest(data []byte, limits Limits, wire *fleetRequestWire) (*FleetRequest, error) {
+	if _, err := DecodeStrict(data, wire, limits); err != nil {
 		return nil, err
 	}
 	req := FleetRequest{

@@ -34,6 +34,9 @@ type Body struct {
 // (bad_request) naming the field.
 func ParseBody(req *protocol.FleetRequest, types *resources.Registry) (*Body, error) {
 	if req.Ensure != nil {
+		if b, ok := parseDecoded(req.Ensure, types); ok {
+			return b, nil
+		}
 		props, err := req.Ensure.PropertiesMap()
 		if err != nil {
 			return nil, err
@@ -51,6 +54,28 @@ func ParseBody(req *protocol.FleetRequest, types *resources.Registry) (*Body, er
 		return &Body{Ensure: spec, Resources: []Resource{SpecResource(spec)}}, nil
 	}
 	return ParseManifest(req.Manifest)
+}
+
+// parseDecoded decodes the properties of ensure straight into its type's
+// value, once, when none of them can be a template (a template is
+// resolved before its property is decoded). It reports false when they
+// may hold one, or do not decode: the map is then decoded, as before,
+// and names what is wrong in the same words.
+func parseDecoded(ensure *protocol.EnsureRequest, types *resources.Registry) (*Body, bool) {
+	if engine.MayHoldTemplate(ensure.Properties) {
+		return nil, false
+	}
+	t, err := types.Type(ensure.Type)
+	if err != nil {
+		return nil, false
+	}
+	props, err := engine.DecodeJSON(t, ensure.Properties)
+	if err != nil {
+		return nil, false
+	}
+	c := props.Common()
+	spec := &engine.Spec{Type: ensure.Type, Decoded: props}
+	return &Body{Ensure: spec, Resources: []Resource{{Type: ensure.Type, Name: c.Name, Provider: c.Provider}}}, true
 }
 
 // ParseManifest decodes a manifest bundle (a request's or an

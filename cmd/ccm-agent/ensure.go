@@ -51,7 +51,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 		cmd := ens.Command(t.Type, t.Help)
 		c := &commonFlags{noop: noop, data: data, session: sessionFlags{dir: store}}
 		c.register(cmd, t)
-		c.session.register(cmd, t.Type)
+		c.session.register(cmd, t)
 		vals := resflags.Register(cmd, t)
 		typeName := t.Type
 		cmd.Action(func(*fisk.ParseContext) error {
@@ -62,7 +62,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			if props, err = c.common.Properties(props); err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			if typeName == "file" {
+			if typeName == protocol.TypeFile {
 				if err := fileDefaults(props); err != nil {
 					return program.Exit(protocol.ExitError, err)
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/choria-io/fisk"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -46,11 +47,11 @@ func registerSessionStore(ens *fisk.CmdClause) *string {
 	return ens.Flag("session", "Session directory recording each resource's event, for --require and --subscribe across command lines (ccm-agent session new)").Envar(sessionEnv).PlaceHolder("DIR").String()
 }
 
-// register adds --require (every type) and --subscribe (exec and service,
-// as in CCM) to one type's command.
-func (s *sessionFlags) register(cmd *fisk.CmdClause, typeName string) {
+// register adds --require (every type) and --subscribe (the types the
+// flag table says are refreshed, as in CCM) to one type's command.
+func (s *sessionFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
 	cmd.Flag("require", "Skip this resource unless the session's last event of TYPE#NAME succeeded (repeatable; needs --session)").PlaceHolder("TYPE#NAME").StringsVar(&s.require)
-	if typeName == protocol.TypeExec || typeName == protocol.TypeService {
+	if t.Subscribe {
 		cmd.Flag("subscribe", "Refresh this resource when the session's last event of TYPE#NAME changed it (repeatable; needs --session)").Short('S').PlaceHolder("TYPE#NAME").StringsVar(&s.subscribe)
 	}
 }

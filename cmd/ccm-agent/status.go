@@ -13,14 +13,11 @@ import (
 	goyaml "github.com/goccy/go-yaml"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
-
-// statusTypes are the types "status" reads, as in CCM: the others need
-// properties (a command, a URL, a source) to say what their state is.
-var statusTypes = []string{protocol.TypeFile, protocol.TypePackage, protocol.TypeService}
 
 // unsupportedStatus is what CCM prints for exec and archive.
 const unsupportedStatus = "Status for 'exec' and 'archive' resources is not supported yet due to them relying heavily on specific properties and may require additional context for accurate status determination."
@@ -32,7 +29,7 @@ func (a *app) registerStatus(cli *fisk.Application) {
 		ff             factFlags
 	)
 	cmd := cli.Command("status", "Show the current state of one resource on this host, changing nothing").Alias("info")
-	cmd.Arg("type", "Resource type: file, package, service (exec and archive: not supported, as in CCM)").Required().EnumVar(&typeName, append(append([]string{}, statusTypes...), protocol.TypeExec, protocol.TypeArchive)...)
+	cmd.Arg("type", "Resource type: file, package, service (exec and archive: not supported, as in CCM)").Required().EnumVar(&typeName, append(resflags.StatusTypes(resflags.StatusRead), resflags.StatusTypes(resflags.StatusUnsupported)...)...)
 	cmd.Arg("name", "Resource name: a path, a package or a service").Required().StringVar(&name)
 	cmd.Flag("json", "Print JSON instead of YAML").UnNegatableBoolVar(&js)
 	ff.register(cmd)
@@ -42,7 +39,7 @@ func (a *app) registerStatus(cli *fisk.Application) {
 // status reads the state of one resource through a noop ensure of it: its
 // state as found, nothing changed.
 func (a *app) status(typeName, name string, js bool, ff *factFlags) error {
-	if typeName == protocol.TypeExec || typeName == protocol.TypeArchive {
+	if t, _ := resflags.Lookup(typeName); t.Status != resflags.StatusRead {
 		fmt.Fprintln(a.Stdout, unsupportedStatus)
 		return nil
 	}

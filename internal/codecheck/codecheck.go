@@ -155,6 +155,14 @@ func (c *checker) visit(n ast.Node) bool {
 		if (n.Op == token.EQL || n.Op == token.NEQ) && (isErrorCall(n.X) || isErrorCall(n.Y)) {
 			c.add(n, RuleErrorText, "comparison with "+render(errorCallOf(n.X, n.Y)))
 		}
+		if n.Op == token.LOR && !c.inCatalog {
+			if name, ok := c.typeChain(n); ok {
+				c.add(n, RuleTypeSwitch, "x == "+name+" || ...")
+			}
+			// The chain's inner || are part of it: not walked again.
+			ast.Inspect(n.Y, c.visit)
+			return c.skipChain(n.X)
+		}
 	case *ast.SwitchStmt:
 		if !c.inCatalog {
 			if name, ok := c.typeCase(n); ok {
@@ -192,6 +200,58 @@ func (c *checker) call(n *ast.CallExpr) {
 		pkg.Name == c.fmtName && c.fmtName != "" && sel.Sel.Name == "Errorf":
 		c.add(n, RuleFlatten, pkg.Name+"."+sel.Sel.Name+"(... "+render(arg)+" ...)")
 	}
+}
+
+// typeChain reports the first resource type name an || chain compares
+// with, when it compares one operand with two or more (t == "exec" || t ==
+// "service"): a switch on the type's name written as a condition.
+func (c *checker) typeChain(n *ast.BinaryExpr) (string, bool) {
+	names := map[string][]string{}
+	var first string
+	for _, e := range orTerms(n) {
+		cmp, ok := e.(*ast.BinaryExpr)
+		if !ok || cmp.Op != token.EQL {
+			continue
+		}
+		operand, value := cmp.X, cmp.Y
+		name, ok := c.typeName(value)
+		if !ok {
+			operand, value = cmp.Y, cmp.X
+			if name, ok = c.typeName(value); !ok {
+				continue
+			}
+		}
+		key := render(operand)
+		if !slices.Contains(names[key], name) {
+			names[key] = append(names[key], name)
+		}
+		if len(names[key]) == 2 && first == "" {
+			first = names[key][0]
+		}
+	}
+	return first, first != ""
+}
+
+// orTerms lists the operands of an || chain, parentheses removed.
+func orTerms(e ast.Expr) []ast.Expr {
+	if p, ok := e.(*ast.ParenExpr); ok {
+		return orTerms(p.X)
+	}
+	if b, ok := e.(*ast.BinaryExpr); ok && b.Op == token.LOR {
+		return append(orTerms(b.X), orTerms(b.Y)...)
+	}
+	return []ast.Expr{e}
+}
+
+// skipChain walks the left side of an || chain without taking its inner
+// || for chains of their own; it returns false (the caller walked it).
+func (c *checker) skipChain(e ast.Expr) bool {
+	if b, ok := e.(*ast.BinaryExpr); ok && b.Op == token.LOR {
+		ast.Inspect(b.Y, c.visit)
+		return c.skipChain(b.X)
+	}
+	ast.Inspect(e, c.visit)
+	return false
 }
 
 // typeCase reports the first resource type name a switch lists as a case

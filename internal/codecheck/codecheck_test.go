@@ -70,6 +70,7 @@ func f(err error, t string) any {
 	switch t {
 	case protocol.TypeFile, protocol.TypeExec:
 	}
+	_ = t == "x" || (t == protocol.TypeExec || t == "service") && err != nil
 	return &natsgo.Msg{Subject: "s"}
 }
 `)
@@ -94,6 +95,7 @@ func g(err error, mode string) any {
 	case "file":
 	case "https":
 	}
+	_ = mode == "file" || err != nil || strings.HasPrefix(mode, "exec")
 	return nats.NewMsg("s")
 }
 `)
@@ -115,7 +117,8 @@ func g(err error, mode string) any {
 			"a/bad.go:18: error flattened to its text: errors.New(protocol.AsError(…).Message)",
 			"a/bad.go:19: switch on a resource type name: case exec",
 			"a/bad.go:23: switch on a resource type name: case TypeFile",
-			"a/bad.go:26: nats.Msg literal: natsgo.Msg{...}",
+			"a/bad.go:26: switch on a resource type name: x == TypeExec || ...",
+			"a/bad.go:27: nats.Msg literal: natsgo.Msg{...}",
 		))
 	})
 

@@ -94,6 +94,10 @@ func (e *Engine) NewSession(opts RunOptions) *Session {
 type Spec struct {
 	Type       string
 	Properties map[string]any
+	// Decoded, when set, are the properties already decoded from the
+	// request's bytes (see DecodeJSON), none of them a template: Prepare
+	// validates this value instead of expanding and decoding Properties.
+	Decoded resources.Properties
 }
 
 // Prepared is a resource ready to apply: decoded, validated, its conditions
@@ -146,6 +150,9 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.Decoded != nil {
+		return s.prepareDecoded(t, spec.Decoded)
+	}
 	label := spec.Type
 	if n, ok := spec.Properties["name"].(string); ok && n != "" {
 		label = spec.Type + "#" + n
@@ -165,6 +172,13 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	if err != nil {
 		return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 	}
+	return s.prepareValid(t, props, label, secrets)
+}
+
+// prepareValid makes the Prepared resource of valid properties props:
+// sensitive when secrets are active, its conditions evaluated, its
+// provider chosen and the guard asked.
+func (s *Session) prepareValid(t resources.Type, props resources.Properties, label string, secrets *redact.Secrets) (*Prepared, error) {
 	c := props.Common()
 	if secrets.Active() {
 		c.Sensitive = true
@@ -248,17 +262,19 @@ func Decode(t resources.Type, props map[string]any) (resources.Properties, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", resources.ErrInvalid, err)
 	}
-	p := t.NewProperties()
-	if err := protocol.DecodeJSONStrict(raw, p); err != nil {
-		return nil, &resources.InvalidError{Problem: propertyMessage(err)}
+	p, err := DecodeJSON(t, raw)
+	if err != nil {
+		return nil, err
 	}
+	return p, validate(t, p)
+}
+
+// validate sets the type's default ensure on p, then validates it.
+func validate(t resources.Type, p resources.Properties) error {
 	if c := p.Common(); c.Ensure == "" {
 		c.Ensure = t.DefaultEnsure()
 	}
-	if err := p.Validate(); err != nil {
-		return p, err
-	}
-	return p, nil
+	return p.Validate()
 }
 
 // propertyMessage words a decoding error of a resource's properties for

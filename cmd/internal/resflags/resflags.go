@@ -47,6 +47,20 @@ type Flag struct {
 	Short rune
 }
 
+// Status is what "ccm-agent status" does with a type.
+type Status int
+
+// Statuses, as in CCM.
+const (
+	// StatusNone: status does not take the type.
+	StatusNone Status = iota
+	// StatusRead: status reads the type's state from its name alone.
+	StatusRead
+	// StatusUnsupported: status takes the type and says it needs more
+	// than a name (a command, a URL) to tell its state.
+	StatusUnsupported
+)
+
 // TypeFlags are the flags of one resource type.
 type TypeFlags struct {
 	Type       string
@@ -54,12 +68,30 @@ type TypeFlags struct {
 	NameHelp   string
 	EnsureHelp string
 	Flags      []Flag
+	// Subscribe is whether the command takes --subscribe: the type is
+	// refreshed when a resource it subscribes to changed, as in CCM.
+	Subscribe bool
+	// Status is what "ccm-agent status" does with the type.
+	Status Status
+}
+
+// StatusTypes returns the types "ccm-agent status" takes with s, in
+// table order.
+func StatusTypes(s Status) []string {
+	var out []string
+	for _, t := range Table {
+		if t.Status == s {
+			out = append(out, t.Type)
+		}
+	}
+	return out
 }
 
 // Table lists every type's flags in the order commands are shown.
 var Table = []TypeFlags{
 	{
 		Type:       "file",
+		Status:     StatusRead,
 		Help:       "Manage a file or directory: content, owner, group and mode",
 		NameHelp:   "Absolute path of the file or directory",
 		EnsureHelp: "present (default), absent or directory",
@@ -75,6 +107,8 @@ var Table = []TypeFlags{
 	},
 	{
 		Type:       "exec",
+		Subscribe:  true,
+		Status:     StatusUnsupported,
 		Help:       "Run a command, idempotently with --creates, guards or --refreshonly",
 		NameHelp:   "The command to run, or a label when --command is given",
 		EnsureHelp: "present (default; exec is always present)",
@@ -94,12 +128,15 @@ var Table = []TypeFlags{
 	},
 	{
 		Type:       "package",
+		Status:     StatusRead,
 		Help:       "Install, upgrade, downgrade or remove a package (apt or dnf)",
 		NameHelp:   "Package name",
 		EnsureHelp: "present (default), absent, latest, or a version such as 1.24.0-1",
 	},
 	{
 		Type:       "service",
+		Subscribe:  true,
+		Status:     StatusRead,
 		Help:       "Start or stop a service and enable or disable it at boot (systemd)",
 		NameHelp:   "Service (unit) name",
 		EnsureHelp: "running (default) or stopped",
@@ -110,6 +147,7 @@ var Table = []TypeFlags{
 	},
 	{
 		Type:       "archive",
+		Status:     StatusUnsupported,
 		Help:       "Download an archive over HTTP(S), verify it and extract it",
 		NameHelp:   "Absolute path to save the archive at; its extension must match the URL's",
 		EnsureHelp: "present (default) or absent",
