@@ -50,6 +50,23 @@ type Config struct {
 	// ServerLog forwards nats-server's own log lines (notice, warning,
 	// error) to the broker's logger. Off by default.
 	ServerLog bool `yaml:"server_log"`
+
+	// Site makes this broker the site broker of the named site: a leaf
+	// node of the hub (Hub) whose JetStream domain is the site name.
+	// Empty: not a site broker.
+	Site string `yaml:"site"`
+
+	// Hub is the hub a site broker connects to. Required with Site.
+	Hub HubConfig `yaml:"hub"`
+
+	// LeafNodes makes this broker (every broker of the hub cluster) a
+	// hub that site brokers connect to. Off while LeafNodes.Listen is
+	// empty.
+	LeafNodes LeafNodesConfig `yaml:"leafnodes"`
+
+	// Domain is the JetStream domain of a broker that is not a site
+	// broker; a hub's defaults to DefaultHubDomain. Empty otherwise.
+	Domain string `yaml:"domain"`
 }
 
 // ClusterConfig configures the route listener and the routes to peers.
@@ -162,6 +179,8 @@ func (c Config) Validate() error {
 	if t.CA != "" && !t.Enabled() {
 		add("tls.ca: requires tls.cert and tls.key")
 	}
+
+	c.validateSites(add)
 
 	if len(errs) == 0 {
 		return nil
