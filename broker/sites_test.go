@@ -107,7 +107,7 @@ var _ = Describe("A hub with site brokers", func() {
 		for _, host := range []string{"web1", "web2"} {
 			Eventually(func() uint64 {
 				return subjectCount(hubJS, protocol.HistoryStream, protocol.HistorySubject(id, host))
-			}).WithTimeout(20 * time.Second).Should(Equal(uint64(1)), host)
+			}).WithTimeout(20*time.Second).Should(Equal(uint64(1)), host)
 		}
 		// Sourcing is done (both records are there): nothing more may
 		// come, and each site holds only its own record.
