@@ -26,30 +26,30 @@ var SiteLocalSubjects = []string{"ccm.v1.history.>", "$KV.CCM_NODES.>"}
 type LeafNodesConfig struct {
 	// Listen is the host:port site brokers connect to (nats-server's leaf
 	// node port, conventionally 7422); port 0 or -1 picks a free port.
-	Listen string `yaml:"listen"`
+	Listen string `json:"listen" yaml:"listen"`
 
 	// Users are the credentials site brokers authenticate with (one per
 	// site is best, so a site can be shut out alone). At least one.
-	Users []LeafUser `yaml:"users"`
+	Users []LeafUser `json:"users" yaml:"users"`
 
 	// TLS is the certificate leaf connections are served with; off while
 	// TLS.Cert is empty. With Verify, sites must present a certificate
 	// signed by CA.
-	TLS TLSConfig `yaml:"tls"`
+	TLS TLSConfig `json:"tls" yaml:"tls"`
 
 	// Sites are the JetStream domains (site names) whose history stream
 	// and node registry the hub's own source, so that the hub sees the
 	// whole fleet. A site missing here works on its own but is not seen
 	// at the hub.
-	Sites []string `yaml:"sites"`
+	Sites []string `json:"sites" yaml:"sites"`
 }
 
 // LeafUser is one user a site broker authenticates to the hub as.
 type LeafUser struct {
 	// User is the user name.
-	User string `yaml:"user"`
+	User string `json:"user" yaml:"user"`
 	// Password is the plain password or its bcrypt hash ($2a$, …).
-	Password string `yaml:"password"`
+	Password string `json:"password" yaml:"password"`
 }
 
 // HubConfig is the site side: the hub this site broker connects to as a
@@ -58,27 +58,27 @@ type HubConfig struct {
 	// URLs are the hub brokers' leaf node URLs (nats-leaf://, nats:// or
 	// tls://host:port); the site connects to one and fails over to the
 	// others. At least one.
-	URLs []string `yaml:"urls"`
+	URLs []string `json:"urls" yaml:"urls"`
 
 	// User and Password authenticate the site to the hub (a user of the
 	// hub's leafnodes.users). Both or neither.
-	User     string `yaml:"user"`
-	Password string `yaml:"password"`
+	User     string `json:"user" yaml:"user"`
+	Password string `json:"password" yaml:"password"`
 
 	// TLS configures TLS to the hub: CA verifies the hub's certificate,
 	// Cert and Key are the site's client certificate (when the hub
 	// verifies). TLS is on when CA or Cert is set, or a URL is tls://.
-	TLS HubTLSConfig `yaml:"tls"`
+	TLS HubTLSConfig `json:"tls" yaml:"tls"`
 }
 
 // HubTLSConfig names the PEM files of a site's TLS connection to the hub.
 type HubTLSConfig struct {
 	// CA is the file of certificate authorities the hub's certificate is
 	// verified against.
-	CA string `yaml:"ca"`
+	CA string `json:"ca" yaml:"ca"`
 	// Cert is the site's client certificate file; Key its private key.
-	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
+	Cert string `json:"cert" yaml:"cert"`
+	Key  string `json:"key" yaml:"key"`
 }
 
 // enabled reports whether TLS to the hub is configured.

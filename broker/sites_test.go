@@ -3,6 +3,8 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -259,5 +261,38 @@ var _ = Describe("Config of hubs and sites", func() {
 		Expect(err).To(MatchError(broker.ErrInvalidConfig))
 		Expect(err.Error()).To(ContainSubstring("leafnodes: "))
 		Expect(err.Error()).To(ContainSubstring("/nonexistent/leaf.pem"))
+	})
+})
+
+var _ = Describe("LoadConfigFile", func() {
+	It("reads the shipped hub and site examples", func() {
+		hub, err := broker.LoadConfigFile("../dist/broker-hub.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hub.IsHub()).To(BeTrue())
+		Expect(hub.JetStreamDomain()).To(Equal("hub"))
+		Expect(hub.LeafNodes.Sites).To(Equal([]string{"fra1", "ams1"}))
+		site, err := broker.LoadConfigFile("../dist/broker-site.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(site.IsSite()).To(BeTrue())
+		Expect(site.JetStreamDomain()).To(Equal("fra1"))
+		Expect(site.Hub.URLs).To(HaveLen(3))
+	})
+
+	It("refuses an unknown key, naming it and the file", func() {
+		path := filepath.Join(GinkgoT().TempDir(), "broker.yaml")
+		Expect(os.WriteFile(path, []byte("site: fra1\nhub:\n  url: nats-leaf://hub1:7422\n"), 0o600)).To(Succeed())
+		_, err := broker.LoadConfigFile(path)
+		Expect(err).To(MatchError(broker.ErrInvalidConfig))
+		Expect(err.Error()).To(ContainSubstring(path))
+		Expect(err.Error()).To(ContainSubstring(`"url"`))
+	})
+
+	It("refuses a site without a hub URL, naming the file", func() {
+		path := filepath.Join(GinkgoT().TempDir(), "broker.yaml")
+		Expect(os.WriteFile(path, []byte("site: fra1\n"), 0o600)).To(Succeed())
+		_, err := broker.LoadConfigFile(path)
+		Expect(err).To(MatchError(broker.ErrInvalidConfig))
+		Expect(err.Error()).To(ContainSubstring(path + ": "))
+		Expect(err.Error()).To(ContainSubstring("site fra1: hub.urls is required"))
 	})
 })
