@@ -77,7 +77,7 @@ func (f *brokerFlags) configuration() (broker.Config, error) {
 		}
 		return flags, nil
 	}
-	cfg, err := broker.LoadConfigFile(c.file)
+	cfg, err := broker.DecodeConfigFile(c.file)
 	if err != nil {
 		return broker.Config{}, err
 	}

@@ -35,6 +35,8 @@ var _ = Describe("ccm-broker hubs and sites", func() {
 		Entry("a config file with an unknown key", nil, "site: fra1\nhub: {url: nats-leaf://127.0.0.1:7422}\n", `unknown key "url"`),
 		Entry("a config file whose hub TLS file is missing", nil,
 			"site: fra1\nhub: {urls: [tls://127.0.0.1:7422], tls: {ca: /nonexistent/ca.pem}}\n", "hub.tls.ca /nonexistent/ca.pem"),
+		Entry("a config file completed by a flag (site) still checked", []string{"--site", "fra1"},
+			"hub: {urls: [nats-leaf://127.0.0.1:7422], user: fra1}\n", "hub.user and hub.password: set both or neither"),
 		Entry("a flag that breaks the config file", []string{"--site", "fra1", "--hub-url", "nats-leaf://127.0.0.1:7422"},
 			"leafnodes: {listen: 127.0.0.1:-1, users: [{user: fra1, password: pw}]}\n", "a site broker cannot also be the hub"),
 	)
