@@ -10,11 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 	"github.com/onsi/gomega/gexec"
 
+	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -198,3 +201,120 @@ func exactlyOnceHosts(id string, ids []string) map[string]uint64 {
 	delete(want, protocol.HistoryRequestSubject(id))
 	return want
 }
+
+var _ = Describe("Sites with the shipped locked-down users", func() {
+	It("still denies every cross-host action when the hosts are on different sites", func() {
+		dir := GinkgoT().TempDir()
+		orch, web1, web2 := brokertest.NewUser(GinkgoT(), dir), brokertest.NewUser(GinkgoT(), dir), brokertest.NewUser(GinkgoT(), dir)
+		example, err := os.ReadFile(filepath.Join("..", "dist", "broker-auth.yaml"))
+		Expect(err).ToNot(HaveOccurred())
+		doc := strings.NewReplacer("ORCHESTRATOR_NKEY", orch.Public, "WEB1_NKEY", web1.Public, "WEB2_NKEY", web2.Public).Replace(string(example))
+		doc += "  - user: admin\n    password: admin-pw\n"
+		auth := filepath.Join(dir, "auth.yaml")
+		Expect(os.WriteFile(auth, []byte(doc), 0o600)).To(Succeed())
+
+		leafUser := broker.LeafUser{User: "sites", Password: "leaf-pw"}
+		hub := brokertest.StartConfig(GinkgoT(), broker.Config{AuthFile: auth,
+			LeafNodes: broker.LeafNodesConfig{Listen: "127.0.0.1:-1", Users: []broker.LeafUser{leafUser}, Sites: []string{"fra1", "ams1"}}})
+		siteOf := func(name string) *broker.Broker {
+			return brokertest.StartConfig(GinkgoT(), broker.Config{AuthFile: auth, Site: name,
+				Hub: broker.HubConfig{URLs: []string{hub.LeafURL()}, User: leafUser.User, Password: leafUser.Password}})
+		}
+		fra, ams := siteOf("fra1"), siteOf("ams1")
+		Eventually(hub.LeafConnections).Should(Equal(2))
+
+		type conn struct {
+			nc   *nats.Conn
+			errs chan error
+		}
+		login := func(url string, u brokertest.User, inbox string) conn {
+			GinkgoHelper()
+			c := conn{errs: make(chan error, 16)}
+			o, err := nats.NkeyOptionFromSeed(u.SeedFile)
+			Expect(err).ToNot(HaveOccurred())
+			c.nc, err = nats.Connect(url, o, nats.CustomInboxPrefix(inbox), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				select {
+				case c.errs <- err:
+				default:
+				}
+			}))
+			Expect(err).ToNot(HaveOccurred())
+			DeferCleanup(c.nc.Close)
+			return c
+		}
+		o := login(hub.ClientURL(), orch, "_INBOX.orch")
+		w1 := login(fra.ClientURL(), web1, "_INBOX.agent-web1")
+		w2 := login(ams.ClientURL(), web2, "_INBOX.agent-web2")
+
+		// Watchers that may see everything, at the hub and at each site.
+		seen := make(chan string, 1024)
+		for _, url := range []string{hub.ClientURL(), fra.ClientURL(), ams.ClientURL()} {
+			admin, err := nats.Connect(url, nats.UserInfo("admin", "admin-pw"))
+			Expect(err).ToNot(HaveOccurred())
+			DeferCleanup(admin.Close)
+			_, err = admin.Subscribe(">", func(m *nats.Msg) {
+				select {
+				case seen <- m.Subject + " " + string(m.Data):
+				default:
+				}
+			})
+			Expect(err).ToNot(HaveOccurred())
+			Expect(admin.Flush()).To(Succeed())
+		}
+
+		// Each agent answers its own node's requests from the hub.
+		const node1, node2 = "ccm.v1.req.node.web1%2Eexample%2Ecom", "ccm.v1.req.node.web2%2Eexample%2Ecom"
+		got1 := make(chan string, 16)
+		_, err = w1.nc.Subscribe(node1, func(m *nats.Msg) { got1 <- string(m.Data); _ = m.Respond([]byte("web1 ok")) })
+		Expect(err).ToNot(HaveOccurred())
+		_, err = w2.nc.Subscribe(node2, func(m *nats.Msg) { _ = m.Respond([]byte("canary-web2-reply-5d1")) })
+		Expect(err).ToNot(HaveOccurred())
+		Expect(w1.nc.Flush()).To(Succeed())
+		Expect(w2.nc.Flush()).To(Succeed())
+		Eventually(func() (string, error) {
+			m, err := o.nc.Request(node1, []byte("to web1"), 500*time.Millisecond)
+			if err != nil {
+				return "", err
+			}
+			return string(m.Data), nil
+		}).Should(Equal("web1 ok"))
+
+		// web2 at ams1 may not listen to web1's requests (at fra1)...
+		stolen := make(chan string, 16)
+		_, err = w2.nc.Subscribe(node1, func(m *nats.Msg) { stolen <- string(m.Data) })
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(w2.errs).Should(Receive(MatchError(ContainSubstring("Permissions Violation for Subscription to \"" + node1 + "\""))))
+		// ...nor read the orchestrator's replies, which web1 may not either.
+		_, err = w1.nc.Subscribe("_INBOX.orch.>", func(m *nats.Msg) { stolen <- string(m.Data) })
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Subscription to "_INBOX.orch.>"`))))
+
+		m, err := o.nc.Request(node2, []byte("canary-orch-request-to-web2-71c"), 5*time.Second)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(string(m.Data)).To(Equal("canary-web2-reply-5d1"))
+		_, err = o.nc.Request(node1, []byte("canary-orch-request-to-web1-9a2"), 5*time.Second)
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(got1).Should(Receive(Equal("canary-orch-request-to-web1-9a2")))
+
+		// web1 at fra1 may not send requests to web2 at ams1, nor write
+		// web2's history.
+		Expect(w1.nc.Publish(node2, []byte("canary-web1-forged-request-3f0"))).To(Succeed())
+		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + node2 + `"`))))
+		forged := "ccm.v1.history.r1.web2%2Eexample%2Ecom"
+		Expect(w1.nc.Publish(forged, []byte("canary-web1-forged-history-b47"))).To(Succeed())
+		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + forged + `"`))))
+		Expect(w1.nc.Flush()).To(Succeed())
+
+		// The orchestrator's request to web1 was seen by the watchers, so
+		// anything web1 sent before it has been delivered too.
+		Expect(o.nc.Publish(node1, []byte("canary-marker-e60"))).To(Succeed())
+		Eventually(got1).Should(Receive(Equal("canary-marker-e60")))
+		Consistently(stolen, time.Second).ShouldNot(Receive())
+		var all []string
+		for len(seen) > 0 {
+			all = append(all, <-seen)
+		}
+		Expect(all).To(ContainElement(ContainSubstring("canary-marker-e60")), "the watchers saw the traffic")
+		Expect(strings.Join(all, "\n")).NotTo(ContainSubstring("canary-web1-forged"), "nothing web1 forged may reach any broker's subscribers")
+	})
+})
