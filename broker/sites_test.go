@@ -151,11 +151,14 @@ var _ = Describe("A hub with site brokers", func() {
 			TLS: broker.TLSConfig{Cert: pki.ServerCert, Key: pki.ServerKey, CA: pki.CA, Verify: true},
 		}})
 		tlsURL := strings.Replace(hub.LeafURL(), "nats-leaf://", "tls://", 1)
-		brokertest.StartConfig(GinkgoT(), broker.Config{Site: "fra1", Hub: broker.HubConfig{
+		fra := brokertest.StartConfig(GinkgoT(), broker.Config{Site: "fra1", Hub: broker.HubConfig{
 			URLs: []string{tlsURL}, User: siteUser.User, Password: siteUser.Password,
 			TLS: broker.HubTLSConfig{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey},
 		}})
 		Eventually(hub.LeafConnections).Should(Equal(1))
+		// SIGHUP re-reads the TLS files of the leaf connection too.
+		Expect(hub.Reload(context.Background())).To(Succeed())
+		Expect(fra.Reload(context.Background())).To(Succeed())
 
 		// The right certificate but a wrong password: never connected.
 		brokertest.StartConfig(GinkgoT(), broker.Config{Site: "ams1", Hub: broker.HubConfig{
@@ -163,6 +166,15 @@ var _ = Describe("A hub with site brokers", func() {
 			TLS: broker.HubTLSConfig{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey},
 		}})
 		Consistently(hub.LeafConnections, 2*time.Second, 200*time.Millisecond).Should(Equal(1))
+	})
+
+	It("reloads a hub and a site broker (SIGHUP) with their leaf settings unchanged", func() {
+		hub := startHub("fra1")
+		fra := startSite("fra1", hub)
+		Eventually(hub.LeafConnections).Should(Equal(1))
+		Expect(hub.Reload(context.Background())).To(Succeed())
+		Expect(fra.Reload(context.Background())).To(Succeed())
+		Consistently(hub.LeafConnections, time.Second, 200*time.Millisecond).Should(Equal(1))
 	})
 
 	It("keeps requests and replies crossing between the hub and the sites", func() {
