@@ -138,6 +138,23 @@ var _ = Describe("A hub with site brokers", func() {
 			return err
 		}).Should(Succeed())
 		Consistently(func() uint64 { return streamMsgs(hubJS, "KV_"+protocol.NodesBucket) }, time.Second, 200*time.Millisecond).Should(Equal(uint64(1)))
+		// Provisioning again without sources (history init against the
+		// hub) keeps the hub's.
+		hi, err := jsstore.EnsureHistory(ctx, hubJS, jsstore.HistoryConfig{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hi.Config.Sources).To(HaveLen(2))
+		_, err = jsstore.EnsureRegistry(ctx, hubJS, jsstore.RegistryConfig{})
+		Expect(err).NotTo(HaveOccurred())
+		ks, err := hubJS.Stream(ctx, "KV_"+protocol.NodesBucket)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ks.CachedInfo().Config.Sources).To(HaveLen(2))
+		_, err = fraKV.Put(ctx, "web3", []byte(`{"identity":"web3"}`))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error {
+			_, err := hubKV.Get(ctx, "web3")
+			return err
+		}).Should(Succeed())
+
 		amsKV, err := amsJS.KeyValue(ctx, protocol.NodesBucket)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = amsKV.Get(ctx, "web1")
