@@ -150,7 +150,7 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 	It("reports a site killed mid-run as that site's no-replies, and completes the hub's history once it returns", func() {
 		Expect(fleettest.WaitRegistered(hub.url, all)).To(Succeed())
 		b := newBlocker()
-		s := hub.start("ensure", "exec", b.command(), "--json", "--reply-timeout", "20s", "--key", ops.seedFile)
+		s := hub.start("ensure", "exec", b.command(), "--json", "--reply-timeout", "12s", "--key", ops.seedFile)
 		Eventually(b.started).WithTimeout(60 * time.Second).Should(Equal(3 * perSite))
 
 		dark := sites[2]
