@@ -175,6 +175,22 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 		Expect(out).To(ContainSubstring(fmt.Sprintf("%d expected, %d replied: 0 ok, %d changed, 0 failed, 0 no reply", 3*perSite, 3*perSite, 3*perSite)))
 	})
 
+	It("runs an orchestrator at a site on that site alone while the hub is up", func() {
+		site := sites[1].fleet
+		target := filepath.Join(dir, "s2-only-{{ lookup('facts.identity') }}")
+		code, doc := site.orchJSON("ensure", "file", target, "--content", "s2", "--owner", "root", "--group", "root", "--mode", "0644", "--key", ops.seedFile)
+		Expect(code).To(Equal(0), "%v", doc)
+		Expect(doc["replied"]).To(BeNumerically("==", perSite))
+		Expect(identities(doc, "unexpected")).To(BeEmpty())
+		for _, id := range all {
+			if strings.HasPrefix(id, "s2-") {
+				Expect(filepath.Join(dir, "s2-only-"+id)).To(BeAnExistingFile())
+			} else {
+				Expect(filepath.Join(dir, "s2-only-"+id)).NotTo(BeAnExistingFile(), "a host of another site ran the site's request")
+			}
+		}
+	})
+
 	It("runs an orchestrator at a site on that site alone while the hub is down", func() {
 		for _, h := range hubSessions {
 			h.Interrupt()
