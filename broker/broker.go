@@ -39,6 +39,7 @@ type Broker struct {
 	tempStore   bool          // storeDir was created by Start and is removed by Shutdown
 	clientPort  int           // resolved client port, reused by Restart
 	clusterPort int           // resolved route port, reused by Restart
+	leafPort    int           // resolved leaf node port of a hub, reused by Restart
 	noJetStream bool          // the current run has JetStream off (RestartJetStream)
 	auth        *AuthFile     // users in force, nil without Config.AuthFile
 	internalPW  string        // password of internalUser while auth is on
@@ -109,7 +110,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		return fmt.Errorf("broker store %s: %w", dir, err)
 	}
 
-	if err := b.startLocked(ctx, dir, 0, 0); err != nil {
+	if err := b.startLocked(ctx, dir, 0, 0, 0); err != nil {
 		if temp {
 			_ = os.RemoveAll(dir)
 		}
@@ -143,7 +144,7 @@ func (b *Broker) RestartJetStream(ctx context.Context, enabled bool) error {
 	}
 
 	b.log.Info("broker restarting", "port", b.clientPort, "store", b.storeDir)
-	if err := b.startLocked(ctx, b.storeDir, b.clientPort, b.clusterPort); err != nil {
+	if err := b.startLocked(ctx, b.storeDir, b.clientPort, b.clusterPort, b.leafPort); err != nil {
 		return fmt.Errorf("broker restart: %w", err)
 	}
 	return nil
@@ -163,7 +164,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	err := b.stopLocked(ctx, remove)
 	b.storeDir, b.tempStore, b.noJetStream = "", false, false
-	b.clientPort, b.clusterPort = 0, 0
+	b.clientPort, b.clusterPort, b.leafPort = 0, 0, 0
 	if err != nil {
 		return fmt.Errorf("broker shutdown: %w", err)
 	}
@@ -234,14 +235,14 @@ func (b *Broker) StoreDir() string {
 }
 
 // startLocked starts a server on dir and waits until it is ready.
-func (b *Broker) startLocked(ctx context.Context, dir string, clientPort, clusterPort int) error {
+func (b *Broker) startLocked(ctx context.Context, dir string, clientPort, clusterPort, leafPort int) error {
 	b.storeLimit = 0
 	if !b.noJetStream {
 		if err := b.chooseStoreLimitLocked(dir); err != nil {
 			return err
 		}
 	}
-	opts, err := b.optionsLocked(dir, clientPort, clusterPort)
+	opts, err := b.optionsLocked(dir, clientPort, clusterPort, leafPort)
 	if err != nil {
 		return err
 	}
@@ -269,6 +270,7 @@ func (b *Broker) startLocked(ctx context.Context, dir string, clientPort, cluste
 	if a := s.ClusterAddr(); a != nil {
 		b.clusterPort = a.Port
 	}
+	b.leafPort = boundLeafPort(s)
 	b.log.Info("broker started", "port", b.clientPort, "store", dir, "server", s.Name())
 	if !b.noJetStream {
 		b.startStoreWatchLocked(s)

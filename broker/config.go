@@ -18,70 +18,87 @@ type Config struct {
 	// Listen is the host:port clients connect to. An empty host listens on
 	// every interface; port 0 or -1 picks a free port at start (see
 	// Broker.ClientURL). Default DefaultListen.
-	Listen string `yaml:"listen"`
+	Listen string `json:"listen" yaml:"listen"`
 
 	// StoreDir is the JetStream file store directory. When empty, Start
 	// creates a temporary directory that Shutdown removes.
-	StoreDir string `yaml:"store_dir"`
+	StoreDir string `json:"store_dir" yaml:"store_dir"`
 
 	// MaxStore is the most bytes the JetStream file store may hold. 0
 	// sizes it at each start to DefaultStoreFraction of the space the
 	// store may use (its disk's free space plus what it already holds); a
 	// larger value than that space is capped to it. The choice is logged.
-	MaxStore int64 `yaml:"max_store"`
+	MaxStore int64 `json:"max_store" yaml:"max_store"`
 
 	// ServerName names this server in the cluster and in monitoring. Empty
 	// lets nats-server use its generated id. Required with Cluster.Listen.
-	ServerName string `yaml:"server_name"`
+	ServerName string `json:"server_name" yaml:"server_name"`
 
 	// Cluster configures routes to other brokers. Clustering is off while
 	// Cluster.Listen is empty.
-	Cluster ClusterConfig `yaml:"cluster"`
+	Cluster ClusterConfig `json:"cluster" yaml:"cluster"`
 
 	// TLS configures TLS for clients (and routes). TLS is off while TLS.Cert
 	// is empty; when on, plaintext clients are refused.
-	TLS TLSConfig `yaml:"tls"`
+	TLS TLSConfig `json:"tls" yaml:"tls"`
 
 	// AuthFile is a YAML file of users (see AuthFile) every client must
 	// authenticate as, with their permissions. Empty: no authentication.
 	// Broker.Reload reads it again.
-	AuthFile string `yaml:"auth_file"`
+	AuthFile string `json:"auth_file" yaml:"auth_file"`
 
 	// ServerLog forwards nats-server's own log lines (notice, warning,
 	// error) to the broker's logger. Off by default.
-	ServerLog bool `yaml:"server_log"`
+	ServerLog bool `json:"server_log" yaml:"server_log"`
+
+	// Site makes this broker the site broker of the named site: a leaf
+	// node of the hub (Hub) whose JetStream domain is the site name.
+	// Empty: not a site broker.
+	Site string `json:"site" yaml:"site"`
+
+	// Hub is the hub a site broker connects to. Required with Site.
+	Hub HubConfig `json:"hub" yaml:"hub"`
+
+	// LeafNodes makes this broker (every broker of the hub cluster) a
+	// hub that site brokers connect to. Off while LeafNodes.Listen is
+	// empty.
+	LeafNodes LeafNodesConfig `json:"leafnodes" yaml:"leafnodes"`
+
+	// Domain is the JetStream domain of a broker that is not a site
+	// broker; a hub's defaults to DefaultHubDomain. Empty otherwise.
+	Domain string `json:"domain" yaml:"domain"`
 }
 
 // ClusterConfig configures the route listener and the routes to peers.
 type ClusterConfig struct {
 	// Name is the cluster name every peer shares. Required with Listen.
-	Name string `yaml:"name"`
+	Name string `json:"name" yaml:"name"`
 
 	// Listen is the host:port other brokers route to; port 0 or -1 picks a
 	// free port. Empty disables clustering.
-	Listen string `yaml:"listen"`
+	Listen string `json:"listen" yaml:"listen"`
 
 	// Routes are the peers' route URLs, e.g. "nats-route://10.0.0.2:6222".
 	// Required with Listen (JetStream clustering needs them); listing this
 	// broker's own route too is allowed, so every peer can share one list.
-	Routes []string `yaml:"routes"`
+	Routes []string `json:"routes" yaml:"routes"`
 }
 
 // TLSConfig names the PEM files of the broker's certificate.
 type TLSConfig struct {
 	// Cert is the server certificate file. Setting it turns TLS on.
-	Cert string `yaml:"cert"`
+	Cert string `json:"cert" yaml:"cert"`
 
 	// Key is the private key file of Cert. Required with Cert.
-	Key string `yaml:"key"`
+	Key string `json:"key" yaml:"key"`
 
 	// CA is the file of certificate authorities that client (and route)
 	// certificates are verified against. Required with Verify and when
 	// clustering with TLS, since routes always verify each other.
-	CA string `yaml:"ca"`
+	CA string `json:"ca" yaml:"ca"`
 
 	// Verify requires every client to present a certificate signed by CA.
-	Verify bool `yaml:"verify"`
+	Verify bool `json:"verify" yaml:"verify"`
 }
 
 // Enabled reports whether TLS is configured.
@@ -162,6 +179,8 @@ func (c Config) Validate() error {
 	if t.CA != "" && !t.Enabled() {
 		add("tls.ca: requires tls.cert and tls.key")
 	}
+
+	c.validateSites(add)
 
 	if len(errs) == 0 {
 		return nil

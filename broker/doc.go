@@ -18,6 +18,15 @@
 // nats-server's ReloadOptions, which disconnects removed users; an invalid
 // file keeps the settings in force.
 //
+// Sites: a broker is a hub when Config.LeafNodes.Listen is set (site
+// brokers connect to it as leaf nodes, authenticated as one of
+// LeafNodes.Users, over TLS when configured) or a site broker when
+// Config.Site is set (a leaf node of the hub at Config.Hub, running the
+// JetStream domain named after the site). The history records and the
+// registry entries (SiteLocalSubjects) never cross a leaf connection: each
+// site keeps them in its own domain and the hub's stream and registry
+// source them (jsstore's HistoryConfig.Sources), so each is held once.
+//
 // The server's own logging and signal handling are off by default; set
 // Config.ServerLog to forward its log lines to the logger given with
 // WithLogger.

@@ -29,7 +29,7 @@ func (b *Broker) Reload(ctx context.Context) error {
 		b.log.Error("broker reload refused, keeping the previous users", "auth_file", b.cfg.AuthFile, "error", err)
 		return fmt.Errorf("broker reload: %w", err)
 	}
-	opts, err := b.optionsLocked(b.storeDir, b.clientPort, b.clusterPort)
+	opts, err := b.optionsLocked(b.storeDir, b.clientPort, b.clusterPort, b.leafPort)
 	if err == nil {
 		opts.JetStream = !b.noJetStream
 		err = b.srv.ReloadOptions(opts)
@@ -73,8 +73,8 @@ func (b *Broker) loadAuthLocked() error {
 
 // optionsLocked builds the server options of the current configuration
 // and users.
-func (b *Broker) optionsLocked(dir string, clientPort, clusterPort int) (*server.Options, error) {
-	opts, err := serverOptions(b.cfg, dir, clientPort, clusterPort)
+func (b *Broker) optionsLocked(dir string, clientPort, clusterPort, leafPort int) (*server.Options, error) {
+	opts, err := serverOptions(b.cfg, dir, clientPort, clusterPort, leafPort)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}

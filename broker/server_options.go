@@ -13,9 +13,9 @@ import (
 const randomPort = server.RANDOM_PORT
 
 // serverOptions translates a validated configuration into nats-server
-// options. clientPort and clusterPort, when non-zero, replace the configured
-// ports (Restart reuses the ports of the first start).
-func serverOptions(c Config, storeDir string, clientPort, clusterPort int) (*server.Options, error) {
+// options. clientPort, clusterPort and leafPort, when non-zero, replace the
+// configured ports (Restart reuses the ports of the first start).
+func serverOptions(c Config, storeDir string, clientPort, clusterPort, leafPort int) (*server.Options, error) {
 	host, port, err := parseListen(c.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen %q: %w", c.Listen, err)
@@ -59,6 +59,9 @@ func serverOptions(c Config, storeDir string, clientPort, clusterPort int) (*ser
 		if err := clusterOptions(opts, c, clusterPort); err != nil {
 			return nil, err
 		}
+	}
+	if err := leafOptions(opts, c, leafPort); err != nil {
+		return nil, err
 	}
 	return opts, nil
 }

@@ -2,6 +2,7 @@ package jsstore
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,6 +48,9 @@ type HistoryConfig struct {
 	// MaxBytes bounds the stream; the oldest records go first. 0 or -1:
 	// no limit.
 	MaxBytes int64
+	// Sources are JetStream domains (sites) whose history streams this
+	// one sources, each record once: a hub's view of every site.
+	Sources []string
 }
 
 func (c HistoryConfig) withDefaults() HistoryConfig {
@@ -73,7 +77,7 @@ func (c HistoryConfig) Validate() error {
 	case c.MaxBytes != -1 && c.MaxBytes < MinHistoryMaxBytes:
 		return fmt.Errorf("%w: max bytes %d is less than %d (or -1 for no limit)", ErrInvalid, c.MaxBytes, MinHistoryMaxBytes)
 	}
-	return nil
+	return validSources(c.Sources)
 }
 
 // StreamConfig is the history stream's JetStream configuration: file
@@ -92,6 +96,7 @@ func (c HistoryConfig) StreamConfig() jetstream.StreamConfig {
 		Discard:     jetstream.DiscardOld,
 		Duplicates:  min(DuplicateWindow, c.MaxAge),
 		AllowDirect: true,
+		Sources:     domainSources(protocol.HistoryStream, c.Sources),
 	}
 }
 
@@ -103,6 +108,9 @@ type RegistryConfig struct {
 	// TTL is how long an entry lives after its last refresh; agents
 	// refresh theirs every heartbeat, so it should be a few heartbeats.
 	TTL time.Duration
+	// Sources are JetStream domains (sites) whose registries this one
+	// sources: a hub's view of every site's agents.
+	Sources []string
 }
 
 func (c RegistryConfig) withDefaults() RegistryConfig {
@@ -124,7 +132,7 @@ func (c RegistryConfig) Validate() error {
 	case c.TTL < MinRegistryTTL:
 		return fmt.Errorf("%w: registry ttl %s is shorter than %s", ErrInvalid, c.TTL, MinRegistryTTL)
 	}
-	return nil
+	return validSources(c.Sources)
 }
 
 // KeyValueConfig is the registry bucket's configuration: one value per
@@ -139,5 +147,32 @@ func (c RegistryConfig) KeyValueConfig() jetstream.KeyValueConfig {
 		Storage:      jetstream.FileStorage,
 		Replicas:     c.Replicas,
 		MaxValueSize: MaxNodeValueSize,
+		Sources:      domainSources(protocol.NodesBucket, c.Sources),
 	}
+}
+
+// domainSources sources the stream (or bucket) name from each domain; nil
+// without domains.
+func domainSources(name string, domains []string) []*jetstream.StreamSource {
+	var out []*jetstream.StreamSource
+	for _, d := range domains {
+		out = append(out, &jetstream.StreamSource{Name: name, Domain: d})
+	}
+	return out
+}
+
+// validSources checks the source domains: non-empty, one subject token
+// each, no repeats.
+func validSources(domains []string) error {
+	seen := map[string]bool{}
+	for _, d := range domains {
+		if d == "" || strings.ContainsAny(d, ".*> \t\r\n") {
+			return fmt.Errorf("%w: source domain %q is not a subject token", ErrInvalid, d)
+		}
+		if seen[d] {
+			return fmt.Errorf("%w: source domain %q listed twice", ErrInvalid, d)
+		}
+		seen[d] = true
+	}
+	return nil
 }

@@ -13,12 +13,21 @@ import (
 )
 
 // EnsureHistory creates the history stream, or updates it to c when it
-// exists, and returns its information.
+// exists, and returns its information. With no c.Sources an existing
+// stream keeps the sources it has.
 func EnsureHistory(ctx context.Context, js jetstream.JetStream, c HistoryConfig) (*jetstream.StreamInfo, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	s, err := js.CreateOrUpdateStream(ctx, c.StreamConfig())
+	cfg := c.StreamConfig()
+	if len(c.Sources) == 0 {
+		// A hub's sources are kept by a provisioning that names none
+		// (history init run against the hub).
+		if s, err := js.Stream(ctx, protocol.HistoryStream); err == nil {
+			cfg.Sources = s.CachedInfo().Config.Sources
+		}
+	}
+	s, err := js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("history stream %s: %w", protocol.HistoryStream, err)
 	}

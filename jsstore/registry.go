@@ -16,12 +16,19 @@ import (
 const MaxRegistryEntries = 100000
 
 // EnsureRegistry creates the registry bucket, or updates it to c when it
-// exists.
+// exists. With no c.Sources an existing bucket keeps the sources it has.
 func EnsureRegistry(ctx context.Context, js jetstream.JetStream, c RegistryConfig) (jetstream.KeyValue, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, c.KeyValueConfig())
+	cfg := c.KeyValueConfig()
+	if len(c.Sources) == 0 {
+		// A hub's sources are kept by a provisioning that names none.
+		if s, err := js.Stream(ctx, "KV_"+protocol.NodesBucket); err == nil {
+			cfg.Sources = s.CachedInfo().Config.Sources
+		}
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
 	}

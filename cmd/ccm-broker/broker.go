@@ -37,40 +37,34 @@ type brokerFlags struct {
 	maxAge      string
 	maxStore    string
 	registryTTL time.Duration
+	maxStoreSet bool
+	conf        configFlags
 }
 
 func (a *app) registerRun(cli *fisk.Application) {
 	f := &brokerFlags{}
 	cmd := cli.Command("run", "Run an embedded NATS broker with JetStream until interrupted, alone or as one of a cluster (the default command: ccm-broker --listen ... is ccm-broker run --listen ...)").Default()
-	cmd.Flag("listen", "Client address host:port").Default(broker.DefaultListen).StringVar(&f.cfg.Listen)
-	cmd.Flag("store", "JetStream store directory (default: a temporary directory removed at exit)").PlaceHolder("DIR").StringVar(&f.cfg.StoreDir)
-	cmd.Flag("name", "This server's name, unique in the cluster (required with --cluster-listen)").PlaceHolder("NAME").StringVar(&f.cfg.ServerName)
-	cmd.Flag("cluster-listen", "Route address host:port other brokers connect to; turns clustering on").PlaceHolder("HOST:PORT").StringVar(&f.cfg.Cluster.Listen)
-	cmd.Flag("routes", "Route URLs of the cluster's brokers, this one may be included (comma separated or repeated), e.g. nats-route://10.0.0.1:6222").PlaceHolder("URL").StringsVar(&f.routes)
-	cmd.Flag("cluster-name", "The cluster's name, the same on every broker").Default("ccm").StringVar(&f.cfg.Cluster.Name)
+	f.conf.set = map[string]*bool{}
+	f.conf.flag(cmd, "listen", "Client address host:port").Default(broker.DefaultListen).StringVar(&f.cfg.Listen)
+	f.conf.flag(cmd, "store", "JetStream store directory (default: a temporary directory removed at exit)").PlaceHolder("DIR").StringVar(&f.cfg.StoreDir)
+	f.conf.flag(cmd, "name", "This server's name, unique in the cluster (required with --cluster-listen)").PlaceHolder("NAME").StringVar(&f.cfg.ServerName)
+	f.conf.flag(cmd, "cluster-listen", "Route address host:port other brokers connect to; turns clustering on").PlaceHolder("HOST:PORT").StringVar(&f.cfg.Cluster.Listen)
+	f.conf.flag(cmd, "routes", "Route URLs of the cluster's brokers, this one may be included (comma separated or repeated), e.g. nats-route://10.0.0.1:6222").PlaceHolder("URL").StringsVar(&f.routes)
+	f.conf.flag(cmd, "cluster-name", "The cluster's name, the same on every broker").Default("ccm").StringVar(&f.cfg.Cluster.Name)
 	cmd.Flag("replicas", "Replicas of the history and the registry (default: 1, or the cluster's size up to 3)").PlaceHolder("N").IntVar(&f.replicas)
-	cmd.Flag("max-store", "Most bytes the JetStream store may hold, e.g. 20GiB; capped to the space the disk has for it (default: 75% of that space)").PlaceHolder("SIZE").StringVar(&f.maxStore)
+	cmd.Flag("max-store", "Most bytes the JetStream store may hold, e.g. 20GiB; capped to the space the disk has for it (default: 75% of that space)").PlaceHolder("SIZE").IsSetByUser(&f.maxStoreSet).StringVar(&f.maxStore)
 	cmd.Flag("history-max-age", "How long history records are kept (s, m, h or d)").Default("30d").StringVar(&f.maxAge)
 	program.DurationVar(cmd.Flag("registry-ttl", "How long a registry entry lives after its agent's last heartbeat").Default(jsstore.DefaultRegistryTTL.String()), &f.registryTTL)
-	cmd.Flag("tlscert", "TLS server certificate (PEM); turns TLS on and refuses plaintext clients").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Cert)
-	cmd.Flag("tlskey", "Private key of --tlscert (PEM)").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Key)
-	cmd.Flag("tlsca", "Certificate authorities (PEM) client and route certificates are verified against").PlaceHolder("FILE").StringVar(&f.cfg.TLS.CA)
-	cmd.Flag("tls-verify", "Require every client to present a certificate signed by --tlsca (mutual TLS)").UnNegatableBoolVar(&f.cfg.TLS.Verify)
-	cmd.Flag("auth-file", "YAML file of the users clients must authenticate as, with their permissions; read again on SIGHUP").PlaceHolder("FILE").StringVar(&f.cfg.AuthFile)
+	f.conf.flag(cmd, "tlscert", "TLS server certificate (PEM); turns TLS on and refuses plaintext clients").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Cert)
+	f.conf.flag(cmd, "tlskey", "Private key of --tlscert (PEM)").PlaceHolder("FILE").StringVar(&f.cfg.TLS.Key)
+	f.conf.flag(cmd, "tlsca", "Certificate authorities (PEM) client and route certificates are verified against").PlaceHolder("FILE").StringVar(&f.cfg.TLS.CA)
+	f.conf.flag(cmd, "tls-verify", "Require every client to present a certificate signed by --tlsca (mutual TLS)").UnNegatableBoolVar(&f.cfg.TLS.Verify)
+	f.conf.flag(cmd, "auth-file", "YAML file of the users clients must authenticate as, with their permissions; read again on SIGHUP").PlaceHolder("FILE").StringVar(&f.cfg.AuthFile)
+	registerConfigFlags(cmd, f)
 	cmd.Action(func(*fisk.ParseContext) error { return a.runBroker(f) })
 }
 
 func (a *app) runBroker(f *brokerFlags) error {
-	for _, r := range f.routes {
-		for _, u := range strings.Split(r, ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				f.cfg.Cluster.Routes = append(f.cfg.Cluster.Routes, u)
-			}
-		}
-	}
-	if f.cfg.Cluster.Listen == "" {
-		f.cfg.Cluster.Name = "" // the default name alone does not make a cluster
-	}
 	age, err := provision.ParseAge(f.maxAge)
 	if err != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("--history-max-age: %w", err))
@@ -82,9 +76,13 @@ func (a *app) runBroker(f *brokerFlags) error {
 		}
 		f.cfg.MaxStore = size
 	}
+	cfg, err := f.configuration()
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
 	ctx, stop := a.signalContext()
 	defer stop()
-	b, err := broker.New(f.cfg, broker.WithLogger(a.Logger()))
+	b, err := broker.New(cfg, broker.WithLogger(a.Logger()))
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
@@ -98,7 +96,10 @@ func (a *app) runBroker(f *brokerFlags) error {
 	}
 	a.announce(a.Stdout, fmt.Sprintf("broker listening on %s", b.ClientURL()), "broker listening", "url", b.ClientURL())
 	if route := b.RouteURL(); route != "" {
-		a.announce(a.Stdout, fmt.Sprintf("cluster %s: routes on %s", f.cfg.Cluster.Name, route), "cluster routes listening", "cluster", f.cfg.Cluster.Name, "url", route)
+		a.announce(a.Stdout, fmt.Sprintf("cluster %s: routes on %s", cfg.Cluster.Name, route), "cluster routes listening", "cluster", cfg.Cluster.Name, "url", route)
+	}
+	if text, msg, args := topologyText(b, cfg); text != "" {
+		a.announce(a.Stdout, text, msg, args...)
 	}
 	replicas := f.replicas
 	if replicas <= 0 {
@@ -107,7 +108,8 @@ func (a *app) runBroker(f *brokerFlags) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL})
+		sites := cfg.LeafNodes.Sites
+		a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age, Sources: sites}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL, Sources: sites})
 	}()
 	reloaded := make(chan struct{})
 	go func() {
@@ -163,8 +165,12 @@ func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.
 		err := provision.Streams(pctx, js, hc, rc, io.Discard)
 		cancel()
 		if err == nil {
-			a.announce(a.Stderr, fmt.Sprintf("history stream %s, node registry %s and assignments %s ready (%s)", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, provision.ReplicasText(hc.Replicas)),
-				"history ready", "stream", protocol.HistoryStream, "registry", protocol.NodesBucket, "assignments", protocol.AssignmentsBucket, "replicas", hc.Replicas)
+			sourcing := ""
+			if len(hc.Sources) > 0 {
+				sourcing = fmt.Sprintf(", sourcing the history and registry of sites %s", strings.Join(hc.Sources, ","))
+			}
+			a.announce(a.Stderr, fmt.Sprintf("history stream %s, node registry %s and assignments %s ready (%s)%s", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, provision.ReplicasText(hc.Replicas), sourcing),
+				"history ready", "stream", protocol.HistoryStream, "registry", protocol.NodesBucket, "assignments", protocol.AssignmentsBucket, "replicas", hc.Replicas, "sites", hc.Sources)
 			return
 		}
 		log.Info("history not set up yet, retrying", "error", err)

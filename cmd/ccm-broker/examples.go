@@ -28,5 +28,9 @@ ccm-broker --listen 0.0.0.0:4222 --store /var/lib/ccm-broker
 ccm-broker --name b1 --store /var/lib/ccm-broker --cluster-listen 10.0.0.1:6222 --routes nats-route://10.0.0.1:6222,nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222
 # Cap the store and require client certificates
 ccm-broker run --store /var/lib/ccm-broker --max-store 20GiB --tlscert server.pem --tlskey server-key.pem --tlsca ca.pem --tls-verify
+# A hub broker (leaf users, TLS and sites in the file; as in dist/broker-hub.yaml)
+ccm-broker --config /etc/ccm/broker.yaml
+# The site broker of site fra1, a leaf node of the hub with JetStream domain fra1 (hub credentials in the file)
+ccm-broker --config /etc/ccm/broker.yaml --site fra1 --hub-url nats-leaf://hub1.example.com:7422,nats-leaf://hub2.example.com:7422
 `,
 }

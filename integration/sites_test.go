@@ -1,0 +1,336 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// siteBroker is one site's `ccm-broker --site` process and its agents.
+type siteBroker struct {
+	name    string
+	args    []string
+	session *gexec.Session
+	// fleet's url is the site broker's; its agents connect there only.
+	fleet *fleet
+}
+
+// start runs the site broker (again, on the same port and store) and
+// waits until its history is ready.
+func (s *siteBroker) start() {
+	GinkgoHelper()
+	s.session = runBrokerBinary(s.args, `history stream CCM_HISTORY, node registry CCM_NODES and assignments CCM_ASSIGNMENTS ready \(1 replica\)\n`)
+}
+
+// runBrokerBinary runs ccm-broker with args, stopped when the spec
+// ends, and waits for ready on its stderr (when set).
+func runBrokerBinary(args []string, ready string) *gexec.Session {
+	GinkgoHelper()
+	cmd := exec.Command(filepath.Join(filepath.Dir(orchBin), "ccm-broker"), args...)
+	s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).ToNot(HaveOccurred())
+	DeferCleanup(func() { s.Interrupt(); Eventually(s).WithTimeout(30 * time.Second).Should(gexec.Exit()) })
+	if ready != "" {
+		Eventually(s.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(ready))
+	}
+	return s
+}
+
+var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf nodes", Ordered, func() {
+	const perSite = 4
+	var (
+		dir         string
+		ops         signingKey
+		hub         *fleet // ccm-orch at the hub; no agents of its own
+		hubSessions []*gexec.Session
+		sites       []*siteBroker
+		all         []string
+	)
+
+	BeforeAll(func() {
+		dir = GinkgoT().TempDir()
+		ops = newSigningKey(dir, "ops")
+		policy := policyFile(dir, signerEntry("ops", ops.pub, "file, exec"))
+		ports := freePorts(12) // hub clients, routes, leaf listeners; site clients
+
+		names := []string{"s1", "s2", "s3"}
+		var leafURLs, routes, hubURLs []string
+		for i := range 3 {
+			leafURLs = append(leafURLs, fmt.Sprintf("nats-leaf://127.0.0.1:%d", ports[6+i]))
+			routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3+i]))
+			hubURLs = append(hubURLs, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+		}
+		hubFile := filepath.Join(dir, "hub.yaml")
+		Expect(os.WriteFile(hubFile, []byte("leafnodes:\n  users: [{user: sites, password: leaf-pw}]\n  sites: [s1, s2, s3]\n"), 0o600)).To(Succeed())
+		siteFile := filepath.Join(dir, "site.yaml")
+		Expect(os.WriteFile(siteFile, []byte(fmt.Sprintf("hub:\n  urls: [%s]\n  user: sites\n  password: leaf-pw\n", strings.Join(leafURLs, ", "))), 0o600)).To(Succeed())
+
+		// The sites first, so the hub's sources find their streams at
+		// once (a missing one is retried after seconds).
+		for i, name := range names {
+			s := &siteBroker{name: name, args: []string{"--config", siteFile, "--site", name,
+				"--listen", fmt.Sprintf("127.0.0.1:%d", ports[9+i]), "--store", GinkgoT().TempDir()}}
+			s.start()
+			sites = append(sites, s)
+		}
+		for i := range 3 {
+			hubSessions = append(hubSessions, runBrokerBinary([]string{"--config", hubFile, "--name", fmt.Sprintf("h%d", i+1),
+				"--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--store", GinkgoT().TempDir(),
+				"--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[3+i]), "--routes", strings.Join(routes, ","),
+				"--leaf-listen", fmt.Sprintf("127.0.0.1:%d", ports[6+i])}, ""))
+		}
+		// Replicated streams need the whole cluster: wait once all run.
+		for _, h := range hubSessions {
+			Eventually(h.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(`ready \(3 replicas\), sourcing the history and registry of sites s1,s2,s3`))
+		}
+
+		cfg := historyAgentConfig
+		cfg.Policy = policy
+		for i, s := range sites {
+			s.fleet = startFleetWith(fleetOptions{servers: []string{fmt.Sprintf("nats://127.0.0.1:%d", ports[9+i])}, config: cfg},
+				perSite, s.name, map[string]any{"site": s.name, "os": "debian"})
+			all = append(all, s.fleet.identitiesOf()...)
+		}
+		slices.Sort(all)
+		hub = &fleet{url: hubURLs[0]}
+	})
+
+	It("discovers every site's hosts at the hub", func() {
+		Expect(fleettest.WaitRegistered(hub.url, all)).To(Succeed())
+		code, out, errOut := hub.orch("discover", "--discovery", "registry", "--json")
+		Expect(code).To(Equal(0), errOut)
+		var nodes []map[string]any
+		Expect(json.Unmarshal([]byte(out), &nodes)).To(Succeed())
+		Expect(nodes).To(HaveLen(3 * perSite))
+
+		code, out, errOut = hub.orch("discover", "--discovery", "registry", "--where", "site=s2", "--json")
+		Expect(code).To(Equal(0), errOut)
+		nodes = nil
+		Expect(json.Unmarshal([]byte(out), &nodes)).To(Succeed())
+		Expect(nodes).To(HaveLen(perSite))
+	})
+
+	It("runs a signed change from the hub on every site, each host recorded once in the hub's history", func() {
+		Expect(fleettest.WaitRegistered(hub.url, all)).To(Succeed())
+		target := filepath.Join(dir, "sites-{{ lookup('facts.identity') }}")
+		code, doc := hub.orchJSON("ensure", "file", target, "--content", "from the hub", "--owner", "root", "--group", "root", "--mode", "0644", "--key", ops.seedFile)
+		Expect(code).To(Equal(0), "%v", doc)
+		Expect(doc["replied"]).To(BeNumerically("==", 3*perSite))
+		Expect(identities(doc, "no_reply")).To(BeEmpty())
+		Expect(doc["spoofed"]).To(BeNumerically("==", 0))
+		Expect(doc["unverified"]).To(BeNumerically("==", 0), "every reply is checked against the hub's registry, sourced from the sites")
+		for _, id := range all {
+			Expect(filepath.Join(dir, "sites-"+id)).To(BeAnExistingFile())
+		}
+		id := doc["request_id"].(string)
+		Eventually(func() map[string]uint64 { return runRecords(hub.url, id) }).WithTimeout(60 * time.Second).Should(Equal(exactlyOnce(id, all)))
+		Consistently(func() map[string]uint64 { return runRecords(hub.url, id) }, 2*time.Second, 500*time.Millisecond).Should(Equal(exactlyOnce(id, all)))
+		// Each site holds its own hosts' records and not the hub's
+		// request record.
+		s1 := sites[0].fleet
+		Expect(runRecords(s1.url, id)).To(Equal(exactlyOnceHosts(id, s1.identitiesOf())))
+	})
+
+	It("reports a site killed mid-run as that site's no-replies, and completes the hub's history once it returns", func() {
+		Expect(fleettest.WaitRegistered(hub.url, all)).To(Succeed())
+		b := newBlocker()
+		s := hub.start("ensure", "exec", b.command(), "--json", "--reply-timeout", "12s", "--key", ops.seedFile)
+		Eventually(b.started).WithTimeout(60 * time.Second).Should(Equal(3 * perSite))
+
+		dark := sites[2]
+		dark.session.Kill()
+		Eventually(dark.session).WithTimeout(30 * time.Second).Should(gexec.Exit())
+		b.release()
+
+		Eventually(s).WithTimeout(120 * time.Second).Should(gexec.Exit(3))
+		var live map[string]any
+		Expect(json.Unmarshal(s.Out.Contents(), &live)).To(Succeed())
+		darkIDs := dark.fleet.identitiesOf()
+		Expect(identities(live, "no_reply")).To(Equal(darkIDs))
+		Expect(live["replied"]).To(BeNumerically("==", 2*perSite))
+		id := live["request_id"].(string)
+
+		dark.start()
+		Eventually(dark.fleet.spooled).WithTimeout(60 * time.Second).Should(BeZero())
+		Eventually(func() map[string]uint64 { return runRecords(hub.url, id) }).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Equal(exactlyOnce(id, all)))
+		Consistently(func() map[string]uint64 { return runRecords(hub.url, id) }, 2*time.Second, 500*time.Millisecond).Should(Equal(exactlyOnce(id, all)))
+		code, out, errOut := hub.orch("history", "show", id)
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring(fmt.Sprintf("%d expected, %d replied: 0 ok, %d changed, 0 failed, 0 no reply", 3*perSite, 3*perSite, 3*perSite)))
+	})
+
+	It("runs an orchestrator at a site on that site alone while the hub is up", func() {
+		site := sites[1].fleet
+		target := filepath.Join(dir, "s2-only-{{ lookup('facts.identity') }}")
+		code, doc := site.orchJSON("ensure", "file", target, "--content", "s2", "--owner", "root", "--group", "root", "--mode", "0644", "--key", ops.seedFile)
+		Expect(code).To(Equal(0), "%v", doc)
+		Expect(doc["replied"]).To(BeNumerically("==", perSite))
+		Expect(identities(doc, "unexpected")).To(BeEmpty())
+		for _, id := range all {
+			if strings.HasPrefix(id, "s2-") {
+				Expect(filepath.Join(dir, "s2-only-"+id)).To(BeAnExistingFile())
+			} else {
+				Expect(filepath.Join(dir, "s2-only-"+id)).NotTo(BeAnExistingFile(), "a host of another site ran the site's request")
+			}
+		}
+	})
+
+	It("runs an orchestrator at a site on that site alone while the hub is down", func() {
+		for _, h := range hubSessions {
+			h.Interrupt()
+		}
+		for _, h := range hubSessions {
+			Eventually(h).WithTimeout(30 * time.Second).Should(gexec.Exit(0))
+		}
+		site := sites[0].fleet
+		code, doc := site.orchJSON("ensure", "exec", "/bin/true", "--key", ops.seedFile)
+		Expect(code).To(Equal(0), "%v", doc)
+		Expect(doc["replied"]).To(BeNumerically("==", perSite))
+		Expect(doc["discovery"]).To(Equal("registry"))
+		Expect(identities(doc, "no_reply")).To(BeEmpty())
+		Expect(identities(doc, "unexpected")).To(BeEmpty())
+		id := doc["request_id"].(string)
+		Eventually(func() map[string]uint64 { return runRecords(site.url, id) }).WithTimeout(30 * time.Second).Should(Equal(exactlyOnce(id, site.identitiesOf())))
+	})
+})
+
+// exactlyOnceHosts is exactlyOnce without the request's own record (kept
+// where the request was sent from).
+func exactlyOnceHosts(id string, ids []string) map[string]uint64 {
+	want := exactlyOnce(id, ids)
+	delete(want, protocol.HistoryRequestSubject(id))
+	return want
+}
+
+var _ = Describe("Sites with the shipped locked-down users", func() {
+	It("still denies every cross-host action when the hosts are on different sites", func() {
+		dir := GinkgoT().TempDir()
+		orch, web1, web2 := brokertest.NewUser(GinkgoT(), dir), brokertest.NewUser(GinkgoT(), dir), brokertest.NewUser(GinkgoT(), dir)
+		example, err := os.ReadFile(filepath.Join("..", "dist", "broker-auth.yaml"))
+		Expect(err).ToNot(HaveOccurred())
+		doc := strings.NewReplacer("ORCHESTRATOR_NKEY", orch.Public, "WEB1_NKEY", web1.Public, "WEB2_NKEY", web2.Public).Replace(string(example))
+		doc += "  - user: admin\n    password: admin-pw\n"
+		auth := filepath.Join(dir, "auth.yaml")
+		Expect(os.WriteFile(auth, []byte(doc), 0o600)).To(Succeed())
+
+		leafUser := broker.LeafUser{User: "sites", Password: "leaf-pw"}
+		hub := brokertest.StartConfig(GinkgoT(), broker.Config{AuthFile: auth,
+			LeafNodes: broker.LeafNodesConfig{Listen: "127.0.0.1:-1", Users: []broker.LeafUser{leafUser}, Sites: []string{"fra1", "ams1"}}})
+		siteOf := func(name string) *broker.Broker {
+			return brokertest.StartConfig(GinkgoT(), broker.Config{AuthFile: auth, Site: name,
+				Hub: broker.HubConfig{URLs: []string{hub.LeafURL()}, User: leafUser.User, Password: leafUser.Password}})
+		}
+		fra, ams := siteOf("fra1"), siteOf("ams1")
+		Eventually(hub.LeafConnections).Should(Equal(2))
+
+		type conn struct {
+			nc   *nats.Conn
+			errs chan error
+		}
+		login := func(url string, u brokertest.User, inbox string) conn {
+			GinkgoHelper()
+			c := conn{errs: make(chan error, 16)}
+			o, err := nats.NkeyOptionFromSeed(u.SeedFile)
+			Expect(err).ToNot(HaveOccurred())
+			c.nc, err = nats.Connect(url, o, nats.CustomInboxPrefix(inbox), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				select {
+				case c.errs <- err:
+				default:
+				}
+			}))
+			Expect(err).ToNot(HaveOccurred())
+			DeferCleanup(c.nc.Close)
+			return c
+		}
+		o := login(hub.ClientURL(), orch, "_INBOX.orch")
+		w1 := login(fra.ClientURL(), web1, "_INBOX.agent-web1")
+		w2 := login(ams.ClientURL(), web2, "_INBOX.agent-web2")
+
+		// Watchers that may see everything, at the hub and at each site.
+		seen := make(chan string, 1024)
+		for _, url := range []string{hub.ClientURL(), fra.ClientURL(), ams.ClientURL()} {
+			admin, err := nats.Connect(url, nats.UserInfo("admin", "admin-pw"))
+			Expect(err).ToNot(HaveOccurred())
+			DeferCleanup(admin.Close)
+			_, err = admin.Subscribe(">", func(m *nats.Msg) {
+				select {
+				case seen <- m.Subject + " " + string(m.Data):
+				default:
+				}
+			})
+			Expect(err).ToNot(HaveOccurred())
+			Expect(admin.Flush()).To(Succeed())
+		}
+
+		// Each agent answers its own node's requests from the hub.
+		const node1, node2 = "ccm.v1.req.node.web1%2Eexample%2Ecom", "ccm.v1.req.node.web2%2Eexample%2Ecom"
+		got1 := make(chan string, 16)
+		_, err = w1.nc.Subscribe(node1, func(m *nats.Msg) { got1 <- string(m.Data); _ = m.Respond([]byte("web1 ok")) })
+		Expect(err).ToNot(HaveOccurred())
+		_, err = w2.nc.Subscribe(node2, func(m *nats.Msg) { _ = m.Respond([]byte("canary-web2-reply-5d1")) })
+		Expect(err).ToNot(HaveOccurred())
+		Expect(w1.nc.Flush()).To(Succeed())
+		Expect(w2.nc.Flush()).To(Succeed())
+		Eventually(func() (string, error) {
+			m, err := o.nc.Request(node1, []byte("to web1"), 500*time.Millisecond)
+			if err != nil {
+				return "", err
+			}
+			return string(m.Data), nil
+		}).Should(Equal("web1 ok"))
+
+		// web2 at ams1 may not listen to web1's requests (at fra1)...
+		stolen := make(chan string, 16)
+		_, err = w2.nc.Subscribe(node1, func(m *nats.Msg) { stolen <- string(m.Data) })
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(w2.errs).Should(Receive(MatchError(ContainSubstring("Permissions Violation for Subscription to \"" + node1 + "\""))))
+		// ...nor read the orchestrator's replies, which web1 may not either.
+		_, err = w1.nc.Subscribe("_INBOX.orch.>", func(m *nats.Msg) { stolen <- string(m.Data) })
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Subscription to "_INBOX.orch.>"`))))
+
+		m, err := o.nc.Request(node2, []byte("canary-orch-request-to-web2-71c"), 5*time.Second)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(string(m.Data)).To(Equal("canary-web2-reply-5d1"))
+		_, err = o.nc.Request(node1, []byte("canary-orch-request-to-web1-9a2"), 5*time.Second)
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(got1).Should(Receive(Equal("canary-orch-request-to-web1-9a2")))
+
+		// web1 at fra1 may not send requests to web2 at ams1, nor write
+		// web2's history.
+		Expect(w1.nc.Publish(node2, []byte("canary-web1-forged-request-3f0"))).To(Succeed())
+		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + node2 + `"`))))
+		forged := "ccm.v1.history.r1.web2%2Eexample%2Ecom"
+		Expect(w1.nc.Publish(forged, []byte("canary-web1-forged-history-b47"))).To(Succeed())
+		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + forged + `"`))))
+		Expect(w1.nc.Flush()).To(Succeed())
+
+		// The orchestrator's request to web1 was seen by the watchers, so
+		// anything web1 sent before it has been delivered too.
+		Expect(o.nc.Publish(node1, []byte("canary-marker-e60"))).To(Succeed())
+		Eventually(got1).Should(Receive(Equal("canary-marker-e60")))
+		Consistently(stolen, time.Second).ShouldNot(Receive())
+		var all []string
+		for len(seen) > 0 {
+			all = append(all, <-seen)
+		}
+		Expect(all).To(ContainElement(ContainSubstring("canary-marker-e60")), "the watchers saw the traffic")
+		Expect(strings.Join(all, "\n")).NotTo(ContainSubstring("canary-web1-forged"), "nothing web1 forged may reach any broker's subscribers")
+	})
+})
