@@ -93,7 +93,8 @@ func WithService() Option { return func(a *Agent) { a.setup.service = true } }
 func WithClock(now func() time.Time) Option { return func(a *Agent) { a.now = now } }
 
 // New returns an agent for the host described by facts; cfg is completed
-// with defaults and validated, and its identity is written to facts.
+// with defaults and validated, and its identity (and site, when it has
+// one) is written to facts.
 func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, opts ...Option) (*Agent, error) {
 	cfg = cfg.WithDefaults()
 	if cfg.Identity == "" {
@@ -115,7 +116,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		nc:    nc,
 		log:   slog.New(slog.DiscardHandler),
 		now:   time.Now,
-		facts: newHostFacts(cfg.Identity, facts),
+		facts: newHostFacts(cfg.Identity, cfg.Site, facts),
 		setup: setup{version: "development", js: js, resolver: scope.HostResolver()},
 	}
 	for _, o := range opts {

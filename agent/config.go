@@ -48,6 +48,12 @@ type Config struct {
 	// Identity names this host on the fleet; default the hostname. Letters,
 	// digits, '.', '-' and '_' only.
 	Identity string `json:"identity" yaml:"identity"`
+	// Site names the site (datacenter, region) this host is in; the agent
+	// announces it as the site fact, so `--where site=fra1` selects the
+	// site's hosts. Letters, digits, '_' and '-', starting with a letter
+	// or a digit, at most 64 (see protocol.ValidateSite). Empty: the host
+	// has no site fact unless a custom fact gives one.
+	Site string `json:"site" yaml:"site"`
 	// SubjectFacts are the facts whose values get their own request
 	// subject, so a filter k=v on them reaches only matching hosts;
 	// default os, platform, role.
@@ -171,9 +177,14 @@ func (l LogConfig) Validate() error {
 }
 
 // ValidateConnection checks the NATS connection settings that can be
-// checked without reading files or dialing, and the log settings; Validate
-// includes it, and LoadConfig applies it to the file.
+// checked without reading files or dialing, the site and the log settings;
+// Validate includes it, and LoadConfig applies it to the file.
 func (c Config) ValidateConnection() error {
+	if c.Site != "" {
+		if err := protocol.ValidateSite(c.Site); err != nil {
+			return fmt.Errorf("%w: site: %w", ErrConfig, err)
+		}
+	}
 	for i, s := range c.Servers {
 		u, err := url.Parse(s)
 		switch {

@@ -18,6 +18,7 @@ var _ = Describe("Config", func() {
 		Expect(err).ToNot(HaveOccurred())
 		Expect(c.Facts).To(BeEmpty(), "a fresh host announces only the facts it gathers: no role it does not have")
 		Expect(c.FactsFile).To(BeEmpty())
+		Expect(c.Site).To(BeEmpty(), "no site unless the operator names one")
 		Expect(c.Policy).To(Equal("/etc/ccm/policy.yaml"))
 		c = c.WithDefaults()
 		c.Identity = "web17.example.net"
@@ -49,6 +50,7 @@ var _ = Describe("Config", func() {
 		Expect(c.Context).To(Equal("fleet"))
 		Expect(c.TLS.CA).To(Equal("/etc/ccm/ca.pem"))
 		Expect(c.InboxPrefix).To(Equal("_INBOX.agent-web17"))
+		Expect(c.Site).To(Equal("fra1"))
 		Expect(c.MetricsListen).To(Equal("127.0.0.1:9100"))
 		Expect(c.Log).To(Equal(agent.LogConfig{Format: "text", Level: "info"}))
 		c = c.WithDefaults()
@@ -74,6 +76,8 @@ var _ = Describe("Config", func() {
 		Entry("a heartbeat too short", "identity: a\nheartbeat: 10ms\n", "heartbeat 10ms must be between 100ms and 1h0m0s"),
 		Entry("a registry ttl under two heartbeats", "identity: a\nheartbeat: 10s\nregistry_ttl: 15s\n", "registry_ttl 15s must be at least 1s and at least two heartbeats (20s)"),
 		Entry("a spool too large", "identity: a\nspool_max_bytes: 2000000000\n", "spool_max_bytes"),
+		Entry("a site that is not one subject token", "site: fra.1\n", `site: bad_request: site name "fra.1": character at position 3 is not allowed`),
+		Entry("a site that is not a string", "site: [fra1]\n", "site"),
 		Entry("servers not a list", "servers: nats://a:4222\n", "servers"),
 		Entry("a server that is no URL", "servers: [nats://a:4222, 'just words']\n", `servers[1] "just words": want one URL like nats://host:4222`),
 		Entry("two servers in one entry", "servers: ['nats://a:4222,nats://b:4222']\n", "servers[0]"),

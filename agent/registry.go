@@ -157,10 +157,13 @@ type factSet struct {
 	env    *templates.Env
 }
 
-func newFactSet(identity string, facts map[string]any) *factSet {
-	f := make(map[string]any, len(facts)+1)
+func newFactSet(identity, site string, facts map[string]any) *factSet {
+	f := make(map[string]any, len(facts)+2)
 	maps.Copy(f, facts)
 	f["identity"] = identity
+	if site != "" {
+		f[protocol.SiteFact] = site
+	}
 	return &factSet{all: f, scalar: protocol.ScalarFacts(f), env: templates.New(f, nil)}
 }
 
@@ -179,21 +182,22 @@ type hostFacts struct {
 	started time.Time
 }
 
-func newHostFacts(identity string, facts map[string]any) *hostFacts {
+func newHostFacts(identity, site string, facts map[string]any) *hostFacts {
 	h := &hostFacts{changed: make(chan struct{}, 1), subjects: make(chan struct{}, 1), assign: make(chan struct{}, 1)}
-	h.facts.Store(newFactSet(identity, facts))
+	h.facts.Store(newFactSet(identity, site, facts))
 	return h
 }
 
 // current returns the facts in use.
 func (h *hostFacts) current() *factSet { return h.facts.Load() }
 
-// UpdateFacts replaces the agent's facts (the identity is kept): filters
+// UpdateFacts replaces the agent's facts (the identity and the configured
+// site are kept): filters
 // and templates of later requests see the new facts, the registry entry is
 // refreshed at once, and when a subject fact changed the agent moves its
 // subscriptions to the new subjects.
 func (a *Agent) UpdateFacts(facts map[string]any) {
-	a.facts.facts.Store(newFactSet(a.cfg.Identity, facts))
+	a.facts.facts.Store(newFactSet(a.cfg.Identity, a.cfg.Site, facts))
 	for _, c := range []chan struct{}{a.facts.changed, a.facts.subjects, a.facts.assign} {
 		select {
 		case c <- struct{}{}:

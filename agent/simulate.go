@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -34,6 +35,13 @@ func ParseVary(s string) (Vary, error) {
 	}
 	if len(v.Values) == 0 {
 		return Vary{}, fmt.Errorf("%w: --vary %q has no values", ErrConfig, s)
+	}
+	if k == protocol.SiteFact {
+		for _, x := range v.Values {
+			if err := protocol.ValidateSite(x); err != nil {
+				return Vary{}, fmt.Errorf("%w: --vary %q: %w", ErrConfig, s, err)
+			}
+		}
 	}
 	return v, nil
 }

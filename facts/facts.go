@@ -28,8 +28,13 @@ type Options struct {
 	Identity string
 	// File is a YAML or JSON file with a map of custom facts.
 	File string
-	// Pairs are k=v custom facts, applied last.
+	// Pairs are k=v custom facts, applied after the file.
 	Pairs []string
+	// Site, when set, is the site fact (protocol.SiteFact), applied after
+	// the custom facts; a custom site fact that names another site is an
+	// error. Without it a custom site fact is kept, and must be a valid
+	// site name too (see protocol.ValidateSite).
+	Site string
 }
 
 // Gather collects the standard facts of this host and merges the custom ones.
@@ -71,7 +76,9 @@ func Gather(ctx context.Context, opts Options) (map[string]any, error) {
 	return f, nil
 }
 
-// Merge applies the custom facts of opts (file, then pairs, then identity) to f.
+// Merge applies the custom facts of opts (file, then pairs, then site, then
+// identity) to f. The site fact, wherever it comes from, is checked with
+// protocol.ValidateSite.
 func Merge(f map[string]any, opts Options) error {
 	if opts.File != "" {
 		custom, err := ReadFile(opts.File)
@@ -89,9 +96,39 @@ func Merge(f map[string]any, opts Options) error {
 		}
 		f[k] = v
 	}
+	if err := mergeSite(f, opts.Site); err != nil {
+		return err
+	}
 	if opts.Identity != "" {
 		f["identity"] = opts.Identity
 	}
+	return nil
+}
+
+// mergeSite sets the site fact of f to site, or checks the custom one when
+// site is empty.
+func mergeSite(f map[string]any, site string) error {
+	custom, has := f[protocol.SiteFact]
+	if site == "" {
+		if !has {
+			return nil
+		}
+		name, ok := custom.(string)
+		if !ok {
+			return fmt.Errorf("%w: fact %s must be a site name, not %T", ErrInvalid, protocol.SiteFact, custom)
+		}
+		if err := protocol.ValidateSite(name); err != nil {
+			return fmt.Errorf("%w: fact %s: %w", ErrInvalid, protocol.SiteFact, err)
+		}
+		return nil
+	}
+	if err := protocol.ValidateSite(site); err != nil {
+		return fmt.Errorf("%w: site: %w", ErrInvalid, err)
+	}
+	if has && custom != site {
+		return fmt.Errorf("%w: custom fact %s=%v conflicts with the configured site %q", ErrInvalid, protocol.SiteFact, custom, site)
+	}
+	f[protocol.SiteFact] = site
 	return nil
 }
 

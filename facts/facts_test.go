@@ -41,6 +41,27 @@ var _ = Describe("Gather", func() {
 		Expect(f["dc"]).To(HaveKeyWithValue("name", "ams1"))
 	})
 
+	It("sets the site fact from the configured site, over an agreeing custom one", func() {
+		f := map[string]any{"site": "fra1"}
+		Expect(facts.Merge(f, facts.Options{Site: "fra1", Pairs: []string{"role=web"}})).To(Succeed())
+		Expect(f).To(HaveKeyWithValue("site", "fra1"))
+		g := map[string]any{}
+		Expect(facts.Merge(g, facts.Options{Site: "ams2"})).To(Succeed())
+		Expect(g).To(HaveKeyWithValue("site", "ams2"))
+	})
+
+	It("gives no site fact without a configured or custom site", func() {
+		f := map[string]any{}
+		Expect(facts.Merge(f, facts.Options{Pairs: []string{"role=web"}})).To(Succeed())
+		Expect(f).ToNot(HaveKey("site"))
+	})
+
+	It("keeps a custom site fact that is a valid site name", func() {
+		f := map[string]any{}
+		Expect(facts.Merge(f, facts.Options{Pairs: []string{"site=lon3"}})).To(Succeed())
+		Expect(f).To(HaveKeyWithValue("site", "lon3"))
+	})
+
 	DescribeTable("refuses unusable custom facts",
 		func(opts func(dir string) facts.Options, problem string) {
 			_, err := facts.Gather(context.Background(), opts(GinkgoT().TempDir()))
@@ -55,5 +76,15 @@ var _ = Describe("Gather", func() {
 			Expect(os.WriteFile(p, []byte("- a\n- b\n"), 0o600)).To(Succeed())
 			return facts.Options{File: p}
 		}, "expected an object"),
+		Entry("a configured site that is not a site name", func(string) facts.Options { return facts.Options{Site: "fra.1"} }, `site: bad_request: site name "fra.1": character at position 3`),
+		Entry("a custom site fact that is not a site name", func(string) facts.Options { return facts.Options{Pairs: []string{"site=fra 1"}} }, `fact site: bad_request: site name "fra 1"`),
+		Entry("a custom site fact that is not a string", func(d string) facts.Options {
+			p := filepath.Join(d, "f.yaml")
+			Expect(os.WriteFile(p, []byte("site: 12\n"), 0o600)).To(Succeed())
+			return facts.Options{File: p}
+		}, "fact site must be a site name"),
+		Entry("a custom site fact naming another site", func(string) facts.Options {
+			return facts.Options{Site: "fra1", Pairs: []string{"site=ams2"}}
+		}, `custom fact site=ams2 conflicts with the configured site "fra1"`),
 	)
 })

@@ -45,6 +45,11 @@ type Result struct {
 	Replied int `json:"replied"`
 	// NoReply lists the asked hosts that did not reply in time.
 	NoReply []string `json:"no_reply"`
+	// NoReplyBySite groups NoReply by the hosts' site fact as discovery
+	// saw it (see BySite); omitted when no expected host has a site, and
+	// when the hosts' facts are not known (hosts given, or a result
+	// rebuilt from history).
+	NoReplyBySite []SiteHosts `json:"no_reply_by_site,omitempty"`
 	// Unexpected lists hosts that replied without being asked (not in the
 	// expected set, or not asked yet); they count nowhere else.
 	Unexpected []string `json:"unexpected"`

@@ -154,6 +154,7 @@ func (r *Result) finish(hosts []HostResult, names *refNamer, started time.Time) 
 	}
 	slices.Sort(r.Unconfirmed)
 	slices.Sort(r.Running)
+	r.NoReplyBySite = BySite(r.NoReply, r.facts)
 	if r.Hosts == nil {
 		r.Hosts = []HostResult{}
 	}

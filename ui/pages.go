@@ -299,6 +299,8 @@ type runView struct {
 	Filter  string
 	Groups  []groupView
 	NoReply []string
+	// NoReplySites groups NoReply by site when hosts have sites.
+	NoReplySites []siteGroup
 }
 
 // errNoRun is the answer for a run the index does not hold.
@@ -316,6 +318,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	v := runView{layout: s.layout("Run "+id, "runs"), Run: run, Asked: orchestrator.DescribeRequest(run.Request),
 		Filter: orchestrator.FilterString(run.Request.Filter), NoReply: run.Result.NoReply,
 		Waiting: len(run.Result.NoReply) > 0 && collecting(run.Request.Created, time.Duration(run.Request.Timeout), s.opts.Now())}
+	v.NoReplySites = s.fleet.noReplySites(run.Result.NoReply)
 	byHost := map[string]orchestrator.HostResult{}
 	for _, h := range run.Result.Hosts {
 		byHost[h.Identity] = h

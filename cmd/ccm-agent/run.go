@@ -34,6 +34,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		metricsListen string
 		heartbeat     time.Duration
 		factsInterval time.Duration
+		site          string
 		ff            factFlags
 		sec           securityFlags
 	)
@@ -45,6 +46,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("metrics-listen", "Serve Prometheus metrics on this address, e.g. 127.0.0.1:9100").PlaceHolder("ADDR").StringVar(&metricsListen)
 	program.DurationVar(cmd.Flag("heartbeat", "How often to refresh this host's node registry entry (default 30s)").PlaceHolder("DURATION"), &heartbeat)
 	program.DurationVar(cmd.Flag("facts-interval", "How often to gather facts again, moving subscriptions and the registry entry when they change; SIGHUP gathers them at once (default 5m)").PlaceHolder("DURATION"), &factsInterval)
+	cmd.Flag("site", "Site (datacenter, region) of this host, announced as the site fact: letters, digits, '_' and '-' (overrides the config file's site)").PlaceHolder("NAME").StringVar(&site)
 	ff.register(cmd)
 	sec.register(cmd, true)
 	conn := connflags.Register(cmd)
@@ -62,6 +64,12 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		if stateDir != "" {
 			cfg.StateDir = stateDir
+		}
+		if site != "" {
+			cfg.Site = site
+			if err := cfg.ValidateConnection(); err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
 		}
 		if maxConcurrent > 0 {
 			cfg.MaxConcurrent = maxConcurrent
@@ -106,7 +114,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 
-		opts := facts.Options{Identity: cfg.Identity, File: cfg.FactsFile, Pairs: ff.pairs}
+		opts := facts.Options{Identity: cfg.Identity, File: cfg.FactsFile, Pairs: ff.pairs, Site: cfg.Site}
 		if ff.file != "" {
 			opts.File = ff.file
 		}
@@ -196,6 +204,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		stateDir  string
 		heartbeat time.Duration
 		profile   string
+		site      string
 		sec       securityFlags
 	)
 	cmd := cli.Command("simulate", "Run many agents in this process, each with its own connection, identity and facts")
@@ -204,6 +213,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 	cmd.Flag("identity-prefix", "Identities are PREFIX-0001, PREFIX-0002, …").Default("sim").StringVar(&prefix)
 	cmd.Flag("fact", "Fact every agent has, key=value (repeatable)").PlaceHolder("K=V").StringsVar(&pairs)
 	cmd.Flag("vary", "Fact that takes each value in turn, key=v1,v2 (repeatable; combinations are spread evenly)").PlaceHolder("K=V1,V2").StringsVar(&varies)
+	cmd.Flag("site", "Site every agent announces as its site fact (--vary site=a,b spreads them over several)").PlaceHolder("NAME").StringVar(&site)
 	cmd.Flag("state-dir", "Directory below which each agent keeps its state in a directory named by its identity (default /var/lib/ccm-agent)").PlaceHolder("DIR").StringVar(&stateDir)
 	program.DurationVar(cmd.Flag("heartbeat", "How often each agent refreshes its node registry entry (default 30s)").PlaceHolder("DURATION"), &heartbeat)
 	cmd.Flag("cpuprofile", "Write a CPU profile of the simulation to this file (benchmarks)").Hidden().PlaceHolder("FILE").StringVar(&profile)
@@ -219,7 +229,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 			defer stopProfile()
 		}
 		base := map[string]any{"simulated": true}
-		if err := facts.Merge(base, facts.Options{Pairs: pairs}); err != nil {
+		if err := facts.Merge(base, facts.Options{Pairs: pairs, Site: site}); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
 		var vary []ccmagent.Vary
@@ -227,6 +237,9 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 			v, err := ccmagent.ParseVary(s)
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
+			}
+			if v.Key == protocol.SiteFact && site != "" {
+				return program.Exit(protocol.ExitError, fmt.Errorf("--site %s and --vary %s: give one or the other", site, s))
 			}
 			vary = append(vary, v)
 		}
@@ -243,7 +256,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		simCfg := ccmagent.Config{StateDir: stateDir, Heartbeat: heartbeat}
+		simCfg := ccmagent.Config{StateDir: stateDir, Heartbeat: heartbeat, Site: site}
 		if err := sec.apply(&simCfg); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}

@@ -120,7 +120,7 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		title string
 		hosts []string
 	}{
-		{"did not reply", res.NoReply},
+		{noReplyTitle, res.NoReply},
 		{"still running when interrupted (they go on; their results land in history)", res.Running},
 		{"replied after the deadline", res.LateHosts},
 		{"replied without being asked", res.Unexpected},
@@ -128,7 +128,11 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		{"may not have been asked (the connection dropped before the server confirmed the request)", res.Unconfirmed},
 		{"sent a reply that did not arrive whole (parts missing or not matching)", res.Incomplete},
 	} {
-		if len(l.hosts) > 0 {
+		switch {
+		case len(l.hosts) == 0:
+		case l.title == noReplyTitle && len(res.NoReplyBySite) > 0:
+			renderNoReplyBySite(w, res)
+		default:
 			fmt.Fprintf(w, "%s %s:\n    %s\n", countHosts(len(l.hosts)), l.title, listHosts(l.hosts))
 		}
 	}
