@@ -16,6 +16,7 @@ import (
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/gossrun"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -108,7 +109,7 @@ func (a *app) apply(c *applyFlags) error {
 			writeHealth(a.Stdout, ev)
 		}
 	}
-	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), m, opts)
+	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithGossRunner(gossrun.New())), m, opts)
 	if err != nil {
 		return a.applyError(c, err)
 	}

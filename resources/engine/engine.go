@@ -25,6 +25,8 @@ type Engine struct {
 	now func() time.Time
 	// health runs health checks; nil runs none (each is UNKNOWN)
 	health HealthRunner
+	// goss validates goss health checks; nil refuses them at Prepare
+	goss GossRunner
 }
 
 // Option configures an Engine.
@@ -168,6 +170,9 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	c := props.Common()
 	if secrets.Active() {
 		c.Sensitive = true
+	}
+	if err := s.eng.refuseGoss(c); err != nil {
+		return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 	}
 	managed, err := s.managed(c.Control)
 	if err != nil {
