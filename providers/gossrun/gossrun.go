@@ -59,6 +59,7 @@ func (r *Runner) RunGoss(ctx context.Context, rules []byte, timeout time.Duratio
 	go func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		filterGossLogs()
 		out, err := validate(rules)
 		done <- result{out, err}
 	}()

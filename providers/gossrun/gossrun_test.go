@@ -1,10 +1,13 @@
 package gossrun_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -55,6 +58,23 @@ var _ = Describe("Runner", func() {
 		Expect(out.Failures).To(HaveLen(2))
 		Expect(out.Failures).To(ContainElement(ContainSubstring("File: " + conf + ": contents")))
 		Expect(out.Failures).To(ContainElement(ContainSubstring("Command: exit 3: exit-status")))
+	})
+
+	It("keeps what goss logs of a command's output off the process's log", func() {
+		const canary = "gossrun-log-canary-41c9"
+		var buf bytes.Buffer
+		prev := log.Writer()
+		log.SetOutput(&buf)
+		DeferCleanup(func() { log.SetOutput(prev) })
+		out, err := r.RunGoss(context.Background(), rules(map[string]any{
+			"command": map[string]any{"echo " + canary: map[string]any{"exit-status": 0, "stdout": []string{"other"}}},
+		}), 30*time.Second)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(out.Failed).To(Equal(1))
+		log.Print("a line of the agent's own")
+		Expect(buf.String()).To(HaveSuffix(" a line of the agent's own\n"))
+		Expect(buf.String()).ToNot(ContainSubstring(canary))
+		Expect(strings.Count(buf.String(), "\n")).To(Equal(1))
 	})
 
 	It("says rules goss cannot read are not rules", func() {

@@ -152,7 +152,12 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	if n, ok := spec.Properties["name"].(string); ok && n != "" {
 		label = spec.Type + "#" + n
 	}
-	expanded, err := s.opts.Env.ExpandValue(spec.Properties, controlKey)
+	raw, err := s.expandGossKeys(spec.Properties)
+	if err != nil {
+		secrets := s.secrets(label, spec.Properties, nil, false)
+		return nil, redact.Error(fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err), secrets)
+	}
+	expanded, err := s.opts.Env.ExpandValue(raw, controlKey)
 	if err != nil {
 		secrets := s.secrets(label, spec.Properties, nil, false)
 		return nil, redact.Error(fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err), secrets)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,4 +227,42 @@ func gossMessage(out GossOutput) string {
 		msg = strings.ToValidUTF8(msg[:maxHealthMessage], "")
 	}
 	return msg
+}
+
+// expandGossKeys returns props with the keys of every health check's goss
+// rules expanded (goss rules are keyed by paths, commands and URLs, which
+// CCM templates like any value); props itself is not modified. Values are
+// left to ExpandValue, so nothing is expanded twice.
+func (s *Session) expandGossKeys(props map[string]any) (map[string]any, error) {
+	checks, ok := props["health_checks"].([]any)
+	if !ok {
+		return props, nil
+	}
+	var out []any
+	for i, c := range checks {
+		hc, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		rules, ok := hc["goss_rules"].(map[string]any)
+		if !ok {
+			continue
+		}
+		exp, err := s.opts.Env.ExpandKeys(rules)
+		if err != nil {
+			return nil, fmt.Errorf("property health_checks[%d].goss_rules: %w", i, err)
+		}
+		if out == nil {
+			out = slices.Clone(checks)
+		}
+		nc := maps.Clone(hc)
+		nc["goss_rules"] = exp
+		out[i] = nc
+	}
+	if out == nil {
+		return props, nil
+	}
+	np := maps.Clone(props)
+	np["health_checks"] = out
+	return np, nil
 }
