@@ -12,6 +12,7 @@ import (
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -33,6 +34,9 @@ type applyFlags struct {
 	hiera string
 	facts factFlags
 	diff  diffFlags
+	// conn is the NATS connection kvGet() reads buckets with, made at
+	// its first call.
+	conn *connflags.Flags
 }
 
 func (a *app) registerApply(cli *fisk.Application) {
@@ -47,6 +51,7 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd.Flag("hiera", "Hierarchical data file (data, hierarchy, overrides) resolved with the facts; its data overrides the manifest's, --data overrides both").Envar("CCM_HIERA_DATA").PlaceHolder("FILE").StringVar(&c.hiera)
 	c.facts.register(cmd)
 	c.diff.register(cmd)
+	c.conn = connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
 }
 
@@ -76,7 +81,9 @@ func (a *app) apply(c *applyFlags) error {
 		data = over
 	}
 	log := a.Logger()
-	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log, DiffLimit: c.diff.maxBytes}
+	kv := &lazyKV{flags: c.conn, log: log}
+	defer kv.Close()
+	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, KV: kv, Log: log, DiffLimit: c.diff.maxBytes}
 
 	if c.render {
 		r, err := m.Resolve(opts)
