@@ -28,6 +28,7 @@ type applyFlags struct {
 	monitor  bool
 	json     bool
 	render   bool
+	report   bool
 	dataFile string
 	// hiera is CCM's --hiera: a hierarchical data file resolved with the
 	// facts, its data over the manifest's (--data over both).
@@ -46,6 +47,7 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
 	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
+	cmd.Flag("report", "Print CCM's run summary after the events: counts by outcome, unmet requirements, health checks by status, errors (--no-report to leave it out)").Default("true").BoolVar(&c.report)
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
 	cmd.Flag("hiera", "Hierarchical data file (data, hierarchy, overrides) resolved with the facts; its data overrides the manifest's, --data overrides both").Envar("CCM_HIERA_DATA").PlaceHolder("FILE").StringVar(&c.hiera)
@@ -131,6 +133,9 @@ func (a *app) apply(c *applyFlags) error {
 			fmt.Fprintln(a.Stdout, rep.PostMessage)
 		}
 		fmt.Fprintln(a.Stdout, summaryLine(rep.Summary, c.noop))
+		if c.report {
+			newRunReport(rep.Events, rep.Summary.Duration).write(a.Stdout)
+		}
 	}
 	if code := protocol.EventsExitCode(c.noop, rep.Events...); code != protocol.ExitOK {
 		return program.Exit(code, nil)
