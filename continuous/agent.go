@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/resources/templates"
+	"github.com/ccm-fleet/ccm/resources/templates/natskv"
 	"github.com/ccm-fleet/ccm/sources"
 )
 
@@ -74,6 +76,9 @@ type Agent struct {
 	trigger  chan *worker
 	// tmplOpts are what manifests' templates see besides facts and data.
 	tmplOpts []templates.Option
+	// localTmplOpts are tmplOpts plus kvGet(), for manifests not signed
+	// by a policy signer.
+	localTmplOpts []templates.Option
 
 	// facts and data are owned by Run's goroutine.
 	facts     map[string]any
@@ -122,6 +127,12 @@ func New(opts Options) (*Agent, error) {
 			stream = registration.DefaultStream
 		}
 		a.tmplOpts = append(a.tmplOpts, templates.WithFunction("registrations", registrationsFunc(opts.JS, stream)))
+		// kvGet() reads this host's buckets: only for what the host's own
+		// configuration names (local files, pinned bundles), never for a
+		// signed bundle, whose signer the policy judges resource by resource.
+		a.localTmplOpts = append(slices.Clone(a.tmplOpts), templates.WithKV(natskv.New(opts.JS), 0))
+	} else {
+		a.localTmplOpts = a.tmplOpts
 	}
 	for _, s := range opts.Config.Sources() {
 		a.workers = append(a.workers, newWorker(a, s))

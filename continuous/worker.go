@@ -158,7 +158,10 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 		}
 		m, regs = b.m, b.regs
 	}
-	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.tmplOpts}
+	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.localTmplOpts}
+	if b != nil && b.signer != nil {
+		opts.TemplateOptions = a.tmplOpts
+	}
 	var refusal *scope.Decision
 	if b != nil && b.signer != nil {
 		s := b.signer

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,16 +26,36 @@ const (
 	MaxHealthChecks = 32
 )
 
-// HealthCheck is a command run after a resource is applied, nagios style:
+// Health check formats, as CCM names them.
+const (
+	// HealthFormatNagios is a command whose exit code is the status.
+	HealthFormatNagios = "nagios"
+	// HealthFormatGoss is a set of goss rules: OK when every rule passes,
+	// CRITICAL when one fails.
+	HealthFormatGoss = "goss"
+)
+
+// MaxGossRulesBytes bounds the goss rules of one check, as JSON.
+const MaxGossRulesBytes = 64 << 10
+
+// HealthCheck is run after a resource is applied. Nagios style (Command):
 // exit 0 OK, 1 WARNING, 2 CRITICAL, anything else UNKNOWN, the first line
-// of its output the message. As in CCM, a check that is not OK fails the
+// of its output the message. Goss style (GossRules): the rules, expanded
+// like every other property, are validated by goss; OK when all pass,
+// CRITICAL when one fails. As in CCM, a check that is not OK fails the
 // resource.
 type HealthCheck struct {
 	// Name names the check in events; the command when empty.
 	Name string `json:"name,omitempty"`
 	// Command is the executable and its arguments, split as a shell would
-	// split them, run without a shell.
+	// split them, run without a shell. Exclusive with GossRules.
 	Command string `json:"command"`
+	// GossRules are goss validation rules (file, command, package,
+	// service, port, http, ...). Exclusive with Command.
+	GossRules map[string]any `json:"goss_rules,omitempty"`
+	// Format is "nagios" (Command) or "goss" (GossRules); found from the
+	// field set when empty.
+	Format string `json:"format,omitempty"`
 	// Timeout bounds one try (a Go duration); DefaultHealthTimeout when
 	// empty.
 	Timeout string `json:"timeout,omitempty"`
@@ -57,12 +78,27 @@ func (h *HealthCheck) Argv() ([]string, error) {
 	return words, nil
 }
 
-// Label is the check's name, or its command.
+// Label is the check's name, or its command ("goss" for goss rules).
 func (h *HealthCheck) Label() string {
-	if h.Name != "" {
+	switch {
+	case h.Name != "":
 		return h.Name
+	case h.IsGoss():
+		return HealthFormatGoss
 	}
 	return h.Command
+}
+
+// IsGoss reports whether the check is goss rules rather than a command.
+func (h *HealthCheck) IsGoss() bool { return len(h.GossRules) > 0 || h.Format == HealthFormatGoss }
+
+// GossJSON is the check's goss rules as JSON, the form goss reads.
+func (h *HealthCheck) GossJSON() ([]byte, error) {
+	b, err := json.Marshal(h.GossRules)
+	if err != nil {
+		return nil, fmt.Errorf("goss_rules: %w", err)
+	}
+	return b, nil
 }
 
 // TimeoutDuration is the timeout of one try.
@@ -87,8 +123,30 @@ func (h *HealthCheck) TrySleepDuration() time.Duration {
 func (h *HealthCheck) TriesCount() int { return max(h.Tries, 1) }
 
 func (h *HealthCheck) validate() error {
-	if _, err := h.Argv(); err != nil {
-		return err
+	switch {
+	case h.Command != "" && len(h.GossRules) > 0:
+		return errors.New("command and goss_rules are mutually exclusive")
+	case h.Format != "" && h.Format != HealthFormatNagios && h.Format != HealthFormatGoss:
+		return fmt.Errorf("format %q: use %q or %q", h.Format, HealthFormatNagios, HealthFormatGoss)
+	case len(h.GossRules) > 0 && h.Format == HealthFormatNagios:
+		return errors.New("format must be goss when using goss_rules")
+	case h.Command != "" && h.Format == HealthFormatGoss:
+		return errors.New("format must be nagios when using command")
+	case h.IsGoss():
+		if len(h.GossRules) == 0 {
+			return errors.New("goss_rules: no rules")
+		}
+		b, err := h.GossJSON()
+		if err != nil {
+			return err
+		}
+		if len(b) > MaxGossRulesBytes {
+			return fmt.Errorf("goss_rules: %d bytes, the limit is %d", len(b), MaxGossRulesBytes)
+		}
+	default:
+		if _, err := h.Argv(); err != nil {
+			return err
+		}
 	}
 	if h.Tries < 0 || h.Tries > MaxHealthTries {
 		return fmt.Errorf("tries %d must be between 1 and %d", h.Tries, MaxHealthTries)

@@ -12,10 +12,12 @@ import (
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/gossrun"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -26,12 +28,16 @@ type applyFlags struct {
 	monitor  bool
 	json     bool
 	render   bool
+	report   bool
 	dataFile string
 	// hiera is CCM's --hiera: a hierarchical data file resolved with the
 	// facts, its data over the manifest's (--data over both).
 	hiera string
 	facts factFlags
 	diff  diffFlags
+	// conn is the NATS connection kvGet() reads buckets with, made at
+	// its first call.
+	conn *connflags.Flags
 }
 
 func (a *app) registerApply(cli *fisk.Application) {
@@ -41,11 +47,13 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
 	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
+	cmd.Flag("report", "Print CCM's run summary after the events: counts by outcome, unmet requirements, health checks by status, errors (--no-report to leave it out)").Default("true").BoolVar(&c.report)
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
 	cmd.Flag("hiera", "Hierarchical data file (data, hierarchy, overrides) resolved with the facts; its data overrides the manifest's, --data overrides both").Envar("CCM_HIERA_DATA").PlaceHolder("FILE").StringVar(&c.hiera)
 	c.facts.register(cmd)
 	c.diff.register(cmd)
+	c.conn = connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
 }
 
@@ -75,7 +83,9 @@ func (a *app) apply(c *applyFlags) error {
 		data = over
 	}
 	log := a.Logger()
-	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, Log: log, DiffLimit: c.diff.maxBytes}
+	kv := &lazyKV{flags: c.conn, log: log}
+	defer kv.Close()
+	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, KV: kv, Log: log, DiffLimit: c.diff.maxBytes}
 
 	if c.render {
 		r, err := m.Resolve(opts)
@@ -108,7 +118,7 @@ func (a *app) apply(c *applyFlags) error {
 			writeHealth(a.Stdout, ev)
 		}
 	}
-	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), m, opts)
+	rep, err := manifest.Run(ctx, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithGossRunner(gossrun.New())), m, opts)
 	if err != nil {
 		return a.applyError(c, err)
 	}
@@ -123,6 +133,9 @@ func (a *app) apply(c *applyFlags) error {
 			fmt.Fprintln(a.Stdout, rep.PostMessage)
 		}
 		fmt.Fprintln(a.Stdout, summaryLine(rep.Summary, c.noop))
+		if c.report {
+			newRunReport(rep.Events, rep.Summary.Duration).write(a.Stdout)
+		}
 	}
 	if code := protocol.EventsExitCode(c.noop, rep.Events...); code != protocol.ExitOK {
 		return program.Exit(code, nil)

@@ -42,7 +42,7 @@ ccm:
 
 	It("prints the pre message, one line per resource, the post message and a summary", func() {
 		write(subscribed)
-		code, out, errOut := agent("apply", site)
+		code, out, errOut := agent("apply", site, "--no-report")
 		Expect(code).To(Equal(0), errOut)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		Expect(lines).To(HaveLen(5), out)

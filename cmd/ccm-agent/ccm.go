@@ -30,6 +30,7 @@ import (
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/gossrun"
 	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/sources"
@@ -141,7 +142,7 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 	ag, err := continuous.New(continuous.Options{
 		Registrar: registrar,
 		Config:    cfg,
-		Applier:   &continuous.LocalApplier{Engine: engine.New(types, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), Log: log},
+		Applier:   &continuous.LocalApplier{Engine: engine.New(types, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithGossRunner(gossrun.New())), Log: log},
 		Facts:     gather,
 		JS:        js,
 		Policy:    pol,

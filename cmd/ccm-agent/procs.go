@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/gossrun"
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
@@ -54,5 +55,5 @@ func localEngine(ctx context.Context, log *slog.Logger, instance string) (eng *e
 		stop()
 		return nil, nil, err
 	}
-	return engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), stop, nil
+	return engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithGossRunner(gossrun.New())), stop, nil
 }

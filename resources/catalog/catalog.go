@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -108,8 +109,18 @@ func Objects(typeName string, props resources.Properties, workingDir string) ([]
 	if out == nil {
 		return nil, fmt.Errorf("%w %q: the properties are a %T", resources.ErrUnknownType, typeName, props)
 	}
+	for i, hc := range props.Common().HealthChecks {
+		if hc.IsGoss() {
+			return nil, fmt.Errorf("%s: %w: property health_checks[%d]: %w", typeName, resources.ErrForbidden, i, ErrUndeclarable)
+		}
+	}
 	return append(out, healthObjects(props.Common())...), nil
 }
+
+// ErrUndeclarable is returned by Objects for a resource touching host
+// objects the catalog cannot list: a goss health check's rules read files,
+// run commands and query packages, services, ports and URLs of their own.
+var ErrUndeclarable = errors.New("goss rules touch host objects the resource catalog cannot declare, so no scope could judge them")
 
 // typed adapts a declaration over a type's own properties; properties of
 // another type declare nil, which Objects refuses.

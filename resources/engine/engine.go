@@ -25,6 +25,8 @@ type Engine struct {
 	now func() time.Time
 	// health runs health checks; nil runs none (each is UNKNOWN)
 	health HealthRunner
+	// goss validates goss health checks; nil refuses them at Prepare
+	goss GossRunner
 }
 
 // Option configures an Engine.
@@ -157,7 +159,12 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	if n, ok := spec.Properties["name"].(string); ok && n != "" {
 		label = spec.Type + "#" + n
 	}
-	expanded, err := s.opts.Env.ExpandValue(spec.Properties, controlKey)
+	raw, err := s.expandGossKeys(spec.Properties)
+	if err != nil {
+		secrets := s.secrets(label, spec.Properties, nil, false)
+		return nil, redact.Error(fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err), secrets)
+	}
+	expanded, err := s.opts.Env.ExpandValue(raw, controlKey)
 	if err != nil {
 		secrets := s.secrets(label, spec.Properties, nil, false)
 		return nil, redact.Error(fmt.Errorf("%s: %w: template: %w", label, resources.ErrInvalid, err), secrets)
@@ -182,6 +189,9 @@ func (s *Session) prepareValid(t resources.Type, props resources.Properties, lab
 	c := props.Common()
 	if secrets.Active() {
 		c.Sensitive = true
+	}
+	if err := s.eng.refuseGoss(c); err != nil {
+		return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 	}
 	managed, err := s.managed(c.Control)
 	if err != nil {

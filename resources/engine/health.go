@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +43,48 @@ type HealthOutput struct {
 // without a HealthRunner: the check is UNKNOWN, never run.
 var ErrNoHealthRunner = errors.New("no health-check runner: the engine was built without one")
 
+// GossRunner validates the goss rules of one health check. RunGoss returns
+// once the rules were validated, ctx ended or timeout passed; an error
+// means the rules could not be validated (the check is UNKNOWN). The
+// platform's goss validator implements it (providers/gossrun).
+type GossRunner interface {
+	RunGoss(ctx context.Context, rules []byte, timeout time.Duration) (GossOutput, error)
+}
+
+// GossOutput is what one validation of goss rules found.
+type GossOutput struct {
+	// Tests and Failed count the rules' tests and those that failed.
+	Tests, Failed int
+	// Summary is goss's summary line: "Count: 2, Failed: 1, Duration: 0.001s".
+	Summary string
+	// Failures are goss's one-line descriptions of the failed tests.
+	Failures []string
+}
+
+// ErrGossRefused is wrapped, with resources.ErrForbidden, by the error of
+// Prepare for a resource carrying goss rules on an engine built without a
+// GossRunner: the engine of the fleet agent, and of policy checks.
+var ErrGossRefused = errors.New("goss health checks are refused here: a goss rule can read any file, run any command and query packages, services, ports and URLs, none of which the resource catalog can declare, so no scope could judge them; goss health checks run only from local manifests (ccm-agent apply, ccm-agent agent)")
+
+// WithGossRunner lets health checks carry goss rules, run by r. Without
+// one, Prepare refuses a resource with goss rules (ErrGossRefused): only
+// the engines of local manifests are given one.
+func WithGossRunner(r GossRunner) Option { return func(e *Engine) { e.goss = r } }
+
+// refuseGoss is the Prepare error of a resource with goss rules on an
+// engine without a GossRunner; nil when it has none or the engine runs them.
+func (e *Engine) refuseGoss(c *resources.CommonProperties) error {
+	if e.goss != nil {
+		return nil
+	}
+	for i := range c.HealthChecks {
+		if c.HealthChecks[i].IsGoss() {
+			return fmt.Errorf("%w: property health_checks[%d]: %w", resources.ErrForbidden, i, ErrGossRefused)
+		}
+	}
+	return nil
+}
+
 // WithHealthRunner sets what runs health checks. Without one every check is
 // UNKNOWN (ErrNoHealthRunner).
 func WithHealthRunner(r HealthRunner) Option { return func(e *Engine) { e.health = r } }
@@ -56,7 +100,11 @@ func (s *Session) checkHealth(ctx context.Context, p *Prepared, ev *protocol.Tra
 	for i := range checks {
 		res := s.runCheck(ctx, &checks[i], p.secrets)
 		ev.HealthChecks = append(ev.HealthChecks, res)
-		if res.Status != protocol.HealthOK && s.eng.health != nil {
+		ran := s.eng.health != nil
+		if checks[i].IsGoss() {
+			ran = s.eng.goss != nil
+		}
+		if res.Status != protocol.HealthOK && ran {
 			ev.Failed = true
 			ev.Errors = append(ev.Errors, fmt.Sprintf("health check %s: %s: %s", p.secrets.Value("", res.Name), res.Status, p.secrets.Output(res.Message)))
 		}
@@ -69,6 +117,11 @@ func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secre
 	res := &protocol.HealthCheckResult{Name: hc.Label(), Command: hc.Command, Code: -1, Status: protocol.HealthUnknown}
 	start := s.eng.now()
 	defer func() { res.Duration = s.eng.now().Sub(start) }()
+	if hc.IsGoss() {
+		s.runGoss(ctx, hc, res)
+		redact.Logger(s.eng.log, secrets).Info("health check", "check", res.Name, "format", resources.HealthFormatGoss, "status", res.Status, "tries", res.Tries)
+		return res
+	}
 	argv, err := hc.Argv()
 	if err != nil {
 		res.Message = err.Error()
@@ -117,4 +170,99 @@ func firstLine(outs ...[]byte) string {
 		}
 	}
 	return ""
+}
+
+// runGoss validates a check's goss rules until they pass or its tries are
+// spent, as CCM does: OK when every rule passes, CRITICAL when one fails,
+// UNKNOWN when they could not be validated. The message is goss's summary
+// line followed by the failed tests, bounded.
+func (s *Session) runGoss(ctx context.Context, hc *resources.HealthCheck, res *protocol.HealthCheckResult) {
+	r := s.eng.goss
+	if r == nil {
+		res.Message = ErrGossRefused.Error()
+		return
+	}
+	rules, err := hc.GossJSON()
+	if err != nil {
+		res.Message = err.Error()
+		return
+	}
+	for try := 1; try <= hc.TriesCount(); try++ {
+		if try > 1 {
+			select {
+			case <-ctx.Done():
+				res.Message = "cancelled: " + ctx.Err().Error()
+				return
+			case <-time.After(hc.TrySleepDuration()):
+			}
+		}
+		res.Tries = try
+		out, err := r.RunGoss(ctx, rules, hc.TimeoutDuration())
+		if err != nil {
+			res.Code, res.Status, res.Message = -1, protocol.HealthUnknown, "goss: "+err.Error()
+			continue
+		}
+		res.Code, res.Status = 0, protocol.HealthOK
+		if out.Failed > 0 {
+			res.Code, res.Status = 2, protocol.HealthCritical
+		}
+		res.Message = gossMessage(out)
+		if res.Status == protocol.HealthOK {
+			return
+		}
+	}
+}
+
+// gossMessage is the summary line then each failure, on one line, bounded
+// by maxHealthMessage.
+func gossMessage(out GossOutput) string {
+	msg := out.Summary
+	for _, f := range out.Failures {
+		msg += "; " + strings.Join(strings.Fields(f), " ")
+		if len(msg) >= maxHealthMessage {
+			break
+		}
+	}
+	if len(msg) > maxHealthMessage {
+		msg = strings.ToValidUTF8(msg[:maxHealthMessage], "")
+	}
+	return msg
+}
+
+// expandGossKeys returns props with the keys of every health check's goss
+// rules expanded (goss rules are keyed by paths, commands and URLs, which
+// CCM templates like any value); props itself is not modified. Values are
+// left to ExpandValue, so nothing is expanded twice.
+func (s *Session) expandGossKeys(props map[string]any) (map[string]any, error) {
+	checks, ok := props["health_checks"].([]any)
+	if !ok {
+		return props, nil
+	}
+	var out []any
+	for i, c := range checks {
+		hc, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		rules, ok := hc["goss_rules"].(map[string]any)
+		if !ok {
+			continue
+		}
+		exp, err := s.opts.Env.ExpandKeys(rules)
+		if err != nil {
+			return nil, fmt.Errorf("property health_checks[%d].goss_rules: %w", i, err)
+		}
+		if out == nil {
+			out = slices.Clone(checks)
+		}
+		nc := maps.Clone(hc)
+		nc["goss_rules"] = exp
+		out[i] = nc
+	}
+	if out == nil {
+		return props, nil
+	}
+	np := maps.Clone(props)
+	np["health_checks"] = out
+	return np, nil
 }

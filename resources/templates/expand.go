@@ -432,3 +432,42 @@ func CheckCondition(src string) error {
 	_, err := compile(src)
 	return err
 }
+
+// ExpandKeys resolves templates in every map key inside v, at any depth,
+// and leaves every other string as it is (ExpandValue expands those): for
+// properties keyed by what they check, such as goss rules keyed by a path
+// or a URL. v is not modified. Two keys that expand to the same key are an
+// error.
+func (e *Env) ExpandKeys(v any) (any, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, val := range t {
+			nk, err := e.ExpandString(k)
+			if err != nil {
+				return nil, fmt.Errorf("key %q: %w", k, err)
+			}
+			if _, dup := out[nk]; dup {
+				return nil, fmt.Errorf("key %q: %q is there twice", k, nk)
+			}
+			ev, err := e.ExpandKeys(val)
+			if err != nil {
+				return nil, err
+			}
+			out[nk] = ev
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, val := range t {
+			ev, err := e.ExpandKeys(val)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = ev
+		}
+		return out, nil
+	default:
+		return v, nil
+	}
+}

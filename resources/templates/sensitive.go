@@ -139,7 +139,9 @@ func eachString(v any, f func(string)) {
 	case string:
 		f(t)
 	case map[string]any:
-		for _, x := range t {
+		// Keys count: some properties (goss rules) are keyed by templates.
+		for k, x := range t {
+			f(k)
 			eachString(x, f)
 		}
 	case []any:
