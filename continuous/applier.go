@@ -19,6 +19,8 @@ type ApplyOptions struct {
 	// Guard, when set, is asked about every resource as it will run,
 	// before the first is applied; a refusal applies nothing.
 	Guard func(p *engine.Prepared) error
+	// Prepared, when set, is given every resource the run prepared.
+	Prepared func(p *engine.Prepared)
 	// TemplateOptions expose more to the manifest's templates (the
 	// registrations() lookup).
 	TemplateOptions []templates.Option
@@ -52,6 +54,7 @@ func (l *LocalApplier) Apply(ctx context.Context, m *manifest.Manifest, opts App
 		Facts:           opts.Facts,
 		Data:            opts.Data,
 		Guard:           opts.Guard,
+		Prepared:        opts.Prepared,
 		TemplateOptions: opts.TemplateOptions,
 		Log:             log.With("manifest", opts.Source),
 	})
