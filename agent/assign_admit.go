@@ -54,8 +54,12 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		return as
 	}
 	as.supersedes = true
-	b, err := parseManifest(spec.Manifest)
-	if err != nil {
+	var b *body
+	if spec.Bundle != nil {
+		if b, as.refusal = s.bundleBody(spec.Bundle); as.refusal != nil {
+			return as
+		}
+	} else if b, err = parseManifest(spec.Manifest); err != nil {
 		as.refusal = protocol.AsError(err)
 		return as
 	}
@@ -63,9 +67,14 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 	if as.refusal = admitSize(b); as.refusal != nil {
 		return as
 	}
+	id := runID(name, revision)
 	if signer != nil {
-		id := runID(name, revision)
-		as.refusal = a.gate.judge.resources(id, signer, b, spec.Noop, &as.audit)
+		if as.refusal = a.gate.judge.resources(id, signer, b, spec.Noop, &as.audit); as.refusal != nil {
+			return as
+		}
+	}
+	if b.vouch != nil {
+		as.refusal = a.gate.judge.resources(id, b.vouch, b, spec.Noop, &as.audit)
 	}
 	return as
 }

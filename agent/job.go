@@ -54,6 +54,9 @@ type body struct {
 	// resources are the declared resources as the policy sees them, in
 	// order (names as written, before templates)
 	resources []policyResource
+	// vouch is the trusted signer of an assignment's object store bundle:
+	// the policy judges the run by it too (nil for other bodies)
+	vouch *Signer
 }
 
 // prepared notes what of a resource the run prepared concerns the job
