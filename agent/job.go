@@ -34,6 +34,8 @@ type job struct {
 	record bool
 	// respond answers it
 	respond responder
+	// source is a manifest source's run (see sourceRun), nil for others
+	source *sourceRun
 	// watched are the files its run asked to be watched and sensitive the
 	// resources (type#name) it ran as sensitive, read from the typed
 	// properties the engine ran (see prepared)

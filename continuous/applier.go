@@ -26,7 +26,25 @@ type ApplyOptions struct {
 	TemplateOptions []templates.Option
 	// Source names the manifest's source in logs.
 	Source string
+	// Trigger says why it runs: TriggerStart, TriggerChange,
+	// TriggerSchedule, TriggerRemediation or TriggerHealth.
+	Trigger string
 }
+
+// Why a manifest runs.
+const (
+	// TriggerStart: the agent started.
+	TriggerStart = "start"
+	// TriggerChange: a remote source changed, or a failed apply is tried
+	// again.
+	TriggerChange = "change"
+	// TriggerSchedule: the interval passed.
+	TriggerSchedule = "schedule"
+	// TriggerRemediation: a health check was CRITICAL.
+	TriggerRemediation = "remediation"
+	// TriggerHealth: a health-check-only run.
+	TriggerHealth = "health"
+)
 
 // Applier runs one manifest. Apply returns the run's report; the error is
 // non-nil only when the manifest could not run at all (a guard refusal,

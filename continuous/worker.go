@@ -130,7 +130,7 @@ func (w *worker) takePending() {
 // apply runs the source's manifest (only its health checks with hcOnly)
 // and returns how many health checks were CRITICAL. A scheduled apply
 // (not force) is skipped when the last one was less than MinInterval ago.
-func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
+func (w *worker) apply(ctx context.Context, hcOnly, force bool, trigger string) int {
 	a := w.a
 	log := a.log.With("manifest", w.src.String())
 	if !force && !hcOnly && !w.lastApply.IsZero() && time.Since(w.lastApply) < MinInterval {
@@ -156,7 +156,7 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 		}
 		m = b.m
 	}
-	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.tmplOpts, Prepared: regs.collect}
+	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.tmplOpts, Prepared: regs.collect, Trigger: trigger}
 	var refusal *scope.Decision
 	if b != nil && b.signer != nil {
 		s := b.signer
