@@ -136,7 +136,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		return nil, err
 	}
 	a.gate, a.fin, a.exec, a.queue = newPipeline(cfg, &a.setup, a.keys, a.facts, eng, a.log, a.now)
-	if a.sources, err = a.newSources(); err != nil {
+	if a.sources, err = newSources(a); err != nil {
 		a.setup.close()
 		return nil, err
 	}

@@ -54,13 +54,8 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		return as
 	}
 	as.supersedes = true
-	var b *body
-	if spec.Bundle != nil {
-		if b, as.refusal = s.bundleBody(spec.Bundle); as.refusal != nil {
-			return as
-		}
-	} else if b, err = parseManifest(spec.Manifest); err != nil {
-		as.refusal = protocol.AsError(err)
+	b, e := s.assignedBody(spec)
+	if as.refusal = e; e != nil {
 		return as
 	}
 	as.body = b
@@ -77,6 +72,19 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		as.refusal = a.gate.judge.resources(id, b.vouch, b, spec.Noop, &as.audit)
 	}
 	return as
+}
+
+// assignedBody is what spec runs: its inline manifest, or the object
+// store bundle it names (see bundleBody).
+func (s *assigner) assignedBody(spec *protocol.Assignment) (*body, *protocol.Error) {
+	if spec.Bundle != nil {
+		return s.bundleBody(spec.Bundle)
+	}
+	b, err := parseManifest(spec.Manifest)
+	if err != nil {
+		return nil, protocol.AsError(err)
+	}
+	return b, nil
 }
 
 // after is when an assignment that ran at last runs next: an interval

@@ -64,15 +64,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			defer a.queue.workers.Done()
 			asg.run(ctx, jobsCtx)
 		}()
-		// The manifest sources run beside, on their own schedule; a
-		// worker too.
-		if a.sources != nil {
-			a.queue.workers.Add(1)
-			go func() {
-				defer a.queue.workers.Done()
-				_ = a.sources.Run(ctx)
-			}()
-		}
+		goSources(ctx, a)
 		if a.setup.ready != nil {
 			a.setup.ready()
 		}

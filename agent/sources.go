@@ -48,10 +48,10 @@ func WithSourceMetrics(m *continuous.Metrics) Option {
 	return func(a *Agent) { a.setup.sourceMetrics = m }
 }
 
-// newSources builds the continuous agent of Config.Sources: its applies
-// run through this agent's pipeline (sourceApplier), with its facts, its
+// newSources builds the continuous agent of a's Config.Sources: its
+// applies run through a's pipeline (sourceApplier), with its facts, its
 // policy, its audit log and its NATS connection; nil without sources.
-func (a *Agent) newSources() (*continuous.Agent, error) {
+func newSources(a *Agent) (*continuous.Agent, error) {
 	cfg := a.cfg.Sources
 	if cfg == nil || len(cfg.Sources()) == 0 {
 		return nil, nil
@@ -73,6 +73,19 @@ func (a *Agent) newSources() (*continuous.Agent, error) {
 		Identity:  a.cfg.Identity,
 		Log:       a.log.With("component", "sources"),
 	})
+}
+
+// goSources runs a's manifest sources, counted as a worker, until ctx
+// ends (a run that started finishes first).
+func goSources(ctx context.Context, a *Agent) {
+	if a.sources == nil {
+		return
+	}
+	a.queue.workers.Add(1)
+	go func() {
+		defer a.queue.workers.Done()
+		_ = a.sources.Run(ctx)
+	}()
 }
 
 // sourceAuditor writes the continuous agent's lines (bundles taken and
