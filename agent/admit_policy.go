@@ -85,16 +85,26 @@ func (p *policyJudge) observeAll(id string, b *body) {
 }
 
 func (p *policyJudge) guard(r *job) func(*engine.Prepared) error {
-	if r.signer == nil {
+	signers := make([]*Signer, 0, 2)
+	if r.signer != nil {
+		signers = append(signers, r.signer)
+	}
+	if r.body != nil && r.body.vouch != nil {
+		// An object store bundle's signer judges its resources too.
+		signers = append(signers, r.body.vouch)
+	}
+	if len(signers) == 0 {
 		return nil
 	}
 	return func(pr *engine.Prepared) error {
 		if p.observe != nil {
 			p.observe(r.id(), policyResource{Type: pr.Type.Name(), Name: pr.Name(), Provider: pr.Provider()})
 		}
-		if d, refused := policy.FirstRefusal(r.signer.CheckResource(pr, p.resolver)); refused {
-			r.audit.Rule, r.audit.Value = d.Rule, d.Value
-			return fmt.Errorf("%w: %s", resources.ErrForbidden, r.signer.RefusalMessage("", d))
+		for _, s := range signers {
+			if d, refused := policy.FirstRefusal(s.CheckResource(pr, p.resolver)); refused {
+				r.audit.Rule, r.audit.Value = d.Rule, d.Value
+				return fmt.Errorf("%w: %s", resources.ErrForbidden, s.RefusalMessage("", d))
+			}
 		}
 		return nil
 	}

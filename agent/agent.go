@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/agent/scope"
+	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
@@ -34,6 +35,8 @@ type Agent struct {
 	queue *workQueue
 	exec  *executor
 	fin   *finisher
+	// sources applies Config.Sources, nil without them
+	sources *continuous.Agent
 	// setup is what New was given and loaded, handed on to Run
 	setup setup
 }
@@ -59,6 +62,9 @@ type setup struct {
 	// resolver finds commands and paths as they will run, for the
 	// signers' scopes
 	resolver scope.Resolver
+	// sourceMetrics are CCM's metrics of Config.Sources' runs, nil when
+	// not served
+	sourceMetrics *continuous.Metrics
 }
 
 // Option configures an Agent.
@@ -131,6 +137,10 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		return nil, err
 	}
 	a.gate, a.fin, a.exec, a.queue = newPipeline(cfg, &a.setup, a.keys, a.facts, eng, a.log, a.now)
+	if a.sources, err = newSources(a); err != nil {
+		a.setup.close()
+		return nil, err
+	}
 	return a, nil
 }
 

@@ -54,20 +54,37 @@ func (s *assigner) admit(name string, revision uint64, digest string, signed *pr
 		return as
 	}
 	as.supersedes = true
-	b, err := parseManifest(spec.Manifest)
-	if err != nil {
-		as.refusal = protocol.AsError(err)
+	b, e := s.assignedBody(spec)
+	if as.refusal = e; e != nil {
 		return as
 	}
 	as.body = b
 	if as.refusal = admitSize(b); as.refusal != nil {
 		return as
 	}
+	id := runID(name, revision)
 	if signer != nil {
-		id := runID(name, revision)
-		as.refusal = a.gate.judge.resources(id, signer, b, spec.Noop, &as.audit)
+		if as.refusal = a.gate.judge.resources(id, signer, b, spec.Noop, &as.audit); as.refusal != nil {
+			return as
+		}
+	}
+	if b.vouch != nil {
+		as.refusal = a.gate.judge.resources(id, b.vouch, b, spec.Noop, &as.audit)
 	}
 	return as
+}
+
+// assignedBody is what spec runs: its inline manifest, or the object
+// store bundle it names (see bundleBody).
+func (s *assigner) assignedBody(spec *protocol.Assignment) (*body, *protocol.Error) {
+	if spec.Bundle != nil {
+		return s.bundleBody(spec.Bundle)
+	}
+	b, err := parseManifest(spec.Manifest)
+	if err != nil {
+		return nil, protocol.AsError(err)
+	}
+	return b, nil
 }
 
 // after is when an assignment that ran at last runs next: an interval

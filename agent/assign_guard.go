@@ -190,6 +190,10 @@ func (s *assigner) rejudge(as *assigned) bool {
 	}
 	var audit AuditRecord
 	e := a.gate.judge.host(as.signer, as.spec.Noop, a.facts.current().all, &audit)
+	if e == nil && as.body != nil && as.body.vouch != nil {
+		// The signer of an object store bundle must allow this host too.
+		e = a.gate.judge.host(as.body.vouch, as.spec.Noop, a.facts.current().all, &audit)
+	}
 	switch {
 	case e != nil && as.outOfScope == nil:
 		as.outOfScope = e

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
@@ -113,6 +114,13 @@ type Config struct {
 	Insecure bool `json:"insecure" yaml:"insecure"`
 	// AuditLog is the audit log file; default <state_dir>/audit.log.
 	AuditLog string `json:"audit_log" yaml:"audit_log"`
+	// Sources are CCM-style manifest sources the agent applies on its
+	// own beside fleet requests and assignments, with the keys of CCM's
+	// agent configuration (interval, health_check_interval, manifests,
+	// external_data_url, cache_dir, registration; cache_dir defaults to
+	// <state_dir>/sources); their applies are recorded in history. Nil
+	// runs none.
+	Sources *continuous.Config `json:"sources" yaml:"sources"`
 
 	// Servers are the NATS server URLs (nats://host:4222, tls://host:4222);
 	// default: $NATS_URL, the context's url, then nats://127.0.0.1:4222.
@@ -323,6 +331,11 @@ func (c Config) Validate() error {
 	for _, k := range c.SubjectFacts {
 		if k == "" {
 			return fmt.Errorf("%w: subject_facts has an empty name", ErrConfig)
+		}
+	}
+	if c.Sources != nil {
+		if err := validateSources(c.Sources, c.StateDir); err != nil {
+			return err
 		}
 	}
 	return c.ValidateConnection()

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -92,7 +93,21 @@ var _ = Describe("Config", func() {
 		Entry("an unknown log level", "log:\n  level: verbose\n", `log.level "verbose": want debug, info, warn or error`),
 		Entry("an unknown log key, named as written", "log:\n  colour: true\n", `log: unknown key "colour"`),
 		Entry("a misspelt connection key", "server: nats://a:4222\n", `unknown key "server"`),
+		Entry("a sources monitor_port (metrics are on metrics_listen)", "identity: a\nsources:\n  monitor_port: 9100\n  manifests: [/etc/ccm/site.yaml]\n", "sources.monitor_port"),
+		Entry("a sources nats_context (one connection)", "identity: a\nsources:\n  nats_context: other\n", "sources.nats_context"),
+		Entry("a sources interval under CCM's minimum", "identity: a\nsources:\n  interval: 10s\n", "sources: invalid"),
+		Entry("a misspelt sources key", "identity: a\nsources:\n  manifest: [/etc/ccm/site.yaml]\n", `unknown key "manifest"`),
 	)
+
+	It("defaults the sources' cache_dir below the state directory", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "agent.yaml")
+		Expect(os.WriteFile(p, []byte("identity: a\nstate_dir: /var/lib/x\nsources:\n  manifests: [/etc/ccm/site.yaml]\n"), 0o600)).To(Succeed())
+		c, err := agent.LoadConfig(p)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(c.WithDefaults().Validate()).To(Succeed())
+		Expect(c.Sources.CacheDir).To(Equal("/var/lib/x/sources"))
+		Expect(c.Sources.IntervalDuration()).To(Equal(5 * time.Minute))
+	})
 
 	It("takes every connection, metrics and log setting from the file", func() {
 		p := filepath.Join(GinkgoT().TempDir(), "agent.yaml")

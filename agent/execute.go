@@ -58,7 +58,11 @@ func (x *executor) execute(ctx context.Context, r *job) *protocol.FleetReply {
 		reply.Error = protocol.NewError(protocol.CodeExpired, "request expired at %s before it could start (max_clock_skew %s)", r.deadline.Format(time.RFC3339), x.skew)
 		return reply
 	}
-	if r.body.ensure == nil {
+	switch {
+	case r.source != nil:
+		x.runSource(ctx, r, reply)
+		return reply
+	case r.body.ensure == nil:
 		x.runManifest(ctx, r, reply)
 		return reply
 	}

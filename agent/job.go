@@ -34,6 +34,8 @@ type job struct {
 	record bool
 	// respond answers it
 	respond responder
+	// source is a manifest source's run (see sourceRun), nil for others
+	source *sourceRun
 	// watched are the files its run asked to be watched and sensitive the
 	// resources (type#name) it ran as sensitive, read from the typed
 	// properties the engine ran (see prepared)
@@ -54,6 +56,9 @@ type body struct {
 	// resources are the declared resources as the policy sees them, in
 	// order (names as written, before templates)
 	resources []policyResource
+	// vouch is the trusted signer of an assignment's object store bundle:
+	// the policy judges the run by it too (nil for other bodies)
+	vouch *Signer
 }
 
 // prepared notes what of a resource the run prepared concerns the job

@@ -64,6 +64,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			defer a.queue.workers.Done()
 			asg.run(ctx, jobsCtx)
 		}()
+		goSources(ctx, a)
 		if a.setup.ready != nil {
 			a.setup.ready()
 		}

@@ -165,7 +165,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	for _, w := range a.workers {
 		w.takePending()
-		w.apply(ctx, false, true)
+		w.apply(ctx, false, true, TriggerStart)
 	}
 	if a.opts.Ready != nil {
 		a.opts.Ready()
@@ -197,13 +197,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.refreshFacts(ctx, false)
 			a.refreshData(ctx)
 			w.takePending()
-			w.apply(ctx, false, true)
+			w.apply(ctx, false, true, TriggerChange)
 		case <-applyTicker.C:
 			a.refreshFacts(ctx, false)
 			a.refreshData(ctx)
 			for _, w := range a.workers {
 				w.takePending()
-				w.apply(ctx, false, false)
+				w.apply(ctx, false, false, TriggerSchedule)
 			}
 		case <-healthC:
 			a.runHealthChecks(ctx)
@@ -218,7 +218,7 @@ func (a *Agent) runHealthChecks(ctx context.Context) {
 	start := time.Now()
 	var remediate []*worker
 	for _, w := range a.workers {
-		if w.apply(ctx, true, false) > 0 {
+		if w.apply(ctx, true, false, TriggerHealth) > 0 {
 			remediate = append(remediate, w)
 		}
 	}
@@ -230,7 +230,7 @@ func (a *Agent) runHealthChecks(ctx context.Context) {
 		if a.opts.Metrics != nil {
 			a.opts.Metrics.remediations.WithLabelValues(w.src.String()).Inc()
 		}
-		w.apply(ctx, false, true)
+		w.apply(ctx, false, true, TriggerRemediation)
 	}
 }
 

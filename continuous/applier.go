@@ -19,12 +19,32 @@ type ApplyOptions struct {
 	// Guard, when set, is asked about every resource as it will run,
 	// before the first is applied; a refusal applies nothing.
 	Guard func(p *engine.Prepared) error
+	// Prepared, when set, is given every resource the run prepared.
+	Prepared func(p *engine.Prepared)
 	// TemplateOptions expose more to the manifest's templates (the
 	// registrations() lookup).
 	TemplateOptions []templates.Option
 	// Source names the manifest's source in logs.
 	Source string
+	// Trigger says why it runs: TriggerStart, TriggerChange,
+	// TriggerSchedule, TriggerRemediation or TriggerHealth.
+	Trigger string
 }
+
+// Why a manifest runs.
+const (
+	// TriggerStart: the agent started.
+	TriggerStart = "start"
+	// TriggerChange: a remote source changed, or a failed apply is tried
+	// again.
+	TriggerChange = "change"
+	// TriggerSchedule: the interval passed.
+	TriggerSchedule = "schedule"
+	// TriggerRemediation: a health check was CRITICAL.
+	TriggerRemediation = "remediation"
+	// TriggerHealth: a health-check-only run.
+	TriggerHealth = "health"
+)
 
 // Applier runs one manifest. Apply returns the run's report; the error is
 // non-nil only when the manifest could not run at all (a guard refusal,
@@ -52,6 +72,7 @@ func (l *LocalApplier) Apply(ctx context.Context, m *manifest.Manifest, opts App
 		Facts:           opts.Facts,
 		Data:            opts.Data,
 		Guard:           opts.Guard,
+		Prepared:        opts.Prepared,
 		TemplateOptions: opts.TemplateOptions,
 		Log:             log.With("manifest", opts.Source),
 	})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,181 +14,52 @@ import (
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/registration"
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
-// registerKey is the property CCM reads registration entries from.
-const registerKey = "register_when_stable"
+// registrations are the register_when_stable entries of one run's
+// resources by type#name, as the engine prepared them (templates
+// expanded with the rest of the resource's properties).
+type registrations map[string][]resources.Registration
 
-// maxRegistrations bounds the entries of one manifest.
-const maxRegistrations = 1000
+// collect notes p's entries.
+func (r registrations) collect(p *engine.Prepared) {
+	if rs := p.Properties.Common().RegisterWhenStable; len(rs) > 0 {
+		r[p.Ref()] = rs
+	}
+}
 
-// registrations are a manifest's register_when_stable entries by
-// resource (type#name), as written (templates unexpanded).
-type registrations map[string][]map[string]any
-
-// loadManifest reads a manifest file, takes the register_when_stable
-// entries out of its resources and parses the rest as any manifest (the
-// resources engine knows nothing of registration). Its working directory
-// is the file's.
-func loadManifest(path string) (*manifest.Manifest, registrations, error) {
+// loadManifest reads and parses a manifest file as any manifest (its
+// resources' register_when_stable entries are a common property). Its
+// working directory is the file's.
+func loadManifest(path string) (*manifest.Manifest, error) {
 	data, err := filecheck.ReadBounded(path, manifest.DefaultMaxBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("manifest %s: %w", path, err)
-	}
-	var top map[string]any
-	if _, err := protocol.DecodeStrict(data, &top, protocol.Limits{MaxBytes: manifest.DefaultMaxBytes}); err != nil {
-		return nil, nil, fmt.Errorf("manifest %s: %w", path, err)
-	}
-	regs, err := extractRegistrations(top)
-	if err != nil {
-		return nil, nil, fmt.Errorf("manifest %s: %w", path, err)
-	}
-	doc, err := json.Marshal(top)
-	if err != nil {
-		return nil, nil, fmt.Errorf("manifest %s: %w", path, err)
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("manifest %s: %w", path, err)
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
-	m, err := manifest.Parse(doc, manifest.ParseOptions{WorkingDir: filepath.Dir(abs)})
+	m, err := manifest.Parse(data, manifest.ParseOptions{WorkingDir: filepath.Dir(abs)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("manifest %s: %w", path, err)
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
-	return m, regs, nil
+	return m, nil
 }
 
-// extractRegistrations removes register_when_stable from every resource
-// of the document (list and single-object forms) and returns them by
-// type#name for the literal names.
-func extractRegistrations(top map[string]any) (registrations, error) {
-	ccm, _ := top["ccm"].(map[string]any)
-	items, _ := ccm["resources"].([]any)
-	out := registrations{}
-	n := 0
-	take := func(typ, name string, props map[string]any) error {
-		raw, ok := props[registerKey]
-		if !ok {
-			return nil
-		}
-		delete(props, registerKey)
-		list, ok := raw.([]any)
-		if !ok {
-			return fmt.Errorf("%s#%s: %s must be a list of entries", typ, name, registerKey)
-		}
-		for i, el := range list {
-			e, ok := el.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s#%s: %s[%d] must be an object", typ, name, registerKey, i)
-			}
-			if n++; n > maxRegistrations {
-				return fmt.Errorf("more than %d %s entries", maxRegistrations, registerKey)
-			}
-			out[typ+"#"+name] = append(out[typ+"#"+name], e)
-		}
-		return nil
-	}
-	for _, item := range items {
-		obj, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		for typ, body := range obj {
-			switch b := body.(type) {
-			case []any:
-				for _, el := range b {
-					entry, ok := el.(map[string]any)
-					if !ok {
-						continue
-					}
-					for name, p := range entry {
-						if props, ok := p.(map[string]any); ok {
-							if err := take(typ, name, props); err != nil {
-								return nil, err
-							}
-						}
-					}
-				}
-			case map[string]any:
-				var names []string
-				switch n := b["name"].(type) {
-				case string:
-					names = []string{n}
-				case []any:
-					for _, v := range n {
-						if s, ok := v.(string); ok {
-							names = append(names, s)
-						}
-					}
-				}
-				raw, has := b[registerKey]
-				for _, name := range names {
-					if has {
-						b[registerKey] = raw
-					}
-					if err := take(typ, name, b); err != nil {
-						return nil, err
-					}
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// expandEntry expands the templates of a written entry with env and
-// decodes it strictly.
-func expandEntry(raw map[string]any, env *templates.Env) (*registration.Entry, error) {
-	exp := make(map[string]any, len(raw))
-	for k, v := range raw {
-		switch val := v.(type) {
-		case string:
-			x, err := env.Expand(val)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			if k == "port" || k == "priority" {
-				if s, ok := x.(string); ok {
-					n, err := strconv.Atoi(s)
-					if err != nil {
-						return nil, fmt.Errorf("%s %.40q is not a number", k, s)
-					}
-					x = n
-				}
-			}
-			exp[k] = x
-		case map[string]any:
-			m := map[string]any{}
-			for ak, av := range val {
-				s, ok := av.(string)
-				if !ok {
-					m[ak] = av
-					continue
-				}
-				x, err := env.ExpandString(s)
-				if err != nil {
-					return nil, fmt.Errorf("%s.%s: %w", k, ak, err)
-				}
-				m[ak] = x
-			}
-			exp[k] = m
-		default:
-			exp[k] = v
-		}
-	}
-	b, err := json.Marshal(exp)
-	if err != nil {
-		return nil, err
-	}
-	var e registration.Entry
-	if _, err := protocol.DecodeStrict(b, &e, protocol.Limits{MaxBytes: registration.MaxEntryBytes}); err != nil {
-		return nil, err
+// entryOf is the registration entry of a prepared one, checked.
+func entryOf(r resources.Registration) (*registration.Entry, error) {
+	e := &registration.Entry{
+		Cluster: r.Cluster, Service: r.Service, Protocol: r.Protocol, Address: r.Address,
+		Port: int(r.Port), Priority: int(r.Priority), TTL: r.TTL, Annotations: r.Annotations,
 	}
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	return &e, nil
+	return e, nil
 }
 
 // Registrar publishes and withdraws entries.
@@ -244,18 +114,12 @@ func (r *StreamRegistrar) Withdraw(ctx context.Context, e *registration.Entry) e
 // bundle's entries are published only for the services its signer's
 // registration.services allows; a refusal is audited once per bundle and
 // service.
-func (w *worker) register(ctx context.Context, m *manifest.Manifest, regs registrations, rep *manifest.Report, b *bundle) {
+func (w *worker) register(ctx context.Context, regs registrations, rep *manifest.Report, b *bundle) {
 	a := w.a
 	if a.opts.Registrar == nil || len(regs) == 0 || rep == nil {
 		return
 	}
 	log := a.log.With("manifest", w.src.String())
-	res, err := m.Resolve(manifest.RunOptions{Facts: a.facts, Data: a.extData, TemplateOptions: a.tmplOpts})
-	if err != nil {
-		log.Error("registrations: could not resolve the manifest's data", "error", err)
-		return
-	}
-	env := templates.New(a.facts, res.Data)
 	for _, ev := range rep.Events {
 		raws := regs[ev.Type+"#"+ev.Name]
 		if len(raws) == 0 {
@@ -274,7 +138,7 @@ func (w *worker) register(ctx context.Context, m *manifest.Manifest, regs regist
 			continue
 		}
 		for i, raw := range raws {
-			e, err := expandEntry(raw, env)
+			e, err := entryOf(raw)
 			if err != nil {
 				log.Error("registrations: invalid entry", "resource", ev.Type+"#"+ev.Name, "index", i, "error", err)
 				continue

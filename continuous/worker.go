@@ -39,8 +39,6 @@ type bundle struct {
 	// vouched for by a pinned checksum.
 	signer *policy.Signer
 	sig    *sources.Signature
-	// regs are the manifest's register_when_stable entries.
-	regs registrations
 	// regRefused are the services the signer may not register, audited.
 	regRefused map[string]bool
 	// audited says the accepted line was written.
@@ -132,7 +130,7 @@ func (w *worker) takePending() {
 // apply runs the source's manifest (only its health checks with hcOnly)
 // and returns how many health checks were CRITICAL. A scheduled apply
 // (not force) is skipped when the last one was less than MinInterval ago.
-func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
+func (w *worker) apply(ctx context.Context, hcOnly, force bool, trigger string) int {
 	a := w.a
 	log := a.log.With("manifest", w.src.String())
 	if !force && !hcOnly && !w.lastApply.IsZero() && time.Since(w.lastApply) < MinInterval {
@@ -141,12 +139,12 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 	}
 	var (
 		m    *manifest.Manifest
-		regs registrations
+		regs = registrations{}
 		b    = w.current
 	)
 	if w.src.Kind == sources.KindFile {
 		var err error
-		if m, regs, err = loadManifest(w.src.Path); err != nil {
+		if m, err = loadManifest(w.src.Path); err != nil {
 			log.Error("could not load the manifest", "error", err)
 			return 0
 		}
@@ -156,9 +154,9 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 			log.Debug("no bundle fetched yet")
 			return 0
 		}
-		m, regs = b.m, b.regs
+		m = b.m
 	}
-	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.localTmplOpts}
+	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.localTmplOpts, Prepared: regs.collect, Trigger: trigger}
 	if b != nil && b.signer != nil {
 		opts.TemplateOptions = a.tmplOpts
 	}
@@ -200,7 +198,7 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool) int {
 		}
 		return 0
 	}
-	w.register(ctx, m, regs, rep, b)
+	w.register(ctx, regs, rep, b)
 	if b != nil && !b.audited && !hcOnly {
 		b.audited = true
 		a.audit(w.record(b, DecisionApplied, "", rep))
@@ -437,13 +435,13 @@ func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 		a.log.Error("could not unpack the bundle", "manifest", name, "error", err)
 		return false, nil
 	}
-	m, regs, err := loadManifest(filepath.Join(b.dir, sources.ManifestFile))
+	m, err := loadManifest(filepath.Join(b.dir, sources.ManifestFile))
 	if err != nil {
 		_ = os.RemoveAll(b.dir)
 		a.log.Error("the bundle's manifest is invalid", "manifest", name, "error", err)
 		return false, nil
 	}
-	b.m, b.regs = m, regs
+	b.m = m
 	if f.Signature != nil {
 		w.keepHighWater(f.Signature.Created)
 	}

@@ -176,8 +176,11 @@ func DescribeRequest(r *protocol.HistoryRequest) string {
 	if r.Manifest != "" {
 		what = verb + " " + r.Manifest
 	}
-	if r.Assignment != "" {
+	switch {
+	case r.Assignment != "":
 		what = fmt.Sprintf("assignment %s r%d (%s): %s", r.Assignment, r.Revision, r.Trigger, what)
+	case r.Discovery == protocol.DiscoverySource:
+		what = fmt.Sprintf("source %s (%s): %s", r.Manifest, r.Trigger, verb)
 	}
 	return what
 }

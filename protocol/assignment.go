@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nkeys"
@@ -86,25 +87,68 @@ type Assignment struct {
 	Splay    Duration `json:"splay,omitempty"`
 	// ManifestName is the manifest file it was made from.
 	ManifestName string `json:"manifest_name,omitempty"`
-	// Manifest is the manifest bundle, as in a fleet request.
-	Manifest json.RawMessage `json:"manifest"`
+	// Manifest is the manifest bundle, as in a fleet request; absent when
+	// Bundle names one in an object store instead.
+	Manifest json.RawMessage `json:"manifest,omitempty"`
+	// Bundle names a signed manifest bundle in a JetStream object store
+	// (see AssignmentBundle); exactly one of Manifest and Bundle is set.
+	Bundle *AssignmentBundle `json:"bundle,omitempty"`
+}
+
+// Assignment bundle bounds.
+const (
+	// MaxBundleURLLength bounds an assignment bundle's URL.
+	MaxBundleURLLength = 1024
+)
+
+// AssignmentBundle names one exact manifest bundle in a JetStream object
+// store: a gzip tarball holding manifest.yaml and its files, signed as
+// `ccm-orch manifest put` signs it. The agent fetches it, checks its
+// SHA-256 and signature and judges its signer and resources with its
+// policy, as it judges an inline manifest.
+type AssignmentBundle struct {
+	// URL is obj://bucket/key.
+	URL string `json:"url"`
+	// SHA256 is the hex SHA-256 of the tarball the assignment was made
+	// for: a bundle replaced since is refused.
+	SHA256 string `json:"sha256"`
+}
+
+// Validate checks the URL's form (obj://bucket/key, bounded, printable)
+// and the digest (64 lower-case hex digits).
+func (b *AssignmentBundle) Validate() error {
+	rest, ok := strings.CutPrefix(b.URL, "obj://")
+	bucket, key, _ := strings.Cut(rest, "/")
+	switch {
+	case !ok || bucket == "" || key == "":
+		return fieldError("url", "%.80q must be obj://bucket/key", b.URL)
+	case len(b.URL) > MaxBundleURLLength:
+		return fieldError("url", "%d characters, the limit is %d", len(b.URL), MaxBundleURLLength)
+	case strings.ContainsFunc(b.URL, func(r rune) bool { return r < 0x21 || r == 0x7f }):
+		return fieldError("url", "%.80q contains spaces or control characters", b.URL)
+	}
+	if len(b.SHA256) != 64 || strings.Trim(b.SHA256, "0123456789abcdef") != "" {
+		return fieldError("sha256", "%.80q must be 64 lower-case hex digits", b.SHA256)
+	}
+	return nil
 }
 
 // assignmentWire is Assignment as decoded, created kept raw; it lists
 // every field of Assignment.
 type assignmentWire struct {
-	Protocol     string          `json:"protocol"`
-	Name         string          `json:"name"`
-	Created      json.RawMessage `json:"created"`
-	Sender       string          `json:"sender"`
-	Author       string          `json:"author"`
-	Noop         bool            `json:"noop"`
-	Filter       *Filter         `json:"filter"`
-	Targets      []string        `json:"targets"`
-	Interval     Duration        `json:"interval"`
-	Splay        Duration        `json:"splay"`
-	ManifestName string          `json:"manifest_name"`
-	Manifest     json.RawMessage `json:"manifest"`
+	Protocol     string            `json:"protocol"`
+	Name         string            `json:"name"`
+	Created      json.RawMessage   `json:"created"`
+	Sender       string            `json:"sender"`
+	Author       string            `json:"author"`
+	Noop         bool              `json:"noop"`
+	Filter       *Filter           `json:"filter"`
+	Targets      []string          `json:"targets"`
+	Interval     Duration          `json:"interval"`
+	Splay        Duration          `json:"splay"`
+	ManifestName string            `json:"manifest_name"`
+	Manifest     json.RawMessage   `json:"manifest"`
+	Bundle       *AssignmentBundle `json:"bundle"`
 }
 
 // ValidateAssignmentName checks an assignment name: 1 to 64 ASCII letters,
@@ -161,8 +205,17 @@ func (a *Assignment) Validate() error {
 	if err := a.Filter.Compile(); err != nil {
 		return within("filter", err)
 	}
+	if a.Bundle != nil {
+		if trimmed := bytes.TrimSpace(a.Manifest); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+			return badRequest("fields \"manifest\" and \"bundle\" cannot both be set")
+		}
+		if err := a.Bundle.Validate(); err != nil {
+			return within("bundle", err)
+		}
+		return nil
+	}
 	if trimmed := bytes.TrimLeft(a.Manifest, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
-		return badRequest("field \"manifest\" must be an object")
+		return badRequest("field \"manifest\" must be an object (or \"bundle\" must name one)")
 	}
 	return nil
 }
@@ -195,7 +248,7 @@ func DecodeAssignment(data []byte, limits Limits) (*Assignment, error) {
 	a := Assignment{
 		Protocol: w.Protocol, Name: w.Name, Sender: w.Sender, Author: w.Author, Noop: w.Noop,
 		Filter: w.Filter, Targets: w.Targets, Interval: w.Interval, Splay: w.Splay,
-		ManifestName: w.ManifestName, Manifest: w.Manifest,
+		ManifestName: w.ManifestName, Manifest: w.Manifest, Bundle: w.Bundle,
 	}
 	var err error
 	if a.Created, err = parseTime("created", w.Created); err != nil {

@@ -40,6 +40,10 @@ type CommonProperties struct {
 	Sensitive bool `json:"sensitive,omitempty"`
 	// HealthChecks run after the resource is applied, also when it failed.
 	HealthChecks []HealthCheck `json:"health_checks,omitempty"`
+	// RegisterWhenStable are the service endpoints the continuous agent
+	// registers while the resource is stable (see Registration); other
+	// runs ignore them.
+	RegisterWhenStable []Registration `json:"register_when_stable,omitempty"`
 }
 
 // Common returns the common properties.
@@ -82,6 +86,9 @@ func (c *CommonProperties) ValidateCommon() error {
 		if err := c.HealthChecks[i].validate(); err != nil {
 			return Invalidf("property health_checks[%d]: %s", i, err)
 		}
+	}
+	if err := validateRegistrations(c.RegisterWhenStable); err != nil {
+		return err
 	}
 	for _, list := range []struct {
 		name string

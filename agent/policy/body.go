@@ -90,12 +90,18 @@ func ParseManifest(raw []byte) (*Body, error) {
 	if err != nil {
 		return nil, protocol.NewError(protocol.CodeBadRequest, "%s", ManifestMessage(err))
 	}
+	return ManifestBody(bundle, m), nil
+}
+
+// ManifestBody is the body of a manifest already parsed from bundle (an
+// assignment's object store bundle, read into memory).
+func ManifestBody(bundle *manifest.Bundle, m *manifest.Manifest) *Body {
 	declared, providers := m.Declared(), m.Providers()
 	res := make([]Resource, len(declared))
 	for i, d := range declared {
 		res[i] = Resource{Type: d.Type, Name: d.Name, Provider: providers[i]}
 	}
-	return &Body{Bundle: bundle, Manifest: m, Resources: res}, nil
+	return &Body{Bundle: bundle, Manifest: m, Resources: res}
 }
 
 // joinField is parent.child, or parent when child is "".

@@ -14,21 +14,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	ccmagent "github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/continuous"
 )
 
 // serveMetrics serves /metrics and /healthz (200 "ok" while the agent runs
 // connected to NATS, 503 otherwise) on addr until the returned stop is
 // called.
-func serveMetrics(ctx context.Context, addr string, log *slog.Logger) (*ccmagent.Metrics, func(), error) {
+//
+// With sources, CCM's choria_ccm_* metrics of the manifest sources are
+// served too (as `ccm-agent agent` serves them) and returned.
+func serveMetrics(ctx context.Context, addr string, sources bool, log *slog.Logger) (*ccmagent.Metrics, *continuous.Metrics, func(), error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m, err := ccmagent.NewMetrics(reg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	var cm *continuous.Metrics
+	if sources {
+		if cm, err = continuous.NewMetrics(reg); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("metrics: %w", err)
+		return nil, nil, nil, fmt.Errorf("metrics: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -54,5 +64,5 @@ func serveMetrics(ctx context.Context, addr string, log *slog.Logger) (*ccmagent
 		_ = srv.Shutdown(sctx)
 		<-done
 	}
-	return m, stop, nil
+	return m, cm, stop, nil
 }

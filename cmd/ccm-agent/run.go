@@ -153,12 +153,15 @@ func (a *app) registerRun(cli *fisk.Application) {
 		gather := func(ctx context.Context) (map[string]any, error) { return facts.Gather(ctx, opts) }
 		agentOpts := []ccmagent.Option{ccmagent.WithLogger(log), ccmagent.WithVersion(version), ccmagent.WithPolicy(policy), ccmagent.WithFactsSource(gather), ccmagent.WithService()}
 		if cfg.MetricsListen != "" {
-			m, stopMetrics, err := serveMetrics(ctx, cfg.MetricsListen, log)
+			m, cm, stopMetrics, err := serveMetrics(ctx, cfg.MetricsListen, cfg.Sources != nil, log)
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
 			defer stopMetrics()
 			agentOpts = append(agentOpts, ccmagent.WithMetrics(m))
+			if cm != nil {
+				agentOpts = append(agentOpts, ccmagent.WithSourceMetrics(cm))
+			}
 		}
 		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), fs, agentOpts...)
 		if err != nil {

@@ -12,17 +12,21 @@ import (
 	"time"
 
 	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/sources"
 )
 
 // assignFlags are the arguments and flags of assign.
 type assignFlags struct {
 	name, path, data, key string
+	bundle                string
 	filter                filterFlags
 	interval, splay       time.Duration
 	noop                  bool
@@ -33,7 +37,8 @@ func (a *app) registerAssign(cli *fisk.Application) {
 	c := &assignFlags{}
 	cmd := cli.Command("assign", "Store a signed assignment: the selected hosts' agents apply the manifest on their own, at once and then every interval (with --noop: audit it)")
 	cmd.Arg("name", "The assignment's name (letters, digits, '_' and '-'); assigning an existing name makes a new revision").Required().StringVar(&c.name)
-	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are stored with it").Required().ExistingFileVar(&c.path)
+	cmd.Arg("manifest", "The manifest file (YAML or JSON); files its relative sources name are stored with it (or --bundle)").ExistingFileVar(&c.path)
+	cmd.Flag("bundle", "Instead of a manifest file, a signed bundle in an object store (ccm-orch manifest put): agents fetch it, check that it is the bundle assigned and that its signer is trusted, and apply it").PlaceHolder("obj://BUCKET/KEY").StringVar(&c.bundle)
 	c.filter.register(cmd)
 	program.DurationVar(cmd.Flag("interval", "How often each selected agent applies it again").Default(protocol.DefaultAssignmentInterval.String()), &c.interval)
 	program.DurationVar(cmd.Flag("splay", "Spread the hosts' runs over up to this long after each interval (each host keeps its own offset)").Default("0s"), &c.splay)
@@ -172,6 +177,14 @@ func (a *app) assign(c *assignFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
+	switch {
+	case c.bundle != "" && (c.path != "" || c.data != ""):
+		return program.Exit(protocol.ExitError, errors.New("assign: --bundle names the manifest: give no manifest file and no --data"))
+	case c.bundle != "":
+		return a.assignBundle(c, flt, kp)
+	case c.path == "":
+		return program.Exit(protocol.ExitError, errors.New("assign: a manifest file (or --bundle obj://bucket/key) is required"))
+	}
 	m, err := manifest.Load(c.path)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
@@ -197,8 +210,6 @@ func (a *app) assign(c *assignFlags) error {
 		Filter: flt, Interval: protocol.Duration(c.interval), Splay: protocol.Duration(c.splay),
 		ManifestName: c.path, Manifest: raw,
 	}
-	// The checks of the agents, before connecting (sender is set when
-	// signing).
 	pub, _ := kp.PublicKey()
 	as.Sender = pub
 	as.Created = time.Now().UTC()
@@ -206,13 +217,62 @@ func (a *app) assign(c *assignFlags) error {
 		return program.Exit(protocol.ExitError, protocol.Plain(err))
 	}
 	return a.withClient(c.conn, func(ctx context.Context, cl *orchestrator.Client) error {
-		rev, err := cl.Assign(ctx, as, kp)
-		if err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
-		fmt.Fprintf(a.Stdout, "assignment %s revision %d: %s, every %s%s, %s\n", c.name, rev, selectorString(as), as.Interval, splayText(as.Splay), modeString(as.Noop))
-		return nil
+		return a.storeAssignment(ctx, cl, c, as, kp)
 	})
+}
+
+// storeAssignment stores as signed and prints its revision.
+func (a *app) storeAssignment(ctx context.Context, cl *orchestrator.Client, c *assignFlags, as *protocol.Assignment, kp nkeys.KeyPair) error {
+	rev, err := cl.Assign(ctx, as, kp)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	fmt.Fprintf(a.Stdout, "assignment %s revision %d: %s, every %s%s, %s\n", c.name, rev, selectorString(as), as.Interval, splayText(as.Splay), modeString(as.Noop))
+	return nil
+}
+
+// assignBundle stores an assignment naming an object store bundle, pinned
+// to the SHA-256 of the bundle stored now: agents refuse a bundle replaced
+// since. Whether its signature verifies and its signer may run it is the
+// agents' to judge (with their policy), as for any bundle.
+func (a *app) assignBundle(c *assignFlags, flt *protocol.Filter, kp nkeys.KeyPair) error {
+	src, err := sources.Parse(c.bundle)
+	if err == nil && src.Kind != sources.KindObject {
+		err = fmt.Errorf("%s is not obj://bucket/key", src)
+	}
+	if err != nil {
+		return program.Exit(protocol.ExitError, fmt.Errorf("assign --bundle: %w", err))
+	}
+	pub, _ := kp.PublicKey()
+	as := &protocol.Assignment{
+		Protocol: protocol.AssignmentProtocol, Name: c.name, Author: sender(), Noop: c.noop,
+		Filter: flt, Interval: protocol.Duration(c.interval), Splay: protocol.Duration(c.splay),
+		ManifestName: src.String(), Sender: pub, Created: time.Now().UTC(),
+		Bundle: &protocol.AssignmentBundle{URL: src.String()},
+	}
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	nc, err := a.connect(ctx, c.conn)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	f, err := (&sources.Fetcher{JS: js}).Fetch(ctx, src)
+	if err != nil {
+		return program.Exit(protocol.ExitError, fmt.Errorf("assign --bundle: %w", err))
+	}
+	as.Bundle.SHA256 = f.SHA256
+	if err := as.Validate(); err != nil {
+		return program.Exit(protocol.ExitError, protocol.Plain(err))
+	}
+	if f.Signature == nil {
+		fmt.Fprintf(a.Stderr, "warning: bundle %s is not signed (%s): agents will refuse it\n", src, f.SignatureErr)
+	}
+	return a.storeAssignment(ctx, orchestrator.New(nc, orchestrator.WithLogger(a.Logger())), c, as, kp)
 }
 
 // withData returns m with the data of file merged over its own (top-level
@@ -257,6 +317,10 @@ func (a *app) printAssignment(e orchestrator.AssignmentEntry) {
 	as := e.Assignment
 	fmt.Fprintf(w, "  selector: %s\n  schedule: every %s%s\n  mode:     %s\n  signer:   %s (%s)\n  manifest: %s\n",
 		selectorString(as), as.Interval, splayText(as.Splay), modeString(as.Noop), e.Signer, orDash(as.Author), orDash(as.ManifestName))
+	if as.Bundle != nil {
+		fmt.Fprintf(w, "  bundle:   %s (sha256 %s), fetched by the agents\n", as.Bundle.URL, as.Bundle.SHA256)
+		return
+	}
 	var b manifest.Bundle
 	if err := json.Unmarshal(as.Manifest, &b); err == nil {
 		if m, err := manifest.Parse(b.Manifest, manifest.ParseOptions{}); err == nil {

@@ -115,6 +115,10 @@ ccm-orch registration watch --json
 # Remove one endpoint now, without asking
 ccm-orch registration rm --cluster production --service web --protocol http --address 10.0.0.5 --port 8080 --force
 `,
+	"registration init": `
+# Create the registration stream, markers of expired entries kept 10 minutes
+ccm-orch registration init --max-age 10m
+`,
 	"assign": `
 # nginx kept in place on every web server: applied at once, then every 30 minutes
 ccm-orch assign web site.yaml --where role=web --key ops.seed
@@ -122,6 +126,8 @@ ccm-orch assign web site.yaml --where role=web --key ops.seed
 ccm-orch assign db-audit site.yaml --where role=db --interval 1h --splay 10m --noop --key audit.seed
 # Two hosts, with data of their own merged over the manifest's
 ccm-orch assign canary site.yaml --host web1 --host web2 --data canary.yaml --key ops.seed
+# A signed bundle in the object store (ccm-orch manifest put) instead of a manifest file
+ccm-orch assign web --bundle obj://ccm-manifests/web.tar.gz --where role=web --key ops.seed
 `,
 	"assignments list": `
 # Every assignment with its revision, selector and schedule

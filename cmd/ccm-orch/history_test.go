@@ -155,6 +155,24 @@ var _ = Describe("ccm-orch history", Ordered, func() {
 	})
 })
 
+var _ = Describe("ccm-orch registration init", func() {
+	It("creates the registration stream, again without change, and refuses limits that cannot be", func() {
+		b := brokertest.Start(GinkgoT())
+		code, out, errOut := orch("registration", "init", "--max-age", "10m", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), errOut)
+		Expect(lines(out)).To(Equal([]string{"registration stream REGISTRATION: 1 replica, per-entry TTLs, expired entries' markers kept 10m0s"}))
+		code, out, errOut = orch("registration", "init", "--max-age", "10m", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), errOut)
+		Expect(lines(out)).To(HaveLen(1))
+		code, _, errOut = orch("registration", "init", "--replicas", "0", "--server", b.ClientURL())
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("--replicas 0 must be between 1 and 5"))
+		code, _, errOut = orch("registration", "init", "--replicas", "3", "--server", b.ClientURL())
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("REGISTRATION"))
+	})
+})
+
 var _ = Describe("ccm-orch history init", func() {
 	It("creates the stream and the registry, updates them, and refuses what one server cannot keep", func() {
 		b := brokertest.Start(GinkgoT())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/choria-io/fisk"
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/cmd/internal/provision"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/registration"
 )
@@ -67,6 +69,43 @@ func (a *app) registerRegistration(cli *fisk.Application) {
 	rm.Flag("registration", "The registration stream").Short('R').Default(registration.DefaultStream).StringVar(&stream)
 	rmConn := connflags.Register(rm)
 	rm.Action(func(*fisk.ParseContext) error { return a.registrationRm(&e, stream, force, rmConn) })
+
+	var (
+		initStream   string
+		initReplicas int
+		initMaxAge   time.Duration
+	)
+	ini := reg.Command("init", "Create or update the registration stream (history init makes the default one too): one message per entry, per-entry TTLs, markers of expired entries kept --max-age")
+	ini.Flag("registration", "The registration stream").Short('R').Default(registration.DefaultStream).StringVar(&initStream)
+	ini.Flag("replicas", "Servers keeping each entry (a cluster of 3: 3)").Default("1").IntVar(&initReplicas)
+	program.DurationVar(ini.Flag("max-age", "How long an entry without a TTL, and the marker of an expired one, is kept").Default(registration.DefaultMaxAge.String()), &initMaxAge)
+	iniConn := connflags.Register(ini)
+	ini.Action(func(*fisk.ParseContext) error {
+		return a.registrationInit(initStream, initReplicas, initMaxAge, iniConn)
+	})
+}
+
+// registrationInit creates or updates the registration stream; running
+// it again with the same settings changes nothing.
+func (a *app) registrationInit(stream string, replicas int, maxAge time.Duration, c *connflags.Flags) error {
+	if replicas < 1 || replicas > 5 {
+		return program.Exit(protocol.ExitError, fmt.Errorf("registration init: --replicas %d must be between 1 and 5", replicas))
+	}
+	if maxAge <= 0 {
+		return program.Exit(protocol.ExitError, fmt.Errorf("registration init: --max-age %s must be positive", maxAge))
+	}
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	js, done, err := a.registrationJS(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := registration.EnsureStream(ctx, js, stream, replicas, maxAge); err != nil {
+		return program.Exit(protocol.ExitError, fmt.Errorf("registration init: %w", err))
+	}
+	fmt.Fprintf(a.Stdout, "registration stream %s: %s, per-entry TTLs, expired entries' markers kept %s\n", stream, provision.ReplicasText(replicas), maxAge)
+	return nil
 }
 
 func (a *app) registrationJS(ctx context.Context, c *connflags.Flags) (jetstream.JetStream, func(), error) {
