@@ -121,7 +121,7 @@ func New(opts Options) (*Agent, error) {
 		if stream == "" {
 			stream = registration.DefaultStream
 		}
-		a.tmplOpts = append(a.tmplOpts, templates.WithFunction("registrations", registrationsFunc(opts.JS, stream)))
+		a.tmplOpts = append(a.tmplOpts, templates.WithFunction("registrations", registrationsFunc(opts.JS, stream, opts.Log)))
 	}
 	for _, s := range opts.Config.Sources() {
 		a.workers = append(a.workers, newWorker(a, s))

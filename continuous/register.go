@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/internal/filecheck"
@@ -200,42 +200,43 @@ type Registrar interface {
 
 // StreamRegistrar keeps entries in the registration stream ("jetstream"
 // destination), or with Core set publishes them on core NATS only
-// ("nats", fire and forget: nothing to withdraw).
+// ("nats", fire and forget: nothing to withdraw). Entries are published
+// at the subjects of Signer's key (see registration.Entry.PublisherSubject)
+// and name Host.
 type StreamRegistrar struct {
 	JS     jetstream.JetStream
 	Stream string
 	Signer *protocol.KeySigner
 	Core   bool
+	// Host is this host's identity, written into every entry.
+	Host string
 }
 
 var _ Registrar = (*StreamRegistrar)(nil)
 
 // Publish stores (or publishes) e signed.
 func (r *StreamRegistrar) Publish(ctx context.Context, e *registration.Entry) error {
+	own := *e
+	own.Host = r.Host
 	if r.Core {
-		if err := e.Validate(); err != nil {
-			return err
-		}
-		body, err := json.Marshal(e)
+		msg, err := registration.NewMsg(&own, r.Signer)
 		if err != nil {
 			return err
 		}
-		msg := nats.NewMsg(e.Subject())
-		msg.Data = body
-		for k, v := range r.Signer.Header(body) {
-			msg.Header[k] = v
-		}
 		return r.JS.Conn().PublishMsg(msg)
 	}
-	return registration.Publish(ctx, r.JS, e, r.Signer)
+	return registration.Publish(ctx, r.JS, &own, r.Signer)
 }
 
-// Withdraw removes e from the stream.
+// Withdraw replaces this host's entry for e's endpoint with a signed
+// withdrawal; nothing for core NATS.
 func (r *StreamRegistrar) Withdraw(ctx context.Context, e *registration.Entry) error {
 	if r.Core {
 		return nil
 	}
-	return registration.Withdraw(ctx, r.JS, r.Stream, e)
+	own := *e
+	own.Host = r.Host
+	return registration.Withdraw(ctx, r.JS, &own, r.Signer)
 }
 
 // register publishes the entries of every resource the run found stable
@@ -316,7 +317,7 @@ const lookupTimeout = 10 * time.Second
 // whose signature verifies, "*" matching any value in a position. Each
 // entry shows CCM's template keys (Cluster, Service, Protocol, Address,
 // Port, Priority, TTL, Annotations).
-func registrationsFunc(js jetstream.JetStream, stream string) templates.Function {
+func registrationsFunc(js jetstream.JetStream, stream string, log *slog.Logger) templates.Function {
 	return func(params ...any) (any, error) {
 		if len(params) != 4 {
 			return nil, fmt.Errorf("registrations(cluster, protocol, service, address): %d arguments", len(params))
@@ -331,9 +332,12 @@ func registrationsFunc(js jetstream.JetStream, stream string) templates.Function
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 		defer cancel()
-		recs, _, err := registration.Query(ctx, js, stream, args[0], args[1], args[2], args[3])
+		recs, skipped, err := registration.Query(ctx, js, stream, args[0], args[1], args[2], args[3])
 		if err != nil {
 			return nil, fmt.Errorf("registrations: %w", err)
+		}
+		for _, s := range skipped {
+			log.Warn("registrations: entry dropped", "subject", s.Subject, "reason", s.Reason)
 		}
 		out := make([]registration.Entry, len(recs))
 		for i, r := range recs {
