@@ -280,7 +280,11 @@ func (w *worker) register(ctx context.Context, m *manifest.Manifest, regs regist
 				log.Error("registrations: invalid entry", "resource", ev.Type+"#"+ev.Name, "index", i, "error", err)
 				continue
 			}
-			if b != nil && b.signer != nil {
+			if b == nil || b.signer == nil {
+				if !w.localRegistrationAllowed(ev.Type+"#"+ev.Name, e.Service, b) {
+					continue
+				}
+			} else {
 				if d := b.signer.CheckRegistration(e.Service); !d.Allowed {
 					if b.regRefused == nil {
 						b.regRefused = map[string]bool{}
