@@ -1,0 +1,181 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+
+	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/registration"
+	"github.com/ccm-fleet/ccm/sources"
+)
+
+// webRegistration is a register_when_stable block (at the indentation of
+// ccmFileManifest's properties) for service web.
+func webRegistration(address string, annotations string) string {
+	doc := "            register_when_stable:\n              - cluster: production\n                service: web\n                protocol: http\n                address: \"" + address + "\"\n                port: 80\n                priority: 10\n                ttl: 1m\n"
+	if annotations != "" {
+		doc += "                annotations:\n" + annotations
+	}
+	return doc
+}
+
+// must returns v, failing the spec on err.
+func must[T any](v T, err error) T {
+	GinkgoHelper()
+	Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
+// adminJS is a JetStream context of an unrestricted connection.
+func adminJS(nc *nats.Conn) jetstream.JetStream {
+	GinkgoHelper()
+	js, err := jetstream.New(nc)
+	Expect(err).NotTo(HaveOccurred())
+	return js
+}
+
+var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
+	var dir string
+
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+	})
+
+	It("confines a CCM agent to its own registrations on a locked-down broker: it cannot publish under another host's key, put a bundle or purge; readers drop an entry another key signed", func() {
+		const canary = "canary-forged-host-7731"
+		ctx := context.Background()
+		publisher := brokertest.NewUser(GinkgoT(), dir)
+		web1, web2 := brokertest.NewUser(GinkgoT(), dir), brokertest.NewUser(GinkgoT(), dir)
+		reg1, reg2 := newSigningKey(dir, "web1-registration"), newSigningKey(dir, "web2-registration")
+		ops := newSigningKey(dir, "ops")
+
+		example, err := os.ReadFile(filepath.Join("..", "dist", "broker-auth-ccm-agent.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		doc := strings.NewReplacer("PUBLISHER_NKEY", publisher.Public, "WEB1_NKEY", web1.Public, "WEB2_NKEY", web2.Public,
+			"WEB1_REGISTRATION_KEY", reg1.pub, "WEB2_REGISTRATION_KEY", reg2.pub).Replace(string(example))
+		doc += "  - user: admin\n    password: admin-pw\n"
+		auth := filepath.Join(dir, "auth.yaml")
+		Expect(os.WriteFile(auth, []byte(doc), 0o600)).To(Succeed())
+		serverLog := gbytes.NewBuffer()
+		b := brokertest.StartConfig(GinkgoT(), broker.Config{AuthFile: auth, ServerLog: true},
+			broker.WithLogger(slog.New(slog.NewTextHandler(serverLog, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		admin, err := nats.Connect(b.ClientURL(), nats.UserInfo("admin", "admin-pw"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(admin.Close)
+		ajs := adminJS(admin)
+		_, err = registration.EnsureStream(ctx, ajs, registration.DefaultStream, 1, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = sources.EnsureBundleStore(ctx, ajs, sources.DefaultBucket, 1)
+		Expect(err).NotTo(HaveOccurred())
+
+		publisherFlags := []string{"--server", b.ClientURL(), "--nkey", publisher.SeedFile, "--inbox-prefix", "_INBOX.publisher"}
+		orch := func(args ...string) (int, string, string) { return runOrch(append(args, publisherFlags...)...) }
+
+		// The publisher puts a signed bundle, which web1 reads and applies;
+		// web1's local manifest registers web.
+		bundle := filepath.Join(dir, "bundle")
+		Expect(os.MkdirAll(bundle, 0o755)).To(Succeed())
+		target := filepath.Join(dir, "site")
+		Expect(os.WriteFile(filepath.Join(bundle, "manifest.yaml"), []byte(ccmFileManifest(target, "served\n", "")), 0o644)).To(Succeed())
+		code, out, errOut := orch("manifest", "put", bundle, "obj://ccm-manifests/app.tar.gz", "--key", ops.seedFile)
+		Expect(code).To(Equal(0), "stdout %s\nstderr %s", out, errOut)
+		local := filepath.Join(dir, "web.yaml")
+		Expect(os.WriteFile(local, []byte(ccmFileManifest(filepath.Join(dir, "local"), "local\n", "")+webRegistration("10.0.0.1", "")), 0o600)).To(Succeed())
+		pol := policyFile(dir, signerEntry("ops", ops.pub, "file")) // the signers' manifests register nothing
+		Expect(os.WriteFile(pol, append([]byte("registration:\n  services: [web]\n"), must(os.ReadFile(pol))...), 0o600)).To(Succeed())
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nmanifests: [obj://ccm-manifests/app.tar.gz, %s]\nregistration: jetstream\ncache_dir: %s\n", local, filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		startProcess(ccmAgentBin(), "agent", "--config", cfg, "--policy", pol, "--identity", "web1", "--key", reg1.seedFile,
+			"--server", b.ClientURL(), "--nkey", web1.SeedFile, "--inbox-prefix", "_INBOX.ccm-web1")
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(60 * time.Second).Should(Equal([]byte("served\n")))
+		Eventually(func() string {
+			_, out, _ := orch("registration", "query", "production", "http", "web", "--json")
+			return out
+		}).WithTimeout(30 * time.Second).Should(And(ContainSubstring(`"host": "web1"`), ContainSubstring(`"signer": "`+reg1.pub+`"`)))
+
+		// web1's own NATS user, with web1's own valid registration key.
+		errs := make(chan error, 16)
+		o, err := nats.NkeyOptionFromSeed(web1.SeedFile)
+		Expect(err).NotTo(HaveOccurred())
+		nc, err := nats.Connect(b.ClientURL(), o, nats.CustomInboxPrefix("_INBOX.ccm-web1"),
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				select {
+				case errs <- err:
+				default:
+				}
+			}))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js := adminJS(nc)
+		signer1, err := protocol.NewKeySigner(reg1.kp)
+		Expect(err).NotTo(HaveOccurred())
+
+		// 1. An entry under web2's key: refused by the broker.
+		forged := &registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: "10.6.6.6", Port: 80, Priority: 1, TTL: "1h", Annotations: map[string]string{"note": canary}}
+		msg, err := registration.NewMsg(forged, signer1)
+		Expect(err).NotTo(HaveOccurred())
+		msg.Subject = forged.PublisherSubject(reg2.pub)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = js.PublishMsg(pctx, msg)
+		cancel()
+		Expect(err).To(HaveOccurred())
+		Eventually(errs).WithTimeout(10 * time.Second).Should(Receive(MatchError(ContainSubstring("Permissions Violation for Publish to \"" + msg.Subject))))
+
+		// 2. A bundle put: refused; the stored bundle is the publisher's.
+		obsAdmin, err := ajs.ObjectStore(ctx, sources.DefaultBucket)
+		Expect(err).NotTo(HaveOccurred())
+		before, err := obsAdmin.GetInfo(ctx, "app.tar.gz")
+		Expect(err).NotTo(HaveOccurred())
+		obs, err := js.ObjectStore(ctx, sources.DefaultBucket)
+		Expect(err).NotTo(HaveOccurred(), "an agent reads the bundle store")
+		pctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		_, err = obs.Put(pctx, jetstream.ObjectMeta{Name: "app.tar.gz"}, bytes.NewReader([]byte(canary)))
+		cancel()
+		Expect(err).To(HaveOccurred())
+		after, err := obsAdmin.GetInfo(ctx, "app.tar.gz")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after.Digest).To(Equal(before.Digest))
+		Expect(after.NUID).To(Equal(before.NUID))
+
+		// 3. A purge of the registration stream (or of one endpoint): refused;
+		// web1's entry is still there.
+		own, err := js.Stream(ctx, registration.DefaultStream)
+		Expect(err).NotTo(HaveOccurred(), "an agent reads the registration stream")
+		pctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		err = own.Purge(pctx)
+		cancel()
+		Expect(err).To(HaveOccurred())
+		recs, _, err := registration.Query(ctx, ajs, registration.DefaultStream, "", "", "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(recs).To(HaveLen(1))
+		Expect(recs[0].Host).To(Equal("web1"))
+		Expect(string(serverLog.Contents())).To(And(
+			ContainSubstring(`Publish Violation - Subject \"`+msg.Subject),
+			ContainSubstring(`Publish Violation - Subject \"$O.ccm-manifests.`),
+			ContainSubstring(`Publish Violation - Subject \"$JS.API.STREAM.PURGE.REGISTRATION`)))
+
+		// 4. The same validly signed entry placed under web2's key by an
+		// unrestricted client: readers drop it and say so.
+		_, err = ajs.PublishMsg(ctx, msg)
+		Expect(err).NotTo(HaveOccurred())
+		code, out, errOut = orch("registration", "query", "production", "http", "web", "--json")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).NotTo(ContainSubstring(canary))
+		Expect(out).NotTo(ContainSubstring("10.6.6.6"))
+		Expect(errOut).To(ContainSubstring("warning: entry " + msg.Subject + " dropped: signed by " + reg1.pub + ", not by the host key " + reg2.pub))
+	})
+})
