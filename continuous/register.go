@@ -178,6 +178,10 @@ func expandEntry(raw map[string]any, env *templates.Env) (*registration.Entry, e
 			exp[k] = v
 		}
 	}
+	// Checked before decoding: a validation error would quote the value.
+	if env.Sensitive(raw, exp) {
+		return nil, fmt.Errorf("%w: the entry reads data marked sensitive or holds one of its values; it is not published (the fleet reads registrations)", ErrSensitive)
+	}
 	b, err := json.Marshal(exp)
 	if err != nil {
 		return nil, err
@@ -256,7 +260,7 @@ func (w *worker) register(ctx context.Context, m *manifest.Manifest, regs regist
 		log.Error("registrations: could not resolve the manifest's data", "error", err)
 		return
 	}
-	env := templates.New(a.facts, res.Data)
+	env := templates.New(a.facts, res.Data, templates.WithSensitive(m.SensitiveData()))
 	for _, ev := range rep.Events {
 		raws := regs[ev.Type+"#"+ev.Name]
 		if len(raws) == 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,6 +16,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
 
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
@@ -177,5 +179,121 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		Expect(out).NotTo(ContainSubstring(canary))
 		Expect(out).NotTo(ContainSubstring("10.6.6.6"))
 		Expect(errOut).To(ContainSubstring("warning: entry " + msg.Subject + " dropped: signed by " + reg1.pub + ", not by the host key " + reg2.pub))
+	})
+
+	It("refuses a CCM config file with a YAML alias bomb or a key given twice, quickly and in bounded memory, applying nothing", func() {
+		const canary = "canary-config-bomb-5120"
+		target := filepath.Join(dir, "applied")
+		m := filepath.Join(dir, "m.yaml")
+		Expect(os.WriteFile(m, []byte(ccmFileManifest(target, canary+"\n", "")), 0o600)).To(Succeed())
+		var bomb strings.Builder
+		bomb.WriteString("a0: &a0 [\"" + canary + "\", \"" + canary + "\", \"" + canary + "\", \"" + canary + "\", \"" + canary + "\", \"" + canary + "\", \"" + canary + "\", \"" + canary + "\", \"" + canary + "\"]\n")
+		for i := 1; i <= 9; i++ {
+			fmt.Fprintf(&bomb, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+		}
+		fmt.Fprintf(&bomb, "interval: 1h\nmanifests: [%s]\ncache_dir: %s\n", m, filepath.Join(dir, "source"))
+		dup := fmt.Sprintf("interval: 1h\nmanifests: [%s]\nmanifests: [%s]\ncache_dir: %s\n", m, m, filepath.Join(dir, "source"))
+		for _, c := range []struct{ name, doc, want string }{
+			{"bomb.yaml", bomb.String(), "a0: YAML anchors are not accepted (line 1)"},
+			{"dup.yaml", dup, `key "manifests" appears twice (line 3)`},
+		} {
+			cfg := filepath.Join(dir, c.name)
+			Expect(os.WriteFile(cfg, []byte(c.doc), 0o600)).To(Succeed())
+			s := startProcess(ccmAgentBin(), "agent", "--config", cfg)
+			Eventually(s).WithTimeout(20 * time.Second).Should(gexec.Exit(1))
+			Expect(string(s.Err.Contents())).To(ContainSubstring("config " + cfg + ": " + c.want))
+			Expect(string(s.Out.Contents()) + string(s.Err.Contents())).NotTo(ContainSubstring(canary))
+			ru, ok := s.Command.ProcessState.SysUsage().(*syscall.Rusage)
+			Expect(ok).To(BeTrue())
+			Expect(ru.Maxrss).To(BeNumerically("<", 200<<10), "peak memory in KiB") // a few MB: nothing was expanded
+			Expect(target).NotTo(BeAnExistingFile())
+		}
+	})
+
+	It("never publishes a registration that reads sensitive data: not in the stream, the query output or the logs", func() {
+		const canary = "canary-annotation-secret-9043"
+		ctx := context.Background()
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js := adminJS(nc)
+		_, err = registration.EnsureStream(ctx, js, registration.DefaultStream, 1, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+
+		m := filepath.Join(dir, "web.yaml")
+		doc := "data:\n  token: " + canary + "\nsensitive_data: [token]\n" +
+			ccmFileManifest(filepath.Join(dir, "site"), "served\n", "") + webRegistration("10.0.0.1", "                  token: \"{{ lookup('data.token') }}\"\n") +
+			"              - {cluster: production, service: api, protocol: http, address: 10.0.0.1, port: 8080, priority: 10, ttl: 1m}\n"
+		Expect(os.WriteFile(m, []byte(doc), 0o600)).To(Succeed())
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nlog_level: debug\nmanifests: [%s]\nregistration: jetstream\ncache_dir: %s\n", m, filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		agent := startProcess(ccmAgentBin(), "agent", "--config", cfg, "--identity", "web1", "--server", b.ClientURL())
+
+		// The entry without a secret is published; the other is refused.
+		Eventually(agent.Err).WithTimeout(60 * time.Second).Should(gbytes.Say("registration would publish sensitive data"))
+		Eventually(func() []string {
+			recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
+			Expect(err).NotTo(HaveOccurred())
+			var out []string
+			for _, r := range recs {
+				out = append(out, r.Service)
+			}
+			return out
+		}).WithTimeout(30 * time.Second).Should(Equal([]string{"api"}))
+		code, out, errOut := runOrch("registration", "query", "--json", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring(`"service": "api"`))
+		// Every message the stream holds, raw.
+		s, err := js.Stream(ctx, registration.DefaultStream)
+		Expect(err).NotTo(HaveOccurred())
+		info, err := s.Info(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		var raw strings.Builder
+		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+			if msg, err := s.GetMsg(ctx, seq); err == nil {
+				raw.Write(msg.Data)
+				fmt.Fprint(&raw, msg.Header)
+			}
+		}
+		Expect(raw.String()).To(ContainSubstring(`"service":"api"`))
+		for where, text := range map[string]string{"stream": raw.String(), "query": out + errOut, "agent log": string(agent.Out.Contents()) + string(agent.Err.Contents())} {
+			Expect(text).NotTo(ContainSubstring(canary), where)
+		}
+	})
+
+	It("publishes registrations on core NATS with registration: nats, signed by the host's key at that key's subject", func() {
+		const canary = "canary-core-nats-2210"
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		msgs := make(chan *nats.Msg, 64)
+		sub, err := nc.ChanSubscribe(registration.SubjectPrefix+".>", msgs)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(sub.Unsubscribe)
+		Expect(nc.Flush()).To(Succeed())
+
+		key := newSigningKey(dir, "web1-registration")
+		m := filepath.Join(dir, "web.yaml")
+		Expect(os.WriteFile(m, []byte(ccmFileManifest(filepath.Join(dir, "site"), "served\n", "/bin/true")+webRegistration("10.0.0.1", "                  note: "+canary+"\n")), 0o600)).To(Succeed())
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nhealth_check_interval: 1s\nmanifests: [%s]\nregistration: nats\ncache_dir: %s\n", m, filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		startProcess(ccmAgentBin(), "agent", "--config", cfg, "--identity", "web1", "--key", key.seedFile, "--server", b.ClientURL())
+
+		var msg *nats.Msg
+		Eventually(msgs).WithTimeout(60 * time.Second).Should(Receive(&msg))
+		want := &registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: "10.0.0.1", Port: 80}
+		Expect(msg.Subject).To(Equal(want.PublisherSubject(key.pub)))
+		Expect(msg.Header.Get(protocol.HeaderSigner)).To(Equal(key.pub))
+		Expect(protocol.Verify(msg.Data, msg.Header.Get(protocol.HeaderSigner), msg.Header.Get(protocol.HeaderSignature))).To(Succeed())
+		var got registration.Entry
+		_, err = protocol.DecodeStrict(msg.Data, &got, protocol.Limits{MaxBytes: registration.MaxEntryBytes})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Host).To(Equal("web1"))
+		Expect(got.Annotations).To(Equal(map[string]string{"note": canary}))
+		Expect(got.TTL).To(Equal("1m"))
+		// Published again at every health-check run.
+		Eventually(msgs).WithTimeout(20 * time.Second).Should(Receive())
 	})
 })
