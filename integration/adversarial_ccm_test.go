@@ -296,4 +296,102 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		// Published again at every health-check run.
 		Eventually(msgs).WithTimeout(20 * time.Second).Should(Receive())
 	})
+
+	It("stays bounded through a burst of 1,000 signed bundle updates, ends on the last and never applies an older one after a newer", func() {
+		const canary = "canary-burst-6087"
+		ctx := context.Background()
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		obs, err := sources.EnsureBundleStore(ctx, adminJS(nc), sources.DefaultBucket, 1)
+		Expect(err).NotTo(HaveOccurred())
+		ops := newSigningKey(dir, "ops")
+		pol := policyFile(dir, signerEntry("ops", ops.pub, "file"))
+		target := filepath.Join(dir, "app.conf")
+		bundle := filepath.Join(dir, "bundle")
+		Expect(os.MkdirAll(bundle, 0o755)).To(Succeed())
+		put := func(n int) {
+			GinkgoHelper()
+			Expect(os.WriteFile(filepath.Join(bundle, "manifest.yaml"), []byte(ccmFileManifest(target, fmt.Sprintf("%s v%d\n", canary, n), "")), 0o644)).To(Succeed())
+			data, err := sources.Pack(bundle)
+			Expect(err).NotTo(HaveOccurred())
+			sig, err := sources.SignBundle(data, "app.tar.gz", time.Now(), ops.kp)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: "app.tar.gz", Metadata: sig.Metadata()}, bytes.NewReader(data))
+			Expect(err).NotTo(HaveOccurred())
+		}
+		version := func() int {
+			b, err := os.ReadFile(target)
+			if err != nil {
+				return -1
+			}
+			var n int
+			if _, err := fmt.Sscanf(strings.TrimPrefix(string(b), canary+" "), "v%d", &n); err != nil {
+				return -2
+			}
+			return n
+		}
+		put(0)
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nmanifests: [obj://ccm-manifests/app.tar.gz]\ncache_dir: %s\n", filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		agent := startProcess(ccmAgentBin(), "agent", "--config", cfg, "--policy", pol, "--audit-log", filepath.Join(dir, "audit.log"), "--server", b.ClientURL())
+		Eventually(version).WithTimeout(60 * time.Second).Should(Equal(0))
+		status := func(field string) int {
+			GinkgoHelper()
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", agent.Command.Process.Pid))
+			Expect(err).NotTo(HaveOccurred())
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, field+":"); ok {
+					var n int
+					_, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &n)
+					Expect(err).NotTo(HaveOccurred())
+					return n
+				}
+			}
+			Fail("no " + field + " in /proc status")
+			return 0
+		}
+		threadsBefore := status("Threads")
+
+		// Watch the file during the burst: a version seen must never be
+		// older than one seen before it.
+		seen := make(chan int, 4096)
+		wctx, stop := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			last := 0
+			for wctx.Err() == nil {
+				if v := version(); v >= 0 && v != last {
+					last = v
+					select {
+					case seen <- v:
+					default:
+					}
+				}
+				select {
+				case <-wctx.Done():
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		DeferCleanup(func() { stop(); <-watched })
+		for n := 1; n <= 1000; n++ {
+			put(n)
+		}
+		Eventually(version).WithTimeout(120 * time.Second).Should(Equal(1000))
+		Consistently(version).WithTimeout(5 * time.Second).Should(Equal(1000))
+		stop()
+		<-watched
+		close(seen)
+		prev := 0
+		for v := range seen {
+			Expect(v).To(BeNumerically(">", prev), "version %d applied after %d", v, prev)
+			prev = v
+		}
+		Expect(status("VmHWM")).To(BeNumerically("<", 300<<10), "peak memory in KiB")
+		Expect(status("Threads")).To(BeNumerically("<=", threadsBefore+16))
+		Expect(agent.ExitCode()).To(Equal(-1), "still running")
+	})
 })
