@@ -394,4 +394,71 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		Expect(status("Threads")).To(BeNumerically("<=", threadsBefore+16))
 		Expect(agent.ExitCode()).To(Equal(-1), "still running")
 	})
+
+	It("applies no part of a bundle when the broker dies during its fetch, and applies it whole once the broker is back", func() {
+		const canary = "canary-broker-kill-3391"
+		ctx := context.Background()
+		cfgB := broker.Config{Listen: freeAddr(), StoreDir: filepath.Join(dir, "store")}
+		b := brokertest.StartConfig(GinkgoT(), cfgB)
+		nc, err := nats.Connect(b.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		_, err = sources.EnsureBundleStore(ctx, adminJS(nc), sources.DefaultBucket, 1)
+		Expect(err).NotTo(HaveOccurred())
+		ops := newSigningKey(dir, "ops")
+		pol := policyFile(dir, signerEntry("ops", ops.pub, "file"))
+		target, big := filepath.Join(dir, "app.conf"), filepath.Join(dir, "big.dat")
+		bundle := filepath.Join(dir, "bundle")
+		Expect(os.MkdirAll(bundle, 0o755)).To(Succeed())
+		// v2 carries a large file (many object chunks) copied from the
+		// bundle, so its fetch takes a while.
+		large := bytes.Repeat([]byte(canary+"\n"), 8<<20/len(canary+"\n"))
+		put := func(n int, withBig bool) {
+			GinkgoHelper()
+			doc := ccmFileManifest(target, fmt.Sprintf("v%d\n", n), "")
+			if withBig {
+				Expect(os.WriteFile(filepath.Join(bundle, "files", "big.dat"), large, 0o644)).To(Succeed())
+				doc += fmt.Sprintf("        - %q:\n            ensure: present\n            source: files/big.dat\n            owner: root\n            group: root\n            mode: \"0644\"\n", big)
+			}
+			Expect(os.WriteFile(filepath.Join(bundle, "manifest.yaml"), []byte(doc), 0o644)).To(Succeed())
+			data, err := sources.Pack(bundle)
+			Expect(err).NotTo(HaveOccurred())
+			sig, err := sources.SignBundle(data, "app.tar.gz", time.Now(), ops.kp)
+			Expect(err).NotTo(HaveOccurred())
+			obs, err := adminJS(nc).ObjectStore(ctx, sources.DefaultBucket)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: "app.tar.gz", Metadata: sig.Metadata()}, bytes.NewReader(data))
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(os.MkdirAll(filepath.Join(bundle, "files"), 0o755)).To(Succeed())
+		put(1, false)
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nmanifests: [obj://ccm-manifests/app.tar.gz]\ncache_dir: %s\n", filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		agent := startProcess(ccmAgentBin(), "agent", "--config", cfg, "--policy", pol, "--server", b.ClientURL())
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(60 * time.Second).Should(Equal([]byte("v1\n")))
+
+		// v2 is stored; the agent is told and starts fetching; the broker
+		// goes away at once.
+		put(2, true)
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		Expect(b.Shutdown(sctx)).To(Succeed())
+		cancel()
+		// Down: whatever the agent has applied is v1 or all of v2.
+		Consistently(func() string {
+			t, _ := os.ReadFile(target)
+			bb, err := os.ReadFile(big)
+			switch {
+			case string(t) == "v1\n" && os.IsNotExist(err):
+				return "v1"
+			case string(t) == "v2\n" && bytes.Equal(bb, large):
+				return "v2"
+			}
+			return fmt.Sprintf("partial: target %q, big %d bytes", t, len(bb))
+		}).WithTimeout(5 * time.Second).Should(Or(Equal("v1"), Equal("v2")))
+		Expect(agent.ExitCode()).To(Equal(-1), "the agent keeps running while the broker is down")
+
+		brokertest.StartConfig(GinkgoT(), cfgB)
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(90 * time.Second).Should(Equal([]byte("v2\n")))
+		Eventually(func() bool { bb, _ := os.ReadFile(big); return bytes.Equal(bb, large) }).WithTimeout(30 * time.Second).Should(BeTrue())
+	})
 })
