@@ -11,3 +11,9 @@ var ErrConfig = errors.New("invalid CCM agent configuration")
 // policy does not trust or does not allow a resource of the manifest, a
 // bundle older than one already applied from the same source.
 var ErrRefused = errors.New("bundle refused")
+
+// ErrSensitive is wrapped when a register_when_stable entry is not
+// published because it reads data the manifest marks sensitive
+// (sensitive_data) or holds one of its values: registrations are readable
+// by every host of the fleet.
+var ErrSensitive = errors.New("registration would publish sensitive data")

@@ -2,17 +2,17 @@ package continuous
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -21,13 +21,20 @@ import (
 
 // registrations are the register_when_stable entries of one run's
 // resources by type#name, as the engine prepared them (templates
-// expanded with the rest of the resource's properties).
-type registrations map[string][]resources.Registration
+// expanded with the rest of the resource's properties), with what of
+// their resource must not leave the host.
+type registrations map[string]prepared
+
+// prepared are one resource's entries and its secrets.
+type prepared struct {
+	entries []resources.Registration
+	secrets *redact.Secrets
+}
 
 // collect notes p's entries.
 func (r registrations) collect(p *engine.Prepared) {
 	if rs := p.Properties.Common().RegisterWhenStable; len(rs) > 0 {
-		r[p.Ref()] = rs
+		r[p.Ref()] = prepared{entries: rs, secrets: p.Secrets()}
 	}
 }
 
@@ -50,8 +57,15 @@ func loadManifest(path string) (*manifest.Manifest, error) {
 	return m, nil
 }
 
-// entryOf is the registration entry of a prepared one, checked.
-func entryOf(r resources.Registration) (*registration.Entry, error) {
+// entryOf is the registration entry of a prepared one, checked. An entry
+// of a resource that reads data marked sensitive is refused when its own
+// values are templated (they may have read it) or hold a sensitive value:
+// the whole fleet reads registrations. The check comes first, so that no
+// validation error quotes the value.
+func entryOf(r resources.Registration, secrets *redact.Secrets) (*registration.Entry, error) {
+	if secrets.SecretProperty(registerKey) || holdsSecret(r, secrets) {
+		return nil, fmt.Errorf("%w: the entry reads data marked sensitive or holds one of its values; it is not published (the fleet reads registrations)", ErrSensitive)
+	}
 	e := &registration.Entry{
 		Cluster: r.Cluster, Service: r.Service, Protocol: r.Protocol, Address: r.Address,
 		Port: int(r.Port), Priority: int(r.Priority), TTL: r.TTL, Annotations: r.Annotations,
@@ -62,6 +76,24 @@ func entryOf(r resources.Registration) (*registration.Entry, error) {
 	return e, nil
 }
 
+// registerKey is the common property registration entries are written in.
+const registerKey = "register_when_stable"
+
+// holdsSecret reports whether a string of r holds a secret value.
+func holdsSecret(r resources.Registration, secrets *redact.Secrets) bool {
+	for _, v := range []string{r.Cluster, r.Service, r.Protocol, r.Address, r.TTL} {
+		if secrets.Holds(v) {
+			return true
+		}
+	}
+	for k, v := range r.Annotations {
+		if secrets.Holds(k) || secrets.Holds(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // Registrar publishes and withdraws entries.
 type Registrar interface {
 	Publish(ctx context.Context, e *registration.Entry) error
@@ -70,42 +102,43 @@ type Registrar interface {
 
 // StreamRegistrar keeps entries in the registration stream ("jetstream"
 // destination), or with Core set publishes them on core NATS only
-// ("nats", fire and forget: nothing to withdraw).
+// ("nats", fire and forget: nothing to withdraw). Entries are published
+// at the subjects of Signer's key (see registration.Entry.PublisherSubject)
+// and name Host.
 type StreamRegistrar struct {
 	JS     jetstream.JetStream
 	Stream string
 	Signer *protocol.KeySigner
 	Core   bool
+	// Host is this host's identity, written into every entry.
+	Host string
 }
 
 var _ Registrar = (*StreamRegistrar)(nil)
 
 // Publish stores (or publishes) e signed.
 func (r *StreamRegistrar) Publish(ctx context.Context, e *registration.Entry) error {
+	own := *e
+	own.Host = r.Host
 	if r.Core {
-		if err := e.Validate(); err != nil {
-			return err
-		}
-		body, err := json.Marshal(e)
+		msg, err := registration.NewMsg(&own, r.Signer)
 		if err != nil {
 			return err
 		}
-		msg := nats.NewMsg(e.Subject())
-		msg.Data = body
-		for k, v := range r.Signer.Header(body) {
-			msg.Header[k] = v
-		}
 		return r.JS.Conn().PublishMsg(msg)
 	}
-	return registration.Publish(ctx, r.JS, e, r.Signer)
+	return registration.Publish(ctx, r.JS, &own, r.Signer)
 }
 
-// Withdraw removes e from the stream.
+// Withdraw replaces this host's entry for e's endpoint with a signed
+// withdrawal; nothing for core NATS.
 func (r *StreamRegistrar) Withdraw(ctx context.Context, e *registration.Entry) error {
 	if r.Core {
 		return nil
 	}
-	return registration.Withdraw(ctx, r.JS, r.Stream, e)
+	own := *e
+	own.Host = r.Host
+	return registration.Withdraw(ctx, r.JS, &own, r.Signer)
 }
 
 // register publishes the entries of every resource the run found stable
@@ -121,8 +154,8 @@ func (w *worker) register(ctx context.Context, regs registrations, rep *manifest
 	}
 	log := a.log.With("manifest", w.src.String())
 	for _, ev := range rep.Events {
-		raws := regs[ev.Type+"#"+ev.Name]
-		if len(raws) == 0 {
+		reg := regs[ev.Type+"#"+ev.Name]
+		if len(reg.entries) == 0 {
 			continue
 		}
 		stable, critical := !ev.Failed && !ev.Skipped && !ev.Noop, false
@@ -137,13 +170,17 @@ func (w *worker) register(ctx context.Context, regs registrations, rep *manifest
 		if !stable && !ev.Failed && !critical {
 			continue
 		}
-		for i, raw := range raws {
-			e, err := entryOf(raw)
+		for i, raw := range reg.entries {
+			e, err := entryOf(raw, reg.secrets)
 			if err != nil {
 				log.Error("registrations: invalid entry", "resource", ev.Type+"#"+ev.Name, "index", i, "error", err)
 				continue
 			}
-			if b != nil && b.signer != nil {
+			if b == nil || b.signer == nil {
+				if !w.localRegistrationAllowed(ev.Type+"#"+ev.Name, e.Service, b) {
+					continue
+				}
+			} else {
 				if d := b.signer.CheckRegistration(e.Service); !d.Allowed {
 					if b.regRefused == nil {
 						b.regRefused = map[string]bool{}
@@ -180,7 +217,7 @@ const lookupTimeout = 10 * time.Second
 // whose signature verifies, "*" matching any value in a position. Each
 // entry shows CCM's template keys (Cluster, Service, Protocol, Address,
 // Port, Priority, TTL, Annotations).
-func registrationsFunc(js jetstream.JetStream, stream string) templates.Function {
+func registrationsFunc(js jetstream.JetStream, stream string, log *slog.Logger) templates.Function {
 	return func(params ...any) (any, error) {
 		if len(params) != 4 {
 			return nil, fmt.Errorf("registrations(cluster, protocol, service, address): %d arguments", len(params))
@@ -195,9 +232,12 @@ func registrationsFunc(js jetstream.JetStream, stream string) templates.Function
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 		defer cancel()
-		recs, _, err := registration.Query(ctx, js, stream, args[0], args[1], args[2], args[3])
+		recs, skipped, err := registration.Query(ctx, js, stream, args[0], args[1], args[2], args[3])
 		if err != nil {
 			return nil, fmt.Errorf("registrations: %w", err)
+		}
+		for _, s := range skipped {
+			log.Warn("registrations: entry dropped", "subject", s.Subject, "reason", s.Reason)
 		}
 		out := make([]registration.Entry, len(recs))
 		for i, r := range recs {

@@ -135,4 +135,37 @@ var _ = Describe("Registration", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recs).To(BeEmpty())
 	})
+
+	It("judges a local manifest's registrations with the policy's own registration.services, refusing an unlisted service clearly and auditing it", func() {
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		healthy := filepath.Join(h.dir, "healthy")
+		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+		m := filepath.Join(h.dir, "web.yaml")
+		Expect(os.WriteFile(m, []byte(webManifest(filepath.Join(h.dir, "site"), healthy, "web")+
+			fmt.Sprintf("    - file:\n        - %q:\n            ensure: present\n            content: \"db\\n\"\n            owner: root\n            group: root\n            mode: \"0644\"\n            register_when_stable:\n              - {cluster: production, service: db, protocol: http, address: 10.0.0.1, port: 5432, priority: 1}\n", filepath.Join(h.dir, "db"))), 0o600)).To(Succeed())
+		pol := policyFrom("registration:\n  services: [web]\n")
+		h.start(fmt.Sprintf("interval: 1h\nmanifests: [%s]\nregistration: jetstream\n", m), pol, 0)
+
+		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1"}))
+		Eventually(h.auditLines).Should(And(ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`),
+			ContainSubstring(`registration of service \"db\" by file#`+filepath.Join(h.dir, "db")+` refused: the service is not listed (registration.services [web])`)))
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "*", "*", "db", "*")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(recs).To(BeEmpty())
+	})
+
+	It("registers nothing from a local manifest when the policy has no registration.services", func() {
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		healthy := filepath.Join(h.dir, "healthy")
+		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+		m := filepath.Join(h.dir, "web.yaml")
+		site := filepath.Join(h.dir, "site")
+		Expect(os.WriteFile(m, []byte(webManifest(site, healthy, "web")), 0o600)).To(Succeed())
+		kp, _ := nkeys.CreateUser()
+		pub, _ := kp.PublicKey()
+		h.start(fmt.Sprintf("interval: 1h\nmanifests: [%s]\nregistration: jetstream\n", m), policyFrom(fmt.Sprintf("signers:\n  - name: ops\n    public_key: %s\n    allow: [file]\n    registration: {services: [web]}\n", pub)), 0)
+		Eventually(h.auditLines).WithTimeout(30 * time.Second).Should(ContainSubstring(`this host's own manifests may not register services (registration.services (none))`))
+		Expect(site).To(BeAnExistingFile())
+		Expect(query()).To(BeEmpty())
+	})
 })

@@ -64,9 +64,12 @@ type worker struct {
 	highWater time.Time
 
 	// Owned by Run's goroutine.
-	current   *bundle
-	lastApply time.Time
-	failures  int
+	// localRegRefused are the services this source's own manifest may
+	// not register, audited once each.
+	localRegRefused map[string]bool
+	current         *bundle
+	lastApply       time.Time
+	failures        int
 }
 
 func newWorker(a *Agent, src *sources.Source) *worker {

@@ -2,9 +2,11 @@
 // them: an entry (cluster, service, protocol, address, port, priority,
 // ttl, annotations) names one endpoint of a service; it is kept in a
 // JetStream stream, one message per entry subject
-// (choria.ccm.registration.v1.<cluster>.<protocol>.<service>.<address>.<instance>),
+// (choria.ccm.registration.v1.<cluster>.<protocol>.<service>.<address>.<instance>.<key>),
 // expiring with a per-message TTL (the Nats-TTL header, NATS 2.11 and
-// later), signed by the key of whoever published it. The package creates
-// the stream, publishes and withdraws entries, and queries and watches
-// them, verifying each entry's signature.
+// later), signed by the key of whoever published it, which is the subject's
+// last token: a broker confines each host to its own key's subjects, and
+// readers drop an entry that another key signed. The package creates the
+// stream, publishes entries and withdraws them (a signed tombstone; an
+// administrator's Remove purges), and queries and watches them.
 package registration

@@ -45,6 +45,10 @@ type Entry struct {
 	TTL string `json:"ttl,omitempty" yaml:"ttl,omitempty"`
 	// Annotations are free key/value metadata.
 	Annotations map[string]string `json:"annotations,omitempty" yaml:"annotations,omitempty"`
+	// Host is the identity of the host that published the entry, set by
+	// the publishing agent (informational: readers trust the entry for
+	// the key that signed it, see Record.Signer).
+	Host string `json:"host,omitempty" yaml:"host,omitempty"`
 }
 
 // Validate checks every field against CCM's rules and this package's
@@ -66,6 +70,9 @@ func (e *Entry) Validate() error {
 	}
 	if e.Priority < 1 || e.Priority > 255 {
 		return bad("priority %d must be between 1 and 255", e.Priority)
+	}
+	if len(e.Host) > MaxFieldLength || strings.ContainsFunc(e.Host, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return bad("host %.60q must be at most %d printable bytes", e.Host, MaxFieldLength)
 	}
 	if _, err := e.TTLDuration(); err != nil {
 		return bad("ttl %.40q: %v", e.TTL, err)
@@ -122,10 +129,31 @@ func (e *Entry) InstanceID() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Subject is where the entry is kept.
-func (e *Entry) Subject() string {
-	return strings.Join([]string{SubjectPrefix, e.Cluster, e.Protocol, e.Service, e.SubjectAddress(), e.InstanceID()}, ".")
+// Subject selects the endpoint's entries whoever published them (its
+// last token, the publisher's key, is a wildcard).
+func (e *Entry) Subject() string { return e.PublisherSubject("*") }
+
+// PublisherSubject is where the holder of the public key publisherKey
+// keeps the entry: the endpoint's subject ending in that key, so that a
+// broker can allow each host to publish only on its own key's subjects
+// (choria.ccm.registration.v1.*.*.*.*.*.<key>) and readers can check that
+// the entry was signed by the key its subject names.
+func (e *Entry) PublisherSubject(publisherKey string) string {
+	return strings.Join([]string{SubjectPrefix, e.Cluster, e.Protocol, e.Service, e.SubjectAddress(), e.InstanceID(), publisherKey}, ".")
 }
+
+// publisherOf is the last token of an entry subject: the key of whoever
+// may publish there.
+func publisherOf(subject string) string {
+	toks := strings.Split(subject, ".")
+	if len(toks) != subjectTokens {
+		return ""
+	}
+	return toks[len(toks)-1]
+}
+
+// subjectTokens is the number of tokens of an entry subject.
+const subjectTokens = 10
 
 // FilterSubject selects entries by cluster, protocol, service and address;
 // "" or "*" matches any.
@@ -140,7 +168,7 @@ func FilterSubject(cluster, protocol, service, address string) string {
 	if addr != "*" {
 		addr = strings.ReplaceAll(addr, ".", "_")
 	}
-	return strings.Join([]string{SubjectPrefix, wild(cluster), wild(protocol), wild(service), addr, "*"}, ".")
+	return strings.Join([]string{SubjectPrefix, wild(cluster), wild(protocol), wild(service), addr, "*", "*"}, ".")
 }
 
 // ValidFilter checks query positions: "", "*" or a valid name (cluster,

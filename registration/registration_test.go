@@ -2,6 +2,7 @@ package registration_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -18,6 +19,12 @@ import (
 
 func web(addr, ttl string) *registration.Entry {
 	return &registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: addr, Port: 80, Priority: 10, TTL: ttl}
+}
+
+func must(kp nkeys.KeyPair, err error) nkeys.KeyPair {
+	GinkgoHelper()
+	Expect(err).NotTo(HaveOccurred())
+	return kp
 }
 
 func addresses(recs []registration.Record) []string {
@@ -47,8 +54,9 @@ var _ = Describe("Entry", func() {
 	)
 
 	It("keeps an entry at CCM's subject", func() {
-		Expect(web("10.0.0.1", "").Subject()).To(MatchRegexp(`^choria\.ccm\.registration\.v1\.production\.http\.web\.10_0_0_1\.[0-9a-f]{16}$`))
-		Expect(registration.FilterSubject("production", "*", "", "10.0.0.1")).To(Equal("choria.ccm.registration.v1.production.*.*.10_0_0_1.*"))
+		Expect(web("10.0.0.1", "").Subject()).To(MatchRegexp(`^choria\.ccm\.registration\.v1\.production\.http\.web\.10_0_0_1\.[0-9a-f]{16}\.\*$`))
+		Expect(web("10.0.0.1", "").PublisherSubject("UKEY")).To(MatchRegexp(`^choria\.ccm\.registration\.v1\.production\.http\.web\.10_0_0_1\.[0-9a-f]{16}\.UKEY$`))
+		Expect(registration.FilterSubject("production", "*", "", "10.0.0.1")).To(Equal("choria.ccm.registration.v1.production.*.*.10_0_0_1.*.*"))
 	})
 })
 
@@ -80,9 +88,9 @@ var _ = Describe("Stream", func() {
 		Expect(registration.Publish(ctx, js, web("10.0.0.2", "1h"), signer)).To(Succeed())
 		Expect(registration.Publish(ctx, js, web("10.0.0.3", "2s"), signer)).To(Succeed())
 		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
-		recs, bad, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(bad).To(BeZero())
+		Expect(skipped).To(BeEmpty())
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
 		Expect(recs[0].Signer).To(Equal(signer.PublicKey()))
 
@@ -92,7 +100,7 @@ var _ = Describe("Stream", func() {
 			return addresses(recs)
 		}).WithTimeout(15 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2"}))
 
-		Expect(registration.Withdraw(ctx, js, registration.DefaultStream, web("10.0.0.2", "1h"))).To(Succeed())
+		Expect(registration.Withdraw(ctx, js, web("10.0.0.2", "1h"), signer)).To(Succeed())
 		recs, _, err = registration.Query(ctx, js, registration.DefaultStream, "*", "*", "*", "*")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
@@ -108,12 +116,61 @@ var _ = Describe("Stream", func() {
 	It("skips an unsigned entry published by a raw client", func() {
 		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
 		forged := web("10.6.6.6", "1h")
-		_, err := js.Publish(ctx, forged.Subject(), []byte(`{"cluster":"production","service":"web","protocol":"http","address":"10.6.6.6","port":80,"priority":1}`))
+		_, err := js.Publish(ctx, forged.PublisherSubject(signer.PublicKey()), []byte(`{"cluster":"production","service":"web","protocol":"http","address":"10.6.6.6","port":80,"priority":1}`))
 		Expect(err).NotTo(HaveOccurred())
-		recs, bad, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
+		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
-		Expect(bad).To(Equal(1))
+		Expect(skipped).To(ConsistOf(registration.Skipped{Subject: forged.PublisherSubject(signer.PublicKey()), Reason: "not signed"}))
+	})
+
+	It("drops an entry signed by a valid key that is not the key its subject names, saying so", func() {
+		other, err := protocol.NewKeySigner(must(nkeys.CreateUser()))
+		Expect(err).NotTo(HaveOccurred())
+		// A validly signed entry of another key, copied to this signer's
+		// subject, as a client the broker does not lock down could.
+		e := web("10.0.0.7", "1h")
+		msg, err := registration.NewMsg(e, other)
+		Expect(err).NotTo(HaveOccurred())
+		msg.Subject = e.PublisherSubject(signer.PublicKey())
+		_, err = js.PublishMsg(ctx, msg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
+		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
+		Expect(skipped).To(HaveLen(1))
+		Expect(skipped[0].Subject).To(Equal(e.PublisherSubject(signer.PublicKey())))
+		Expect(skipped[0].Reason).To(Equal("signed by " + other.PublicKey() + ", not by the host key " + signer.PublicKey() + " its subject names"))
+	})
+
+	It("keeps one record per subject while the entries are being published again during the read", func() {
+		signers := make([]*protocol.KeySigner, 3)
+		for i := range signers {
+			s, err := protocol.NewKeySigner(must(nkeys.CreateUser()))
+			Expect(err).NotTo(HaveOccurred())
+			signers[i] = s
+			Expect(registration.Publish(ctx, js, web(fmt.Sprintf("10.0.0.%d", i+1), "1h"), s)).To(Succeed())
+		}
+		// Agents publish their entries again at every run (every second
+		// with a health check interval of 1s); a consumer delivering the
+		// last message per subject also delivers what is published after
+		// it was made.
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; pctx.Err() == nil; i++ {
+				_ = registration.Publish(pctx, js, web(fmt.Sprintf("10.0.0.%d", i%3+1), "1h"), signers[i%3])
+			}
+		}()
+		DeferCleanup(func() { stop(); <-done })
+		for range 20 {
+			recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(skipped).To(BeEmpty())
+			Expect(addresses(recs)).To(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
+		}
 	})
 
 	It("watches publications and removals", func() {

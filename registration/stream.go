@@ -61,17 +61,42 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, repl
 	return s, nil
 }
 
-// Publish validates e and stores it, signed with signer, with its TTL as
-// the message's Nats-TTL.
+// headerOp marks a withdrawal: the entry's publisher replaced its entry
+// with a signed tombstone (a host may only publish on its own subjects,
+// never purge).
+const (
+	headerOp    = "Ccm-Registration-Op"
+	opWithdrawn = "withdrawn"
+	// tombstoneTTL is how long a withdrawal is kept before the server
+	// removes it.
+	tombstoneTTL = "60s"
+)
+
+// Publish validates e and stores it at e.PublisherSubject(signer's key),
+// signed with signer, with its TTL as the message's Nats-TTL.
 func Publish(ctx context.Context, js jetstream.JetStream, e *Entry, signer *protocol.KeySigner) error {
-	if err := e.Validate(); err != nil {
+	msg, err := NewMsg(e, signer)
+	if err != nil {
 		return err
+	}
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("%w: publish %s: %w", ErrStream, msg.Subject, err)
+	}
+	return nil
+}
+
+// NewMsg validates e and makes the signed message publishing it, at
+// e.PublisherSubject(signer's key) with its TTL as Nats-TTL (for the
+// stream, or for core NATS).
+func NewMsg(e *Entry, signer *protocol.KeySigner) (*nats.Msg, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
 	}
 	body, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	msg := nats.NewMsg(e.Subject())
+	msg := nats.NewMsg(e.PublisherSubject(signer.PublicKey()))
 	msg.Data = body
 	for k, v := range signer.Header(body) {
 		msg.Header[k] = v
@@ -79,20 +104,35 @@ func Publish(ctx context.Context, js jetstream.JetStream, e *Entry, signer *prot
 	if ttl := e.natsTTL(); ttl != "" {
 		msg.Header.Set(jetstream.MsgTTLHeader, ttl)
 	}
+	return msg, nil
+}
+
+// Withdraw removes the entry signer published for e's endpoint by
+// replacing it with a signed tombstone on the same subject (the stream
+// keeps one message per subject), which expires a minute later. It needs
+// only the permission to publish on the signer's own subjects.
+func Withdraw(ctx context.Context, js jetstream.JetStream, e *Entry, signer *protocol.KeySigner) error {
+	msg, err := NewMsg(e, signer)
+	if err != nil {
+		return err
+	}
+	msg.Header.Set(headerOp, opWithdrawn)
+	msg.Header.Set(jetstream.MsgTTLHeader, tombstoneTTL)
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("%w: publish %s: %w", ErrStream, e.Subject(), err)
+		return fmt.Errorf("%w: withdraw %s: %w", ErrStream, msg.Subject, err)
 	}
 	return nil
 }
 
-// Withdraw removes e's endpoint from the stream at once.
-func Withdraw(ctx context.Context, js jetstream.JetStream, stream string, e *Entry) error {
+// Remove purges every entry of e's endpoint, whoever published it (an
+// administrator's removal; it needs the stream purge permission).
+func Remove(ctx context.Context, js jetstream.JetStream, stream string, e *Entry) error {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("%w %s: %w", ErrStream, stream, err)
 	}
 	if err := s.Purge(ctx, jetstream.WithPurgeSubject(e.Subject())); err != nil {
-		return fmt.Errorf("%w %s: withdraw %s: %w", ErrStream, stream, e.Subject(), err)
+		return fmt.Errorf("%w %s: remove %s: %w", ErrStream, stream, e.Subject(), err)
 	}
 	return nil
 }
@@ -100,54 +140,68 @@ func Withdraw(ctx context.Context, js jetstream.JetStream, stream string, e *Ent
 // Record is an entry as kept, with who published it.
 type Record struct {
 	Entry
-	// Signer is the publisher's public key; its signature verified.
+	// Signer is the publisher's public key: its signature verified and it
+	// is the key the entry's subject names.
 	Signer string `json:"signer"`
 	// Published is when the entry was last published.
 	Published time.Time `json:"published"`
 }
 
-// Query returns the entries matching the filter whose signatures verify,
-// sorted by cluster, protocol, service, address and port; bad says how
-// many entries were skipped (unsigned, bad signature, malformed).
-func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protocolName, service, address string) (recs []Record, bad int, err error) {
+// Skipped is an entry a reader dropped, and why.
+type Skipped struct {
+	Subject string `json:"subject"`
+	Reason  string `json:"reason"`
+}
+
+// Query returns the entries matching the filter whose signatures verify
+// and were made by the key their subject names, sorted by cluster,
+// protocol, service, address and port, and the entries it dropped
+// (unsigned, a bad signature, signed by another key than the one the
+// subject names, malformed). Withdrawn entries and expiry markers are
+// neither.
+func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protocolName, service, address string) (recs []Record, skipped []Skipped, err error) {
 	if err := ValidFilter(cluster, protocolName, service, address); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	filter := FilterSubject(cluster, protocolName, service, address)
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	// The subjects that hold a message now, then the last message of
+	// each: every entry present for the whole read is returned exactly
+	// once. (A consumer delivering the last message per subject is no
+	// snapshot: while agents publish their entries again, which they do
+	// at every run, it delivers a subject again, and its pending count,
+	// which said when to stop, drops as the messages it counted are
+	// replaced, ending the read with entries missing.)
+	s, err := js.Stream(ctx, stream)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w %s: %w", ErrStream, stream, err)
+		return nil, nil, fmt.Errorf("%w %s: %w", ErrStream, stream, err)
 	}
-	info, err := cons.Info(ctx)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(FilterSubject(cluster, protocolName, service, address)))
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w %s: %w", ErrStream, stream, err)
+		return nil, nil, fmt.Errorf("%w %s: %w", ErrStream, stream, err)
 	}
-	// An ordered consumer that resets starts over: keep one record per
-	// subject, the last seen.
-	seen := map[string]int{}
-	if info.NumPending > 0 {
-		for {
-			msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-			if err != nil {
-				return nil, 0, fmt.Errorf("%w %s: %w", ErrStream, stream, err)
-			}
-			if r, ok := decode(msg.Headers(), msg.Data()); ok {
-				if meta, err := msg.Metadata(); err == nil {
-					r.Published = meta.Timestamp
-				}
-				if i, dup := seen[msg.Subject()]; dup {
-					recs[i] = r
-				} else {
-					seen[msg.Subject()] = len(recs)
-					recs = append(recs, r)
-				}
-			} else if msg.Headers().Get(headerMarkerReason) == "" {
-				bad++
-			}
-			meta, err := msg.Metadata()
-			if err != nil || meta.NumPending == 0 || len(recs) >= MaxEntries {
-				break
-			}
+	if len(info.State.Subjects) > MaxEntries {
+		return nil, nil, fmt.Errorf("%w %s: %d entries match, the limit is %d: narrow the filter", ErrStream, stream, len(info.State.Subjects), MaxEntries)
+	}
+	subjects := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		subjects = append(subjects, subj)
+	}
+	sort.Strings(subjects)
+	for _, subj := range subjects {
+		msg, err := s.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w %s: %s: %w", ErrStream, stream, subj, err)
+		}
+		r, reason := decode(msg.Subject, msg.Header, msg.Data)
+		switch {
+		case reason == reasonRemoved:
+		case reason != "":
+			skipped = append(skipped, Skipped{Subject: subj, Reason: reason})
+		default:
+			r.Published = msg.Time
+			recs = append(recs, r)
 		}
 	}
 	sort.Slice(recs, func(i, j int) bool {
@@ -157,28 +211,53 @@ func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protoco
 				return p[0] < p[1]
 			}
 		}
-		return a.Port < b.Port
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Signer < b.Signer
 	})
-	return recs, bad, nil
+	return recs, skipped, nil
 }
 
-// decode verifies and decodes one stored entry.
-func decode(h nats.Header, body []byte) (Record, bool) {
-	if len(body) == 0 || len(body) > MaxEntryBytes || h == nil {
-		return Record{}, false
+// reasonRemoved is decode's reason for a withdrawal or an expiry marker.
+const reasonRemoved = "removed"
+
+// decode verifies and decodes one stored entry: signed, by the key its
+// subject names, strictly decoded and valid. A withdrawal or an expiry
+// marker gives reasonRemoved; any other reason says why the entry is not
+// trusted.
+func decode(subject string, h nats.Header, body []byte) (Record, string) {
+	if h != nil && h.Get(headerMarkerReason) != "" {
+		return Record{}, reasonRemoved
 	}
-	if err := protocol.Verify(body, h.Get(protocol.HeaderSigner), h.Get(protocol.HeaderSignature)); err != nil {
-		return Record{}, false
+	if len(body) == 0 || h == nil || h.Get(protocol.HeaderSigner) == "" {
+		return Record{}, "not signed"
+	}
+	if len(body) > MaxEntryBytes {
+		return Record{}, fmt.Sprintf("larger than %d bytes", MaxEntryBytes)
+	}
+	signer := h.Get(protocol.HeaderSigner)
+	if err := protocol.Verify(body, signer, h.Get(protocol.HeaderSignature)); err != nil {
+		return Record{}, "the signature does not verify"
+	}
+	if owner := publisherOf(subject); owner != signer {
+		return Record{}, fmt.Sprintf("signed by %s, not by the host key %.60s its subject names", signer, owner)
+	}
+	if h.Get(headerOp) == opWithdrawn {
+		return Record{}, reasonRemoved
 	}
 	var r Record
 	if _, err := protocol.DecodeStrict(body, &r.Entry, protocol.Limits{MaxBytes: MaxEntryBytes}); err != nil {
-		return Record{}, false
+		return Record{}, "malformed: " + err.Error()
 	}
-	if r.Validate() != nil {
-		return Record{}, false
+	if err := r.Validate(); err != nil {
+		return Record{}, err.Error()
 	}
-	r.Signer = h.Get(protocol.HeaderSigner)
-	return r, true
+	if r.PublisherSubject(signer) != subject {
+		return Record{}, "kept at another endpoint's subject"
+	}
+	r.Signer = signer
+	return r, ""
 }
 
 // Event is one change a watch saw: an entry published, or removed (by TTL
@@ -188,6 +267,9 @@ type Event struct {
 	Record  *Record `json:"entry,omitempty"`
 	// Removed is the reason an entry went away, "" for a publication.
 	Removed string `json:"removed,omitempty"`
+	// Skipped, when set, is why a publication was dropped (see Query);
+	// Record is nil then.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Watch calls fn with every change to entries matching the filter from
@@ -213,15 +295,20 @@ func Watch(ctx context.Context, js jetstream.JetStream, stream, cluster, protoco
 			return fmt.Errorf("%w %s: %w", ErrStream, stream, err)
 		}
 		ev := Event{Subject: msg.Subject()}
-		if reason := msg.Headers().Get(headerMarkerReason); reason != "" {
-			ev.Removed = reason
-		} else if r, ok := decode(msg.Headers(), msg.Data()); ok {
+		r, reason := decode(msg.Subject(), msg.Headers(), msg.Data())
+		switch {
+		case reason == reasonRemoved:
+			ev.Removed = msg.Headers().Get(headerMarkerReason)
+			if ev.Removed == "" {
+				ev.Removed = opWithdrawn
+			}
+		case reason != "":
+			ev.Skipped = reason
+		default:
 			if meta, err := msg.Metadata(); err == nil {
 				r.Published = meta.Timestamp
 			}
 			ev.Record = &r
-		} else {
-			continue
 		}
 		if err := fn(ev); err != nil {
 			return err

@@ -41,6 +41,10 @@ type Policy struct {
 	MaxClockSkew time.Duration `json:"max_clock_skew" yaml:"max_clock_skew"`
 	// Signers are the trusted keys.
 	Signers []Signer `json:"signers" yaml:"signers"`
+	// Registration lists the services this host's own (local, unsigned)
+	// manifests may register; none without it (see
+	// Policy.CheckLocalRegistration).
+	Registration *RegistrationScope `json:"registration,omitempty" yaml:"registration"`
 }
 
 // Signer is one trusted key and what it may do.
@@ -123,6 +127,9 @@ func (p *Policy) Validate() error {
 	}
 	if len(p.Signers) > MaxSigners {
 		return bad("signers: %d, the limit is %d", len(p.Signers), MaxSigners)
+	}
+	if err := p.Registration.validate(); err != nil {
+		return bad("%v", err)
 	}
 	names := map[string]int{}
 	keys := map[string]int{}

@@ -37,18 +37,33 @@ func (r *RegistrationScope) validate() error {
 	return nil
 }
 
+// CheckLocalRegistration judges a registration of service by a manifest
+// of the host's own (a local file, or a bundle vouched for by a pinned
+// checksum rather than a signer): allowed only when the policy's top-level
+// registration.services lists it (or "*"); without it such manifests
+// register nothing.
+func (p *Policy) CheckLocalRegistration(service string) scope.Decision {
+	return checkRegistration(p.Registration, service, "this host's own manifests may not register services")
+}
+
 // CheckRegistration judges a registration of service by a manifest signer
 // s sent: allowed only when registration.services lists it (or "*");
 // without registration.services a signer's manifests register nothing.
 func (s *Signer) CheckRegistration(service string) scope.Decision {
+	return checkRegistration(s.Registration, service, "this signer's manifests may not register services")
+}
+
+// checkRegistration judges service against r; none is the reason when r
+// is nil.
+func checkRegistration(r *RegistrationScope, service, none string) scope.Decision {
 	d := scope.Decision{Check: "registration.services", Value: service}
-	if s.Registration == nil {
+	if r == nil {
 		d.Rule = "registration.services (none)"
-		d.Reason = "this signer's manifests may not register services"
+		d.Reason = none
 		return d
 	}
-	d.Rule = "registration.services [" + strings.Join(s.Registration.Services, ", ") + "]"
-	d.Allowed = slices.Contains(s.Registration.Services, service) || slices.Contains(s.Registration.Services, "*")
+	d.Rule = "registration.services [" + strings.Join(r.Services, ", ") + "]"
+	d.Allowed = slices.Contains(r.Services, service) || slices.Contains(r.Services, "*")
 	if !d.Allowed {
 		d.Reason = "the service is not listed"
 	}

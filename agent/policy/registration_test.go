@@ -36,6 +36,21 @@ var _ = Describe("registration.services", func() {
 		Expect(p.Signers[0].CheckRegistration("web").Allowed).To(BeTrue())
 	})
 
+	It("judges the host's own manifests by the top-level registration.services, nothing without it", func() {
+		p, err := parse("")
+		Expect(err).NotTo(HaveOccurred())
+		d := p.CheckLocalRegistration("web")
+		Expect(d.Allowed).To(BeFalse())
+		Expect(d.String()).To(Equal(`denied registration.services "web" by registration.services (none): this host's own manifests may not register services`))
+		p, err = parse("registration:\n  services: [web]\n")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.CheckLocalRegistration("web").Allowed).To(BeTrue())
+		Expect(p.CheckLocalRegistration("db").Allowed).To(BeFalse())
+		_, err = parse("registration:\n  services: [web.prod]\n")
+		Expect(err).To(MatchError(policy.ErrPolicy))
+		Expect(err.Error()).To(ContainSubstring(`registration.services[0] "web.prod"`))
+	})
+
 	It("refuses a service name CCM would refuse", func() {
 		_, err := parse("    registration:\n      services: [web.prod]\n")
 		Expect(err).To(MatchError(policy.ErrPolicy))

@@ -136,7 +136,7 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		registrar = &continuous.StreamRegistrar{JS: js, Stream: c.stream, Signer: signer, Core: cfg.Registration == continuous.RegistrationNATS}
+		registrar = &continuous.StreamRegistrar{JS: js, Stream: c.stream, Signer: signer, Core: cfg.Registration == continuous.RegistrationNATS, Host: identity}
 		log.Info("registering stable resources", "destination", cfg.Registration, "signer", signer.PublicKey())
 	}
 	ag, err := continuous.New(continuous.Options{

@@ -129,7 +129,7 @@ func (a *app) registrationQuery(f *registrationFilter, asYAML bool) error {
 		return err
 	}
 	defer done()
-	recs, bad, err := registration.Query(ctx, js, f.stream, f.cluster, f.protocol, f.service, f.address)
+	recs, skipped, err := registration.Query(ctx, js, f.stream, f.cluster, f.protocol, f.service, f.address)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
@@ -159,8 +159,8 @@ func (a *app) registrationQuery(f *registrationFilter, asYAML bool) error {
 			fmt.Fprintln(a.Stdout, "no registrations")
 		}
 	}
-	if bad > 0 {
-		fmt.Fprintf(a.Stderr, "%d entries skipped: unsigned, with a signature that does not verify, or malformed\n", bad)
+	for _, s := range skipped {
+		fmt.Fprintf(a.Stderr, "warning: entry %s dropped: %s\n", s.Subject, s.Reason)
 	}
 	return nil
 }
@@ -191,6 +191,10 @@ func (a *app) registrationWatch(f *registrationFilter) error {
 		if f.json {
 			b, _ := json.Marshal(ev)
 			fmt.Fprintln(a.Stdout, string(b))
+			return nil
+		}
+		if ev.Skipped != "" {
+			fmt.Fprintf(a.Stderr, "warning: entry %s dropped: %s\n", ev.Subject, ev.Skipped)
 			return nil
 		}
 		if ev.Record != nil {
@@ -226,7 +230,7 @@ func (a *app) registrationRm(e *registration.Entry, stream string, force bool, c
 		return err
 	}
 	defer done()
-	if err := registration.Withdraw(ctx, js, stream, e); err != nil {
+	if err := registration.Remove(ctx, js, stream, e); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
 	fmt.Fprintf(a.Stdout, "removed %s\n", e.Subject())
