@@ -12,7 +12,6 @@ import (
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -21,20 +20,13 @@ import (
 
 // registrations are the register_when_stable entries of one run's
 // resources by type#name, as the engine prepared them (templates
-// expanded with the rest of the resource's properties), with what of
-// their resource must not leave the host.
-type registrations map[string]prepared
-
-// prepared are one resource's entries and its secrets.
-type prepared struct {
-	entries []resources.Registration
-	secrets *redact.Secrets
-}
+// expanded with the rest of the resource's properties).
+type registrations map[string][]resources.Registration
 
 // collect notes p's entries.
 func (r registrations) collect(p *engine.Prepared) {
 	if rs := p.Properties.Common().RegisterWhenStable; len(rs) > 0 {
-		r[p.Ref()] = prepared{entries: rs, secrets: p.Secrets()}
+		r[p.Ref()] = rs
 	}
 }
 
@@ -58,12 +50,11 @@ func loadManifest(path string) (*manifest.Manifest, error) {
 }
 
 // entryOf is the registration entry of a prepared one, checked. An entry
-// of a resource that reads data marked sensitive is refused when its own
-// values are templated (they may have read it) or hold a sensitive value:
-// the whole fleet reads registrations. The check comes first, so that no
-// validation error quotes the value.
-func entryOf(r resources.Registration, secrets *redact.Secrets) (*registration.Entry, error) {
-	if secrets.SecretProperty(registerKey) || holdsSecret(r, secrets) {
+// the engine found reading data marked sensitive (or holding one of its
+// values) is refused: the whole fleet reads registrations. The check comes
+// first, so that no validation error quotes the value.
+func entryOf(r resources.Registration) (*registration.Entry, error) {
+	if r.Sensitive {
 		return nil, fmt.Errorf("%w: the entry reads data marked sensitive or holds one of its values; it is not published (the fleet reads registrations)", ErrSensitive)
 	}
 	e := &registration.Entry{
@@ -74,24 +65,6 @@ func entryOf(r resources.Registration, secrets *redact.Secrets) (*registration.E
 		return nil, err
 	}
 	return e, nil
-}
-
-// registerKey is the common property registration entries are written in.
-const registerKey = "register_when_stable"
-
-// holdsSecret reports whether a string of r holds a secret value.
-func holdsSecret(r resources.Registration, secrets *redact.Secrets) bool {
-	for _, v := range []string{r.Cluster, r.Service, r.Protocol, r.Address, r.TTL} {
-		if secrets.Holds(v) {
-			return true
-		}
-	}
-	for k, v := range r.Annotations {
-		if secrets.Holds(k) || secrets.Holds(v) {
-			return true
-		}
-	}
-	return false
 }
 
 // Registrar publishes and withdraws entries.
@@ -154,8 +127,8 @@ func (w *worker) register(ctx context.Context, regs registrations, rep *manifest
 	}
 	log := a.log.With("manifest", w.src.String())
 	for _, ev := range rep.Events {
-		reg := regs[ev.Type+"#"+ev.Name]
-		if len(reg.entries) == 0 {
+		entries := regs[ev.Type+"#"+ev.Name]
+		if len(entries) == 0 {
 			continue
 		}
 		stable, critical := !ev.Failed && !ev.Skipped && !ev.Noop, false
@@ -170,8 +143,8 @@ func (w *worker) register(ctx context.Context, regs registrations, rep *manifest
 		if !stable && !ev.Failed && !critical {
 			continue
 		}
-		for i, raw := range reg.entries {
-			e, err := entryOf(raw, reg.secrets)
+		for i, raw := range entries {
+			e, err := entryOf(raw)
 			if err != nil {
 				log.Error("registrations: invalid entry", "resource", ev.Type+"#"+ev.Name, "index", i, "error", err)
 				continue

@@ -38,6 +38,9 @@ type Registration struct {
 	TTL string `json:"ttl,omitempty"`
 	// Annotations are free key/value metadata.
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Sensitive is set by the engine when the entry's templates read data
+	// marked sensitive or its values hold such data; it is never written.
+	Sensitive bool `json:"-"`
 }
 
 // RegistrationNumber is a port or priority: a number, or a string of

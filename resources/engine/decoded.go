@@ -52,6 +52,7 @@ func (s *Session) prepareDecoded(t resources.Type, props resources.Properties) (
 	if err := validate(t, props); err != nil {
 		return nil, redact.Error(fmt.Errorf("%s: %w", label, err), secrets)
 	}
+	markRegistrations(env, props, nil, nil)
 	return s.prepareValid(t, props, label, secrets)
 }
 

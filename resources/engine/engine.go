@@ -171,6 +171,9 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 	}
 	m, _ := expanded.(map[string]any)
 	props, err := Decode(t, m)
+	if err == nil {
+		markRegistrations(s.opts.Env, props, spec.Properties, m)
+	}
 	if props != nil && props.Common().Name != "" {
 		label = spec.Type + "#" + props.Common().Name
 	}
