@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -303,6 +304,23 @@ var _ = Describe("the services page", func() {
 				Expect(code).NotTo(Equal(0), "a spoiled document was accepted")
 				Expect(out).To(ContainSubstring(schemacheck.Canary))
 			}
+		})
+
+		It("names the first 100 dropped entries and counts them all", func() {
+			for i := range 120 {
+				e := &registration.Entry{Cluster: "prod", Service: "mail", Protocol: "smtp", Address: fmt.Sprintf("10.9.%d.%d", i/250, i%250+1), Port: 25, Priority: 1}
+				_, err := js.Publish(ctx, e.PublisherSubject("UNSIGNED"), []byte(`{"cluster":"prod"}`))
+				Expect(err).NotTo(HaveOccurred())
+			}
+			_, page := get("/services")
+			Expect(page).To(MatchRegexp(`id="count-dropped">121</b>`))
+			Expect(page).To(ContainSubstring("121 entries dropped as untrusted (the first 100 named)"))
+			Expect(strings.Count(page, `<li class="dropped-entry">`)).To(Equal(100))
+			Expect(page).To(ContainSubstring(`<span class="reason">not signed</span>`))
+			d, _ := doc("/api/v1/services")
+			Expect(d.Dropped).To(Equal(121))
+			Expect(d.DroppedEntries).To(HaveLen(100))
+			Expect(d.Endpoints).To(Equal(5), "the trusted endpoints are all still listed")
 		})
 
 		It("shows an annotation holding a script as text", func() {
