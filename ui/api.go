@@ -87,6 +87,14 @@ func (s *Server) routeAPI() {
 		}
 		writeJSON(w, http.StatusOK, rep)
 	})
+	s.mux.HandleFunc("GET /api/v1/services", func(w http.ResponseWriter, r *http.Request) {
+		data, perr := s.servicesData(r)
+		if perr != nil {
+			writeAPIError(w, perr)
+			return
+		}
+		writeJSON(w, http.StatusOK, data)
+	})
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -50,7 +50,7 @@ var _ = Describe("the dashboard's JSON API and metrics behind a token", func() {
 		return do(r)
 	}
 	paths := []string{"/api/v1/fleet", "/api/v1/runs", "/api/v1/drift", "/api/v1/assignments", "/api/v1/hosts/web1",
-		"/api/v1/runs/r1", "/api/v1/assignments/web", "/metrics"}
+		"/api/v1/runs/r1", "/api/v1/assignments/web", "/api/v1/services", "/metrics"}
 
 	It("answers nothing without the token or a session, and no redirect to the login form", func() {
 		for _, p := range paths {
@@ -62,7 +62,7 @@ var _ = Describe("the dashboard's JSON API and metrics behind a token", func() {
 	})
 
 	It("answers with the bearer token, and refuses a wrong one, throttled like the pages", func() {
-		for _, p := range []string{"/api/v1/fleet", "/api/v1/runs", "/api/v1/drift", "/metrics"} {
+		for _, p := range []string{"/api/v1/fleet", "/api/v1/runs", "/api/v1/drift", "/api/v1/services", "/metrics"} {
 			resp, _ := get(p, "Authorization", "Bearer "+token)
 			Expect(resp.StatusCode).To(Equal(http.StatusOK), p)
 		}

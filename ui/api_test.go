@@ -40,6 +40,7 @@ var apiSchemas = map[string]string{
 	"/api/v1/runs?kind=pushed":  "ui/runs.schema.json",
 	"/api/v1/fleet?order=seen":  "ui/fleet.schema.json",
 	"/api/v1/drift?state=stale": "ui/drift.schema.json",
+	"/api/v1/services":          "ui/services.schema.json",
 }
 
 const schemaBase = "https://github.com/ccm-fleet/ccm/schemas/"

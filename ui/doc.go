@@ -2,8 +2,10 @@
 // from the node registry, the runs and host results from the history
 // stream (an assignment's runs grouped into one row), each assignment's
 // hosts by state as ccm-orch status reports them, drift and health per
-// resource (one-off commands left out), and one host's facts, assignments
-// and timeline. Every page has a JSON document under /api/v1/, and the
+// resource (one-off commands left out), one host's facts, assignments
+// and timeline, and the services hosts registered (read from the
+// registration stream at each request, only entries signed by the key
+// their subject names listed, the others counted as dropped). Every page has a JSON document under /api/v1/, and the
 // dashboard's own Prometheus metrics are at /metrics. It follows the
 // registry and the assignments (KV watches) and the history stream (an
 // ordered consumer) into memory, so pages render without reading

@@ -22,8 +22,8 @@ type metrics struct {
 
 // pageNames are the values of the page label: one per route, so the
 // label's values are bounded whatever paths clients ask for.
-var pageNames = []string{"fleet", "runs", "run", "host", "drift", "assignments", "assignment",
-	"api_fleet", "api_runs", "api_run", "api_host", "api_drift", "api_assignments", "api_assignment", "api_other",
+var pageNames = []string{"fleet", "runs", "run", "host", "drift", "assignments", "assignment", "services",
+	"api_fleet", "api_runs", "api_run", "api_host", "api_drift", "api_assignments", "api_assignment", "api_services", "api_other",
 	"events", "static", "login", "logout", "metrics", "other"}
 
 func newMetrics(s *Server) *metrics {
@@ -77,6 +77,8 @@ func pageOf(path string) string {
 		return "assignments"
 	case strings.HasPrefix(path, "/assignments/"):
 		return "assignment"
+	case path == "/services":
+		return "services"
 	case strings.HasPrefix(path, "/api/"):
 		return "api_" + apiPage(strings.TrimPrefix(path, "/api/v1/"))
 	case path == "/events":
@@ -93,7 +95,7 @@ func pageOf(path string) string {
 func apiPage(rest string) string {
 	name, sub, _ := strings.Cut(rest, "/")
 	switch {
-	case sub == "" && (name == "fleet" || name == "runs" || name == "drift" || name == "assignments"):
+	case sub == "" && (name == "fleet" || name == "runs" || name == "drift" || name == "assignments" || name == "services"):
 		return name
 	case sub != "" && !strings.Contains(sub, "/") && name == "runs":
 		return "run"

@@ -50,6 +50,8 @@ var funcs = template.FuncMap{
 	"prose":   func(outcome string) string { return strings.ReplaceAll(outcome, "_", " ") },
 	"pathesc": url.PathEscape,
 	"add":     func(a, b int) int { return a + b },
+	// seconds spells a count of seconds as a duration: 90 is "1m30s"
+	"seconds": func(n int64) string { return (time.Duration(n) * time.Second).String() },
 }
 
 // layout is what every page gives the layout template.

@@ -109,6 +109,7 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /drift", s.driftPage)
 	s.mux.HandleFunc("GET /assignments", s.assignmentsPage)
 	s.mux.HandleFunc("GET /assignments/{name}", s.assignmentPage)
+	s.mux.HandleFunc("GET /services", s.servicesPage)
 	s.mux.HandleFunc("GET /events", s.hub.serve)
 	s.routeAPI()
 	s.metrics = newMetrics(s)
@@ -175,6 +176,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 var pageFiles = map[string][]string{
 	"fleet": {"fleet"}, "runs": {"runs"}, "run": {"run"}, "host": {"host"}, "drift": {"drift"},
 	"assignments": {"assignments"}, "assignment": {"runs", "assignments", "assignment"},
+	"services": {"services"},
 }
 
 // parsePages parses each page with the layout.
