@@ -17,8 +17,12 @@ import (
 func (g *admission) decode(r *job, data []byte, key string, signed bool) (*protocol.FleetRequest, error, *protocol.Error) {
 	req, claimed, err := protocol.DecodeFleetRequestClaim(data, g.limits)
 	if err != nil {
-		// The id the refusal is matched by is what this decode read.
-		r.audit.RequestID = cmp.Or(claimed, unknownID)
+		// The id the refusal is matched by is what this decode read; a
+		// document refused before its id was read (its nesting or size,
+		// checked first, or an id after the faulty key) is read once more,
+		// loosely and bounded, for its id only: a requester must be able to
+		// match the refusal, and the audit line to name the request.
+		r.audit.RequestID = cmp.Or(claimed, looseID(data))
 		return nil, nil, protocol.AsError(err)
 	}
 	r.audit.RequestID = req.ID

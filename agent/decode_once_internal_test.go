@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -53,11 +54,15 @@ var _ = Describe("Decoding a fleet request", func() {
 		Expect(n).To(Equal(int64(1)))
 	})
 
-	It("names a refused request unknown when its decode stopped before a valid id", func() {
-		for _, doc := range []string{`{"bogus":1,"id":"late-1"}`, `{"id":"not valid id!","bogus":1}`, `not json`} {
+	It("reads the id of a request its decode refused before reaching the id, and names the others unknown", func() {
+		// An id after the faulty key, or behind a nesting the decoder
+		// refuses before reading anything: the requester must still be
+		// able to match the refusal.
+		deep := `{"protocol":"io.choria.ccm.v1.fleet.request","ensure":{"properties":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `},"id":"deep-1"}`
+		for doc, want := range map[string]string{`{"bogus":1,"id":"late-1"}`: "late-1", deep: "deep-1", `{"id":"not valid id!","bogus":1}`: unknownID, `not json`: unknownID} {
 			r, v, _ := admitLikeOnRequest(&nats.Msg{Subject: "x", Data: []byte(doc)})
 			Expect(v).To(Equal(refused))
-			Expect(r.id()).To(Equal(unknownID), doc)
+			Expect(r.id()).To(Equal(want), doc)
 		}
 	})
 
