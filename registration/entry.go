@@ -173,15 +173,16 @@ func FilterSubject(cluster, protocol, service, address string) string {
 
 // ValidFilter checks query positions: "", "*" or a valid name (cluster,
 // protocol, service), and an address without wildcards or whitespace, so
-// a filter can never reach past its own subject token.
+// a filter can never reach past its own subject token. A refusal is a
+// *FilterError, which wraps ErrInvalid.
 func ValidFilter(cluster, protocol, service, address string) error {
 	for _, f := range []struct{ name, value string }{{"cluster", cluster}, {"protocol", protocol}, {"service", service}} {
 		if f.value != "" && f.value != "*" && (len(f.value) > MaxFieldLength || !validName.MatchString(f.value)) {
-			return fmt.Errorf("%w: %s filter %.60q must be * or match [a-zA-Z][a-zA-Z0-9_-]*", ErrInvalid, f.name, f.value)
+			return &FilterError{Field: f.name, Value: f.value, Rule: "must be * or match [a-zA-Z][a-zA-Z0-9_-]*"}
 		}
 	}
 	if address != "" && address != "*" && (len(address) > MaxFieldLength || strings.ContainsAny(address, "*>_ \t\r\n") || strings.ContainsFunc(address, func(r rune) bool { return r < 0x21 || r > 0x7e })) {
-		return fmt.Errorf("%w: address filter %.60q", ErrInvalid, address)
+		return &FilterError{Field: "address", Value: address, Rule: "must be * or an address without wildcards, underscores, whitespace or control characters"}
 	}
 	return nil
 }

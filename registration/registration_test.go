@@ -2,6 +2,7 @@ package registration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -111,6 +112,11 @@ var _ = Describe("Stream", func() {
 		Expect(err).To(MatchError(registration.ErrInvalid))
 		_, _, err = registration.Query(ctx, js, registration.DefaultStream, "", "", "", "10.0.*")
 		Expect(err).To(MatchError(registration.ErrInvalid))
+		var fe *registration.FilterError
+		Expect(errors.As(err, &fe)).To(BeTrue(), "a refused filter is a *FilterError")
+		Expect(fe.Field).To(Equal("address"))
+		Expect(fe.Value).To(Equal("10.0.*"))
+		Expect(fe.Reason()).To(HavePrefix(`address filter "10.0.*" must be`))
 	})
 
 	It("skips an unsigned entry published by a raw client", func() {

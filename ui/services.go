@@ -93,7 +93,11 @@ func (s *Server) servicesData(r *http.Request) (servicesData, *pageError) {
 	v := servicesData{Stream: registration.DefaultStream, StreamExists: true, Clusters: []serviceCluster{}, DroppedEntries: []registration.Skipped{},
 		Cluster: strings.TrimSpace(q.Get("cluster")), Service: strings.TrimSpace(q.Get("service")), Protocol: strings.TrimSpace(q.Get("protocol"))}
 	if err := registration.ValidFilter(v.Cluster, v.Protocol, v.Service, ""); err != nil {
-		v.FilterError = strings.TrimPrefix(err.Error(), registration.ErrInvalid.Error()+": ")
+		var fe *registration.FilterError
+		if !errors.As(err, &fe) {
+			return v, &pageError{http.StatusBadRequest, "services: " + err.Error()}
+		}
+		v.FilterError = fe.Reason()
 		return v, nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), servicesTimeout)
