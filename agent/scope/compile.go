@@ -59,100 +59,131 @@ func Compile(allow, deny *Rules, types []string, opts ...Option) (*Scope, error)
 	return s, nil
 }
 
-// compileSide checks and compiles one side; prefix is "" or "deny.".
+// compileSide checks and compiles one side; prefix is "" or "deny.". A
+// rule for a type outside types can never apply and is refused; allow
+// says whether this is the allow side (exec then needs its commands).
 func compileSide(prefix string, r *Rules, types []string, allow bool) (compiled, error) {
 	c := compiled{side: prefix}
 	if r == nil {
 		return c, nil
 	}
-	needs := func(what string, any ...string) error {
-		for _, t := range any {
-			if slices.Contains(types, t) {
-				return nil
-			}
-		}
-		return bad("%s%s: the signer is not allowed %s, so the rule can never apply", prefix, what, strings.Join(any, " or "))
+	if err := c.compileHosts(r.Hosts); err != nil {
+		return c, err
 	}
-	if r.Hosts != nil {
-		if len(r.Hosts) == 0 {
-			return c, bad("%shosts: empty; leave it out to allow every host", prefix)
+	if err := c.compileExec(r.Exec, types, allow); err != nil {
+		return c, err
+	}
+	if err := c.compileFile(r.File, types); err != nil {
+		return c, err
+	}
+	if err := c.compileNames("package", r.Package, types, &c.pkgs); err != nil {
+		return c, err
+	}
+	return c, c.compileNames("service", r.Service, types, &c.svcs)
+}
+
+// needs refuses the rule what of this side unless the signer is allowed
+// (types) one of the types in appliesTo, those the rule applies to.
+func (c *compiled) needs(types []string, what string, appliesTo ...string) error {
+	for _, t := range appliesTo {
+		if slices.Contains(types, t) {
+			return nil
 		}
-		f, err := protocol.ParseFilter(r.Hosts)
-		if err != nil {
-			return c, bad("%shosts: %s", prefix, protocol.AsError(err).Message)
-		}
-		c.hosts, c.terms = f, make([]string, len(f.Where))
-		for i, t := range f.Where {
-			c.terms[i] = t.String()
-		}
-		if err := noDuplicates(prefix+"hosts", c.terms); err != nil {
-			return c, err
-		}
+	}
+	return bad("%s%s: the signer is not allowed %s, so the rule can never apply", c.side, what, strings.Join(appliesTo, " or "))
+}
+
+// compileHosts parses the hosts terms, a --where filter, when set.
+func (c *compiled) compileHosts(hosts []string) error {
+	if hosts == nil {
+		return nil
+	}
+	if len(hosts) == 0 {
+		return bad("%shosts: empty; leave it out to allow every host", c.side)
+	}
+	f, err := protocol.ParseFilter(hosts)
+	if err != nil {
+		return bad("%shosts: %s", c.side, protocol.AsError(err).Message)
+	}
+	c.hosts, c.terms = f, make([]string, len(f.Where))
+	for i, t := range f.Where {
+		c.terms[i] = t.String()
+	}
+	return noDuplicates(c.side+"hosts", c.terms)
+}
+
+// compileExec compiles the exec scope when set. On the allow side,
+// environment, cwd and path only narrow commands, so commands are
+// required.
+func (c *compiled) compileExec(e *Exec, types []string, allow bool) error {
+	if e == nil {
+		return nil
+	}
+	if err := c.needs(types, "exec", "exec"); err != nil {
+		return err
+	}
+	if len(e.Commands) == 0 && len(e.Environment) == 0 && len(e.Cwd) == 0 && len(e.Path) == 0 {
+		return bad("%sexec: empty; give commands (or leave exec out)", c.side)
+	}
+	if allow && len(e.Commands) == 0 {
+		return bad("exec: environment, cwd and path restrict commands: list the commands too (exec.commands)")
+	}
+	c.hasExec = len(e.Commands) > 0
+	var err error
+	if c.cmds, err = compilePatterns(c.side+"exec.commands", e.Commands); err != nil {
+		return err
+	}
+	if c.env, err = compileList(c.side+"exec.environment", e.Environment, checkEnv); err != nil {
+		return err
+	}
+	if c.cwd, err = compileList(c.side+"exec.cwd", e.Cwd, checkDir); err != nil {
+		return err
+	}
+	c.path, err = compileList(c.side+"exec.path", e.Path, checkSearchPath)
+	return err
+}
+
+// compileFile compiles the file scope when set: the paths written and
+// the paths read, each left out or listing at least one prefix.
+func (c *compiled) compileFile(f *Files, types []string) error {
+	if f == nil {
+		return nil
+	}
+	if err := c.needs(types, "file", "file", "archive", "scaffold", "exec"); err != nil {
+		return err
+	}
+	if len(f.Paths) == 0 && len(f.ReadPaths) == 0 {
+		return bad("%sfile: empty; give paths or read_paths (or leave file out)", c.side)
+	}
+	if f.Paths != nil && len(f.Paths) == 0 {
+		return bad("%sfile.paths: empty; leave it out", c.side)
+	}
+	if f.ReadPaths != nil && len(f.ReadPaths) == 0 {
+		return bad("%sfile.read_paths: empty; leave it out", c.side)
 	}
 	var err error
-	if e := r.Exec; e != nil {
-		if err := needs("exec", "exec"); err != nil {
-			return c, err
-		}
-		if len(e.Commands) == 0 && len(e.Environment) == 0 && len(e.Cwd) == 0 && len(e.Path) == 0 {
-			return c, bad("%sexec: empty; give commands (or leave exec out)", prefix)
-		}
-		if allow && len(e.Commands) == 0 {
-			return c, bad("exec: environment, cwd and path restrict commands: list the commands too (exec.commands)")
-		}
-		c.hasExec = len(e.Commands) > 0
-		if c.cmds, err = compilePatterns(prefix+"exec.commands", e.Commands); err != nil {
-			return c, err
-		}
-		if c.env, err = compileList(prefix+"exec.environment", e.Environment, checkEnv); err != nil {
-			return c, err
-		}
-		if c.cwd, err = compileList(prefix+"exec.cwd", e.Cwd, checkDir); err != nil {
-			return c, err
-		}
-		if c.path, err = compileList(prefix+"exec.path", e.Path, checkSearchPath); err != nil {
-			return c, err
-		}
+	if c.paths, err = compileList(c.side+"file.paths", f.Paths, checkDir); err != nil {
+		return err
 	}
-	if f := r.File; f != nil {
-		if err := needs("file", "file", "archive", "scaffold", "exec"); err != nil {
-			return c, err
-		}
-		if len(f.Paths) == 0 && len(f.ReadPaths) == 0 {
-			return c, bad("%sfile: empty; give paths or read_paths (or leave file out)", prefix)
-		}
-		if f.Paths != nil && len(f.Paths) == 0 {
-			return c, bad("%sfile.paths: empty; leave it out", prefix)
-		}
-		if f.ReadPaths != nil && len(f.ReadPaths) == 0 {
-			return c, bad("%sfile.read_paths: empty; leave it out", prefix)
-		}
-		if c.paths, err = compileList(prefix+"file.paths", f.Paths, checkDir); err != nil {
-			return c, err
-		}
-		if c.reads, err = compileList(prefix+"file.read_paths", f.ReadPaths, checkDir); err != nil {
-			return c, err
-		}
+	c.reads, err = compileList(c.side+"file.read_paths", f.ReadPaths, checkDir)
+	return err
+}
+
+// compileNames compiles the package or service scope (typ) into out when
+// set.
+func (c *compiled) compileNames(typ string, names *Names, types []string, out *[]entry) error {
+	if names == nil {
+		return nil
 	}
-	for _, n := range []struct {
-		typ   string
-		names *Names
-		out   *[]entry
-	}{{"package", r.Package, &c.pkgs}, {"service", r.Service, &c.svcs}} {
-		if n.names == nil {
-			continue
-		}
-		if err := needs(n.typ, n.typ); err != nil {
-			return c, err
-		}
-		if len(n.names.Names) == 0 {
-			return c, bad("%s%s: empty; give names (or leave %s out)", prefix, n.typ, n.typ)
-		}
-		if *n.out, err = compileList(prefix+n.typ+".names", n.names.Names, checkGlob); err != nil {
-			return c, err
-		}
+	if err := c.needs(types, typ, typ); err != nil {
+		return err
 	}
-	return c, nil
+	if len(names.Names) == 0 {
+		return bad("%s%s: empty; give names (or leave %s out)", c.side, typ, typ)
+	}
+	var err error
+	*out, err = compileList(c.side+typ+".names", names.Names, checkGlob)
+	return err
 }
 
 // shadows refuses allow entries that deny entries fully cover, and a
