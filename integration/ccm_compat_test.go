@@ -415,16 +415,16 @@ var _ = Describe("Coming from CCM", Ordered, func() {
 		})
 	})
 
-	Describe("request examples of seed 001 and the CCM docs", func() {
+	Describe("request examples of the CCM docs, and of exec, scaffold and directory requests", func() {
 		var fl *fleet
 		BeforeEach(func() {
 			// The agents' facts select the same providers as this host's.
 			fl = startFleet(3, "ccm", map[string]any{"os": "debian"})
 		})
 
-		// The CCM docs' examples verbatim (ccm ensure api pipe), and
-		// resources of seed 001 as requests; all under --noop, so nothing
-		// on this host changes.
+		// The CCM docs' examples verbatim (ccm ensure api pipe), and an exec
+		// with creates, a scaffold with the jet engine and a directory as
+		// requests; all under --noop, so nothing on this host changes.
 		examples := func() map[string]string {
 			tpl := filepath.Join(dir, "templates", "app")
 			Expect(os.MkdirAll(tpl, 0o755)).To(Succeed())
@@ -438,11 +438,11 @@ var _ = Describe("Coming from CCM", Ordered, func() {
 				"docs: exec with creates (JSON)": `{"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "exec", "properties": {"name": "/usr/bin/touch /tmp/hello",
 					"creates": "/tmp/hello", "timeout": "30s", "cwd": "/tmp"}}`,
 				"docs: dry-run remove a package (JSON)": `{"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "package", "properties": {"name": "vim", "ensure": "absent"}}`,
-				"seed 001: exec with creates (YAML)": fmt.Sprintf("protocol: io.choria.ccm.v1.resource.ensure.request\ntype: exec\nproperties:\n  name: extract-archive\n  command: /usr/bin/touch %s\n  creates: %s\n",
+				"exec with creates (YAML)": fmt.Sprintf("protocol: io.choria.ccm.v1.resource.ensure.request\ntype: exec\nproperties:\n  name: extract-archive\n  command: /usr/bin/touch %s\n  creates: %s\n",
 					filepath.Join(dir, "extracted"), filepath.Join(dir, "extracted")),
-				"seed 001: scaffold with the jet engine (YAML)": fmt.Sprintf("protocol: io.choria.ccm.v1.resource.ensure.request\ntype: scaffold\nproperties:\n  name: %s\n  ensure: present\n  source: %s\n  engine: jet\n  purge: true\n",
+				"scaffold with the jet engine (YAML)": fmt.Sprintf("protocol: io.choria.ccm.v1.resource.ensure.request\ntype: scaffold\nproperties:\n  name: %s\n  ensure: present\n  source: %s\n  engine: jet\n  purge: true\n",
 					filepath.Join(dir, "etc", "app"), tpl),
-				"seed 001: a directory (JSON)": fmt.Sprintf(`{"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "file", "properties": {"name": %q, "ensure": "directory", "owner": "root", "group": "root", "mode": "0755"}}`,
+				"a directory (JSON)": fmt.Sprintf(`{"protocol": "io.choria.ccm.v1.resource.ensure.request", "type": "file", "properties": {"name": %q, "ensure": "directory", "owner": "root", "group": "root", "mode": "0755"}}`,
 					filepath.Join(dir, "srv")),
 			}
 		}

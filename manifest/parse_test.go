@@ -77,7 +77,7 @@ ccm:
 		Expect(specNames(r.Resources)).To(Equal([]string{"package#vim", "package#git"}))
 	})
 
-	It("sets properties from a hash with * (seed 002), in entries and defaults", func() {
+	It("sets each key of a hash given as \"*\" as a property, in entries and defaults", func() {
 		r := resolve(`
 data:
   owned: {owner: root, group: root}

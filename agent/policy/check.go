@@ -88,13 +88,9 @@ func (r *CheckReport) Allowed() bool {
 // this host), every decision kept rather than stopping at the first
 // refusal. Nothing is applied and no provider is run.
 func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport, error) {
-	s := p.signerNamed(c.Signer)
-	if s == nil {
-		names := make([]string, len(p.Signers))
-		for i, x := range p.Signers {
-			names[i] = x.Name
-		}
-		return nil, fmt.Errorf("%w: no signer %q in the policy (signers: %s)", ErrCheck, c.Signer, strings.Join(names, ", "))
+	s, err := p.checkedSigner(c.Signer)
+	if err != nil {
+		return nil, err
 	}
 	rep := &CheckReport{Signer: s.Name, Targeted: true}
 	facts := c.Facts
@@ -121,56 +117,87 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 			return nil, fmt.Errorf("%w: %w", ErrCheck, protocol.Plain(err))
 		}
 	case c.Manifest != nil:
-		b = &Body{Manifest: c.Manifest}
-		declared, providers := c.Manifest.Declared(), c.Manifest.Providers()
-		for i, d := range declared {
-			b.Resources = append(b.Resources, Resource{Type: d.Type, Name: d.Name, Provider: providers[i]})
-		}
+		b = manifestBody(c.Manifest)
 	default:
 		return nil, fmt.Errorf("%w: give a request or a manifest", ErrCheck)
 	}
-
-	add := func(subject string, ds ...scope.Decision) {
-		for _, d := range ds {
-			rep.Decisions = append(rep.Decisions, CheckedDecision{Subject: subject, Decision: d})
-		}
-	}
-	add("request", s.CheckRequest(noop, facts)...)
+	rep.add("request", s.CheckRequest(noop, facts)...)
 	for _, r := range b.Resources {
 		if ref, ok := s.AllowsResource(r); !ok {
-			add(r.Ref(), scope.Decision{Check: "as sent", Value: ref.Value, Rule: ref.Rule, Reason: ref.Msg})
+			rep.add(r.Ref(), scope.Decision{Check: "as sent", Value: ref.Value, Rule: ref.Rule, Reason: ref.Msg})
 		}
 	}
 	guard := func(pr *engine.Prepared) error {
-		add(pr.Ref(), s.CheckResource(pr, c.Resolver)...)
+		rep.add(pr.Ref(), s.CheckResource(pr, c.Resolver)...)
 		return nil
 	}
-	eng := engine.New(reg)
+	if err := prepareInert(ctx, engine.New(reg), b, facts, guard); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// add keeps decisions about subject.
+func (r *CheckReport) add(subject string, ds ...scope.Decision) {
+	for _, d := range ds {
+		r.Decisions = append(r.Decisions, CheckedDecision{Subject: subject, Decision: d})
+	}
+}
+
+// checkedSigner is the signer a check names; an error lists the policy's
+// signers when it has none of that name or key.
+func (p *Policy) checkedSigner(name string) (*Signer, error) {
+	if s := p.signerNamed(name); s != nil {
+		return s, nil
+	}
+	names := make([]string, len(p.Signers))
+	for i, x := range p.Signers {
+		names[i] = x.Name
+	}
+	return nil, fmt.Errorf("%w: no signer %q in the policy (signers: %s)", ErrCheck, name, strings.Join(names, ", "))
+}
+
+// manifestBody is the body of a request carrying manifest m, its
+// resources as declared with their literal providers.
+func manifestBody(m *manifest.Manifest) *Body {
+	b := &Body{Manifest: m}
+	declared, providers := m.Declared(), m.Providers()
+	for i, d := range declared {
+		b.Resources = append(b.Resources, Resource{Type: d.Type, Name: d.Name, Provider: providers[i]})
+	}
+	return b
+}
+
+// prepareInert takes body b through eng as a dry run over facts, guard
+// seeing each resource as it would run: an ensure body is prepared, a
+// manifest (its bundle written to a temporary directory first) is run on
+// eng's inert providers.
+func prepareInert(ctx context.Context, eng *engine.Engine, b *Body, facts map[string]any, guard func(*engine.Prepared) error) error {
 	if b.Ensure != nil {
 		sess := eng.NewSession(engine.RunOptions{Noop: true, Env: templates.New(facts, nil), Guard: guard})
 		if _, err := sess.Prepare(*b.Ensure); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+			return fmt.Errorf("%w: %w", ErrCheck, err)
 		}
-		return rep, nil
+		return nil
 	}
 	m := b.Manifest
 	if b.Bundle != nil {
 		dir, err := os.MkdirTemp("", ManifestTempPattern)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCheck, err)
+			return fmt.Errorf("%w: %w", ErrCheck, err)
 		}
 		defer os.RemoveAll(dir)
 		if err := b.Bundle.WriteFiles(dir); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrCheck, ManifestMessage(err))
+			return fmt.Errorf("%w: %s", ErrCheck, ManifestMessage(err))
 		}
 		m = m.InDir(dir)
 	}
 	// The providers are inert: "applying" fails each resource at once,
 	// touching nothing; only the guard's decisions are kept.
 	if _, err := manifest.Run(ctx, eng, m, manifest.RunOptions{Noop: true, Facts: facts, Guard: guard}); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrCheck, ManifestMessage(err))
+		return fmt.Errorf("%w: %s", ErrCheck, ManifestMessage(err))
 	}
-	return rep, nil
+	return nil
 }
 
 // signerNamed returns the signer with this name or public key.

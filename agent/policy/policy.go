@@ -119,56 +119,25 @@ func ParsePolicy(data []byte) (*Policy, error) {
 // signer is not allowed, an allow entry a deny entry shadows), which it
 // compiles.
 func (p *Policy) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &filecheck.Error{Msg: fmt.Sprintf(format, args...), Sentinel: ErrPolicy}
-	}
 	if p.MaxClockSkew < 0 || p.MaxClockSkew > MaxMaxClockSkew {
-		return bad("max_clock_skew %s must be between 0 and %s", p.MaxClockSkew, MaxMaxClockSkew)
+		return invalid("max_clock_skew %s must be between 0 and %s", p.MaxClockSkew, MaxMaxClockSkew)
 	}
 	if len(p.Signers) > MaxSigners {
-		return bad("signers: %d, the limit is %d", len(p.Signers), MaxSigners)
+		return invalid("signers: %d, the limit is %d", len(p.Signers), MaxSigners)
 	}
 	if err := p.Registration.validate(); err != nil {
-		return bad("%v", err)
+		return invalid("%v", err)
 	}
 	names := map[string]int{}
 	keys := map[string]int{}
-	for i, s := range p.Signers {
-		where := fmt.Sprintf("signers[%d]", i)
-		if s.Name == "" {
-			return bad("%s: name is required", where)
+	for i := range p.Signers {
+		s := &p.Signers[i]
+		where, err := s.validateIdentity(i, names, keys)
+		if err != nil {
+			return err
 		}
-		if err := protocol.ValidateIdentity(s.Name); err != nil {
-			return bad("%s: name %.60q: use letters, digits, '.', '-' and '_'", where, s.Name)
-		}
-		where = fmt.Sprintf("signers[%d] %s", i, s.Name)
-		if j, dup := names[s.Name]; dup {
-			return bad("%s: name is also the name of signers[%d]", where, j)
-		}
-		names[s.Name] = i
-		if _, err := protocol.ParseUserKey(s.PublicKey); err != nil {
-			return bad("%s: public_key: %s", where, signerDetail(err))
-		}
-		if j, dup := keys[s.PublicKey]; dup {
-			return bad("%s: public_key is also the key of signers[%d]", where, j)
-		}
-		keys[s.PublicKey] = i
-		if len(s.Allow) == 0 {
-			return bad("%s: allow must list at least one resource type (%s)", where, strings.Join(protocol.Types, ", "))
-		}
-		for _, t := range s.Allow {
-			if !slices.Contains(protocol.Types, t) {
-				return bad("%s: allow: unknown resource type %.40q (known: %s)", where, t, strings.Join(protocol.Types, ", "))
-			}
-		}
-		if shells := catalog.ShellTypes(); s.Shell && !slices.ContainsFunc(s.Allow, func(t string) bool { return slices.Contains(shells, t) }) {
-			return bad("%s: shell: true needs %s in allow", where, strings.Join(shells, " or "))
-		}
-		if s.AssignmentsAdmin && s.NoopOnly {
-			return bad("%s: assignments_admin: true cannot go with noop_only: true (replacing or removing another signer's assignment changes what hosts run)", where)
-		}
-		if err := s.Registration.validate(); err != nil {
-			return bad("%s: %v", where, err)
+		if err := s.validateRights(where); err != nil {
+			return err
 		}
 		var opts []scope.Option
 		if s.NoopOnly {
@@ -176,9 +145,64 @@ func (p *Policy) Validate() error {
 		}
 		sc, err := scope.Compile(&s.Rules, s.Deny, s.Allow, opts...)
 		if err != nil {
-			return bad("%s: %s", where, ruleDetail(err))
+			return invalid("%s: %s", where, ruleDetail(err))
 		}
-		p.Signers[i].scope = sc
+		s.scope = sc
+	}
+	return nil
+}
+
+// invalid is an error about the policy, wrapping ErrPolicy.
+func invalid(format string, args ...any) error {
+	return &filecheck.Error{Msg: fmt.Sprintf(format, args...), Sentinel: ErrPolicy}
+}
+
+// validateIdentity checks signer i's name and public key, neither used by
+// an earlier signer (names and keys map those seen to their index), and
+// returns how errors about it name it: `signers[1] deploy`.
+func (s *Signer) validateIdentity(i int, names, keys map[string]int) (string, error) {
+	where := fmt.Sprintf("signers[%d]", i)
+	if s.Name == "" {
+		return "", invalid("%s: name is required", where)
+	}
+	if err := protocol.ValidateIdentity(s.Name); err != nil {
+		return "", invalid("%s: name %.60q: use letters, digits, '.', '-' and '_'", where, s.Name)
+	}
+	where = fmt.Sprintf("signers[%d] %s", i, s.Name)
+	if j, dup := names[s.Name]; dup {
+		return "", invalid("%s: name is also the name of signers[%d]", where, j)
+	}
+	names[s.Name] = i
+	if _, err := protocol.ParseUserKey(s.PublicKey); err != nil {
+		return "", invalid("%s: public_key: %s", where, signerDetail(err))
+	}
+	if j, dup := keys[s.PublicKey]; dup {
+		return "", invalid("%s: public_key is also the key of signers[%d]", where, j)
+	}
+	keys[s.PublicKey] = i
+	return where, nil
+}
+
+// validateRights checks what the signer (named where) may do: known
+// types in allow, shell only with a type that runs one, assignments_admin
+// not with noop_only, and its registration scope.
+func (s *Signer) validateRights(where string) error {
+	if len(s.Allow) == 0 {
+		return invalid("%s: allow must list at least one resource type (%s)", where, strings.Join(protocol.Types, ", "))
+	}
+	for _, t := range s.Allow {
+		if !slices.Contains(protocol.Types, t) {
+			return invalid("%s: allow: unknown resource type %.40q (known: %s)", where, t, strings.Join(protocol.Types, ", "))
+		}
+	}
+	if shells := catalog.ShellTypes(); s.Shell && !slices.ContainsFunc(s.Allow, func(t string) bool { return slices.Contains(shells, t) }) {
+		return invalid("%s: shell: true needs %s in allow", where, strings.Join(shells, " or "))
+	}
+	if s.AssignmentsAdmin && s.NoopOnly {
+		return invalid("%s: assignments_admin: true cannot go with noop_only: true (replacing or removing another signer's assignment changes what hosts run)", where)
+	}
+	if err := s.Registration.validate(); err != nil {
+		return invalid("%s: %v", where, err)
 	}
 	return nil
 }

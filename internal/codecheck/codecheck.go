@@ -30,6 +30,10 @@ const (
 	// RuleTypeSwitch: a switch whose cases list two or more resource type
 	// names, outside the resource catalog.
 	RuleTypeSwitch Rule = "switch on a resource type name"
+	// RuleSeedCite: a comment, in test code too, that cites a seed
+	// document by number or by a path into its seeds directory; say
+	// the rule itself.
+	RuleSeedCite Rule = "comment cites a seed document"
 )
 
 // Finding is one place that breaks a rule.
@@ -64,8 +68,9 @@ const natsPath = "github.com/nats-io/nats.go"
 // skipDirs are directories Scan never enters.
 var skipDirs = []string{".git", "testdata", "vendor", "node_modules"}
 
-// Scan parses every non-test .go file under root and returns the
-// findings, in path and line order.
+// Scan parses every .go file under root and returns the findings, in path
+// and line order: of test files, only their comments are checked
+// (RuleSeedCite).
 func Scan(root string, cfg Config) ([]Finding, error) {
 	var out []Finding
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -78,7 +83,7 @@ func Scan(root string, cfg Config) ([]Finding, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+		if !strings.HasSuffix(p, ".go") {
 			return nil
 		}
 		rel, err := filepath.Rel(root, p)
@@ -95,12 +100,17 @@ func Scan(root string, cfg Config) ([]Finding, error) {
 	return out, err
 }
 
-// scanFile returns the findings of one file; rel is its reported path.
+// scanFile returns the findings of one file, in line order; rel is its
+// reported path. A test file's code is not checked, its comments are.
 func scanFile(path, rel string, cfg Config) ([]Finding, error) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution|parser.ParseComments)
 	if err != nil {
 		return nil, fmt.Errorf("codecheck: %w", err)
+	}
+	found := seedCitations(fset, rel, f.Comments)
+	if strings.HasSuffix(rel, "_test.go") {
+		return found, nil
 	}
 	c := &checker{fset: fset, rel: rel, cfg: cfg,
 		natsName:    importName(f, natsPath, "nats"),
@@ -111,7 +121,9 @@ func scanFile(path, rel string, cfg Config) ([]Finding, error) {
 		inCatalog:   cfg.CatalogDir != "" && (rel == cfg.CatalogDir || strings.HasPrefix(rel, cfg.CatalogDir+"/")),
 	}
 	ast.Inspect(f, c.visit)
-	return c.found, nil
+	found = append(found, c.found...)
+	slices.SortStableFunc(found, func(a, b Finding) int { return a.Line - b.Line })
+	return found, nil
 }
 
 // importName is the name file f uses for the package at path ("" when f

@@ -22,7 +22,7 @@ func config() codecheck.Config {
 }
 
 var _ = Describe("The repository's non-test code", func() {
-	It("has no nats.Msg literal, no edited or compared error text, no flattened error and no switch on a type name", func() {
+	It("has no nats.Msg literal, no edited or compared error text, no flattened error, no switch on a type name and no comment citing a seed document", func() {
 		found, err := codecheck.Scan("../..", config())
 		Expect(err).NotTo(HaveOccurred())
 		var lines []string
@@ -120,6 +120,46 @@ func g(err error, mode string) any {
 			"a/bad.go:26: switch on a resource type name: x == TypeExec || ...",
 			"a/bad.go:27: nats.Msg literal: natsgo.Msg{...}",
 		))
+	})
+
+	It("reports a comment citing a seed document by number or path, in test and non-test files, and leaves other seeds alone", func() {
+		write("c/doc.go", `// Package c decides things.
+package c
+
+// decide follows the decision table of Seed 001.
+func decide() {}
+
+/*
+keep: the rules of
+seeds/002-file.md apply here
+*/
+func keep() {}
+
+// sign signs with the key's seed; a fuzz seed of 128 bytes; seed 42.
+func sign() {}
+`)
+		write("c/doc_test.go", `package c
+
+import "testing"
+
+// The truth table of seed 000: if and unless.
+func TestX(t *testing.T) {
+	_ = "seed 001 in a string is not a comment"
+	t.Log() // per seed #003
+}
+`)
+		found, err := codecheck.Scan(root, config())
+		Expect(err).NotTo(HaveOccurred())
+		var got []string
+		for _, f := range found {
+			got = append(got, f.String())
+		}
+		Expect(got).To(Equal([]string{
+			"c/doc.go:4: comment cites a seed document: Seed 001",
+			"c/doc.go:9: comment cites a seed document: seeds/",
+			"c/doc_test.go:5: comment cites a seed document: seed 000",
+			"c/doc_test.go:8: comment cites a seed document: seed #003",
+		}))
 	})
 
 	It("fails on a file that does not parse rather than skipping it", func() {

@@ -4,5 +4,7 @@
 // text edited or compared instead of the error classified with
 // errors.Is/errors.As, errors flattened to their text, and switches on a
 // resource type's name outside the resource catalog, the one place that
-// knows the types.
+// knows the types. In test files too, it reports comments that cite a
+// seed document by number: a reader cannot find it, so the comment states
+// the rule instead.
 package codecheck

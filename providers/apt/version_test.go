@@ -29,7 +29,7 @@ func dpkgSays(ctx context.Context, a, b string) int {
 }
 
 var _ = Describe("Debian versions", func() {
-	DescribeTable("parse into epoch, upstream version and revision (the seed's examples and more)",
+	DescribeTable("parse into epoch (before the first colon), upstream version and revision (after the last hyphen, when one follows)",
 		func(s string, epoch int, upstream, revision, canonical string) {
 			v, err := apt.ParseVersion(s)
 			Expect(err).NotTo(HaveOccurred())
@@ -63,8 +63,8 @@ var _ = Describe("Debian versions", func() {
 		Entry("non-ASCII", "1.0\u2010"),
 	)
 
-	// Seed rows first, then edge cases. Every row is also put to the real
-	// dpkg when it is installed and accepts both versions.
+	// One row per comparison rule first, then edge cases. Every row is also
+	// put to the real dpkg when it is installed and accepts both versions.
 	DescribeTable("compare like dpkg",
 		func(ctx context.Context, a, b string, want int, dpkgAccepts bool) {
 			got, err := apt.CompareVersions(a, b)
@@ -79,18 +79,21 @@ var _ = Describe("Debian versions", func() {
 				Expect(dpkgSays(ctx, a, b)).To(Equal(want), "dpkg --compare-versions %s %s", a, b)
 			}
 		},
-		// The seed's comparison examples.
-		Entry("seed: numeric comparison", "1.0", "2.0", -1, true),
-		Entry("seed: epoch 1 beats epoch 0", "1:1.0", "2.0", 1, true),
-		Entry("seed: tilde sorts before empty", "1.0~alpha", "1.0", -1, true),
-		Entry("seed: lexical alpha < beta", "1.0~alpha", "1.0~beta", -1, true),
-		Entry("seed: numeric 1 < 2", "1.0.1", "1.0.2", -1, true),
-		Entry("seed: revision comparison", "1.0-1", "1.0-2", -1, true),
+		// The rules: epoch first, then upstream version, then revision; in
+		// each, digit runs compare as numbers and the rest character by
+		// character, ~ before everything (the end included), letters before
+		// other characters.
+		Entry("digit runs compare as numbers", "1.0", "2.0", -1, true),
+		Entry("epoch 1 beats epoch 0", "1:1.0", "2.0", 1, true),
+		Entry("tilde sorts before the end", "1.0~alpha", "1.0", -1, true),
+		Entry("letters compare by character: alpha < beta", "1.0~alpha", "1.0~beta", -1, true),
+		Entry("the first differing digit run decides: 1 < 2", "1.0.1", "1.0.2", -1, true),
+		Entry("equal upstream versions: the revision decides", "1.0-1", "1.0-2", -1, true),
 		// dpkg refuses 1.0- (empty revision); kept in the upstream version
-		// the trailing hyphen shows the seed's point.
-		Entry("seed: letters sort before non-letters", "1.0a", "1.0-", -1, false),
-		Entry("seed: more tildes are earlier", "1.0~~", "1.0~", -1, true),
-		Entry("seed: 9 < 13 numerically", "1.9", "1.13", -1, true),
+		// the trailing hyphen shows a letter sorting before a non-letter.
+		Entry("letters sort before non-letters", "1.0a", "1.0-", -1, false),
+		Entry("more tildes are earlier", "1.0~~", "1.0~", -1, true),
+		Entry("9 < 13 numerically, not by character", "1.9", "1.13", -1, true),
 		// Edge cases.
 		Entry("no revision equals revision 0", "1.0", "1.0-0", 0, true),
 		Entry("binNMU is newer", "1.0+b1", "1.0", 1, true),

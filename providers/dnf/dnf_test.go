@@ -115,7 +115,7 @@ var _ = Describe("Provider", func() {
 		})
 	})
 
-	DescribeTable("runs the seed's commands",
+	DescribeTable("runs dnf install, downgrade or remove with -y, a version joined to the name by a hyphen",
 		func(ctx context.Context, call func(context.Context, *dnf.Provider) error, argv []string, stdout string) {
 			before(fake, argv)
 			expect(fake, argv, 0, stdout, "")

@@ -13,15 +13,19 @@ var _ = Describe("VersionCmp", func() {
 			Expect(dnf.VersionCmp(a, b, ignoreTrailingZeroes)).To(Equal(want), "%s vs %s", a, b)
 			Expect(dnf.VersionCmp(b, a, ignoreTrailingZeroes)).To(Equal(-want), "%s vs %s", b, a)
 		},
-		// The seed's comparison examples.
-		Entry("seed: numeric 1 < 2", "1.0", "2.0", false, -1),
-		Entry("seed: numeric 10 > 9", "1.10", "1.9", false, 1),
-		Entry("seed: A exhausted first", "1.0", "1.0.1", false, -1),
-		Entry("seed: release comparison", "1.0-1", "1.0-2", false, -1),
-		Entry("seed: lexical a < b", "1.0a", "1.0b", false, -1),
-		Entry("seed: leading zero compares lexically", "01", "1", false, -1),
-		Entry("seed: 1.0.0 > 1.0 without normalisation", "1.0.0", "1.0", false, 1),
-		Entry("seed: 1.0.0 = 1.0 with ignoreTrailingZeroes", "1.0.0", "1.0", true, 0),
+		// The rules: segments (a "-", a ".", a digit run, any other run)
+		// compare left to right; "-" loses to anything, then "."; digit runs
+		// compare as numbers unless either has a leading zero, the rest as
+		// text ignoring case; when one runs out of segments, the whole
+		// strings compare as text.
+		Entry("numeric 1 < 2", "1.0", "2.0", false, -1),
+		Entry("numeric 10 > 9", "1.10", "1.9", false, 1),
+		Entry("out of segments: 1.0 < 1.0.1 as text", "1.0", "1.0.1", false, -1),
+		Entry("equal versions: the release decides", "1.0-1", "1.0-2", false, -1),
+		Entry("lexical a < b", "1.0a", "1.0b", false, -1),
+		Entry("leading zero compares lexically", "01", "1", false, -1),
+		Entry("1.0.0 > 1.0 without normalisation", "1.0.0", "1.0", false, 1),
+		Entry("1.0.0 = 1.0 with ignoreTrailingZeroes", "1.0.0", "1.0", true, 0),
 		// More.
 		Entry("equal", "5.8-9.el9", "5.8-9.el9", false, 0),
 		Entry("release numbers compare numerically", "5.8-9.el9", "5.8-10.el9", false, -1),

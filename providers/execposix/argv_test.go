@@ -28,7 +28,8 @@ var _ = Describe("Command lines", func() {
 
 	AfterEach(func() { Expect(fake.Verify()).To(Succeed()) })
 
-	// Seed 001, Posix Provider, "Command Parsing".
+	// Quotes and backslashes group words; $, | and > are plain text, since
+	// no shell reads the line.
 	DescribeTable("posix splits the command line with shell-like quoting and runs no shell",
 		func(command string, argv []string) {
 			fake.Expect(argv, 0, "")
@@ -84,8 +85,9 @@ var _ = Describe("Command lines", func() {
 		Entry("shell", func(r runner.Runner) resources.Factory { return execposix.NewShellFactory(r, nil) }, []string{"/bin/sh", "-c", "make build"}),
 	)
 
-	// Seed 001, Posix and Shell Provider "Error Handling".
-	DescribeTable("errors",
+	// An empty command, a line whose quoting does not close and a provider
+	// built without a runner are refused before anything runs.
+	DescribeTable("refuses what it cannot run, running nothing",
 		func(f func(runner.Runner) resources.Factory, command string, want error, wantText string) {
 			_, err := provider(f(fake)).Execute(ctx, newProps("/bin/true"), command)
 			Expect(err).To(MatchError(want))

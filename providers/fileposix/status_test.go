@@ -27,7 +27,7 @@ var _ = Describe("Provider.Status", func() {
 		prov = fileposix.New(nil)
 	})
 
-	DescribeTable("the seed's state detection (with lstat: links are reported, not followed)",
+	DescribeTable("reports present (with a checksum), directory, absent, symlink or special (with lstat: links are reported, not followed)",
 		func(setup func(path string), wantEnsure string, wantChecksum bool) {
 			path := filepath.Join(dir, "thing")
 			setup(path)

@@ -110,7 +110,7 @@ var _ = Describe("Provider.Store", func() {
 		Expect(listDir(dir)).To(HaveLen(1))
 	})
 
-	DescribeTable("the seed's error handling",
+	DescribeTable("refuses what it cannot store, naming the problem, and leaves no temporary file",
 		func(setup func() (name, source, owner, group, mode string), want ...any) {
 			name, source, owner, group, mode := setup()
 			err := prov.Store(ctx, name, []byte("x"), source, owner, group, mode)

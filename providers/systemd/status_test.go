@@ -105,7 +105,7 @@ var _ = Describe("Provider.Status", func() {
 		Expect(*st.Metadata).To(Equal(protocolMetadata("nginx.service", true, false)))
 	})
 
-	It("gives the exact error texts of the seed", func() {
+	It("keeps its error texts: service not found, invalid systemctl is-active output, invalid systemctl is-enabled output", func() {
 		fake.Expect(unit("is-active", "nginx"), 0, "bogus\n")
 		_, err := newProvider(fake).Status(GinkgoT().Context(), "nginx")
 		Expect(err.Error()).To(ContainSubstring("invalid systemctl is-active output"))

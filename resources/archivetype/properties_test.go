@@ -108,7 +108,7 @@ var _ = Describe("Properties", func() {
 			Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
 		})
 
-		It("decodes the seed's property names strictly", func() {
+		It("decodes its property names (url, checksum, extract_parent, creates, cleanup, credentials, headers) strictly", func() {
 			raw := `{"name":"/tmp/app.tar.gz","url":"https://example.com/app.tar.gz","checksum":"` + sum64 + `",
 				"extract_parent":"/opt/app","creates":"/opt/app/bin/app","cleanup":true,"owner":"root","group":"root",
 				"username":"deploy","password":"pw","headers":{"X-A":"b"}}`

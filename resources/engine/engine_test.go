@@ -72,7 +72,8 @@ var _ = Describe("Engine", func() {
 		})
 	})
 
-	// The truth table of seed 000: how control.if and control.unless interact.
+	// A resource is managed when control.if (if set) is true and
+	// control.unless (if set) is false.
 	DescribeTable("control if/unless decide whether a resource is managed",
 		func(ifExpr, unlessExpr string, managed bool) {
 			props := map[string]any{"name": "/tmp/x"}

@@ -25,8 +25,12 @@ var _ = Describe("Properties", func() {
 		return &exectype.Properties{CommonProperties: resources.CommonProperties{Name: "/bin/true"}}
 	}
 
-	// Seed 001, Posix Provider, "Properties Validation", plus the checks of
-	// the other exec properties.
+	// name, command, onlyif and unless must split into words (balanced
+	// quotes, no trailing backslash, not blank); timeout is a positive
+	// duration with a unit; subscribe lists type#name; path lists absolute
+	// directories, none empty; environment entries are KEY=VALUE, neither
+	// empty; returns are exit codes 0 to 255; cwd and creates are absolute;
+	// ensure is always present.
 	DescribeTable("Validate",
 		func(mutate func(*exectype.Properties), wantErr string) {
 			p := valid()

@@ -72,8 +72,10 @@ var _ = Describe("Type", func() {
 		Expect(exectype.Type{}.NewProperties()).To(BeAssignableToTypeOf(&exectype.Properties{}))
 	})
 
-	// Seed 001, Exec Type "Decision Table" and Posix Provider "Decision
-	// Flow", extended with the onlyif/unless guards evaluated last.
+	// A subscribe trigger runs the command whatever else holds; else an
+	// existing creates file, or refreshonly without a trigger, skips it
+	// without running guards; else onlyif (exit 0 to run) then unless
+	// (exit 0 to skip) decide, the first to skip ending the checks.
 	DescribeTable("decision table",
 		func(r row) {
 			By("applying for real")

@@ -82,7 +82,7 @@ var _ = Describe("Type", func() {
 			Expect(err).To(MatchError(ContainSubstring("ensure is present, should be absent")))
 		})
 
-		It("changes nothing under noop and reports the seed's message", func() {
+		It("changes nothing under noop and says it would have created the file", func() {
 			fp := &fakeProvider{states: []*protocol.FileState{stAbsent}}
 			ac.Noop = true
 			out, err := ft.Apply(ctx, ac, fakeProps("present", ptr("hi")), fp)

@@ -36,7 +36,7 @@ var (
 )
 
 var _ = Describe("decide", func() {
-	DescribeTable("the seed's decision table",
+	DescribeTable("decides by desired and current state: nothing when they match, else remove, create the directory, store, or set attributes when only they differ",
 		func(desired string, cur *protocol.FileState, wantAction string, wantReplace bool) {
 			action, replace, _, err := filetype.DecideForTest(desired, true, sumA, "root", "root", "0644", cur)
 			Expect(err).ToNot(HaveOccurred())
@@ -85,7 +85,7 @@ var _ = Describe("decide", func() {
 			"Would have created the file: content differs, owner nobody should be root, group nogroup should be root, mode 0600 should be 0644"),
 	)
 
-	DescribeTable("noop messages from the seed",
+	DescribeTable("says under noop what it would have done: created, updated attributes or removed",
 		func(desired string, cur *protocol.FileState, wantMsg string) {
 			_, _, msg, err := filetype.DecideForTest(desired, true, sumA, "root", "root", "0644", cur)
 			Expect(err).ToNot(HaveOccurred())

@@ -31,7 +31,7 @@ func decodeProps(doc string) (*filetype.Properties, error) {
 
 var _ = Describe("Properties", func() {
 	Describe("mode validation", func() {
-		DescribeTable("valid mode examples from the seed",
+		DescribeTable("accepts an octal mode up to 0777, with or without a leading 0, 0o or 0O",
 			func(input, normalised string, bits uint32) {
 				p := validProps()
 				p.Mode = filetype.Mode(input)
@@ -49,7 +49,7 @@ var _ = Describe("Properties", func() {
 			Entry("0 is allowed", "0", "0000", uint32(0)),
 		)
 
-		DescribeTable("invalid mode examples from the seed",
+		DescribeTable("refuses a mode that is not octal or exceeds 0777",
 			func(input, wantMsg string) {
 				p := validProps()
 				p.Mode = filetype.Mode(input)
@@ -130,7 +130,7 @@ var _ = Describe("Properties", func() {
 	})
 
 	Describe("ensure", func() {
-		DescribeTable("ensure states from the seed",
+		DescribeTable("ensure is present, absent or directory",
 			func(ensure string, ok bool) {
 				p := validProps()
 				p.Ensure = ensure
@@ -201,7 +201,7 @@ var _ = Describe("Properties", func() {
 	})
 
 	Describe("content sources", func() {
-		It("merges the seed's contents spelling into content and emits content", func() {
+		It("takes contents as another spelling of content, and emits content", func() {
 			p, err := decodeProps(`{"name":"/etc/motd","contents":"hello\n","owner":"root","group":"root","mode":"644"}`)
 			Expect(err).ToNot(HaveOccurred())
 			Expect(p.Validate()).To(Succeed())

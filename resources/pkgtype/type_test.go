@@ -38,7 +38,9 @@ var _ = Describe("Type", func() {
 		Expect(t.NewProperties()).To(BeAssignableToTypeOf(&pkgtype.Properties{}))
 	})
 
-	// The seed's decision table, applied for real against the fake.
+	// present installs when absent; absent uninstalls when installed;
+	// latest installs or always upgrades; a version installs, upgrades or
+	// downgrades to it unless it is installed. Applied for real against the fake.
 	DescribeTable("decision table",
 		func(ctx context.Context, ensure, current, wantCall, wantFinal string, wantChanged bool) {
 			f := newFake(current)

@@ -15,7 +15,7 @@ import (
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
-var _ = Describe("Scaffold sources, as seed 001 describes them", func() {
+var _ = Describe("Scaffold sources: a local directory of templates, by path (a relative one joined to the working directory) or file:// URL", func() {
 	var (
 		workDir, target string
 		prov            resources.Provider
@@ -87,7 +87,7 @@ var _ = Describe("Scaffold sources, as seed 001 describes them", func() {
 		Expect(read(filepath.Join(target, "a.conf"))).To(Equal("port=9090 host=web01\n"))
 	})
 
-	It("keeps a URL unresolved against the working directory (seed 001's source resolution)", func() {
+	It("joins a relative source to the working directory and leaves a URL as written", func() {
 		Expect(scaffoldtype.ResolveSource("https://example.com/t", "/srv/m")).To(Equal("https://example.com/t"))
 		Expect(scaffoldtype.ResolveSource("tpl", "/srv/m")).To(Equal("/srv/m/tpl"))
 	})

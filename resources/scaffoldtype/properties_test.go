@@ -31,7 +31,7 @@ var _ = Describe("Properties", func() {
 		Expect(scaffoldtype.Type{}.NewProperties()).To(BeAssignableToTypeOf(&scaffoldtype.Properties{}))
 	})
 
-	It("decodes the seed's property names strictly", func() {
+	It("decodes its property names (source, engine, skip_empty, delimiters, purge, post) strictly", func() {
 		raw := `{"name":"/etc/app","ensure":"present","source":"templates/app","engine":"go",
 			"skip_empty":true,"left_delimiter":"<<","right_delimiter":">>","purge":true,
 			"post":[{"*.sh":"chmod +x {}"}]}`

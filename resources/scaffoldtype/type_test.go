@@ -77,8 +77,9 @@ func props(ensure string, purge bool) *scaffoldtype.Properties {
 }
 
 var _ = Describe("Type", func() {
-	// The seed's idempotency decision table. "Any"/"N/A" cells are spelled
-	// out as every value they stand for.
+	// absent is desired when the target is missing or holds no managed file;
+	// present when the target exists, no file changed and, with purge on,
+	// none is to be purged.
 	DescribeTable("decides whether the target is in its desired state",
 		func(ensure string, exists bool, changed, purged int, purge bool, want bool) {
 			Expect(scaffoldtype.IsDesired(props(ensure, purge), state(exists, changed, purged, 1))).To(Equal(want))
@@ -105,7 +106,9 @@ var _ = Describe("Type", func() {
 		Expect(scaffoldtype.IsDesired(props("present", false), nil)).To(BeFalse())
 	})
 
-	// The seed's noop table: affected count and message.
+	// Under noop the message counts the files that would be changed
+	// (present) or removed (absent: every managed file), purged ones only
+	// with purge on; a desired target says nothing.
 	DescribeTable("reports under noop without changing anything",
 		func(ensure string, purge bool, st *protocol.ScaffoldState, wantChanged bool, wantMsg string) {
 			f := &fakeProvider{statuses: []*protocol.ScaffoldState{st}}
