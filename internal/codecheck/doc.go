@@ -2,7 +2,9 @@
 // reports the shapes the project has ruled out of non-test code: NATS
 // messages built as composite literals instead of with nats.NewMsg, error
 // text edited or compared instead of the error classified with
-// errors.Is/errors.As, errors flattened to their text, and switches on a
-// resource type's name outside the resource catalog, the one place that
-// knows the types.
+// errors.Is/errors.As, errors flattened to their text, and per-type
+// knowledge outside the resource catalog, the one place that knows the
+// types: switches on a resource type's name, a type compared with a
+// string naming one, and literals listing resource types (the package
+// that declares the type name constants may list them).
 package codecheck
