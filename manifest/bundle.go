@@ -8,10 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // Bundle limits.
@@ -21,10 +21,6 @@ const (
 	// MaxBundleFiles bounds the number of files in a bundle.
 	MaxBundleFiles = 4096
 )
-
-// sourceTypes are the types whose source property names a local file or
-// directory that a bundle carries.
-var sourceTypes = []string{protocol.TypeFile, protocol.TypeScaffold}
 
 // Bundle is a manifest with the files its relative sources name, as carried
 // in a fleet request's manifest field.
@@ -126,7 +122,9 @@ func (m *Manifest) sourceRoots() ([]string, error) {
 		return nil, err
 	}
 	for _, e := range m.entries {
-		if !slices.Contains(sourceTypes, e.typ) {
+		// The catalog says which types' source property names a local
+		// file or directory that a bundle carries.
+		if t, ok := catalog.Lookup(e.typ); !ok || !t.BundleSource {
 			continue
 		}
 		sets := []map[string]any{e.props, asObject(e.splat)}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/orchestrator"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // Drift states of a host for one resource, the matrix's columns.
@@ -74,10 +75,15 @@ type driftView struct {
 	Chart template.HTML
 }
 
-// oneOff says whether a request is a one-off command (ccm-orch ensure
-// exec): it has no state to drift from, so the drift page leaves it out.
+// oneOff says whether a request ensures a resource of a type the catalog
+// calls a one-off action (ccm-orch ensure exec): it has no state to drift
+// from, so the drift page leaves it out.
 func oneOff(r *protocol.HistoryRequest) bool {
-	return r.Ensure != nil && r.Ensure.Type == "exec"
+	if r.Ensure == nil {
+		return false
+	}
+	e, ok := catalog.Lookup(r.Ensure.Type)
+	return ok && e.OneOff
 }
 
 // driftData shows, per resource (hosts' own names folded into <host> and

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,16 @@ const (
 	// document by number or by a path into its seeds directory; say
 	// the rule itself.
 	RuleSeedCite Rule = "comment cites a seed document"
+	// RuleTypeCompare: a resource's type (x.Type, typ, typeName,
+	// p.Type.Name()) compared with a string literal naming a resource
+	// type, outside the resource catalog: what the type does belongs in
+	// its catalog entry.
+	RuleTypeCompare Rule = "type compared with a resource type name"
+	// RuleTypeList: a composite literal listing two or more resource
+	// types (as elements, as map keys, or as the Type field of its
+	// element literals), outside the resource catalog: a per-type table
+	// belongs in the catalog's entries.
+	RuleTypeList Rule = "literal listing resource types"
 )
 
 // Finding is one place that breaks a rule.
@@ -61,6 +72,12 @@ type Config struct {
 	// CatalogDir is the directory (relative to the root, slash separated)
 	// allowed to switch on type names.
 	CatalogDir string
+	// NamesDir is the directory (relative to the root, slash separated)
+	// of the package that declares the type name constants (protocol):
+	// it may list them, its list of the names and its state document per
+	// name being the wire protocol the catalog itself builds on (and
+	// cannot be read from there). It is held to every other rule.
+	NamesDir string
 }
 
 const natsPath = "github.com/nats-io/nats.go"
@@ -118,12 +135,19 @@ func scanFile(path, rel string, cfg Config) ([]Finding, error) {
 		bytesName:   importName(f, "bytes", "bytes"),
 		errorsName:  importName(f, "errors", "errors"),
 		fmtName:     importName(f, "fmt", "fmt"),
-		inCatalog:   cfg.CatalogDir != "" && (rel == cfg.CatalogDir || strings.HasPrefix(rel, cfg.CatalogDir+"/")),
+		inCatalog:   within(rel, cfg.CatalogDir),
+		inNames:     within(rel, cfg.NamesDir),
 	}
 	ast.Inspect(f, c.visit)
 	found = append(found, c.found...)
 	slices.SortStableFunc(found, func(a, b Finding) int { return a.Line - b.Line })
 	return found, nil
+}
+
+// within reports whether the file rel is in the directory dir (or below
+// it); never when dir is "".
+func within(rel, dir string) bool {
+	return dir != "" && strings.HasPrefix(rel, dir+"/")
 }
 
 // importName is the name file f uses for the package at path ("" when f
@@ -147,7 +171,7 @@ type checker struct {
 	rel                                                   string
 	cfg                                                   Config
 	natsName, stringsName, bytesName, errorsName, fmtName string
-	inCatalog                                             bool
+	inCatalog, inNames                                    bool
 	found                                                 []Finding
 }
 
@@ -161,11 +185,21 @@ func (c *checker) visit(n ast.Node) bool {
 		if isSelector(n.Type, c.natsName, "Msg") {
 			c.add(n, RuleMsgLiteral, c.natsName+".Msg{...}")
 		}
+		if !c.inCatalog && !c.inNames {
+			if names := c.listedTypes(n); len(names) >= 2 {
+				c.add(n, RuleTypeList, strings.Join(names, ", "))
+			}
+		}
 	case *ast.CallExpr:
 		c.call(n)
 	case *ast.BinaryExpr:
 		if (n.Op == token.EQL || n.Op == token.NEQ) && (isErrorCall(n.X) || isErrorCall(n.Y)) {
 			c.add(n, RuleErrorText, "comparison with "+render(errorCallOf(n.X, n.Y)))
+		}
+		if (n.Op == token.EQL || n.Op == token.NEQ) && !c.inCatalog {
+			if operand, name, ok := c.typeComparison(n); ok {
+				c.add(n, RuleTypeCompare, exprString(operand)+" "+n.Op.String()+" "+strconv.Quote(name))
+			}
 		}
 		if n.Op == token.LOR && !c.inCatalog {
 			if name, ok := c.typeChain(n); ok {
@@ -233,7 +267,9 @@ func (c *checker) typeChain(n *ast.BinaryExpr) (string, bool) {
 				continue
 			}
 		}
-		key := render(operand)
+		// The operand as written: comparisons of different operands
+		// (scheme == "file" || kind == "exec") are no switch.
+		key := types.ExprString(operand)
 		if !slices.Contains(names[key], name) {
 			names[key] = append(names[key], name)
 		}
@@ -304,6 +340,84 @@ func (c *checker) typeName(e ast.Expr) (string, bool) {
 		return e.Sel.Name, slices.Contains(c.cfg.TypeConsts, e.Sel.Name)
 	}
 	return "", false
+}
+
+// typeComparison reports the operand and the type name of a comparison of
+// a type-valued expression (see isTypeExpr) with a string literal naming a
+// resource type: r.Ensure.Type == "exec". A literal alone is not enough
+// (u.Scheme != "file" compares a URL's scheme).
+func (c *checker) typeComparison(n *ast.BinaryExpr) (ast.Expr, string, bool) {
+	for _, pair := range [][2]ast.Expr{{n.X, n.Y}, {n.Y, n.X}} {
+		lit, ok := ast.Unparen(pair[1]).(*ast.BasicLit)
+		if !ok {
+			continue
+		}
+		if name, ok := c.typeName(lit); ok && isTypeExpr(pair[0]) {
+			return pair[0], name, true
+		}
+	}
+	return nil, "", false
+}
+
+// isTypeExpr reports whether e reads as a resource's type: an identifier
+// or field whose name is typ or ends in "type" or "typename" (Type, typ,
+// typeName, ResourceType), a call of such a method, or x.Type.Name().
+func isTypeExpr(e ast.Expr) bool {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		return typeWord(e.Name)
+	case *ast.SelectorExpr:
+		return typeWord(e.Sel.Name)
+	case *ast.CallExpr:
+		sel, ok := e.Fun.(*ast.SelectorExpr)
+		if !ok || len(e.Args) != 0 {
+			return false
+		}
+		return typeWord(sel.Sel.Name) || sel.Sel.Name == "Name" && isTypeExpr(sel.X)
+	}
+	return false
+}
+
+// typeWord reports whether an identifier names a type: typ, or a name
+// ending in "type" or "typename", in any case.
+func typeWord(name string) bool {
+	l := strings.ToLower(name)
+	return l == "typ" || strings.HasSuffix(l, "type") || strings.HasSuffix(l, "typename")
+}
+
+// listedTypes returns the distinct resource type names a composite literal
+// lists: elements that are type names (TypeFile, "exec"), keys that are
+// (a map per type), and the Type field of element literals ({Type:
+// "file", ...}: a table per type).
+func (c *checker) listedTypes(n *ast.CompositeLit) []string {
+	var names []string
+	add := func(e ast.Expr) {
+		if name, ok := c.typeName(ast.Unparen(e)); ok && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	for _, elt := range n.Elts {
+		if kv, ok := elt.(*ast.KeyValueExpr); ok {
+			add(kv.Key)
+			continue
+		}
+		add(elt)
+		if u, ok := elt.(*ast.UnaryExpr); ok && u.Op == token.AND {
+			elt = u.X
+		}
+		inner, ok := elt.(*ast.CompositeLit)
+		if !ok {
+			continue
+		}
+		for _, f := range inner.Elts {
+			if kv, ok := f.(*ast.KeyValueExpr); ok {
+				if key, ok := kv.Key.(*ast.Ident); ok && typeWord(key.Name) {
+					add(kv.Value)
+				}
+			}
+		}
+	}
+	return names
 }
 
 // firstErrorArg returns the first argument that is a call x.Error().

@@ -18,11 +18,11 @@ func config() codecheck.Config {
 	for _, n := range catalog.Names() {
 		consts = append(consts, "Type"+strings.ToUpper(n[:1])+n[1:])
 	}
-	return codecheck.Config{TypeNames: catalog.Names(), TypeConsts: consts, CatalogDir: "resources/catalog"}
+	return codecheck.Config{TypeNames: catalog.Names(), TypeConsts: consts, CatalogDir: "resources/catalog", NamesDir: "protocol"}
 }
 
 var _ = Describe("The repository's non-test code", func() {
-	It("has no nats.Msg literal, no edited or compared error text, no flattened error, no switch on a type name and no comment citing a seed document", func() {
+	It("has no nats.Msg literal, no edited or compared error text, no flattened error, no switch, comparison or table of type names and no comment citing a seed document", func() {
 		found, err := codecheck.Scan("../..", config())
 		Expect(err).NotTo(HaveOccurred())
 		var lines []string
@@ -44,7 +44,7 @@ var _ = Describe("Scan", func() {
 
 	BeforeEach(func() { root = GinkgoT().TempDir() })
 
-	It("reports each shape with its file and line, and leaves tests, the catalog and clean code alone", func() {
+	It("reports each shape with its file and line, and leaves tests, the catalog, the names' own lists and clean code alone", func() {
 		write("a/bad.go", `package a
 
 import (
@@ -99,6 +99,43 @@ func g(err error, mode string) any {
 	return nats.NewMsg("s")
 }
 `)
+		write("a/table.go", `package a
+
+import "example.com/protocol"
+
+type row struct{ Type, Help string }
+
+var sourceTypes = []string{protocol.TypeFile, protocol.TypeScaffold}
+
+var rows = []row{
+	{Type: "file", Help: "f"},
+	{Type: "exec"},
+}
+
+var byType = map[string]int{"file": 1, protocol.TypeExec: 2}
+
+func oneOff(r *row, p interface{ Type() interface{ Name() string } }, typeName string) bool {
+	return r.Type == "exec" || p.Type().Name() != "apply" || "service" == typeName
+}
+`)
+		write("a/table_clean.go", `package a
+
+import "example.com/protocol"
+
+type row struct{ Type, Help string }
+
+var one = row{Type: protocol.TypeFile, Help: "one type is not a table"}
+
+var schemes = []string{"file", "https"}
+
+var mixed = []string{protocol.TypeFile, "exec-like"}
+
+func g(scheme, mode string, r row) bool {
+	return scheme == "file" || mode != "exec" || r.Type == "x" || r.Help == "exec"
+}
+`)
+		write("protocol/ids.go", "package protocol\n\nvar Types = []string{TypeFile, TypeExec}\n\nfunc f(typ string) bool { return typ == \"exec\" }\n")
+		write("resources/catalog/list.go", "package catalog\n\nvar shells = []string{\"exec\", \"file\"}\n\nfunc f(typ string) bool { return typ == \"exec\" }\n")
 		write("a/bad_test.go", "package a\n\nimport \"strings\"\n\nfunc h(err error) bool { return strings.Contains(err.Error(), \"x\") }\n")
 		write("resources/catalog/c.go", "package catalog\n\nfunc k(t string) {\n\tswitch t {\n\tcase \"file\":\n\t}\n}\n")
 		write("testdata/t.go", "package t\n\nimport \"strings\"\n\nfunc h(err error) bool { return strings.Contains(err.Error(), \"x\") }\n")
@@ -119,6 +156,13 @@ func g(err error, mode string) any {
 			"a/bad.go:23: switch on a resource type name: case TypeFile",
 			"a/bad.go:26: switch on a resource type name: x == TypeExec || ...",
 			"a/bad.go:27: nats.Msg literal: natsgo.Msg{...}",
+			"a/table.go:7: literal listing resource types: TypeFile, TypeScaffold",
+			"a/table.go:9: literal listing resource types: file, exec",
+			"a/table.go:14: literal listing resource types: file, TypeExec",
+			"a/table.go:17: type compared with a resource type name: r.Type == \"exec\"",
+			"a/table.go:17: type compared with a resource type name: p.Type(…).Name(…) != \"apply\"",
+			"a/table.go:17: type compared with a resource type name: typeName == \"service\"",
+			"protocol/ids.go:5: type compared with a resource type name: typ == \"exec\"",
 		))
 	})
 

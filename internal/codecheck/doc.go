@@ -2,9 +2,11 @@
 // reports the shapes the project has ruled out of non-test code: NATS
 // messages built as composite literals instead of with nats.NewMsg, error
 // text edited or compared instead of the error classified with
-// errors.Is/errors.As, errors flattened to their text, and switches on a
-// resource type's name outside the resource catalog, the one place that
-// knows the types. In test files too, it reports comments that cite a
-// seed document by number: a reader cannot find it, so the comment states
-// the rule instead.
+// errors.Is/errors.As, errors flattened to their text, and per-type
+// knowledge outside the resource catalog, the one place that knows the
+// types: switches on a resource type's name, a type compared with a
+// string naming one, and literals listing resource types (the package
+// that declares the type name constants may list them). In test files
+// too, it reports comments that cite a seed document by number: a reader
+// cannot find it, so the comment states the rule instead.
 package codecheck

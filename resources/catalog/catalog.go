@@ -31,6 +31,21 @@ type Entry struct {
 	// ShellFree, for a type whose other providers run through a shell,
 	// are the providers that do not (see NeedsShell).
 	ShellFree []string
+	// Command is the type's "ensure TYPE" command line; nil for a type
+	// that has none (apply exists only inside manifests).
+	Command *CommandLine
+	// Refreshes reports whether a resource of the type acts on a refresh,
+	// as in CCM: when a resource it subscribes to changed, it runs again
+	// (exec) or restarts (service). Its command takes --subscribe.
+	Refreshes bool
+	// BundleSource reports whether the type's source property may name a
+	// local file or directory, relative to the manifest, that a request's
+	// bundle carries (manifest.NewBundle).
+	BundleSource bool
+	// OneOff reports whether the type is a one-off action with no state
+	// to drift from: an ensure request of it (ccm-orch ensure exec) runs
+	// a command, and the dashboard's drift page leaves it out.
+	OneOff bool
 	// declare lists the host objects of properties of this type (its
 	// own: Objects adds the shared ones).
 	declare func(props resources.Properties, workingDir string) []HostObject
@@ -41,14 +56,20 @@ type Entry struct {
 var entries = []Entry{
 	{Name: "apply", Type: applytype.Type{}, Providers: []string{applytype.ProviderName}, declare: typed(applyObjects)},
 	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects),
+		Command:    archiveCommand,
 		Positional: &Positional{Property: "url", Help: "or the URL, as in CCM", sets: isURL}},
 	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects),
+		Command: execCommand, Refreshes: true, OneOff: true,
 		ShellFree: []string{"posix"}},
-	{Name: "file", Type: filetype.Type{}, Providers: []string{"posix"}, declare: typed(fileObjects)},
-	{Name: "package", Type: pkgtype.Type{}, Providers: []string{"apt", "dnf"}, declare: typed(packageObjects)},
+	{Name: "file", Type: filetype.Type{}, Providers: []string{"posix"}, declare: typed(fileObjects),
+		Command: fileCommand, BundleSource: true},
+	{Name: "package", Type: pkgtype.Type{}, Providers: []string{"apt", "dnf"}, declare: typed(packageObjects),
+		Command: packageCommand},
 	{Name: "scaffold", Type: scaffoldtype.Type{}, Providers: []string{"choria"}, declare: typed(scaffoldObjects),
+		Command: scaffoldCommand, BundleSource: true,
 		Positional: &Positional{Property: "source", Help: "or the source, as in CCM (NAME SOURCE [ENSURE])", EnsureAfter: true, sets: notPresence}},
-	{Name: "service", Type: servicetype.Type{}, Providers: []string{"systemd"}, declare: typed(serviceObjects)},
+	{Name: "service", Type: servicetype.Type{}, Providers: []string{"systemd"}, declare: typed(serviceObjects),
+		Command: serviceCommand, Refreshes: true},
 }
 
 // Entries returns the catalog, sorted by name. The slice is the caller's.

@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
@@ -31,6 +32,47 @@ var _ = Describe("Command line knowledge", func() {
 		Expect(catalog.NeedsShell("exec", "")).To(BeFalse())
 		Expect(catalog.NeedsShell("file", "shell")).To(BeFalse())
 		Expect(catalog.ShellTypes()).To(Equal([]string{"exec"}))
+	})
+
+	It("declares a command for every type but apply, each flag naming a property its type has", func() {
+		orders := map[int]string{}
+		for _, e := range catalog.Entries() {
+			if e.Name == "apply" {
+				Expect(e.Command).To(BeNil())
+				continue
+			}
+			Expect(e.Command).NotTo(BeNil(), e.Name)
+			Expect(orders).NotTo(HaveKey(e.Command.Order), e.Name)
+			orders[e.Command.Order] = e.Name
+			Expect(e.Command.Help).NotTo(BeEmpty(), e.Name)
+			keys := resources.PropertyKeys(e.Type).Names()
+			for _, f := range e.Command.Flags {
+				Expect(keys).To(ContainElement(f.Property), "--%s of %s", f.Name, e.Name)
+			}
+		}
+		var names []string
+		for _, e := range catalog.Commands() {
+			names = append(names, e.Name)
+		}
+		Expect(names).To(Equal([]string{"file", "exec", "package", "service", "archive", "scaffold"}))
+	})
+
+	It("says which types a refresh acts on, which carry bundle sources and which are one-off", func() {
+		var refreshes, sources, oneOff []string
+		for _, e := range catalog.Entries() {
+			if e.Refreshes {
+				refreshes = append(refreshes, e.Name)
+			}
+			if e.BundleSource {
+				sources = append(sources, e.Name)
+			}
+			if e.OneOff {
+				oneOff = append(oneOff, e.Name)
+			}
+		}
+		Expect(refreshes).To(Equal([]string{"exec", "service"}))
+		Expect(sources).To(Equal([]string{"file", "scaffold"}))
+		Expect(oneOff).To(Equal([]string{"exec"}))
 	})
 
 	It("holds command line knowledge only for types it has", func() {

@@ -5,6 +5,13 @@
 // runs (with where they are looked up and how they are split), the
 // packages and services it names, the URLs it fetches.
 //
+// Each entry also holds what else is known per type: its "ensure TYPE"
+// command line and flags (cmd/internal/resflags registers them), whether a
+// refresh acts on it (--subscribe), whether its source property names
+// files a request's bundle carries, and whether it is a one-off action
+// with no state to drift from. Code outside the package reads these fields
+// and never compares a type's name (internal/codecheck reports it).
+//
 // A declaration reads a typed, validated properties value, the same value
 // the engine runs, and returns HostObjects; Objects adds what every type
 // shares (health-check commands). Whoever judges a resource (the signer

@@ -5,24 +5,34 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
-	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 var _ = Describe("The flag table", func() {
-	It("names only catalog types, and each flag a property its type declares", func() {
+	It("is the catalog's command lines, in CCM's order", func() {
+		var types []string
 		for _, t := range resflags.Table {
+			types = append(types, t.Type)
 			e, ok := catalog.Lookup(t.Type)
-			Expect(ok).To(BeTrue(), "type %s is not in the resource catalog", t.Type)
-			keys := resources.PropertyKeys(e.Type).Names()
-			for _, f := range t.Flags {
-				Expect(keys).To(ContainElement(f.Property), "--%s of %s", f.Name, t.Type)
-			}
+			Expect(ok).To(BeTrue(), t.Type)
+			Expect(t.Flags).To(Equal(e.Command.Flags), t.Type)
+			Expect(t.Subscribe).To(Equal(e.Refreshes), t.Type)
 		}
+		Expect(types).To(Equal([]string{"file", "exec", "package", "service", "archive", "scaffold"}))
 	})
 
 	It("says which types status reads and which it says it cannot, as CCM does", func() {
 		Expect(resflags.StatusTypes(resflags.StatusRead)).To(Equal([]string{"file", "package", "service"}))
 		Expect(resflags.StatusTypes(resflags.StatusUnsupported)).To(Equal([]string{"exec", "archive"}))
+	})
+
+	It("gives --subscribe to the types a refresh acts on", func() {
+		var subscribe []string
+		for _, t := range resflags.Table {
+			if t.Subscribe {
+				subscribe = append(subscribe, t.Type)
+			}
+		}
+		Expect(subscribe).To(Equal([]string{"exec", "service"}))
 	})
 })

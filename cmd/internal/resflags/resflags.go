@@ -4,61 +4,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/choria-io/fisk"
-)
 
-// Kind is how a flag's value maps to a property.
-type Kind int
-
-// Kinds of flag.
-const (
-	String   Kind = iota // --flag VALUE
-	Strings              // repeatable --flag VALUE, a list
-	Bool                 // --flag / --no-flag
-	Ints                 // repeatable --flag N, a list of numbers
-	Map                  // repeatable --flag K:V or K=V, an object
-	Pairs                // repeatable --flag K=V, a list of single-key objects
-	Switch               // --flag sets the property to Value; switches of one property conflict
-	FileText             // --flag FILE: the property is the text of the local file FILE
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // maxFileText bounds a file read by a FileText flag.
 const maxFileText = 1 << 20
 
-// Flag maps one command line flag to one property.
-type Flag struct {
-	Name     string
-	Property string
-	Help     string
-	Kind     Kind
-	// Envar, when set, also reads the value from this environment variable.
-	Envar string
-	// Sep splits Map and Pairs values; default "=".
-	Sep string
-	// Value is what a Switch sets its property to.
-	Value any
-	// Aliases are other long names accepted for the flag (CCM's spellings),
-	// hidden from help.
-	Aliases []string
-	// Short is a one-letter name for the flag; 0 for none.
-	Short rune
-}
+// Flag maps one command line flag to one property; the resource catalog
+// declares them.
+type Flag = catalog.Flag
 
 // Status is what "ccm-agent status" does with a type.
-type Status int
+type Status = catalog.Status
 
-// Statuses, as in CCM.
+// Statuses, as in CCM (see catalog.Status).
 const (
-	// StatusNone: status does not take the type.
-	StatusNone Status = iota
-	// StatusRead: status reads the type's state from its name alone.
-	StatusRead
-	// StatusUnsupported: status takes the type and says it needs more
-	// than a name (a command, a URL) to tell its state.
-	StatusUnsupported
+	StatusNone        = catalog.StatusNone
+	StatusRead        = catalog.StatusRead
+	StatusUnsupported = catalog.StatusUnsupported
 )
 
 // TypeFlags are the flags of one resource type.
@@ -87,98 +56,26 @@ func StatusTypes(s Status) []string {
 	return out
 }
 
-// Table lists every type's flags in the order commands are shown.
-var Table = []TypeFlags{
-	{
-		Type:       "file",
-		Status:     StatusRead,
-		Help:       "Manage a file or directory: content, owner, group and mode",
-		NameHelp:   "Absolute path of the file or directory",
-		EnsureHelp: "present (default), absent or directory",
-		Flags: []Flag{
-			{Name: "content", Property: "content", Aliases: []string{"contents"}, Help: "File content (templates allowed)"},
-			{Name: "content-file", Property: "content", Kind: FileText, Aliases: []string{"contents-file"}, Help: "File content read from this local file (templates allowed)"},
-			{Name: "source", Property: "source", Help: "Copy content from this local file"},
-			{Name: "owner", Property: "owner", Help: "Owner user name, or OWNER:GROUP (required for present and directory)"},
-			{Name: "group", Property: "group", Help: "Group name (required for present and directory)"},
-			{Name: "mode", Property: "mode", Help: "Octal permissions such as 0644 (required for present and directory)"},
-			{Name: "force", Property: "force", Kind: Bool, Help: "With absent, also remove a non-empty directory"},
-		},
-	},
-	{
-		Type:       "exec",
-		Subscribe:  true,
-		Status:     StatusUnsupported,
-		Help:       "Run a command, idempotently with --creates, guards or --refreshonly",
-		NameHelp:   "The command to run, or a label when --command is given",
-		EnsureHelp: "present (default; exec is always present)",
-		Flags: []Flag{
-			{Name: "command", Property: "command", Help: "Command to run instead of the name"},
-			{Name: "cwd", Property: "cwd", Help: "Working directory"},
-			{Name: "env", Property: "environment", Kind: Strings, Short: 'e', Aliases: []string{"environment"}, Help: "Extra environment KEY=VALUE (repeatable)"},
-			{Name: "path", Property: "path", Help: "Search path for the command, e.g. /usr/bin:/bin"},
-			{Name: "returns", Property: "returns", Kind: Ints, Help: "Exit code that means success (repeatable; default 0)"},
-			{Name: "timeout", Property: "timeout", Help: "Kill the command (and its children) after this long, e.g. 30s"},
-			{Name: "creates", Property: "creates", Help: "Skip the command when this file exists"},
-			{Name: "onlyif", Property: "onlyif", Aliases: []string{"exec-if"}, Help: "Run only when this guard command exits 0"},
-			{Name: "unless-command", Property: "unless", Aliases: []string{"exec-unless"}, Help: "Run only when this guard command exits non-zero"},
-			{Name: "refreshonly", Property: "refreshonly", Kind: Bool, Aliases: []string{"refresh-only"}, Help: "Run only when a subscribed resource changed"},
-			{Name: "logoutput", Property: "logoutput", Kind: Bool, Help: "Keep the command's output in the result"},
-		},
-	},
-	{
-		Type:       "package",
-		Status:     StatusRead,
-		Help:       "Install, upgrade, downgrade or remove a package (apt or dnf)",
-		NameHelp:   "Package name",
-		EnsureHelp: "present (default), absent, latest, or a version such as 1.24.0-1",
-	},
-	{
-		Type:       "service",
-		Subscribe:  true,
-		Status:     StatusRead,
-		Help:       "Start or stop a service and enable or disable it at boot (systemd)",
-		NameHelp:   "Service (unit) name",
-		EnsureHelp: "running (default) or stopped",
-		Flags: []Flag{
-			{Name: "enable", Property: "enable", Kind: Switch, Value: true, Help: "Enable the service at boot"},
-			{Name: "disable", Property: "enable", Kind: Switch, Value: false, Help: "Disable the service at boot"},
-		},
-	},
-	{
-		Type:       "archive",
-		Status:     StatusUnsupported,
-		Help:       "Download an archive over HTTP(S), verify it and extract it",
-		NameHelp:   "Absolute path to save the archive at; its extension must match the URL's",
-		EnsureHelp: "present (default) or absent",
-		Flags: []Flag{
-			{Name: "url", Property: "url", Help: "http:// or https:// URL of a .tar.gz, .tgz, .tar or .zip (or the second argument)"},
-			{Name: "checksum", Property: "checksum", Help: "Expected SHA-256 of the archive"},
-			{Name: "extract-parent", Property: "extract_parent", Aliases: []string{"extract"}, Help: "Directory to extract into"},
-			{Name: "creates", Property: "creates", Help: "Skip download and extraction when this file exists"},
-			{Name: "cleanup", Property: "cleanup", Kind: Bool, Help: "Remove the archive after extracting (needs --extract-parent and --creates)"},
-			{Name: "owner", Property: "owner", Help: "Owner of the archive file, or OWNER:GROUP"},
-			{Name: "group", Property: "group", Help: "Group of the archive file"},
-			{Name: "username", Property: "username", Help: "HTTP Basic Authentication user"},
-			{Name: "password", Property: "password", Envar: "CCM_ARCHIVE_PASSWORD", Help: "HTTP Basic Authentication password (or env CCM_ARCHIVE_PASSWORD)"},
-			{Name: "header", Property: "headers", Kind: Map, Sep: ":", Short: 'H', Aliases: []string{"headers"}, Help: "Extra HTTP header Name:Value (repeatable)"},
-		},
-	},
-	{
-		Type:       "scaffold",
-		Help:       "Render a directory of templates into a target directory",
-		NameHelp:   "Absolute path of the target directory",
-		EnsureHelp: "present (default) or absent",
-		Flags: []Flag{
-			{Name: "source", Property: "source", Help: "Template directory (relative to the current directory or absolute; or the second argument)"},
-			{Name: "engine", Property: "engine", Help: "Template engine: jet (default, [[ ]]) or go ({{ }})"},
-			{Name: "skip-empty", Property: "skip_empty", Kind: Bool, Help: "Do not create files that render empty"},
-			{Name: "left-delimiter", Property: "left_delimiter", Help: "Custom left template delimiter"},
-			{Name: "right-delimiter", Property: "right_delimiter", Help: "Custom right template delimiter"},
-			{Name: "purge", Property: "purge", Kind: Bool, Help: "Remove files in the target that the source does not have"},
-			{Name: "post", Property: "post", Kind: Pairs, Help: "Run CMD on rendered files matching GLOB, as 'GLOB=CMD' ({} is the file) (repeatable)"},
-		},
-	},
+// Table lists every type's flags in the order commands are shown: the
+// command line of each type of the resource catalog that has one.
+var Table = table()
+
+// table builds Table from the resource catalog.
+func table() []TypeFlags {
+	var out []TypeFlags
+	for _, e := range catalog.Commands() {
+		c := e.Command
+		out = append(out, TypeFlags{
+			Type:       e.Name,
+			Help:       c.Help,
+			NameHelp:   c.NameHelp,
+			EnsureHelp: c.EnsureHelp,
+			Flags:      slices.Clone(c.Flags),
+			Subscribe:  e.Refreshes,
+			Status:     c.Status,
+		})
+	}
+	return out
 }
 
 // Lookup returns the flags of a type.
@@ -228,20 +125,20 @@ func Register(cmd *fisk.CmdClause, t TypeFlags) *Values {
 // bind makes fc fill the value of f (the same value for f and its aliases).
 func (v *Values) bind(fc *fisk.FlagClause, f Flag) {
 	switch f.Kind {
-	case String, FileText:
+	case catalog.FlagString, catalog.FlagFileText:
 		s, ok := v.strs[f.Name]
 		if !ok {
 			s = new(string)
 			v.strs[f.Name] = s
 		}
 		fc.PlaceHolder(strings.ToUpper(f.Property)).StringVar(s)
-	case Bool, Switch:
+	case catalog.FlagBool, catalog.FlagSwitch:
 		b, ok := v.bools[f.Name]
 		if !ok {
 			b = new(bool)
 			v.bools[f.Name] = b
 		}
-		if f.Kind == Bool {
+		if f.Kind == catalog.FlagBool {
 			fc.BoolVar(b)
 		} else {
 			fc.UnNegatableBoolVar(b)
@@ -277,29 +174,29 @@ func (v *Values) Properties() (map[string]any, error) {
 		if !v.isSet(f) && !(f.Envar != "" && os.Getenv(f.Envar) != "") {
 			continue
 		}
-		if _, dup := props[f.Property]; dup && f.Kind != Switch {
+		if _, dup := props[f.Property]; dup && f.Kind != catalog.FlagSwitch {
 			return nil, fmt.Errorf("--%s and another flag both set property %s: use one", f.Name, f.Property)
 		}
 		switch f.Kind {
-		case String:
+		case catalog.FlagString:
 			props[f.Property] = *v.strs[f.Name]
-		case FileText:
+		case catalog.FlagFileText:
 			text, err := readFileText(*v.strs[f.Name])
 			if err != nil {
 				return nil, fmt.Errorf("--%s: %w", f.Name, err)
 			}
 			props[f.Property] = text
-		case Bool:
+		case catalog.FlagBool:
 			props[f.Property] = *v.bools[f.Name]
-		case Switch:
+		case catalog.FlagSwitch:
 			if other, ok := switchedBy[f.Property]; ok {
 				return nil, fmt.Errorf("--%s and --%s cannot be used together", other, f.Name)
 			}
 			switchedBy[f.Property] = f.Name
 			props[f.Property] = f.Value
-		case Strings:
+		case catalog.FlagStrings:
 			props[f.Property] = toAny(*v.lists[f.Name])
-		case Ints:
+		case catalog.FlagInts:
 			var codes []any
 			for _, s := range *v.lists[f.Name] {
 				n, err := strconv.Atoi(s)
@@ -309,7 +206,7 @@ func (v *Values) Properties() (map[string]any, error) {
 				codes = append(codes, n)
 			}
 			props[f.Property] = codes
-		case Map, Pairs:
+		case catalog.FlagMap, catalog.FlagPairs:
 			sep := f.Sep
 			if sep == "" {
 				sep = "="
@@ -322,13 +219,13 @@ func (v *Values) Properties() (map[string]any, error) {
 				if !ok || k == "" {
 					return nil, fmt.Errorf("--%s: %q must look like KEY%sVALUE", f.Name, s, sep)
 				}
-				if f.Kind == Map {
+				if f.Kind == catalog.FlagMap {
 					m[k] = strings.TrimSpace(val)
 				} else {
 					pairs = append(pairs, map[string]any{k: val})
 				}
 			}
-			if f.Kind == Map {
+			if f.Kind == catalog.FlagMap {
 				props[f.Property] = m
 			} else {
 				props[f.Property] = pairs
