@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -121,6 +122,17 @@ ccm:
 		Expect(err).To(MatchError(resources.ErrInvalid))
 		Expect(err.Error()).To(ContainSubstring(`ccm.resources_jet_file resources.jet`))
 		Expect(err.Error()).To(ContainSubstring(`"Fact"`))
+	})
+
+	It("bounds what expressions write, not only the template's text", func() {
+		write("big.txt", strings.Repeat("x", 700<<10))
+		write("resources.jet", "- exec:\n    - \"/bin/echo [[ file(\"big.txt\") ]][[ file(\"big.txt\") ]]\": {}\n")
+		path := write("manifest.yaml", "ccm:\n  resources_jet_file: resources.jet\n")
+		m, err := manifest.Load(path)
+		Expect(err).ToNot(HaveOccurred())
+		_, err = m.Resolve(manifest.RunOptions{AllowFiles: true})
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(err.Error()).To(ContainSubstring("renders more than"))
 	})
 
 	DescribeTable("refuses what CCM refuses",
