@@ -8,12 +8,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/gossrun"
+	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
 
@@ -315,6 +321,201 @@ ccm:
 					Expect(r.Resources[i].Properties).To(HaveKeyWithValue(k, v), "resource %d %s", i, k)
 				}
 			}
+		})
+	})
+
+	// docs/content/resources/apply.md of choria-io/ccm (its design
+	// counterpart, docs/content/design/apply/_index.md, states the same
+	// rules); manifest/apply_test.go holds the other rules of both pages.
+	Describe("docs/content/resources/apply.md of choria-io/ccm", func() {
+		var dir string
+		BeforeEach(func() { dir = GinkgoT().TempDir() })
+		write := func(rel, doc string) string {
+			GinkgoHelper()
+			p := filepath.Join(dir, rel)
+			Expect(os.MkdirAll(filepath.Dir(p), 0o755)).To(Succeed())
+			Expect(os.WriteFile(p, []byte(strings.ReplaceAll(doc, "DIR", dir)), 0o644)).To(Succeed())
+			return p
+		}
+		run := func(path string) *manifest.Report {
+			GinkgoHelper()
+			m, err := manifest.Load(path)
+			Expect(err).NotTo(HaveOccurred())
+			rep, err := manifest.Run(GinkgoT().Context(), realEngine(), m, manifest.RunOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return rep
+		}
+		child := func(out, content string) string {
+			return "ccm:\n  resources:\n    - file:\n        - DIR/" + out + ":\n            content: \"" + content + "\"\n            owner: root\n            group: root\n            mode: \"0644\"\n"
+		}
+
+		// The page's opening example: "This executes two child manifests
+		// in order. The second receives additional data that its templates
+		// can reference."
+		It("the opening example: two child manifests in order, the second with data its templates read", func() {
+			write("networking/manifest.yaml", child("net.conf", "net"))
+			write("monitoring/manifest.yaml", "data: {alert_email: nobody}\n"+child("mon.conf", "{{ lookup('data.alert_email') }}"))
+			parent := write("manifest.yaml", `
+ccm:
+  resources:
+    - apply:
+        - networking/manifest.yaml: {}
+
+        - monitoring/manifest.yaml:
+            data:
+              alert_email: ops@example.com
+`)
+			rep := run(parent)
+			var order []string
+			for _, ev := range rep.Events {
+				order = append(order, ev.ResourceID())
+			}
+			Expect(order).To(Equal([]string{
+				"file#" + dir + "/net.conf", "apply#networking/manifest.yaml",
+				"file#" + dir + "/mon.conf", "apply#monitoring/manifest.yaml",
+			}))
+			Expect(os.ReadFile(filepath.Join(dir, "mon.conf"))).To(Equal([]byte("ops@example.com")))
+		})
+
+		// "Subscribe behavior": "The exec resource runs only if the child
+		// manifest made changes." The page spells refresh_only, a key
+		// CCM's exec (model/resource_exec.go, refreshonly) does not read;
+		// the project takes it as refreshonly.
+		It("subscribe behavior: the exec runs only if the child manifest made changes", func() {
+			write("config/manifest.yaml", child("config.conf", "v1"))
+			parent := write("manifest.yaml", `
+ccm:
+  resources:
+    - apply:
+        - config/manifest.yaml: {}
+
+    - exec:
+        - notify:
+            command: "/bin/sh -c 'echo notified >> DIR/notified'"
+            refresh_only: true
+            subscribe:
+              - apply#config/manifest.yaml
+`)
+			run(parent)
+			Expect(os.ReadFile(filepath.Join(dir, "notified"))).To(Equal([]byte("notified\n")))
+			run(parent)
+			Expect(os.ReadFile(filepath.Join(dir, "notified"))).To(Equal([]byte("notified\n")), "the child changed nothing the second time")
+		})
+
+		// "Path resolution": sub/manifest.yaml, then lib/manifest.yaml
+		// relative to sub/.
+		It("path resolution: each level relative to its own manifest's directory", func() {
+			write("sub/lib/manifest.yaml", child("lib.conf", "lib"))
+			write("sub/manifest.yaml", "ccm:\n  resources:\n    - apply:\n        - lib/manifest.yaml: {}\n")
+			run(write("manifest.yaml", "ccm:\n  resources:\n    - apply:\n        - sub/manifest.yaml: {}\n"))
+			Expect(os.ReadFile(filepath.Join(dir, "lib.conf"))).To(Equal([]byte("lib")))
+		})
+	})
+
+	// docs/content/resources/file.md of choria-io/ccm: owner, group and
+	// mode are "Required unless ensure: absent" (CCM's
+	// model/resource_file.go refuses "owner cannot be empty"; the project
+	// words it "property owner is required"). ccm-agent ensure file fills
+	// them in on the command line, as CCM's CLI does.
+	DescribeTable("docs/content/resources/file.md: owner, group and mode are required unless ensure: absent",
+		func(props string, problem string) {
+			dir := GinkgoT().TempDir()
+			doc := "ccm:\n  resources:\n    - file:\n        - " + dir + "/f:\n" + props
+			m, err := manifest.Parse([]byte(doc), manifest.ParseOptions{WorkingDir: dir})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = manifest.Run(GinkgoT().Context(), realEngine(), m, manifest.RunOptions{})
+			if problem == "" {
+				Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			Expect(err).To(MatchError(resources.ErrInvalid))
+			Expect(err.Error()).To(ContainSubstring(problem))
+			Expect(filepath.Join(dir, "f")).NotTo(BeAnExistingFile())
+		},
+		Entry("no owner", "            content: x\n            group: root\n            mode: \"0644\"\n", "property owner is required"),
+		Entry("no group", "            content: x\n            owner: root\n            mode: \"0644\"\n", "property group is required"),
+		Entry("no mode", "            content: x\n            owner: root\n            group: root\n", "property mode is required"),
+		Entry("absent needs none", "            ensure: absent\n", ""),
+	)
+
+	Describe("docs/content/monitoring/_index.md of choria-io/ccm", func() {
+		var dir string
+		BeforeEach(func() { dir = GinkgoT().TempDir() })
+		run := func(doc string, opts manifest.RunOptions) *manifest.Report {
+			GinkgoHelper()
+			m, err := manifest.Parse([]byte(strings.ReplaceAll(doc, "DIR", dir)), manifest.ParseOptions{WorkingDir: dir})
+			Expect(err).NotTo(HaveOccurred())
+			reg, err := providers.Builtin(providers.Options{Runner: runner.Exec{}})
+			Expect(err).NotTo(HaveOccurred())
+			eng := engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{})), engine.WithGossRunner(gossrun.New()))
+			rep, err := manifest.Run(GinkgoT().Context(), eng, m, opts)
+			Expect(err).NotTo(HaveOccurred())
+			return rep
+		}
+		fileWithCheck := func(check string) string {
+			return "ccm:\n  resources:\n    - file:\n        - DIR/f:\n            content: x\n            owner: root\n            group: root\n            mode: \"0644\"\n            health_checks:\n" + check
+		}
+
+		// "Nagios format": the page's exit code table. A check that is
+		// not OK fails the resource (CCM's resources/base/base.go).
+		DescribeTable("Nagios format: the exit code table",
+			func(code int, status string) {
+				ev := run(fileWithCheck(fmt.Sprintf("              - name: probe\n                command: \"/bin/sh -c 'exit %d'\"\n", code)), manifest.RunOptions{}).Events[0]
+				Expect(ev.HealthChecks).To(HaveLen(1))
+				Expect(ev.HealthChecks[0].Status).To(Equal(status))
+				Expect(ev.Failed).To(Equal(status != protocol.HealthOK))
+			},
+			Entry("0 OK", 0, protocol.HealthOK),
+			Entry("1 WARNING", 1, protocol.HealthWarning),
+			Entry("2 CRITICAL", 2, protocol.HealthCritical),
+			Entry("3 UNKNOWN", 3, protocol.HealthUnknown),
+			Entry("4 (3+) UNKNOWN", 4, protocol.HealthUnknown),
+		)
+
+		// The Nagios example's shape: a YAML block command, name, tries,
+		// try_sleep and timeout ("retries up to 5 times with 1 second
+		// between attempts").
+		It("the Nagios example: retries until the check passes", func() {
+			ev := run(fileWithCheck(`              - name: check_http
+                command: |
+                  /bin/sh -c 'n=$(cat DIR/tries 2>/dev/null || echo 0); echo $((n+1)) > DIR/tries; test $n -ge 2 && echo Acme Inc || exit 2'
+                tries: 5
+                try_sleep: 1s
+                timeout: 10s
+`), manifest.RunOptions{}).Events[0]
+			Expect(ev.Failed).To(BeFalse(), "%v", ev.Errors)
+			Expect(ev.HealthChecks[0].Name).To(Equal("check_http"))
+			Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthOK))
+			Expect(ev.HealthChecks[0].Message).To(Equal("Acme Inc"))
+			Expect(os.ReadFile(filepath.Join(dir, "tries"))).To(Equal([]byte("3\n")))
+		})
+
+		// "Templates in Goss rules": rules are expanded with Data and
+		// lookup() before goss reads them; "OK when all Goss rules pass,
+		// or CRITICAL when any rule fails".
+		It("goss rules: templates with Data and lookup(); OK when all pass, CRITICAL when one fails", func() {
+			doc := "data:\n  config_path: DIR/f\n  expected_response: x\n" + fileWithCheck(`              - name: app_check
+                goss_rules:
+                  file:
+                    "{{ Data.config_path }}":
+                      exists: true
+                      contents: ["{{ lookup('data.expected_response', 'ok') }}"]
+`)
+			ev := run(doc, manifest.RunOptions{}).Events[0]
+			Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthOK), "%v", ev.Errors)
+			ev = run(doc, manifest.RunOptions{Data: map[string]any{"expected_response": "absent-canary"}}).Events[0]
+			Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthCritical))
+			Expect(ev.Failed).To(BeTrue())
+		})
+
+		// "Each health check must specify either command or goss_rules --
+		// they are mutually exclusive."
+		It("refuses command together with goss_rules", func() {
+			m, err := manifest.Parse([]byte(strings.ReplaceAll(fileWithCheck("              - command: /bin/true\n                goss_rules: {file: {/etc: {exists: true}}}\n"), "DIR", dir)), manifest.ParseOptions{WorkingDir: dir})
+			if err == nil {
+				_, err = manifest.Run(GinkgoT().Context(), realEngine(), m, manifest.RunOptions{})
+			}
+			Expect(err).To(MatchError(ContainSubstring("command and goss_rules are mutually exclusive")))
 		})
 	})
 })

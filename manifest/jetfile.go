@@ -2,15 +2,11 @@ package manifest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
-
-	"github.com/CloudyKit/jet/v6"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/templates"
@@ -40,11 +36,13 @@ func (m *Manifest) decodeJetFile(c map[string]any) error {
 	return nil
 }
 
-// jetEntries renders the resources_jet_file with the resolved data, the
-// facts and (when exposed) the environment as Data, Facts and Environ, the
-// lookup() function, and [[ ]] delimiters, then parses the YAML list it
-// renders as ccm.resources.
-func (m *Manifest) jetEntries(env *templates.Env, environ bool) ([]*entry, error) {
+// jetEntries renders the resources_jet_file with [[ ]] delimiters over
+// the variables and functions jet() offers (templates.Env.RenderJetTo:
+// facts/Facts, data/Data, environ/Environ where the environment is exposed,
+// lookup, file/readFile, template, kvGet), as CCM renders it with its
+// template environment, then parses the YAML list it renders as
+// ccm.resources.
+func (m *Manifest) jetEntries(env *templates.Env) ([]*entry, error) {
 	if m.workingDir == "" {
 		return nil, invalidf("ccm.resources_jet_file: the manifest has no directory to read %s from", m.jetFile)
 	}
@@ -53,26 +51,13 @@ func (m *Manifest) jetEntries(env *templates.Env, environ bool) ([]*entry, error
 	if err != nil {
 		return nil, invalidWith(err, "ccm.resources_jet_file: %v", err)
 	}
-	set := jet.NewSet(jet.NewInMemLoader(), jet.WithDelims("[[", "]]"), jet.WithSafeWriter(func(w io.Writer, b []byte) { _, _ = w.Write(b) }))
-	set.AddGlobalFunc("lookup", jetLookup(env))
-	tpl, err := set.Parse(m.jetFile, string(src))
-	if err != nil {
-		return nil, invalidWith(err, "ccm.resources_jet_file %s: %v", m.jetFile, err)
-	}
-	vars := jet.VarMap{}
-	vars.Set("Data", env.Data())
-	vars.Set("Facts", env.Facts())
-	if environ {
-		em := map[string]string{}
-		for _, kv := range os.Environ() {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				em[k] = v
-			}
-		}
-		vars.Set("Environ", em)
-	}
 	var out bytes.Buffer
-	if err := tpl.Execute(&limitedWriter{w: &out, left: maxJetFile}, vars, nil); err != nil {
+	lw := &limitedWriter{w: &out, left: maxJetFile}
+	err = env.RenderJetTo(lw, m.jetFile, string(src), "[[", "]]")
+	if err == nil {
+		err = lw.err
+	}
+	if err != nil {
 		return nil, invalidWith(err, "ccm.resources_jet_file %s: %v", m.jetFile, err)
 	}
 	if strings.TrimSpace(out.String()) == "" {
@@ -93,24 +78,6 @@ func (m *Manifest) jetEntries(env *templates.Env, environ bool) ([]*entry, error
 	return entries, nil
 }
 
-// jetLookup is lookup(key[, default]) over env, as in scaffold templates.
-func jetLookup(env *templates.Env) jet.Func {
-	return func(args jet.Arguments) reflect.Value {
-		args.RequireNumOfArguments("lookup", 1, 2)
-		v, err := env.Lookup(fmt.Sprint(args.Get(0).Interface()))
-		if errors.Is(err, templates.ErrMissingKey) && args.NumOfArguments() == 2 {
-			return args.Get(1)
-		}
-		if err != nil {
-			args.Panicf("lookup: %v", err)
-		}
-		if v == nil {
-			return reflect.ValueOf("")
-		}
-		return reflect.ValueOf(v)
-	}
-}
-
 // readBounded reads a file of at most maxJetFile bytes.
 func readBounded(path string) ([]byte, error) {
 	f, err := os.Open(path)
@@ -128,15 +95,21 @@ func readBounded(path string) ([]byte, error) {
 	return b, nil
 }
 
-// limitedWriter fails a render that writes more than left bytes.
+// limitedWriter fails a render that writes more than left bytes; err
+// remembers it, since Jet does not stop on every failed write.
 type limitedWriter struct {
 	w    io.Writer
 	left int
+	err  error
 }
 
 func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
 	if len(p) > l.left {
-		return 0, fmt.Errorf("renders more than %d bytes", maxJetFile)
+		l.err = fmt.Errorf("renders more than %d bytes", maxJetFile)
+		return 0, l.err
 	}
 	l.left -= len(p)
 	return l.w.Write(p)

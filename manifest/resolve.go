@@ -165,7 +165,7 @@ func (m *Manifest) plan(opts RunOptions) (*plan, error) {
 	}
 	entries := m.entries
 	if m.jetFile != "" {
-		if entries, err = m.jetEntries(env, opts.AllowEnviron); err != nil {
+		if entries, err = m.jetEntries(env); err != nil {
 			return nil, err
 		}
 	}

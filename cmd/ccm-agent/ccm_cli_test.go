@@ -192,3 +192,20 @@ overrides:
 		Expect(os.ReadFile(out)).To(Equal([]byte("from-data manifest")))
 	})
 })
+
+var _ = Describe("ccm-agent ensure --help", func() {
+	// CCM's cmd/ensure_exec.go, ensure_archive.go: --exec-if,
+	// --exec-unless, --environment, --refresh-only and --extract are
+	// CCM's own flag names, so help shows them.
+	DescribeTable("shows CCM's flag names in help",
+		func(typ string, want ...string) {
+			code, out, errOut := agent("ensure", typ, "--help")
+			Expect(code).To(Equal(0), errOut)
+			for _, w := range want {
+				Expect(out).To(ContainSubstring(w))
+			}
+		},
+		Entry("exec", "exec", "--exec-if=ONLYIF", "--exec-unless=UNLESS", "--environment=ENVIRONMENT", "--[no-]refresh-only", "--onlyif=ONLYIF", "CCM's name for --onlyif"),
+		Entry("archive", "archive", "--extract=EXTRACT_PARENT", "--extract-parent=EXTRACT_PARENT"),
+	)
+})

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -62,6 +63,44 @@ var _ = Describe("ccm-agent session", func() {
 		Expect(out).To(ContainSubstring("     Failed Resources: 1\n"))
 		Expect(out).To(ContainSubstring("    Skipped Resources: 1\n"))
 		Expect(out).To(ContainSubstring("         Total Errors: 1\n"))
+	})
+
+	// CCM's session report (cmd/session.go of the CCM snapshot) prints
+	// these lines in this order and nothing else: no unmet requirements
+	// or health check lines (those are the run summary's, model
+	// RenderText), no --json or --yaml; Run Time only when above zero.
+	It("reports an unmet requirement and a WARNING health check as CCM's session report does", func() {
+		GinkgoT().Setenv("CCM_SESSION_STORE", store)
+		code, _, _ := agent("session", "new", "--directory", store)
+		Expect(code).To(Equal(0))
+		code, _, _ = agent("ensure", "exec", "/bin/false")
+		Expect(code).To(Equal(2))
+		guarded := filepath.Join(dir, "guarded")
+		code, out, _ := agent("ensure", "file", guarded, "--content", "x", "--require", "exec#/bin/false")
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("skipped"))
+		code, out, _ = agent("ensure", "exec", "/bin/true", "--check", "/bin/false", "--check-tries", "1")
+		Expect(code).To(Equal(2))
+		Expect(out).To(ContainSubstring("WARNING"))
+
+		code, out, _ = agent("session", "report")
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchRegexp(`\n             Run Time: \d.*\n`))
+		Expect(regexp.MustCompile(`(?m)^ +Run Time: .*\n`).ReplaceAllString(out, "")).To(Equal(`
+Session Summary
+
+      Total Resources: 3
+     Unique Resources: 3
+     Stable Resources: 0
+    Changed Resources: 0
+     Failed Resources: 2
+    Skipped Resources: 1
+  Refreshed Resources: 0
+         Total Errors: 2
+`))
+		code, _, errOut := agent("session", "report", "--json")
+		Expect(code).To(Equal(1), "CCM's session report has no --json")
+		Expect(errOut).To(ContainSubstring("--json"))
 	})
 
 	It("refuses --require without a session, and a requirement the session has no event of", func() {

@@ -12,17 +12,21 @@ import (
 // does: each event is failed, else skipped, else changed (under noop:
 // would change), else stable; refreshes, unmet requirements and health
 // checks by status are counted besides; every failed event is an error.
+// unique counts the distinct TYPE#NAME (the session report's line).
 type runReport struct {
 	took                                                  time.Duration
-	total, stable, changed, failed, skipped, refreshed    int
+	total, unique                                         int
+	stable, changed, failed, skipped, refreshed           int
 	unmet, checked, checkOK, checkWarn, checkCrit, checkX int
 	errors                                                int
 }
 
 func newRunReport(events []*protocol.TransactionEvent, took time.Duration) runReport {
 	r := runReport{took: took}
+	unique := map[string]bool{}
 	for _, ev := range events {
 		r.total++
+		unique[ev.ResourceID()] = true
 		switch {
 		case ev.Failed:
 			r.failed++
@@ -55,6 +59,7 @@ func newRunReport(events []*protocol.TransactionEvent, took time.Duration) runRe
 			}
 		}
 	}
+	r.unique = len(unique)
 	return r
 }
 
@@ -76,5 +81,26 @@ func (r runReport) write(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "    Checked Resources: %d\n", r.checked)
 	}
+	fmt.Fprintf(w, "         Total Errors: %d\n", r.errors)
+}
+
+// writeSession prints the report in the layout of CCM's session report
+// ("Session Summary"): the run summary's counts without unmet
+// requirements and health checks, with unique resources, and the run time
+// only when above zero, as CCM's cmd/session.go prints them.
+func (r runReport) writeSession(w io.Writer) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Session Summary")
+	fmt.Fprintln(w)
+	if r.took > 0 {
+		fmt.Fprintf(w, "             Run Time: %v\n", r.took.Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "      Total Resources: %d\n", r.total)
+	fmt.Fprintf(w, "     Unique Resources: %d\n", r.unique)
+	fmt.Fprintf(w, "     Stable Resources: %d\n", r.stable)
+	fmt.Fprintf(w, "    Changed Resources: %d\n", r.changed)
+	fmt.Fprintf(w, "     Failed Resources: %d\n", r.failed)
+	fmt.Fprintf(w, "    Skipped Resources: %d\n", r.skipped)
+	fmt.Fprintf(w, "  Refreshed Resources: %d\n", r.refreshed)
 	fmt.Fprintf(w, "         Total Errors: %d\n", r.errors)
 }

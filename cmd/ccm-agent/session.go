@@ -232,45 +232,11 @@ func (a *app) sessionReport(dir string, remove bool) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	var (
-		total, stable, changed, failed, skipped, refreshed, errs int
-		took                                                     time.Duration
-	)
-	unique := map[string]bool{}
+	var took time.Duration
 	for _, ev := range events {
-		total++
 		took += ev.Duration
-		unique[ev.ResourceID()] = true
-		switch {
-		case ev.Failed:
-			failed++
-			errs++
-		case ev.Skipped:
-			skipped++
-		case ev.Changed:
-			changed++
-		default:
-			stable++
-		}
-		if ev.Refreshed {
-			refreshed++
-		}
 	}
-	w := a.Stdout
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Session Summary")
-	fmt.Fprintln(w)
-	if took > 0 {
-		fmt.Fprintf(w, "             Run Time: %v\n", took.Round(time.Millisecond))
-	}
-	fmt.Fprintf(w, "      Total Resources: %d\n", total)
-	fmt.Fprintf(w, "     Unique Resources: %d\n", len(unique))
-	fmt.Fprintf(w, "     Stable Resources: %d\n", stable)
-	fmt.Fprintf(w, "    Changed Resources: %d\n", changed)
-	fmt.Fprintf(w, "     Failed Resources: %d\n", failed)
-	fmt.Fprintf(w, "    Skipped Resources: %d\n", skipped)
-	fmt.Fprintf(w, "  Refreshed Resources: %d\n", refreshed)
-	fmt.Fprintf(w, "         Total Errors: %d\n", errs)
+	newRunReport(events, took).writeSession(a.Stdout)
 	if remove {
 		abs, err := filepath.Abs(dir)
 		if err != nil {

@@ -94,9 +94,12 @@ type Flag struct {
 	Sep string
 	// Value is what a FlagSwitch sets its property to.
 	Value any
-	// Aliases are other long names accepted for the flag (CCM's spellings),
-	// hidden from help.
+	// Aliases are other long names accepted for the flag (spellings of
+	// CCM's documentation and of earlier releases), hidden from help.
 	Aliases []string
+	// CCMNames are CCM's own names of the flag (its ensure commands),
+	// accepted and shown in help, which says whose spelling they are.
+	CCMNames []string
 	// Short is a one-letter name for the flag; 0 for none.
 	Short rune
 }
@@ -170,14 +173,14 @@ var execCommand = &CommandLine{
 	Flags: []Flag{
 		{Name: "command", Property: "command", Help: "Command to run instead of the name"},
 		{Name: "cwd", Property: "cwd", Help: "Working directory"},
-		{Name: "env", Property: "environment", Kind: FlagStrings, Short: 'e', Aliases: []string{"environment"}, Help: "Extra environment KEY=VALUE (repeatable)"},
+		{Name: "env", Property: "environment", Kind: FlagStrings, Short: 'e', CCMNames: []string{"environment"}, Help: "Extra environment KEY=VALUE (repeatable)"},
 		{Name: "path", Property: "path", Help: "Search path for the command, e.g. /usr/bin:/bin"},
 		{Name: "returns", Property: "returns", Kind: FlagInts, Help: "Exit code that means success (repeatable; default 0)"},
 		{Name: "timeout", Property: "timeout", Help: "Kill the command (and its children) after this long, e.g. 30s"},
 		{Name: "creates", Property: "creates", Help: "Skip the command when this file exists"},
-		{Name: "onlyif", Property: "onlyif", Aliases: []string{"exec-if"}, Help: "Run only when this guard command exits 0"},
-		{Name: "unless-command", Property: "unless", Aliases: []string{"exec-unless"}, Help: "Run only when this guard command exits non-zero"},
-		{Name: "refreshonly", Property: "refreshonly", Kind: FlagBool, Aliases: []string{"refresh-only"}, Help: "Run only when a subscribed resource changed"},
+		{Name: "onlyif", Property: "onlyif", CCMNames: []string{"exec-if"}, Help: "Run only when this guard command exits 0"},
+		{Name: "unless-command", Property: "unless", CCMNames: []string{"exec-unless"}, Help: "Run only when this guard command exits non-zero"},
+		{Name: "refreshonly", Property: "refreshonly", Kind: FlagBool, CCMNames: []string{"refresh-only"}, Help: "Run only when a subscribed resource changed"},
 		{Name: "logoutput", Property: "logoutput", Kind: FlagBool, Help: "Keep the command's output in the result"},
 	},
 }
@@ -211,7 +214,7 @@ var archiveCommand = &CommandLine{
 	Flags: []Flag{
 		{Name: "url", Property: "url", Help: "http:// or https:// URL of a .tar.gz, .tgz, .tar or .zip (or the second argument)"},
 		{Name: "checksum", Property: "checksum", Help: "Expected SHA-256 of the archive"},
-		{Name: "extract-parent", Property: "extract_parent", Aliases: []string{"extract"}, Help: "Directory to extract into"},
+		{Name: "extract-parent", Property: "extract_parent", CCMNames: []string{"extract"}, Help: "Directory to extract into"},
 		{Name: "creates", Property: "creates", Help: "Skip download and extraction when this file exists"},
 		{Name: "cleanup", Property: "cleanup", Kind: FlagBool, Help: "Remove the archive after extracting (needs --extract-parent and --creates)"},
 		{Name: "owner", Property: "owner", Help: "Owner of the archive file, or OWNER:GROUP"},

@@ -129,27 +129,37 @@ func (e *Env) jetFunc(params ...any) (any, error) {
 // the variables and functions jet() offers. As in Jet generally, reading a
 // map key that does not exist gives nothing (an empty string), while going
 // further below it is an error; use lookup() for a checked read.
-func (e *Env) RenderJet(body, left, right string) (out string, err error) {
-	set := jet.NewSet(jet.NewInMemLoader(), jet.WithDelims(left, right),
-		jet.WithSafeWriter(func(w io.Writer, b []byte) { _, _ = w.Write(b) }))
-	for name, f := range e.jetFuncs() {
-		set.AddGlobalFunc(name, f)
-	}
-	tpl, err := set.Parse("template", body)
-	if err != nil {
-		return "", fmt.Errorf("%w: jet: %w", ErrExpression, err)
-	}
-	vars := jet.VarMap{}
-	for _, name := range []string{"facts", "Facts", "data", "Data", "environ", "Environ"} {
-		if v, ok := e.vars[name]; ok {
-			vars.Set(name, v)
-		}
-	}
+func (e *Env) RenderJet(body, left, right string) (string, error) {
 	var buf bytes.Buffer
-	if err := tpl.Execute(&buf, vars, nil); err != nil {
+	if err := e.RenderJetTo(&buf, "template", body, left, right); err != nil {
 		return "", fmt.Errorf("%w: jet: %w", ErrExpression, err)
 	}
 	return buf.String(), nil
+}
+
+// RenderJetTo is RenderJet writing to w, with the template called name in
+// Jet's errors, which it returns as Jet gives them (a name Jet does not
+// know, such as a misspelt variable, is one). Jet ends the render on a
+// write error of w only for the template's own text, not for what an
+// expression writes: a writer that bounds the output should remember that
+// it refused a write.
+func (e *Env) RenderJetTo(w io.Writer, name, body, left, right string) error {
+	set := jet.NewSet(jet.NewInMemLoader(), jet.WithDelims(left, right),
+		jet.WithSafeWriter(func(w io.Writer, b []byte) { _, _ = w.Write(b) }))
+	for fname, f := range e.jetFuncs() {
+		set.AddGlobalFunc(fname, f)
+	}
+	tpl, err := set.Parse(name, body)
+	if err != nil {
+		return err
+	}
+	vars := jet.VarMap{}
+	for _, v := range []string{"facts", "Facts", "data", "Data", "environ", "Environ"} {
+		if val, ok := e.vars[v]; ok {
+			vars.Set(v, val)
+		}
+	}
+	return tpl.Execute(w, vars, nil)
 }
 
 // jetFuncs wraps the expression functions for Jet.

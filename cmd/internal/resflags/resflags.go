@@ -118,6 +118,11 @@ func Register(cmd *fisk.CmdClause, t TypeFlags) *Values {
 			v.aliasSet[f.Name] = append(v.aliasSet[f.Name], aliasSet)
 			v.bind(cmd.Flag(alias, f.Help).Hidden().IsSetByUser(aliasSet), f)
 		}
+		for _, name := range f.CCMNames {
+			aliasSet := new(bool)
+			v.aliasSet[f.Name] = append(v.aliasSet[f.Name], aliasSet)
+			v.bind(cmd.Flag(name, "CCM's name for --"+f.Name).IsSetByUser(aliasSet), f)
+		}
 	}
 	return v
 }
