@@ -25,11 +25,54 @@ func DecodeJSON(t resources.Type, raw []byte) (resources.Properties, error) {
 }
 
 // MayHoldTemplate reports whether the JSON text raw may hold a template:
-// it has "{{" or "${", or an escape that could spell one. Properties
-// without are decoded once, from raw (Spec.Decoded); properties with are
-// expanded first, from their map.
+// it has "{{" or "${" as written, or a \u escape spelling '{' or '$'
+// (every opener, "{{" and "${", is made of those two characters; an
+// escape of any other, such as \u0026 for '&', cannot hide one). It errs
+// on the side of a template: an escape it cannot read counts as one.
+// Properties without are decoded once, from raw (Spec.Decoded);
+// properties with are expanded first, from their map.
 func MayHoldTemplate(raw []byte) bool {
-	return bytes.Contains(raw, []byte("{{")) || bytes.Contains(raw, []byte("${")) || bytes.Contains(raw, []byte(`\u`))
+	if bytes.Contains(raw, []byte("{{")) || bytes.Contains(raw, []byte("${")) {
+		return true
+	}
+	for i := bytes.IndexByte(raw, '\\'); i >= 0; {
+		if i+1 < len(raw) && raw[i+1] != 'u' && raw[i+1] != 'U' {
+			i += 2 // a two-byte escape: \\, \", \n...
+		} else {
+			r, ok := hex4(raw[min(i+2, len(raw)):])
+			if !ok || r == '{' || r == '$' {
+				return true
+			}
+			i += 6
+		}
+		next := bytes.IndexByte(raw[min(i, len(raw)):], '\\')
+		if next < 0 {
+			break
+		}
+		i += next
+	}
+	return false
+}
+
+// hex4 reads the four hex digits a \u escape starts with b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // prepareDecoded is Prepare for properties decoded from the request's
