@@ -2,8 +2,10 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/redact"
@@ -75,6 +77,111 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
+// ValueMayHoldTemplate is MayHoldTemplate for properties already decoded
+// into a map, as a manifest plans them: whether a string in v, a map key
+// (goss rules are keyed by templates) or a value, has "{{" or "${". A
+// value of a kind templates are not expanded in counts as one that may.
+func ValueMayHoldTemplate(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.Contains(t, "{{") || strings.Contains(t, "${")
+	case map[string]any:
+		for k, x := range t {
+			if ValueMayHoldTemplate(k) || ValueMayHoldTemplate(x) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, x := range t {
+			if ValueMayHoldTemplate(x) {
+				return true
+			}
+		}
+		return false
+	case nil, bool, int, int64, uint64, float64:
+		return false
+	default:
+		return true
+	}
+}
+
+// DecodeMap decodes props, a resource's properties with their templates
+// resolved (or none), into the type's properties, with the rules and
+// messages of Decode. Like DecodeJSON it sets no default and does not
+// validate: Prepare does, for Spec.Decoded.
+func DecodeMap(t resources.Type, props map[string]any) (resources.Properties, error) {
+	raw, err := json.Marshal(props)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", resources.ErrInvalid, err)
+	}
+	return DecodeJSON(t, raw)
+}
+
+// CloneProperties returns a deep copy of p: its structs, pointers, lists
+// and maps copied, nothing shared with p. Prepare and the providers may
+// change the properties they are given (the default ensure, the
+// sensitive mark), so properties decoded once and kept for later runs are
+// handed to each run as a copy.
+func CloneProperties(p resources.Properties) resources.Properties {
+	return cloneValue(reflect.ValueOf(p)).Interface().(resources.Properties)
+}
+
+// cloneValue is a deep copy of v (JSON-shaped values: no cycles).
+func cloneValue(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Type().Elem())
+		c.Elem().Set(cloneValue(v.Elem()))
+		return c
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Type()).Elem()
+		c.Set(cloneValue(v.Elem()))
+		return c
+	case reflect.Struct:
+		c := reflect.New(v.Type()).Elem()
+		c.Set(v)
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				c.Field(i).Set(cloneValue(v.Field(i)))
+			}
+		}
+		return c
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			c.Index(i).Set(cloneValue(v.Index(i)))
+		}
+		return c
+	case reflect.Array:
+		c := reflect.New(v.Type()).Elem()
+		for i := range v.Len() {
+			c.Index(i).Set(cloneValue(v.Index(i)))
+		}
+		return c
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			c.SetMapIndex(it.Key(), cloneValue(it.Value()))
+		}
+		return c
+	default:
+		return v
+	}
+}
+
 // prepareDecoded is Prepare for properties decoded from the request's
 // bytes, none a template: the same checks, secrets and choices, without
 // expansion or a second decode.
@@ -118,7 +225,10 @@ func stringsOf(v reflect.Value, out []any) []any {
 			out = stringsOf(v.Index(i), out)
 		}
 	case reflect.Map:
+		// Keys count, as they do for properties in a map: goss rules are
+		// keyed by values.
 		for it := v.MapRange(); it.Next(); {
+			out = stringsOf(it.Key(), out)
 			out = stringsOf(it.Value(), out)
 		}
 	case reflect.String:

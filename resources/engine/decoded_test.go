@@ -28,3 +28,31 @@ var _ = Describe("MayHoldTemplate", func() {
 		Entry("a backslash at the end", `{"name":"\`, true),
 	)
 })
+
+var _ = Describe("ValueMayHoldTemplate", func() {
+	DescribeTable("looks at every string of planned properties, keys included",
+		func(v any, want bool) {
+			Expect(engine.ValueMayHoldTemplate(v)).To(Equal(want))
+		},
+		Entry("plain values", map[string]any{"name": "a && b <c>", "n": 1, "f": 1.5, "b": true, "nil": nil, "list": []any{"x"}}, false),
+		Entry("a {{ template in a list", map[string]any{"list": []any{"{{ facts.x }}"}}, true),
+		Entry("a ${ template deep down", map[string]any{"m": map[string]any{"k": []any{map[string]any{"v": "${ x }"}}}}, true),
+		Entry("a template in a key (goss rules)", map[string]any{"goss_rules": map[string]any{"{{ facts.x }}": map[string]any{}}}, true),
+		Entry("a value of a kind not expected", map[string]any{"m": map[string]string{"k": "v"}}, true),
+	)
+})
+
+var _ = Describe("CloneProperties", func() {
+	It("copies everything, sharing nothing with the original", func() {
+		t := &probeType{}
+		p, err := engine.DecodeMap(t, map[string]any{"name": "x", "require": []any{"probe#a"},
+			"health_checks": []any{map[string]any{"goss_rules": map[string]any{"file": map[string]any{"/x": map[string]any{"exists": true}}}}}})
+		Expect(err).ToNot(HaveOccurred())
+		c := engine.CloneProperties(p)
+		Expect(c).To(Equal(p))
+		c.Common().Require[0] = "probe#b"
+		c.Common().HealthChecks[0].GossRules["file"].(map[string]any)["/x"] = "changed"
+		Expect(p.Common().Require[0]).To(Equal("probe#a"))
+		Expect(p.Common().HealthChecks[0].GossRules["file"].(map[string]any)["/x"]).To(Equal(map[string]any{"exists": true}))
+	})
+})
