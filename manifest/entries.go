@@ -20,6 +20,10 @@ type entry struct {
 	splat any
 	// defaults are the list's defaults entry, nil when it has none.
 	defaults *defaults
+	// decoded keeps the typed properties of its resources planned with
+	// no template, for the manifest's later runs; nil (an entry of a
+	// resources_jet_file, made again every run) keeps none.
+	decoded *decodedCache
 }
 
 // defaults are the properties of a list's "defaults" entry.

@@ -310,6 +310,9 @@ func (m *Manifest) decodeCCM(v any, ts typeSet) error {
 		if err != nil {
 			return err
 		}
+		for _, e := range es {
+			e.decoded = new(decodedCache)
+		}
 		m.entries = append(m.entries, es...)
 	}
 	return nil

@@ -98,8 +98,6 @@ func (p plannedSpec) label() string {
 	return fmt.Sprintf("resources[%d] %s#%s", p.entry.index, p.entry.typ, p.name)
 }
 
-func (p plannedSpec) spec() engine.Spec { return engine.Spec{Type: p.entry.typ, Properties: p.props} }
-
 // Resolve computes the data (base data, hierarchy overrides with first/deep
 // merge, then opts.Data, then the data's validation rules) and expands every resource (defaults, "*", name
 // arrays, templates) into the ordered list of specs the engine would run,

@@ -84,8 +84,9 @@ func Run(ctx context.Context, eng *engine.Engine, m *Manifest, opts RunOptions) 
 	sess := eng.NewSession(engine.RunOptions{Noop: opts.Noop, MonitorOnly: opts.MonitorOnly, Env: pl.env, WorkingDir: m.workingDir, Guard: opts.Guard, Prepared: opts.Prepared, DiffLimit: opts.DiffLimit})
 	prepared := make([]*engine.Prepared, len(pl.specs))
 	nodes := make([]refNode, len(pl.specs))
+	reg := eng.Registry()
 	for i, ps := range pl.specs {
-		p, err := sess.Prepare(ps.spec())
+		p, err := sess.Prepare(ps.spec(reg))
 		if err != nil {
 			return nil, prepareError(ps, err)
 		}

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -137,3 +138,13 @@ func ev(outcome string) *protocol.TransactionEvent {
 	}
 	return e
 }
+
+var _ = Describe("encoding a fleet request", func() {
+	It("keeps <, > and & of the ensure properties as written (json.Marshal escapes them again inside a json.RawMessage)", func() {
+		fr := protocol.NewFleetRequest("enc-1", time.Now(), time.Minute)
+		fr.Ensure, _ = protocol.NewEnsureRequest("exec", map[string]any{"name": "/bin/sh -c 'a && b < c'"})
+		data, err := encodeRequest(fr, protocol.DefaultMaxBytes)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(string(data)).To(ContainSubstring(`"properties":{"name":"/bin/sh -c 'a && b < c'"}`))
+	})
+})

@@ -438,12 +438,13 @@ func (r *runner) encode(targets []string) ([]byte, nats.Header, error) {
 }
 
 // encodeRequest validates and encodes a fleet request no larger than max
-// bytes.
+// bytes, with protocol.EncodeJSON: json.Marshal would escape <, > and &
+// again inside the ensure properties (a json.RawMessage is re-escaped).
 func encodeRequest(fr *protocol.FleetRequest, max int) ([]byte, error) {
 	if err := fr.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	data, err := json.Marshal(fr)
+	data, err := protocol.EncodeJSON(fr)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}

@@ -24,9 +24,10 @@ type EnsureResponse struct {
 	State    *TransactionEvent `json:"state,omitempty"`
 }
 
-// NewEnsureRequest builds a request for typeName with the given properties.
+// NewEnsureRequest builds a request for typeName with the given
+// properties, encoded as EncodeJSON does (<, > and & as written).
 func NewEnsureRequest(typeName string, properties map[string]any) (*EnsureRequest, error) {
-	raw, err := json.Marshal(properties)
+	raw, err := EncodeJSON(properties)
 	if err != nil {
 		return nil, fmt.Errorf("%s properties: %w", typeName, err)
 	}

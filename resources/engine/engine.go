@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -271,11 +270,7 @@ func (s *Session) secrets(ref string, raw, expanded map[string]any, marked bool)
 // a resource before sending it. Every error wraps resources.ErrInvalid; the
 // properties are returned once decoded, even when Validate fails.
 func Decode(t resources.Type, props map[string]any) (resources.Properties, error) {
-	raw, err := json.Marshal(props)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", resources.ErrInvalid, err)
-	}
-	p, err := DecodeJSON(t, raw)
+	p, err := DecodeMap(t, props)
 	if err != nil {
 		return nil, err
 	}
