@@ -2,12 +2,10 @@ package manifest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 
 	"github.com/CloudyKit/jet/v6"
@@ -43,7 +41,8 @@ func (m *Manifest) decodeJetFile(c map[string]any) error {
 // jetEntries renders the resources_jet_file with the resolved data, the
 // facts and (when exposed) the environment as Data, Facts and Environ, the
 // lookup() function, and [[ ]] delimiters, then parses the YAML list it
-// renders as ccm.resources.
+// renders as ccm.resources. The caller's functions (registrations())
+// are there too.
 func (m *Manifest) jetEntries(env *templates.Env, environ bool) ([]*entry, error) {
 	if m.workingDir == "" {
 		return nil, invalidf("ccm.resources_jet_file: the manifest has no directory to read %s from", m.jetFile)
@@ -54,7 +53,10 @@ func (m *Manifest) jetEntries(env *templates.Env, environ bool) ([]*entry, error
 		return nil, invalidWith(err, "ccm.resources_jet_file: %v", err)
 	}
 	set := jet.NewSet(jet.NewInMemLoader(), jet.WithDelims("[[", "]]"), jet.WithSafeWriter(func(w io.Writer, b []byte) { _, _ = w.Write(b) }))
-	set.AddGlobalFunc("lookup", jetLookup(env))
+	for name, f := range env.JetCallerFuncs() {
+		set.AddGlobalFunc(name, f)
+	}
+	set.AddGlobalFunc("lookup", env.JetLookup())
 	tpl, err := set.Parse(m.jetFile, string(src))
 	if err != nil {
 		return nil, invalidWith(err, "ccm.resources_jet_file %s: %v", m.jetFile, err)
@@ -91,24 +93,6 @@ func (m *Manifest) jetEntries(env *templates.Env, environ bool) ([]*entry, error
 		entries = append(entries, es...)
 	}
 	return entries, nil
-}
-
-// jetLookup is lookup(key[, default]) over env, as in scaffold templates.
-func jetLookup(env *templates.Env) jet.Func {
-	return func(args jet.Arguments) reflect.Value {
-		args.RequireNumOfArguments("lookup", 1, 2)
-		v, err := env.Lookup(fmt.Sprint(args.Get(0).Interface()))
-		if errors.Is(err, templates.ErrMissingKey) && args.NumOfArguments() == 2 {
-			return args.Get(1)
-		}
-		if err != nil {
-			args.Panicf("lookup: %v", err)
-		}
-		if v == nil {
-			return reflect.ValueOf("")
-		}
-		return reflect.ValueOf(v)
-	}
 }
 
 // readBounded reads a file of at most maxJetFile bytes.
