@@ -154,18 +154,25 @@ func newPipeline(cfg Config, st *setup, keys *protocol.KeySigner, facts *hostFac
 		auth: trust{policy: st.policy, insecure: st.insecure, keys: protocol.NewVerifier(signerKeys)}, replay: st.replay, judge: judge, audit: st.audit,
 		types: eng.Registry(), facts: facts.current, now: now, log: log,
 	}
+	exec := newExecutor(cfg, st, keys, eng, log, now)
+	exec.judge, exec.facts, exec.skew = judge, facts.current, st.policy.Skew()
+	fin := exec.fin
+	queue := newWorkQueue(cfg.MaxConcurrent, cfg.QueueLength, func(ctx context.Context, r *job) { exec.run(ctx, r) }, st.metrics)
+	return gate, fin, exec, queue
+}
+
+// newExecutor builds the executor of the agent of cfg and the finisher
+// it answers through: history is recorded when st has JetStream.
+func newExecutor(cfg Config, st *setup, keys *protocol.KeySigner, eng *engine.Engine, log *slog.Logger, now func() time.Time) *executor {
 	stats := &Stats{}
 	fin := &finisher{
 		identity: cfg.Identity, keys: keys, replay: st.replay, audit: st.audit,
-		history: newHistory(cfg, st.js, keys.PublicKey(), stats, log, now),
-		stats:   stats, metrics: st.metrics, log: log, now: now,
+		stats: stats, metrics: st.metrics, log: log, now: now,
 	}
-	exec := &executor{
-		identity: cfg.Identity, eng: eng, judge: judge, audit: st.audit, fin: fin,
-		facts: facts.current, skew: st.policy.Skew(), diffLimit: cfg.DiffMaxBytes, log: log, now: now,
+	if st.js != nil {
+		fin.history = newHistory(cfg, st.js, keys.PublicKey(), stats, log, now)
 	}
-	queue := newWorkQueue(cfg.MaxConcurrent, cfg.QueueLength, func(ctx context.Context, r *job) { exec.run(ctx, r) }, st.metrics)
-	return gate, fin, exec, queue
+	return &executor{identity: cfg.Identity, eng: eng, audit: st.audit, fin: fin, diffLimit: cfg.DiffMaxBytes, log: log, now: now}
 }
 
 // open loads the policy (unless one was given), the assignment state, the

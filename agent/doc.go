@@ -54,6 +54,12 @@
 // Every reply is signed with the agent's own key (agent.nk in the state
 // directory), whose public key it announces in discovery and the registry.
 //
+// The manifest sources of Config.Sources (CCM's continuous agent inside
+// `ccm-agent run`) run as jobs of the same pipeline, recorded in history
+// marked with the source and trigger; Standalone runs CCM's continuous
+// agent on its own (`ccm-agent agent`) through that pipeline's executor
+// and finisher, with history only when it has a NATS connection.
+//
 // Policy.CheckOffline judges a request against a policy without an agent
 // (ccm-orch policy check), with the agent's own code.
 //

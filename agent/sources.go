@@ -62,7 +62,7 @@ func newSources(a *Agent) (*continuous.Agent, error) {
 	}
 	return continuous.New(continuous.Options{
 		Config:    cfg,
-		Applier:   &sourceApplier{a: a},
+		Applier:   &sourceApplier{x: a.exec, jobs: func() context.Context { return a.queue.ctx }},
 		Facts:     func(context.Context) (map[string]any, error) { return a.facts.current().all, nil },
 		JS:        a.setup.js,
 		Policy:    a.setup.policy,
@@ -95,20 +95,27 @@ type sourceAuditor struct{ w auditor }
 func (s sourceAuditor) Audit(rec *AuditRecord) error { return s.w.write(rec) }
 
 // sourceApplier runs a manifest source's applies as jobs of the agent's
-// pipeline, answered into history only; health-check-only runs go to the
-// engine alone (they change nothing and are not recorded).
-type sourceApplier struct{ a *Agent }
+// pipeline (its executor x), answered into history only (when x records
+// history); health-check-only runs go to the engine alone (they change
+// nothing and are not recorded).
+type sourceApplier struct {
+	x *executor
+	// jobs, when set, gives the context a started run goes on (the
+	// agent's jobs context: a run finishes as a fleet request's does when
+	// the agent stops); nil or giving nil, the run goes on Apply's
+	jobs func() context.Context
+}
 
 var _ continuous.Applier = (*sourceApplier)(nil)
 
 // Apply runs m as a job: an audit line, the run, its history record
 // (marked with the source and trigger) and the agent's metrics.
 func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts continuous.ApplyOptions) (*manifest.Report, error) {
-	a := s.a
+	x := s.x
 	if opts.MonitorOnly {
-		return manifest.Run(ctx, a.exec.eng, m, sourceRunOptions(a.exec, opts))
+		return manifest.Run(ctx, x.eng, m, sourceRunOptions(x, opts))
 	}
-	started := a.now()
+	started := x.now()
 	id := sourceRunID()
 	run := &sourceRun{source: opts.Source, trigger: opts.Trigger, opts: opts}
 	b, _ := newBody(policy.ManifestBody(nil, m), nil)
@@ -116,26 +123,26 @@ func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts co
 		received: started,
 		deadline: started.Add(protocol.MaxFleetTTL),
 		body:     b,
-		record:   true,
+		record:   x.fin.history != nil,
 		respond:  run,
 		source:   run,
 	}
-	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: opts.Source, Identity: a.cfg.Identity, Resources: b.refs()}
+	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: opts.Source, Identity: x.identity, Resources: b.refs()}
 	hr := &protocol.HistoryRequest{
 		Protocol: protocol.HistoryRequestProtocol, RequestID: id, Created: started.UTC(),
-		Discovery: protocol.DiscoverySource, Expected: []string{a.cfg.Identity}, TTL: protocol.Duration(protocol.MaxFleetTTL),
+		Discovery: protocol.DiscoverySource, Expected: []string{x.identity}, TTL: protocol.Duration(protocol.MaxFleetTTL),
 		Manifest: opts.Source, Trigger: opts.Trigger,
 	}
 	if data, err := json.Marshal(hr); err == nil {
 		run.request = string(data)
 	}
-	a.log.Info("applying a manifest source", "manifest", opts.Source, "trigger", opts.Trigger, "request", id)
-	// Once started, a run finishes as a fleet request's does when the
-	// agent stops (cancelled after the shutdown timeout).
-	if jobs := a.queue.ctx; jobs != nil {
-		ctx = jobs
+	x.log.Info("applying a manifest source", "manifest", opts.Source, "trigger", opts.Trigger, "request", id)
+	if s.jobs != nil {
+		if jobs := s.jobs(); jobs != nil {
+			ctx = jobs
+		}
 	}
-	if a.exec.run(ctx, r) == nil && run.err == nil {
+	if x.run(ctx, r) == nil && run.err == nil {
 		return nil, fmt.Errorf("manifest %s: not run: the audit log cannot be written", opts.Source)
 	}
 	return run.report, run.err

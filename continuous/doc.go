@@ -11,5 +11,7 @@
 // agent's policy trusts its signer for every resource, as it would for a
 // fleet assignment; a refused bundle is written to the audit log. The
 // agent runs a manifest through an Applier; LocalApplier runs it on this
-// host through the resources engine.
+// host through the resources engine, and the fleet agent's pipeline
+// (package agent: Standalone for `ccm-agent agent`, manifest sources in
+// `ccm-agent run`) also audits, counts and records it in history.
 package continuous

@@ -114,6 +114,74 @@ var _ = Describe("Registration", func() {
 		Eventually(func() (string, error) { b, err := os.ReadFile(upstreams); return string(b), err }).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.3:80"))
 	})
 
+	// webHosts starts two web hosts registering web in production and
+	// waits for both entries.
+	webHosts := func() {
+		GinkgoHelper()
+		for i := 1; i <= 2; i++ {
+			h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
+			healthy := filepath.Join(h.dir, "healthy")
+			Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+			m := filepath.Join(h.dir, "web.yaml")
+			Expect(os.WriteFile(m, []byte(webManifest(filepath.Join(h.dir, "site"), healthy, "web")), 0o600)).To(Succeed())
+			h.start(fmt.Sprintf("interval: 1h\nmanifests: [%s]\nregistration: jetstream\n", m), nil, 0)
+		}
+		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1", "10.0.0.2:80 web2"}))
+	}
+	read := func(path string) func() (string, error) {
+		return func() (string, error) { b, err := os.ReadFile(path); return string(b), err }
+	}
+
+	It("gives registrations() to Jet templates as CCM documents them: jet(), resources_jet_file and a jet scaffold", func() {
+		webHosts()
+		lb := &harness{dir: GinkgoT().TempDir(), js: js, facts: map[string]any{"identity": "lb1"}}
+		const jetRange = `[[ range _, entry := registrations("production", "http", "web", "*") ]]server [[ entry.Address ]]:[[ entry.Port ]] weight [[ 256 - entry.Priority ]]
+[[ end ]]`
+		inline, fromFile, scaffolded := filepath.Join(lb.dir, "inline.conf"), filepath.Join(lb.dir, "jetfile.conf"), filepath.Join(lb.dir, "site")
+		inlineM := filepath.Join(lb.dir, "inline.yaml")
+		Expect(os.WriteFile(inlineM, fmt.Appendf(nil, "data:\n  upstreams: %q\nccm:\n  resources:\n    - file:\n        - %q:\n            ensure: present\n            owner: root\n            group: root\n            mode: \"0644\"\n            content: \"{{ jet(data.upstreams) }}\"\n", jetRange, inline), 0o600)).To(Succeed())
+		jd := filepath.Join(lb.dir, "jetfile")
+		Expect(os.MkdirAll(filepath.Join(jd, "tpl"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(jd, "tpl", "upstreams.conf"), []byte(jetRange), 0o600)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(jd, "resources.jet"), fmt.Appendf(nil, `- file:
+    - %q:
+        ensure: present
+        owner: root
+        group: root
+        mode: "0644"
+        content: "[[ range _, e := registrations("production", "http", "web", "*") ]][[ e.Address ]] [[ end ]]"
+- scaffold:
+    - %q:
+        source: %q
+        engine: jet
+`, fromFile, scaffolded, filepath.Join(jd, "tpl")), 0o600)).To(Succeed())
+		jetM := filepath.Join(jd, "manifest.yaml")
+		Expect(os.WriteFile(jetM, []byte("ccm:\n  resources_jet_file: resources.jet\n"), 0o600)).To(Succeed())
+		lb.start(fmt.Sprintf("interval: 1h\nmanifests: [%s, %s]\n", inlineM, jetM), nil, 0)
+
+		want := "server 10.0.0.1:80 weight 246\nserver 10.0.0.2:80 weight 246\n"
+		Eventually(read(inline)).WithTimeout(30 * time.Second).Should(Equal(want))
+		Eventually(read(fromFile)).WithTimeout(30 * time.Second).Should(Equal("10.0.0.1 10.0.0.2 "))
+		Eventually(read(filepath.Join(scaffolded, "upstreams.conf"))).WithTimeout(30 * time.Second).Should(Equal(want))
+	})
+
+	It("gives registrations() to Go templates as CCM documents them: a go scaffold ranges over the entries", func() {
+		webHosts()
+		lb := &harness{dir: GinkgoT().TempDir(), js: js, facts: map[string]any{"identity": "lb1"}}
+		tpl, site := filepath.Join(lb.dir, "tpl"), filepath.Join(lb.dir, "site")
+		Expect(os.MkdirAll(tpl, 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(tpl, "upstreams.conf"), []byte(`{{ range $entry := registrations "production" "http" "web" "*" }}server {{ $entry.Address }}:{{ $entry.Port }}
+{{ end }}`), 0o600)).To(Succeed())
+		// The scaffold's own data replaces the run's; the lookup stays.
+		Expect(os.WriteFile(filepath.Join(tpl, "count.txt"), []byte(`{{ len (registrations "production" "http" "web" "10.0.0.1") }} {{ .data.note }}`), 0o600)).To(Succeed())
+		m := filepath.Join(lb.dir, "lb.yaml")
+		Expect(os.WriteFile(m, fmt.Appendf(nil, "ccm:\n  resources:\n    - scaffold:\n        - %q:\n            source: %q\n            engine: go\n            data: {note: own}\n", site, tpl), 0o600)).To(Succeed())
+		lb.start(fmt.Sprintf("interval: 1h\nmanifests: [%s]\n", m), nil, 0)
+
+		Eventually(read(filepath.Join(site, "upstreams.conf"))).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.2:80\n"))
+		Expect(read(filepath.Join(site, "count.txt"))()).To(Equal("1 own"))
+	})
+
 	It("registers a signed bundle's service only when the signer's registration.services lists it, auditing the refusal", func() {
 		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
 		var err error

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/sources"
@@ -101,6 +102,8 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = sources.EnsureBundleStore(ctx, ajs, sources.DefaultBucket, 1)
 		Expect(err).NotTo(HaveOccurred())
+		_, err = jsstore.EnsureHistory(ctx, ajs, jsstore.HistoryConfig{})
+		Expect(err).NotTo(HaveOccurred())
 
 		publisherFlags := []string{"--server", b.ClientURL(), "--nkey", publisher.SeedFile, "--inbox-prefix", "_INBOX.publisher"}
 		orch := func(args ...string) (int, string, string) { return runOrch(append(args, publisherFlags...)...) }
@@ -126,6 +129,8 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 			_, out, _ := orch("registration", "query", "production", "http", "web", "--json")
 			return out
 		}).WithTimeout(30 * time.Second).Should(And(ContainSubstring(`"host": "web1"`), ContainSubstring(`"signer": "`+reg1.pub+`"`)))
+		// web1's applies are in history, under its own identity.
+		Eventually(func() []assignmentRun { return sourceRuns(ajs, "web1", local) }).WithTimeout(30 * time.Second).Should(ContainElement(HaveField("Trigger", "start")))
 
 		// web1's own NATS user, with web1's own valid registration key.
 		errs := make(chan error, 16)

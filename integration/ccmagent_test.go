@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -133,6 +134,62 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 			And(ContainSubstring(`"decision":"unauthenticated"`), ContainSubstring("bundle is not signed")))
 		Expect(os.ReadFile(target)).To(Equal([]byte("v2\n")))
 		Expect(metricSum(scrape(port), "choria_ccm_agent_bundle_refused_count", `manifest="obj://ccm-manifests/app.tar.gz"`)).To(BeNumerically(">=", 1))
+	})
+
+	It("records each apply in the history stream as a source's run and counts it in both metric sets; without NATS it says history is off", func() {
+		b := brokertest.Start(GinkgoT())
+		url := b.ClientURL()
+		code, _, errOut := runOrch("history", "init", "--server", url)
+		Expect(code).To(Equal(0), errOut)
+		const identity = "ccm-alone-1"
+		target, m := filepath.Join(dir, "motd"), filepath.Join(dir, "motd.yaml")
+		Expect(os.WriteFile(m, []byte(ccmFileManifest(target, "managed\n", "")), 0o600)).To(Succeed())
+		port := freePort()
+		cfgPath := filepath.Join(dir, "config.yaml")
+		// registration: jetstream makes the agent connect; the manifest
+		// registers nothing.
+		Expect(os.WriteFile(cfgPath, fmt.Appendf(nil, "interval: 1h\nmanifests: [%s]\nregistration: jetstream\ncache_dir: %s\nmonitor_port: %d\n", m, filepath.Join(dir, "ccm", "source"), port), 0o600)).To(Succeed())
+		proc := startProcess(ccmAgentBin(), "agent", "--config", cfgPath, "--server", url, "--identity", identity, "--monitor-host", "127.0.0.1")
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(30 * time.Second).Should(Equal([]byte("managed\n")))
+
+		var list []struct {
+			RequestID string `json:"request_id"`
+			Asked     string `json:"asked"`
+			Expected  int    `json:"expected"`
+			Hosts     struct {
+				Changed int `json:"changed"`
+			} `json:"hosts"`
+		}
+		Eventually(func() string {
+			_, out, _ := runOrch("history", "list", "--host", identity, "--json", "--server", url)
+			Expect(json.Unmarshal([]byte(out), &list)).To(Succeed(), out)
+			if len(list) == 0 {
+				return ""
+			}
+			return list[0].Asked
+		}).WithTimeout(20 * time.Second).Should(Equal("source " + m + " (start): apply"))
+		Expect(list).To(HaveLen(1))
+		Expect(list[0].Expected).To(Equal(1))
+		Expect(list[0].Hosts.Changed).To(Equal(1))
+		code, out, errOut := runOrch("history", "show", list[0].RequestID, "--server", url)
+		Expect(code).To(Equal(0), out+errOut)
+		Expect(out).To(ContainSubstring(identity))
+
+		page := scrape(port)
+		Expect(metricSum(page, "choria_ccm_agent_apply_duration_seconds_count", `manifest="`+regexp.QuoteMeta(m)+`"`)).To(BeNumerically("==", 1))
+		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_requests_total\{code="",outcome="executed"\} 1$`))
+		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_resources_total\{outcome="changed",type="file"\} 1$`))
+		Expect(proc.Err.Contents()).NotTo(ContainSubstring("history is off"))
+
+		// Without NATS (nothing in the configuration needs it) the runs are
+		// still counted, and the log says once that history is off.
+		local := filepath.Join(dir, "local.yaml")
+		port2 := freePort()
+		Expect(os.WriteFile(local, fmt.Appendf(nil, "interval: 1h\nmanifests: [%s]\ncache_dir: %s\nmonitor_port: %d\n", m, filepath.Join(dir, "local", "source"), port2), 0o600)).To(Succeed())
+		alone := startProcess(ccmAgentBin(), "agent", "--config", local, "--identity", identity, "--monitor-host", "127.0.0.1")
+		Eventually(alone.Err).WithTimeout(30 * time.Second).Should(gbytes.Say(`run history is off.*no NATS connection`))
+		Eventually(func() string { return scrape(port2) }).WithTimeout(30 * time.Second).Should(MatchRegexp(`(?m)^ccm_agent_requests_total\{code="",outcome="executed"\} 1$`))
+		Expect(strings.Count(string(alone.Err.Contents()), "run history is off")).To(Equal(1))
 	})
 
 	It("remediates a CRITICAL health check with an apply, and leaves a WARNING alone", func() {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	ccmagent "github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
@@ -53,9 +54,9 @@ func (a *app) registerCCMAgent(cli *fisk.Application) {
 	cmd := cli.Command("agent", "Run CCM's continuous agent from its configuration file: apply every manifest each interval, run health checks between applies (CRITICAL remediates), apply changed remote bundles at once")
 	cmd.Flag("config", "CCM agent configuration file").Default(continuous.DefaultConfigPath).PlaceHolder("FILE").StringVar(&c.config)
 	cmd.Flag("policy", "Policy file (YAML): the keys whose signed bundles are applied and what they may do; without one only local manifests and checksum-pinned http(s) bundles are applied").PlaceHolder("FILE").StringVar(&c.policy)
-	cmd.Flag("audit-log", "Audit log file, one JSON line per bundle taken or refused (default <cache_dir>/../audit.log)").PlaceHolder("FILE").StringVar(&c.auditLog)
+	cmd.Flag("audit-log", "Audit log file, one JSON line per apply and per bundle taken or refused (default <cache_dir>/../audit.log)").PlaceHolder("FILE").StringVar(&c.auditLog)
 	cmd.Flag("monitor-host", "Address the metrics of monitor_port listen on (default: every address, as CCM)").PlaceHolder("HOST").StringVar(&c.monitorHost)
-	cmd.Flag("key", "This host's nkeys seed file, signing its registrations; made (0600) when missing (default <cache_dir>/../agent.seed)").PlaceHolder("FILE").StringVar(&c.key)
+	cmd.Flag("key", "This host's nkeys seed file, signing its run history and registrations; made (0600) when missing (default <cache_dir>/../agent.seed)").PlaceHolder("FILE").StringVar(&c.key)
 	cmd.Flag("registration-stream", "The registration stream, for registration: jetstream").Default(registration.DefaultStream).StringVar(&c.stream)
 	c.ff.register(cmd)
 	c.conn = connflags.Register(cmd)
@@ -78,20 +79,26 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	var nc *nats.Conn
 	var js jetstream.JetStream
 	if needsNATS(cfg) {
-		nc, err := a.ccmConnect(ctx, c, cfg, log)
-		if err != nil {
+		if nc, err = a.ccmConnect(ctx, c, cfg, log); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
 		defer nc.Close()
 		if js, err = jetstream.New(nc); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
+	} else {
+		log.Info("run history is off: the configuration reads nothing from NATS (no obj:// manifest, kv:// data or registration), so there is no NATS connection to record runs on")
 	}
 
 	reg := prometheus.NewRegistry()
 	metrics, err := continuous.NewMetrics(reg)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	agentMetrics, err := ccmagent.NewMetrics(reg)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
@@ -109,10 +116,6 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	auditPath := c.auditLog
-	if auditPath == "" {
-		auditPath = filepath.Join(filepath.Dir(filepath.Clean(cfg.CacheDir)), "audit.log")
-	}
 	identity := c.ff.identity
 	gather := func(ctx context.Context) (map[string]any, error) {
 		return facts.Gather(ctx, facts.Options{Identity: c.ff.identity, File: c.ff.file, Pairs: c.ff.pairs})
@@ -122,31 +125,37 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 			identity = h
 		}
 	}
+	signer, err := ccmSigner(c, cfg, nc != nil)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	auditPath := c.auditLog
+	if auditPath == "" {
+		auditPath = filepath.Join(ccmBaseDir(cfg), "audit.log")
+	}
+	runs, err := ccmagent.NewStandalone(ccmagent.StandaloneOptions{
+		Identity: identity, StateDir: ccmBaseDir(cfg), Keys: signer, AuditLog: auditPath, Conn: nc,
+		Engine:  engine.New(types, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithGossRunner(gossrun.New())),
+		Metrics: agentMetrics, Version: version, Log: log,
+	})
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	stopRuns := runs.Start(ctx)
+	defer stopRuns()
 	var registrar continuous.Registrar
 	if cfg.Registration != "" {
-		keyPath := c.key
-		if keyPath == "" {
-			keyPath = filepath.Join(filepath.Dir(filepath.Clean(cfg.CacheDir)), "agent.seed")
-		}
-		kp, err := loadOrCreateSeed(keyPath)
-		if err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
-		signer, err := protocol.NewKeySigner(kp)
-		if err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
 		registrar = &continuous.StreamRegistrar{JS: js, Stream: c.stream, Signer: signer, Core: cfg.Registration == continuous.RegistrationNATS, Host: identity}
 		log.Info("registering stable resources", "destination", cfg.Registration, "signer", signer.PublicKey())
 	}
 	ag, err := continuous.New(continuous.Options{
 		Registrar: registrar,
 		Config:    cfg,
-		Applier:   &continuous.LocalApplier{Engine: engine.New(types, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithGossRunner(gossrun.New())), Log: log},
+		Applier:   runs.Applier(),
 		Facts:     gather,
 		JS:        js,
 		Policy:    pol,
-		Auditor:   continuous.NewFileAuditor(auditPath),
+		Auditor:   runs.Auditor(),
 		Metrics:   metrics,
 		Identity:  identity,
 		Log:       log,
@@ -155,11 +164,39 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	log.Info("CCM agent starting", "config", c.config, "interval", cfg.IntervalDuration(), "health_check_interval", cfg.HealthCheckDuration(), "manifests", len(cfg.Sources()))
+	log.Info("CCM agent starting", "config", c.config, "interval", cfg.IntervalDuration(), "health_check_interval", cfg.HealthCheckDuration(), "manifests", len(cfg.Sources()), "history", runs.Recording())
 	if err := ag.Run(ctx); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
 	return nil
+}
+
+// ccmBaseDir is the directory above cache_dir: where the audit log, the
+// host's key and the history spool are kept by default.
+func ccmBaseDir(cfg *continuous.Config) string {
+	return filepath.Dir(filepath.Clean(cfg.CacheDir))
+}
+
+// ccmSigner is this host's key, signing its history records and
+// registrations: the --key seed file (default <cache_dir>/../agent.seed),
+// made when missing; a key of this run only when nothing leaves the host
+// (no NATS connection).
+func ccmSigner(c *ccmAgentFlags, cfg *continuous.Config, connected bool) (*protocol.KeySigner, error) {
+	var kp nkeys.KeyPair
+	var err error
+	if connected || cfg.Registration != "" {
+		keyPath := c.key
+		if keyPath == "" {
+			keyPath = filepath.Join(ccmBaseDir(cfg), "agent.seed")
+		}
+		kp, err = loadOrCreateSeed(keyPath)
+	} else {
+		kp, err = nkeys.CreateUser()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return protocol.NewKeySigner(kp)
 }
 
 // loadOrCreateSeed reads a user seed file, or makes one (0600) when there

@@ -3,7 +3,6 @@ package scaffoldchoria
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"text/template"
 
 	"github.com/CloudyKit/jet/v6"
@@ -33,37 +32,28 @@ func jetData(env *templates.Env) jet.VarMap {
 
 // goFuncs are the functions Go templates get besides Sprig, render and write.
 func goFuncs(env *templates.Env) template.FuncMap {
-	return template.FuncMap{
-		"lookup": func(key string, def ...any) (any, error) {
-			if len(def) > 1 {
-				return nil, fmt.Errorf("lookup takes a key and an optional default, got %d arguments", 1+len(def))
-			}
-			v, err := env.Lookup(key)
-			if errors.Is(err, templates.ErrMissingKey) && len(def) == 1 {
-				return def[0], nil
-			}
-			return v, err
-		},
+	funcs := env.GoCallerFuncs()
+	funcs["lookup"] = goLookup(env)
+	return funcs
+}
+
+// goLookup is lookup(key) or lookup(key, default) for Go templates.
+func goLookup(env *templates.Env) any {
+	return func(key string, def ...any) (any, error) {
+		if len(def) > 1 {
+			return nil, fmt.Errorf("lookup takes a key and an optional default, got %d arguments", 1+len(def))
+		}
+		v, err := env.Lookup(key)
+		if errors.Is(err, templates.ErrMissingKey) && len(def) == 1 {
+			return def[0], nil
+		}
+		return v, err
 	}
 }
 
 // jetFuncs are the functions Jet templates get besides render and write.
 func jetFuncs(env *templates.Env) map[string]jet.Func {
-	return map[string]jet.Func{
-		"lookup": func(args jet.Arguments) reflect.Value {
-			args.RequireNumOfArguments("lookup", 1, 2)
-			key := fmt.Sprint(args.Get(0).Interface())
-			v, err := env.Lookup(key)
-			if errors.Is(err, templates.ErrMissingKey) && args.NumOfArguments() == 2 {
-				return args.Get(1)
-			}
-			if err != nil {
-				args.Panicf("lookup: %v", err)
-			}
-			if v == nil {
-				return reflect.ValueOf("")
-			}
-			return reflect.ValueOf(v)
-		},
-	}
+	funcs := env.JetCallerFuncs()
+	funcs["lookup"] = env.JetLookup()
+	return funcs
 }

@@ -101,8 +101,9 @@ func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *sc
 		env = templates.New(nil, nil)
 	}
 	if props.Data != nil {
-		// The scaffold's own data replaces the run's data entirely.
-		env = templates.New(env.Facts(), props.Data)
+		// The scaffold's own data replaces the run's data entirely (the
+		// caller's functions, as registrations(), stay).
+		env = templates.New(env.Facts(), props.Data, env.FunctionOptions()...)
 	}
 	if _, err := targetExists(props.Name); err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ type Env struct {
 	missingEmpty bool
 	// sensitive are the data keys marked sensitive (WithSensitive).
 	sensitive []string
-	// funcs are the caller's functions (WithFunction).
+	// funcs are the caller's functions (WithFunction) that New took.
 	funcs map[string]Function
 }
 
@@ -95,6 +95,9 @@ func New(facts, data map[string]any, opts ...Option) *Env {
 	for name, fn := range e.funcs {
 		if _, taken := e.vars[name]; !taken && name != "environ" && name != "Environ" {
 			e.vars[name] = (func(...any) (any, error))(fn)
+		} else {
+			// funcs keeps the functions New took, for Jet and Go templates
+			delete(e.funcs, name)
 		}
 	}
 	return e

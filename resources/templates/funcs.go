@@ -93,7 +93,7 @@ func (e *Env) templateFunc(params ...any) (any, error) {
 // template with [[ ]] (or the given) delimiters; a body ending in .jet
 // names a file, read as file() does. Jet sees facts/Facts, data/Data,
 // environ/Environ (when exposed) and the functions lookup, file, readFile,
-// template and kvGet.
+// template and kvGet, and the caller's functions (WithFunction).
 func (e *Env) jetFunc(params ...any) (any, error) {
 	left, right := "[[", "]]"
 	var body string
@@ -164,25 +164,32 @@ func (e *Env) RenderJetTo(w io.Writer, name, body, left, right string) error {
 
 // jetFuncs wraps the expression functions for Jet.
 func (e *Env) jetFuncs() map[string]jet.Func {
-	wrap := func(name string, min, max int, f func(...any) (any, error)) jet.Func {
-		return func(a jet.Arguments) reflect.Value {
-			a.RequireNumOfArguments(name, min, max)
-			args := make([]any, a.NumOfArguments())
-			for i := range args {
-				args[i] = a.Get(i).Interface()
-			}
-			v, err := f(args...)
-			if err != nil {
-				a.Panicf("%v", err)
-			}
-			return reflect.ValueOf(v)
-		}
+	funcs := e.JetCallerFuncs()
+	for name, f := range map[string]jet.Func{
+		"lookup":   wrapJet("lookup", 1, 2, e.lookupFunc),
+		"file":     wrapJet("file", 1, 1, e.fileFunc),
+		"readFile": wrapJet("readFile", 1, 1, e.fileFunc),
+		"template": wrapJet("template", 1, 1, e.templateFunc),
+		"kvGet":    wrapJet("kvGet", 2, 2, e.kvGetFunc),
+	} {
+		funcs[name] = f
 	}
-	return map[string]jet.Func{
-		"lookup":   wrap("lookup", 1, 2, e.lookupFunc),
-		"file":     wrap("file", 1, 1, e.fileFunc),
-		"readFile": wrap("readFile", 1, 1, e.fileFunc),
-		"template": wrap("template", 1, 1, e.templateFunc),
-		"kvGet":    wrap("kvGet", 2, 2, e.kvGetFunc),
+	return funcs
+}
+
+// wrapJet makes f a Jet function taking min to max arguments (max -1: any
+// number); an error f returns stops the render.
+func wrapJet(name string, min, max int, f func(...any) (any, error)) jet.Func {
+	return func(a jet.Arguments) reflect.Value {
+		a.RequireNumOfArguments(name, min, max)
+		args := make([]any, a.NumOfArguments())
+		for i := range args {
+			args[i] = a.Get(i).Interface()
+		}
+		v, err := f(args...)
+		if err != nil {
+			a.Panicf("%v", err)
+		}
+		return reflect.ValueOf(v)
 	}
 }
