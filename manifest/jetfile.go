@@ -39,7 +39,8 @@ func (m *Manifest) decodeJetFile(c map[string]any) error {
 // jetEntries renders the resources_jet_file with [[ ]] delimiters over
 // the variables and functions jet() offers (templates.Env.RenderJetTo:
 // facts/Facts, data/Data, environ/Environ where the environment is exposed,
-// lookup, file/readFile, template, kvGet), as CCM renders it with its
+// lookup, file/readFile, template, kvGet, and the caller's functions such
+// as registrations()), as CCM renders it with its
 // template environment, then parses the YAML list it renders as
 // ccm.resources.
 func (m *Manifest) jetEntries(env *templates.Env) ([]*entry, error) {
