@@ -9,8 +9,8 @@ import (
 
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/applytype"
-	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
+	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
