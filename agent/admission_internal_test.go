@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -151,10 +152,22 @@ var _ = Describe("Admission stages", func() {
 			Expect(r.cached).To(BeFalse())
 		})
 
+		It("keeps the cache's error as the refusal's cause, in the same words", func() {
+			full := fmt.Errorf("%w: 3 requests remembered", ErrReplayFull)
+			store.err = full
+			_, _, e := g.replayed(r, req)
+			Expect(errors.Is(e, ErrReplayFull)).To(BeTrue())
+			Expect(errors.Is(e, protocol.CodeBusy)).To(BeTrue())
+			Expect(e.Message).To(Equal(full.Error()))
+		})
+
 		It("refuses internal when the cache fails otherwise", func() {
-			store.err = errors.New("disk gone")
+			gone := errors.New("disk gone")
+			store.err = gone
 			_, _, e := g.replayed(r, req)
 			Expect(e.Code).To(Equal(protocol.CodeInternal))
+			Expect(errors.Is(e, gone)).To(BeTrue())
+			Expect(e.Message).To(Equal("disk gone"))
 		})
 	})
 

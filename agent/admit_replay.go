@@ -33,9 +33,9 @@ func (g *admission) replayed(r *job, req *protocol.FleetRequest) (*protocol.Flee
 		g.log.Error("replay cache", "request", req.ID, "signer", r.audit.Signer.Key, "error", err)
 		r.record = false
 		if errors.Is(err, ErrReplayFull) {
-			return nil, false, protocol.NewError(protocol.CodeBusy, "%s", err)
+			return nil, false, protocol.Wrap(protocol.CodeBusy, err)
 		}
-		return nil, false, protocol.NewError(protocol.CodeInternal, "%s", err)
+		return nil, false, protocol.Wrap(protocol.CodeInternal, err)
 	case dup:
 		r.record = false
 		return g.duplicateReply(r, first), true, nil

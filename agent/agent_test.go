@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -210,6 +211,24 @@ var _ = Describe("Agent", func() {
 		Expect(reply.Error).ToNot(BeNil())
 		Expect(reply.Error.Code).To(Equal(protocol.CodeBadRequest))
 		Expect(reply.Error.Message).To(ContainSubstring("absolute"))
+		Expect(errors.Is(reply.Error, &protocol.Error{Code: protocol.CodeBadRequest, Field: "ensure.properties.name"})).To(BeTrue(), "%+v", reply.Error)
+	})
+
+	It("names the property that failed validation as the answer's field, its message unchanged", func() {
+		f := startAgent(agent.Config{Identity: "web-1"}, facts)
+		file := filepath.Join(f.dir, "m")
+		reply := f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("mode", time.Minute, "file", map[string]any{
+			"name": file, "content": "x", "owner": "root", "group": "root", "mode": "0888"}))
+		Expect(reply.Error).ToNot(BeNil())
+		Expect(errors.Is(reply.Error, &protocol.Error{Code: protocol.CodeBadRequest, Field: "ensure.properties.mode"})).To(BeTrue(), "%+v", reply.Error)
+		Expect(reply.Error.Message).To(Equal("file#" + file + `: invalid resource: property mode: "0888" is not an octal number: invalid digit '8'`))
+
+		// A template makes the properties decode from their map: the same field.
+		reply = f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("mode2", time.Minute, "file", map[string]any{
+			"name": file, "content": "{{ lookup('facts.role') }}", "owner": "root", "group": "root", "mode": 644}))
+		Expect(reply.Error).ToNot(BeNil())
+		Expect(errors.Is(reply.Error, &protocol.Error{Code: protocol.CodeBadRequest, Field: "ensure.properties.mode"})).To(BeTrue(), "%+v", reply.Error)
+		Expect(file).ToNot(BeAnExistingFile())
 	})
 
 	It("does not let remote templates read the environment", func() {

@@ -70,7 +70,7 @@ func (x *executor) execute(ctx context.Context, r *job) *protocol.FleetReply {
 	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), Prepared: notes(r), DiffLimit: x.diffLimit}
 	ev, err := x.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
-		reply.Error = protocol.NewError(runErrorCode(err), "%s", err)
+		reply.Error = runError(err)
 		return reply
 	}
 	reply.Events = append(reply.Events, ev)
@@ -86,6 +86,22 @@ func notes(r *job) func(*engine.Prepared) {
 	}
 	return nil
 }
+
+// runError is the answer to an ensure request whose run could not start,
+// in the error's words and classified by it; a property that failed
+// validation is its field, ensure.properties.<property>.
+func runError(err error) *protocol.Error {
+	code := runErrorCode(err)
+	var ie *resources.InvalidError
+	if code == protocol.CodeBadRequest && errors.As(err, &ie) && ie.Field != "" {
+		return protocol.WrapAt(code, ensurePropertiesField+"."+ie.Field, err)
+	}
+	return protocol.Wrap(code, err)
+}
+
+// ensurePropertiesField is where an ensure request's properties are, as
+// a protocol.Error names a field.
+const ensurePropertiesField = "ensure.properties"
 
 // runErrorCode classifies the error of a run that could not start: the
 // policy refused a resource as it would run (forbidden), or the request is
@@ -117,7 +133,7 @@ func (x *executor) runManifest(ctx context.Context, r *job, reply *protocol.Flee
 		}
 	}()
 	if err := r.body.bundle.WriteFiles(dir); err != nil {
-		reply.Error = protocol.NewError(protocol.CodeBadRequest, "%s", manifestMessage(err))
+		reply.Error = protocol.Wrapf(protocol.CodeBadRequest, err, "%s", manifestMessage(err))
 		return
 	}
 	// Remote manifests see facts and data only: no environment, no files.
@@ -132,7 +148,7 @@ func (x *executor) runManifest(ctx context.Context, r *job, reply *protocol.Flee
 		DiffLimit:    x.diffLimit,
 	})
 	if err != nil {
-		reply.Error = protocol.NewError(runErrorCode(err), "%s", manifestMessage(err))
+		reply.Error = protocol.Wrapf(runErrorCode(err), err, "%s", manifestMessage(err))
 		return
 	}
 	reply.Events = append(reply.Events, rep.Events...)

@@ -170,7 +170,7 @@ func (x *executor) runSource(ctx context.Context, r *job, reply *protocol.FleetR
 	rep, err := manifest.Run(ctx, x.eng, r.body.manifest, sourceRunOptions(x, run.opts))
 	run.report, run.err = rep, err
 	if err != nil {
-		reply.Error = protocol.NewError(runErrorCode(err), "%s", manifestMessage(err))
+		reply.Error = protocol.Wrapf(runErrorCode(err), err, "%s", manifestMessage(err))
 		return
 	}
 	reply.Events = append(reply.Events, rep.Events...)

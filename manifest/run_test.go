@@ -2,6 +2,7 @@ package manifest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -240,6 +241,9 @@ ccm:
 		Expect(err).To(MatchError(resources.ErrInvalid))
 		Expect(err.Error()).To(HavePrefix("resources[1] file#" + dir + "/bad: "))
 		Expect(err.Error()).To(ContainSubstring(`property mode: "0888"`))
+		var ie *resources.InvalidError
+		Expect(errors.As(err, &ie)).To(BeTrue())
+		Expect(ie.Field).To(Equal("mode"))
 		Expect(filepath.Join(dir, "first")).ToNot(BeAnExistingFile())
 	})
 

@@ -30,6 +30,36 @@ func NewError(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// Wrap builds a request-level error whose message is err's text (as
+// NewError(code, "%s", err) does) and which unwraps to err, so errors.Is
+// and errors.As still classify its cause on this side of the wire. A nil
+// err gives nil.
+func Wrap(code Code, err error) *Error {
+	if err == nil {
+		return nil
+	}
+	return Wrapf(code, err, "%s", err)
+}
+
+// Wrapf is NewError whose error unwraps to cause: the message is the
+// formatted text (which may render cause, `manifest bundle: %s`), while
+// errors.Is and errors.As still find cause and what it wraps.
+func Wrapf(code Code, cause error, format string, args ...any) *Error {
+	e := NewError(code, format, args...)
+	e.cause = cause
+	return e
+}
+
+// WrapAt is Wrap for a cause about the value at field (a path, as Field
+// is): the answer names field, its message is still err's text.
+func WrapAt(code Code, field string, err error) *Error {
+	e := Wrap(code, err)
+	if e != nil {
+		e.Field = field
+	}
+	return e
+}
+
 // AsError turns err into a request-level error: an *Error in its chain is
 // returned as is, an ErrBadRequest becomes CodeBadRequest, anything else
 // CodeInternal. A nil err gives nil.

@@ -53,7 +53,8 @@ type Error struct {
 	unknownKey bool
 	// parent is the path above an unknown key, key the key as written.
 	parent, key string
-	// cause is a sentinel such as ErrTooLarge, for errors.Is.
+	// cause is a sentinel such as ErrTooLarge, or the error Wrap was
+	// given, for errors.Is and errors.As.
 	cause error
 }
 
@@ -78,7 +79,8 @@ func (e *Error) Is(target error) bool {
 	return target == ErrBadRequest && e.Code == CodeBadRequest
 }
 
-// Unwrap returns the sentinel the error was built with (ErrTooLarge), or nil.
+// Unwrap returns the sentinel (ErrTooLarge) or the cause (Wrap) the error
+// was built with, or nil.
 func (e *Error) Unwrap() error { return e.cause }
 
 // Reason returns what is wrong without where: `expected a string, got

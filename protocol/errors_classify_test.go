@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -50,5 +51,25 @@ var _ = Describe("Error classification", func() {
 		Expect(errors.Is(plain, protocol.CodeForbidden)).To(BeTrue())
 		Expect(protocol.Plain(nil)).To(BeNil())
 		Expect(protocol.Plain(errors.New("disk full"))).To(MatchError("disk full"))
+	})
+
+	It("wraps a cause in its own words, still classified by it, with the field when one is named", func() {
+		full := errors.New("replay cache full")
+		cause := fmt.Errorf("%w: 3 requests", full)
+		e := protocol.Wrap(protocol.CodeBusy, cause)
+		Expect(e.Message).To(Equal(protocol.NewError(protocol.CodeBusy, "%s", cause).Message))
+		Expect(e.Error()).To(Equal("busy: replay cache full: 3 requests"))
+		Expect(errors.Is(e, full)).To(BeTrue())
+		Expect(errors.Is(e, protocol.CodeBusy)).To(BeTrue())
+		Expect(e.Field).To(BeEmpty())
+		Expect(protocol.Wrap(protocol.CodeBusy, nil)).To(BeNil())
+
+		at := protocol.WrapAt(protocol.CodeBadRequest, "ensure.properties.mode", cause)
+		Expect(at.Message).To(Equal(cause.Error()))
+		Expect(errors.Is(at, &protocol.Error{Code: protocol.CodeBadRequest, Field: "ensure.properties.mode"})).To(BeTrue())
+		Expect(errors.Is(at, full)).To(BeTrue())
+		b, err := json.Marshal(at)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(string(b)).To(Equal(`{"code":"bad_request","field":"ensure.properties.mode","message":"replay cache full: 3 requests"}`))
 	})
 })

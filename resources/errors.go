@@ -29,13 +29,22 @@ var (
 )
 
 // InvalidError is the error of properties that fail validation. It
-// matches ErrInvalid with errors.Is; Problem names the property and what is
-// wrong with it (`property mode: "0888" is not an octal number`), so two
-// failures can be compared, and the problem shown, without reading the
-// error's text.
+// matches ErrInvalid with errors.Is. Field is the property at fault and
+// Reason what is wrong with it, so a caller can locate the problem (the
+// agent answers it as ensure.properties.<Field>) without reading the
+// error's text; Problem is both as people read them (`property mode:
+// "0888" is not an octal number`), so two failures can be compared, and
+// the problem shown.
 type InvalidError struct {
 	// Problem is the property at fault and what is wrong with it.
 	Problem string
+	// Field is the path of the property at fault within the properties
+	// (`mode`, `health_checks[1]`), "" when the problem is not about one
+	// property.
+	Field string
+	// Reason is what is wrong with Field, without naming it (`"0888" is
+	// not an octal number`, `is required`); Problem when Field is "".
+	Reason string
 }
 
 func (e *InvalidError) Error() string { return ErrInvalid.Error() + ": " + e.Problem }
@@ -43,8 +52,26 @@ func (e *InvalidError) Error() string { return ErrInvalid.Error() + ": " + e.Pro
 // Is reports whether target is ErrInvalid.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
-// Invalidf returns an *InvalidError whose Problem names the problem, e.g.
-// Invalidf("mode %q is not octal", m).
+// Invalidf returns an *InvalidError whose Problem names the problem, for a
+// problem that is not about one property (two properties together, a
+// provider's limit); use InvalidField when it is.
 func Invalidf(format string, args ...any) error {
-	return &InvalidError{Problem: fmt.Sprintf(format, args...)}
+	p := fmt.Sprintf(format, args...)
+	return &InvalidError{Problem: p, Reason: p}
+}
+
+// InvalidField returns an *InvalidError about the property at field whose
+// Reason is the formatted text; its Problem reads `property <field>:
+// <reason>`, e.g. InvalidField("mode", "%q is not an octal number", m).
+func InvalidField(field, format string, args ...any) error {
+	r := fmt.Sprintf(format, args...)
+	return &InvalidError{Problem: "property " + field + ": " + r, Field: field, Reason: r}
+}
+
+// InvalidFieldPredicate is InvalidField for a reason that completes the
+// sentence `property <field> ...` (no colon): InvalidFieldPredicate("name",
+// "is required") reads `property name is required`.
+func InvalidFieldPredicate(field, format string, args ...any) error {
+	r := fmt.Sprintf(format, args...)
+	return &InvalidError{Problem: "property " + field + " " + r, Field: field, Reason: r}
 }

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -69,22 +70,22 @@ var (
 func (c *CommonProperties) ValidateCommon() error {
 	switch {
 	case c.Name == "":
-		return Invalidf("property name is required")
+		return InvalidFieldPredicate("name", "is required")
 	case len(c.Name) > maxName:
-		return Invalidf("property name is longer than %d bytes", maxName)
+		return InvalidFieldPredicate("name", "is longer than %d bytes", maxName)
 	case strings.ContainsRune(c.Name, 0):
-		return Invalidf("property name contains a NUL byte")
+		return InvalidFieldPredicate("name", "contains a NUL byte")
 	case c.Ensure == "":
-		return Invalidf("property ensure is required")
+		return InvalidFieldPredicate("ensure", "is required")
 	case len(c.Ensure) > maxEnsure || !ensureRe.MatchString(c.Ensure):
-		return Invalidf("property ensure %q contains characters that are not allowed", c.Ensure)
+		return InvalidFieldPredicate("ensure", "%q contains characters that are not allowed", c.Ensure)
 	}
 	if len(c.HealthChecks) > MaxHealthChecks {
-		return Invalidf("property health_checks: %d checks, the limit is %d", len(c.HealthChecks), MaxHealthChecks)
+		return InvalidField("health_checks", "%d checks, the limit is %d", len(c.HealthChecks), MaxHealthChecks)
 	}
 	for i := range c.HealthChecks {
 		if err := c.HealthChecks[i].validate(); err != nil {
-			return Invalidf("property health_checks[%d]: %s", i, err)
+			return InvalidField(fmt.Sprintf("health_checks[%d]", i), "%s", err)
 		}
 	}
 	if err := validateRegistrations(c.RegisterWhenStable); err != nil {
@@ -96,7 +97,7 @@ func (c *CommonProperties) ValidateCommon() error {
 	}{{"require", c.Require}, {"subscribe", c.Subscribe}} {
 		for _, r := range list.refs {
 			if !refRe.MatchString(r) {
-				return Invalidf("property %s: %q is not a type#name reference", list.name, r)
+				return InvalidField(list.name, "%q is not a type#name reference", r)
 			}
 		}
 	}

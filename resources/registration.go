@@ -74,14 +74,14 @@ func (n *RegistrationNumber) UnmarshalJSON(b []byte) error {
 // validateRegistrations checks the bounds of a resource's entries.
 func validateRegistrations(rs []Registration) error {
 	if len(rs) > MaxRegistrations {
-		return Invalidf("property register_when_stable: %d entries, the limit is %d", len(rs), MaxRegistrations)
+		return InvalidField("register_when_stable", "%d entries, the limit is %d", len(rs), MaxRegistrations)
 	}
 	for i, r := range rs {
 		if r.Service == "" || r.Cluster == "" || r.Protocol == "" || r.Address == "" {
-			return Invalidf("property register_when_stable[%d]: cluster, service, protocol and address are required", i)
+			return InvalidField(fmt.Sprintf("register_when_stable[%d]", i), "cluster, service, protocol and address are required")
 		}
 		if len(r.Annotations) > MaxRegistrationAnnotations {
-			return Invalidf("property register_when_stable[%d]: %d annotations, the limit is %d", i, len(r.Annotations), MaxRegistrationAnnotations)
+			return InvalidField(fmt.Sprintf("register_when_stable[%d]", i), "%d annotations, the limit is %d", len(r.Annotations), MaxRegistrationAnnotations)
 		}
 	}
 	return nil

@@ -84,11 +84,11 @@ func parseDecoded(ensure *protocol.EnsureRequest, types *resources.Registry) (*B
 func ParseManifest(raw []byte) (*Body, error) {
 	bundle, err := decodeBundle(raw)
 	if err != nil {
-		return nil, protocol.NewError(protocol.CodeBadRequest, "manifest bundle: %s", protocol.AsError(err).Message)
+		return nil, protocol.Wrapf(protocol.CodeBadRequest, err, "manifest bundle: %s", protocol.AsError(err).Message)
 	}
 	m, err := manifest.Parse(bundle.Manifest, manifest.ParseOptions{})
 	if err != nil {
-		return nil, protocol.NewError(protocol.CodeBadRequest, "%s", ManifestMessage(err))
+		return nil, protocol.Wrapf(protocol.CodeBadRequest, err, "%s", ManifestMessage(err))
 	}
 	return ManifestBody(bundle, m), nil
 }

@@ -46,10 +46,10 @@ func (p *Properties) Validate() error {
 		return err
 	}
 	if p.Ensure != EnsurePresent {
-		return resources.Invalidf("property ensure: %q is not %s, the only ensure value of apply", p.Ensure, EnsurePresent)
+		return resources.InvalidField("ensure", "%q is not %s, the only ensure value of apply", p.Ensure, EnsurePresent)
 	}
 	if strings.ContainsRune(p.Name, 0) {
-		return resources.Invalidf("property name: path contains a NUL byte")
+		return resources.InvalidField("name", "path contains a NUL byte")
 	}
 	return nil
 }

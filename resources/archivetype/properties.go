@@ -63,21 +63,21 @@ func (p *Properties) Validate() error {
 		return err
 	}
 	if p.Ensure != EnsurePresent && p.Ensure != EnsureAbsent {
-		return resources.Invalidf("property ensure: %q is not one of %s, %s", p.Ensure, EnsurePresent, EnsureAbsent)
+		return resources.InvalidField("ensure", "%q is not one of %s, %s", p.Ensure, EnsurePresent, EnsureAbsent)
 	}
 	if err := checkPath("name", p.Name); err != nil {
 		return err
 	}
 	nameFormat, ok := FormatOf(p.Name)
 	if !ok {
-		return resources.Invalidf("property name: %q does not end in a supported archive extension %v", p.Name, SupportedExtensions())
+		return resources.InvalidField("name", "%q does not end in a supported archive extension %v", p.Name, SupportedExtensions())
 	}
 	urlFormat, err := checkURL(p.URL)
 	if err != nil {
 		return err
 	}
 	if urlFormat != nameFormat {
-		return resources.Invalidf("property url: archive type %s does not match the name's archive type %s", urlFormat, nameFormat)
+		return resources.InvalidField("url", "archive type %s does not match the name's archive type %s", urlFormat, nameFormat)
 	}
 	if err := p.validateChecksum(); err != nil {
 		return err
@@ -91,7 +91,7 @@ func (p *Properties) Validate() error {
 		}
 	}
 	if p.Cleanup && (p.ExtractParent == "" || p.Creates == "") {
-		return resources.Invalidf("property cleanup: requires extract_parent and creates")
+		return resources.InvalidField("cleanup", "requires extract_parent and creates")
 	}
 	if err := checkAccount("owner", p.Owner); err != nil {
 		return err
@@ -110,7 +110,7 @@ func (p *Properties) validateChecksum() error {
 		return nil
 	}
 	if len(p.Checksum) != 64 || strings.IndexFunc(p.Checksum, func(r rune) bool { return !isHex(r) }) >= 0 {
-		return resources.Invalidf("property checksum: %q is not a SHA-256 hex digest (64 hex characters)", p.Checksum)
+		return resources.InvalidField("checksum", "%q is not a SHA-256 hex digest (64 hex characters)", p.Checksum)
 	}
 	p.Checksum = strings.ToLower(p.Checksum)
 	return nil
@@ -118,19 +118,19 @@ func (p *Properties) validateChecksum() error {
 
 func (p *Properties) validateAuth() error {
 	if p.Password != "" && p.Username == "" {
-		return resources.Invalidf("property password: requires username")
+		return resources.InvalidField("password", "requires username")
 	}
 	if p.Username == "" {
 		return nil
 	}
 	if strings.ContainsRune(p.Username, ':') || hasControl(p.Username) || len(p.Username) > maxAccount {
-		return resources.Invalidf("property username: must be at most %d characters without ':' or control characters", maxAccount)
+		return resources.InvalidField("username", "must be at most %d characters without ':' or control characters", maxAccount)
 	}
 	if hasControl(p.Password) {
-		return resources.Invalidf("property password: contains control characters")
+		return resources.InvalidField("password", "contains control characters")
 	}
 	if u, err := url.Parse(p.URL); err == nil && u.User != nil {
-		return resources.Invalidf("property username: the url already carries credentials; use one or the other")
+		return resources.InvalidField("username", "the url already carries credentials; use one or the other")
 	}
 	return nil
 }
@@ -139,11 +139,11 @@ func (p *Properties) validateAuth() error {
 func checkPath(prop, path string) error {
 	switch {
 	case strings.ContainsRune(path, 0):
-		return resources.Invalidf("property %s: contains a NUL byte", prop)
+		return resources.InvalidField(prop, "contains a NUL byte")
 	case !filepath.IsAbs(path):
-		return resources.Invalidf("property %s: %q is not an absolute path", prop, path)
+		return resources.InvalidField(prop, "%q is not an absolute path", path)
 	case filepath.Clean(path) != path:
-		return resources.Invalidf("property %s: %q is not a clean path (expected %q)", prop, path, filepath.Clean(path))
+		return resources.InvalidField(prop, "%q is not a clean path (expected %q)", path, filepath.Clean(path))
 	}
 	return nil
 }
@@ -153,24 +153,24 @@ func checkPath(prop, path string) error {
 // carry credentials.
 func checkURL(raw string) (Format, error) {
 	if raw == "" {
-		return "", resources.Invalidf("property url is required")
+		return "", resources.InvalidFieldPredicate("url", "is required")
 	}
 	if hasControl(raw) {
-		return "", resources.Invalidf("property url: contains control characters")
+		return "", resources.InvalidField("url", "contains control characters")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", resources.Invalidf("property url: %s is not a valid URL", RedactURL(raw))
+		return "", resources.InvalidField("url", "%s is not a valid URL", RedactURL(raw))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", resources.Invalidf("property url: scheme %q is not http or https", u.Scheme)
+		return "", resources.InvalidField("url", "scheme %q is not http or https", u.Scheme)
 	}
 	if u.Host == "" {
-		return "", resources.Invalidf("property url: %s has no host", RedactURL(raw))
+		return "", resources.InvalidField("url", "%s has no host", RedactURL(raw))
 	}
 	f, ok := FormatOf(u.Path)
 	if !ok {
-		return "", resources.Invalidf("property url: path %q does not end in a supported archive extension %v", u.Path, SupportedExtensions())
+		return "", resources.InvalidField("url", "path %q does not end in a supported archive extension %v", u.Path, SupportedExtensions())
 	}
 	return f, nil
 }
@@ -179,13 +179,13 @@ func checkURL(raw string) (Format, error) {
 func checkAccount(prop, v string) error {
 	switch {
 	case v == "":
-		return resources.Invalidf("property %s is required", prop)
+		return resources.InvalidFieldPredicate(prop, "is required")
 	case len(v) > maxAccount:
-		return resources.Invalidf("property %s: longer than %d bytes", prop, maxAccount)
+		return resources.InvalidField(prop, "longer than %d bytes", maxAccount)
 	case hasControl(v) || strings.ContainsAny(v, ": /"):
-		return resources.Invalidf("property %s: %q is not a valid name", prop, v)
+		return resources.InvalidField(prop, "%q is not a valid name", v)
 	case !portableAccount(v):
-		return resources.Invalidf("property %s: %q is not a valid name (letters, digits, '.', '_' and '-', not starting with '-', optionally ending in '$')", prop, v)
+		return resources.InvalidField(prop, "%q is not a valid name (letters, digits, '.', '_' and '-', not starting with '-', optionally ending in '$')", v)
 	}
 	return nil
 }
@@ -195,10 +195,10 @@ func checkAccount(prop, v string) error {
 func validateHeaders(h map[string]string) error {
 	for name, value := range h {
 		if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
-			return resources.Invalidf("property headers: %q is not a valid header name", name)
+			return resources.InvalidField("headers", "%q is not a valid header name", name)
 		}
 		if strings.IndexFunc(value, func(r rune) bool { return r != '\t' && (r < 0x20 || r == 0x7f) }) >= 0 {
-			return resources.Invalidf("property headers: the value of %q contains control characters", name)
+			return resources.InvalidField("headers", "the value of %q contains control characters", name)
 		}
 	}
 	return nil

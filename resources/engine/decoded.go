@@ -21,7 +21,7 @@ import (
 func DecodeJSON(t resources.Type, raw []byte) (resources.Properties, error) {
 	p := t.NewProperties()
 	if err := protocol.DecodeJSONStrict(raw, p); err != nil {
-		return nil, &resources.InvalidError{Problem: propertyMessage(err)}
+		return nil, invalidProperties(err)
 	}
 	return p, nil
 }

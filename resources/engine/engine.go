@@ -285,20 +285,20 @@ func validate(t resources.Type, p resources.Properties) error {
 	return p.Validate()
 }
 
-// propertyMessage words a decoding error of a resource's properties for
-// its author: `unknown property "Provider"`, `property "mode": expected a
-// string, got number`.
-func propertyMessage(err error) string {
+// invalidProperties is the *resources.InvalidError of properties that do
+// not decode: its Problem names the property (`property "mode": ...`, `unknown
+// property "colour"`), its Field and Reason are the decoder's.
+func invalidProperties(err error) *resources.InvalidError {
 	var pe *protocol.Error
 	switch {
 	case !errors.As(err, &pe):
-		return err.Error()
+		return &resources.InvalidError{Problem: err.Error(), Reason: err.Error()}
 	case pe.UnknownKey():
-		return fmt.Sprintf("unknown property %q", pe.Field)
+		return &resources.InvalidError{Problem: fmt.Sprintf("unknown property %q", pe.Field), Field: pe.Field, Reason: pe.Reason()}
 	case pe.Field != "":
-		return fmt.Sprintf("property %q: %s", pe.Field, pe.Reason())
+		return &resources.InvalidError{Problem: fmt.Sprintf("property %q: %s", pe.Field, pe.Reason()), Field: pe.Field, Reason: pe.Reason()}
 	default:
-		return pe.Reason()
+		return &resources.InvalidError{Problem: pe.Reason(), Reason: pe.Reason()}
 	}
 }
 

@@ -108,7 +108,7 @@ func (p *Properties) Validate() error {
 		return err
 	}
 	if p.Ensure != EnsurePresent {
-		return resources.Invalidf("property ensure: exec resources are always %q, not %q", EnsurePresent, p.Ensure)
+		return resources.InvalidField("ensure", "exec resources are always %q, not %q", EnsurePresent, p.Ensure)
 	}
 	for _, c := range []struct{ name, line string }{
 		{"name", p.Name}, {"command", p.Command}, {"onlyif", p.OnlyIf}, {"unless", p.Unless},
@@ -117,7 +117,7 @@ func (p *Properties) Validate() error {
 			continue
 		}
 		if err := checkCommandLine(c.line); err != nil {
-			return resources.Invalidf("property %s: %s", c.name, err)
+			return resources.InvalidField(c.name, "%s", err)
 		}
 	}
 	if err := p.validateTimeout(); err != nil {
@@ -131,15 +131,15 @@ func (p *Properties) Validate() error {
 	}
 	for _, c := range p.Returns {
 		if c < 0 || c > maxExitCode {
-			return resources.Invalidf("property returns: %d is not an exit code (0-%d)", c, maxExitCode)
+			return resources.InvalidField("returns", "%d is not an exit code (0-%d)", c, maxExitCode)
 		}
 	}
 	for _, d := range []struct{ name, path string }{{"cwd", p.Cwd}, {"creates", p.Creates}} {
 		if strings.ContainsRune(d.path, 0) {
-			return resources.Invalidf("property %s: %s", d.name, errNUL)
+			return resources.InvalidField(d.name, "%s", errNUL)
 		}
 		if d.path != "" && !filepath.IsAbs(d.path) {
-			return resources.Invalidf("property %s: %q is not an absolute path", d.name, d.path)
+			return resources.InvalidField(d.name, "%q is not an absolute path", d.path)
 		}
 	}
 	return nil
@@ -167,10 +167,10 @@ func (p *Properties) validateTimeout() error {
 	}
 	d, err := time.ParseDuration(p.Timeout)
 	if err != nil {
-		return resources.Invalidf("property timeout: %q is not a duration such as 30s or 5m", p.Timeout)
+		return resources.InvalidField("timeout", "%q is not a duration such as 30s or 5m", p.Timeout)
 	}
 	if d <= 0 {
-		return resources.Invalidf("property timeout: %q must be longer than zero", p.Timeout)
+		return resources.InvalidField("timeout", "%q must be longer than zero", p.Timeout)
 	}
 	return nil
 }
@@ -180,14 +180,14 @@ func (p *Properties) validatePath() error {
 		return nil
 	}
 	if strings.ContainsRune(p.Path, 0) {
-		return resources.Invalidf("property path: %s", errNUL)
+		return resources.InvalidField("path", "%s", errNUL)
 	}
 	for _, dir := range strings.Split(p.Path, ":") {
 		if dir == "" {
-			return resources.Invalidf("property path: %q has an empty directory", p.Path)
+			return resources.InvalidField("path", "%q has an empty directory", p.Path)
 		}
 		if !strings.HasPrefix(dir, "/") {
-			return resources.Invalidf("property path: %q is not an absolute directory", dir)
+			return resources.InvalidField("path", "%q is not an absolute directory", dir)
 		}
 	}
 	return nil
@@ -198,15 +198,15 @@ func (p *Properties) validateEnvironment() error {
 		key, value, ok := strings.Cut(kv, "=")
 		switch {
 		case !ok:
-			return resources.Invalidf("property environment: %q is not KEY=VALUE", kv)
+			return resources.InvalidField("environment", "%q is not KEY=VALUE", kv)
 		case key == "":
-			return resources.Invalidf("property environment: %q has an empty key", kv)
+			return resources.InvalidField("environment", "%q has an empty key", kv)
 		case value == "":
-			return resources.Invalidf("property environment: %q has an empty value", kv)
+			return resources.InvalidField("environment", "%q has an empty value", kv)
 		case strings.ContainsRune(kv, 0):
-			return resources.Invalidf("property environment: %q contains a NUL byte", kv)
+			return resources.InvalidField("environment", "%q contains a NUL byte", kv)
 		case !ValidEnvKey(key):
-			return resources.Invalidf("property environment: key %q is not a variable name (letters, digits and _, not starting with a digit)", key)
+			return resources.InvalidField("environment", "key %q is not a variable name (letters, digits and _, not starting with a digit)", key)
 		}
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+
+	"github.com/ccm-fleet/ccm/resources"
 )
 
 // MaxMode is the largest mode a file resource may ask for: setuid, setgid
@@ -74,16 +76,16 @@ func parseModeValue(s string) (uint32, error) {
 		digits = digits[2:]
 	}
 	if digits == "" {
-		return 0, invalidf("property mode: %q is not an octal number", s)
+		return 0, resources.InvalidField("mode", "%q is not an octal number", s)
 	}
 	for _, r := range digits {
 		if r < '0' || r > '7' {
-			return 0, invalidf("property mode: %q is not an octal number: invalid digit %q", s, r)
+			return 0, resources.InvalidField("mode", "%q is not an octal number: invalid digit %q", s, r)
 		}
 	}
 	v, err := strconv.ParseUint(digits, 8, 32)
 	if err != nil || v > MaxMode {
-		return 0, invalidf("property mode: %q exceeds 0777; setuid, setgid and sticky bits cannot be set through mode", s)
+		return 0, resources.InvalidField("mode", "%q exceeds 0777; setuid, setgid and sticky bits cannot be set through mode", s)
 	}
 	return uint32(v), nil
 }

@@ -26,8 +26,6 @@ const (
 // maxOwner bounds owner and group names.
 const maxOwner = 256
 
-var invalidf = resources.Invalidf
-
 // Properties are the properties of a file resource; Name is the absolute,
 // clean path of the file or directory.
 type Properties struct {
@@ -72,13 +70,13 @@ func (p *Properties) Validate() error {
 	switch p.Ensure {
 	case EnsurePresent, EnsureAbsent, EnsureDirectory:
 	default:
-		return invalidf("property ensure: %q is not one of present, absent, directory", p.Ensure)
+		return resources.InvalidField("ensure", "%q is not one of present, absent, directory", p.Ensure)
 	}
 	if err := ValidatePath(p.Name); err != nil {
 		return err
 	}
 	if p.Ensure == EnsureAbsent && p.Name == "/" {
-		return invalidf("property name: %s", ErrRemoveRoot)
+		return resources.InvalidField("name", "%s", ErrRemoveRoot)
 	}
 	if err := p.mergeContents(); err != nil {
 		return err
@@ -100,11 +98,11 @@ func (p *Properties) ManagesContent() bool {
 func ValidatePath(name string) error {
 	switch {
 	case strings.ContainsRune(name, 0):
-		return invalidf("property name: path contains a NUL byte")
+		return resources.InvalidField("name", "path contains a NUL byte")
 	case !filepath.IsAbs(name):
-		return invalidf("property name: %q is not an absolute path", name)
+		return resources.InvalidField("name", "%q is not an absolute path", name)
 	case filepath.Clean(name) != name:
-		return invalidf("property name: %q is not a clean path (expected %q)", name, filepath.Clean(name))
+		return resources.InvalidField("name", "%q is not a clean path (expected %q)", name, filepath.Clean(name))
 	}
 	return nil
 }
@@ -114,7 +112,7 @@ func (p *Properties) mergeContents() error {
 		return nil
 	}
 	if p.Content != nil && *p.Content != *p.Contents {
-		return invalidf("property contents: content and contents are both set and differ; use content")
+		return resources.InvalidField("contents", "content and contents are both set and differ; use content")
 	}
 	p.Content, p.Contents = p.Contents, nil
 	return nil
@@ -122,13 +120,13 @@ func (p *Properties) mergeContents() error {
 
 func (p *Properties) validateContent() error {
 	if p.Content != nil && p.Source != "" {
-		return invalidf("property source: content and source are mutually exclusive")
+		return resources.InvalidField("source", "content and source are mutually exclusive")
 	}
 	if strings.ContainsRune(p.Source, 0) {
-		return invalidf("property source: path contains a NUL byte")
+		return resources.InvalidField("source", "path contains a NUL byte")
 	}
 	if p.Ensure == EnsureDirectory && p.ManagesContent() {
-		return invalidf("property content: content and source apply only to ensure present, not directory")
+		return resources.InvalidField("content", "content and source apply only to ensure present, not directory")
 	}
 	return nil
 }
@@ -138,13 +136,13 @@ func (p *Properties) validateAttributes() error {
 	for _, a := range []struct{ name, value string }{{"owner", p.Owner}, {"group", p.Group}, {"mode", string(p.Mode)}} {
 		switch {
 		case a.value == "" && required:
-			return invalidf("property %s is required for ensure %s", a.name, p.Ensure)
+			return resources.InvalidFieldPredicate(a.name, "is required for ensure %s", p.Ensure)
 		case len(a.value) > maxOwner:
-			return invalidf("property %s is longer than %d bytes", a.name, maxOwner)
+			return resources.InvalidFieldPredicate(a.name, "is longer than %d bytes", maxOwner)
 		case strings.ContainsRune(a.value, 0):
-			return invalidf("property %s contains a NUL byte", a.name)
+			return resources.InvalidFieldPredicate(a.name, "contains a NUL byte")
 		case a.value != strings.TrimSpace(a.value):
-			return invalidf("property %s: %q has leading or trailing space", a.name, a.value)
+			return resources.InvalidField(a.name, "%q has leading or trailing space", a.value)
 		}
 	}
 	if p.Mode != "" {

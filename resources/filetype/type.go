@@ -153,7 +153,7 @@ func SourcePath(source, workingDir string) (string, error) {
 		return filepath.Clean(source), nil
 	}
 	if workingDir == "" {
-		return "", invalidf("property source: %q is a relative path and there is no working directory to resolve it against", source)
+		return "", resources.InvalidField("source", "%q is a relative path and there is no working directory to resolve it against", source)
 	}
 	return filepath.Join(workingDir, source), nil
 }

@@ -73,10 +73,10 @@ func IsVersion(ensure string) bool {
 // exactly that name before installing it.
 func ValidateName(name string) error {
 	if why := checkToken(name); why != "" {
-		return resources.Invalidf("property name: package name %s", why)
+		return resources.InvalidField("name", "package name %s", why)
 	}
 	if c := name[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-		return resources.Invalidf("property name: package name %s does not start with a letter or digit", quote(name))
+		return resources.InvalidField("name", "package name %s does not start with a letter or digit", quote(name))
 	}
 	return nil
 }
@@ -84,7 +84,7 @@ func ValidateName(name string) error {
 // ValidateVersion checks a version string the same way as ValidateName.
 func ValidateVersion(version string) error {
 	if why := checkToken(version); why != "" {
-		return resources.Invalidf("property ensure: version %s", why)
+		return resources.InvalidField("ensure", "version %s", why)
 	}
 	return nil
 }

@@ -73,18 +73,18 @@ func (p *Properties) Validate() error {
 	switch p.Ensure {
 	case EnsurePresent, EnsureAbsent:
 	default:
-		return resources.Invalidf("property ensure: %q is not one of %s or %s", p.Ensure, EnsurePresent, EnsureAbsent)
+		return resources.InvalidField("ensure", "%q is not one of %s or %s", p.Ensure, EnsurePresent, EnsureAbsent)
 	}
 	switch {
 	case p.Source == "":
-		return resources.Invalidf("property source is required")
+		return resources.InvalidFieldPredicate("source", "is required")
 	case strings.ContainsRune(p.Source, 0):
-		return resources.Invalidf("property source contains a NUL byte")
+		return resources.InvalidFieldPredicate("source", "contains a NUL byte")
 	}
 	switch p.Engine {
 	case EngineGo, EngineJet:
 	default:
-		return resources.Invalidf("property engine: %q is not one of %s or %s", p.Engine, EngineGo, EngineJet)
+		return resources.InvalidField("engine", "%q is not one of %s or %s", p.Engine, EngineGo, EngineJet)
 	}
 	if (p.LeftDelimiter == "") != (p.RightDelimiter == "") {
 		return resources.Invalidf("properties left_delimiter and right_delimiter must be set together")
@@ -95,13 +95,13 @@ func (p *Properties) Validate() error {
 func validateTarget(name string) error {
 	switch {
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return resources.Invalidf("property name: %q contains a control character", name)
+		return resources.InvalidField("name", "%q contains a control character", name)
 	case !filepath.IsAbs(name):
-		return resources.Invalidf("property name: %q is not an absolute path", name)
+		return resources.InvalidField("name", "%q is not an absolute path", name)
 	case filepath.Clean(name) != name:
-		return resources.Invalidf("property name: %q is not canonical (it should be %q)", name, filepath.Clean(name))
+		return resources.InvalidField("name", "%q is not canonical (it should be %q)", name, filepath.Clean(name))
 	case name == "/":
-		return resources.Invalidf("property name: the root directory cannot be a scaffold target")
+		return resources.InvalidField("name", "the root directory cannot be a scaffold target")
 	}
 	return nil
 }
@@ -109,28 +109,28 @@ func validateTarget(name string) error {
 func validatePost(post []map[string]string) error {
 	for i, entry := range post {
 		if len(entry) != 1 {
-			return resources.Invalidf("property post: entry %d must map exactly one glob to one command, it has %d", i+1, len(entry))
+			return resources.InvalidField("post", "entry %d must map exactly one glob to one command, it has %d", i+1, len(entry))
 		}
 		for glob, command := range entry {
 			switch {
 			case strings.TrimSpace(glob) == "":
-				return resources.Invalidf("property post: entry %d has an empty glob", i+1)
+				return resources.InvalidField("post", "entry %d has an empty glob", i+1)
 			case strings.TrimSpace(command) == "":
-				return resources.Invalidf("property post: entry %d (%q) has an empty command", i+1, glob)
+				return resources.InvalidField("post", "entry %d (%q) has an empty command", i+1, glob)
 			case strings.ContainsRune(glob, 0) || strings.ContainsRune(command, 0):
-				return resources.Invalidf("property post: entry %d (%q) contains a NUL byte", i+1, glob)
+				return resources.InvalidField("post", "entry %d (%q) contains a NUL byte", i+1, glob)
 			case strings.ContainsRune(glob, '/'):
-				return resources.Invalidf("property post: glob %q contains /, but globs match file base names", glob)
+				return resources.InvalidField("post", "glob %q contains /, but globs match file base names", glob)
 			}
 			if _, err := filepath.Match(glob, "x"); err != nil {
-				return resources.Invalidf("property post: glob %q: %v", glob, err)
+				return resources.InvalidField("post", "glob %q: %v", glob, err)
 			}
 			words, err := shellquote.Split(command)
 			if err != nil {
-				return resources.Invalidf("property post: command %q: %v", command, err)
+				return resources.InvalidField("post", "command %q: %v", command, err)
 			}
 			if len(words) == 0 {
-				return resources.Invalidf("property post: command %q has no program", command)
+				return resources.InvalidField("post", "command %q has no program", command)
 			}
 		}
 	}

@@ -48,7 +48,7 @@ func (p *Properties) Validate() error {
 	switch p.Ensure {
 	case EnsureRunning, EnsureStopped:
 	default:
-		return resources.Invalidf("property ensure: %q is not one of %s, %s", p.Ensure, EnsureRunning, EnsureStopped)
+		return resources.InvalidField("ensure", "%q is not one of %s, %s", p.Ensure, EnsureRunning, EnsureStopped)
 	}
 	return ValidateName(p.Name)
 }
@@ -60,13 +60,13 @@ func (p *Properties) Validate() error {
 func ValidateName(name string) error {
 	switch {
 	case name == "":
-		return resources.Invalidf("property name is required")
+		return resources.InvalidFieldPredicate("name", "is required")
 	case len(name) > MaxNameLength:
-		return resources.Invalidf("property name: service name is longer than %d bytes", MaxNameLength)
+		return resources.InvalidField("name", "service name is longer than %d bytes", MaxNameLength)
 	case !nameRe.MatchString(name):
-		return resources.Invalidf("property name: service name contains dangerous characters: %q", name)
+		return resources.InvalidField("name", "service name contains dangerous characters: %q", name)
 	case strings.HasPrefix(name, "-"):
-		return resources.Invalidf("property name: service name %q must not start with '-'", name)
+		return resources.InvalidField("name", "service name %q must not start with '-'", name)
 	}
 	return nil
 }
