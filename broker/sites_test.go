@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
 
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
@@ -184,6 +186,50 @@ var _ = Describe("A hub with site brokers", func() {
 		}})
 		Consistently(hub.LeafConnections, 2*time.Second, 200*time.Millisecond).Should(Equal(1))
 	})
+
+	// With the hub verifying client certificates, a site whose only fault
+	// is its certificate (the hub's CA, the right user and password) never
+	// connects, and the hub logs why. The positive control, the same
+	// settings with the right certificate, connects to the same hub in the
+	// same spec: the refusal is the certificate's, not a wrong address.
+	DescribeTable("refuses a site whose client certificate the hub cannot verify",
+		func(badCert func(other brokertest.PKI) (cert, key string), refusal string) {
+			pki := brokertest.WritePKI(GinkgoT(), GinkgoT().TempDir())
+			other := brokertest.WritePKI(GinkgoT(), GinkgoT().TempDir()) // another CA
+			hubLog := gbytes.NewBuffer()
+			hub := brokertest.StartConfig(GinkgoT(), broker.Config{ServerLog: true, LeafNodes: broker.LeafNodesConfig{
+				Listen: "127.0.0.1:-1", Users: []broker.LeafUser{siteUser},
+				TLS: broker.TLSConfig{Cert: pki.ServerCert, Key: pki.ServerKey, CA: pki.CA, Verify: true},
+			}}, broker.WithLogger(slog.New(slog.NewTextHandler(hubLog, nil))))
+			tlsURL := strings.Replace(hub.LeafURL(), "nats-leaf://", "tls://", 1)
+			siteWith := func(site, cert, key string) *broker.Broker {
+				return brokertest.StartConfig(GinkgoT(), broker.Config{Site: site, Hub: broker.HubConfig{
+					URLs: []string{tlsURL}, User: siteUser.User, Password: siteUser.Password,
+					TLS: broker.HubTLSConfig{CA: pki.CA, Cert: cert, Key: key},
+				}})
+			}
+
+			cert, key := badCert(other)
+			bad := siteWith("ams1", cert, key)
+			Eventually(hubLog).WithTimeout(10 * time.Second).Should(gbytes.Say(`TLS leafnode handshake error: ` + refusal))
+			Consistently(hub.LeafConnections, 2*time.Second, 200*time.Millisecond).Should(BeZero())
+			Expect(bad.LeafConnections()).To(BeZero())
+
+			good := siteWith("fra1", pki.ClientCert, pki.ClientKey)
+			Eventually(good.LeafConnections).WithTimeout(10 * time.Second).Should(Equal(1))
+			Eventually(hub.LeafConnections).Should(Equal(1))
+			// The bad site keeps retrying, and keeps being refused.
+			Eventually(hubLog).WithTimeout(10 * time.Second).Should(gbytes.Say(`TLS leafnode handshake error: ` + refusal))
+			Consistently(hub.LeafConnections, 2*time.Second, 200*time.Millisecond).Should(Equal(1))
+			Expect(bad.LeafConnections()).To(BeZero())
+		},
+		Entry("no client certificate",
+			func(brokertest.PKI) (string, string) { return "", "" },
+			`tls: client didn't provide a certificate`),
+		Entry("a client certificate of another CA",
+			func(other brokertest.PKI) (string, string) { return other.ClientCert, other.ClientKey },
+			`tls: failed to verify certificate: x509: certificate signed by unknown authority`),
+	)
 
 	It("reloads a hub and a site broker (SIGHUP) with their leaf settings unchanged", func() {
 		hub := startHub("fra1")

@@ -109,7 +109,12 @@ func (a *app) runBroker(f *brokerFlags) error {
 	go func() {
 		defer close(done)
 		sites := cfg.LeafNodes.Sites
-		a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age, Sources: sites}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL, Sources: sites})
+		if !a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age, Sources: sites}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL, Sources: sites}) {
+			return
+		}
+		if cfg.IsHub() && len(sites) > 0 && replicas > 1 {
+			a.watchSourcing(ctx, b, cfg.ServerName)
+		}
 	}()
 	reloaded := make(chan struct{})
 	go func() {
@@ -146,19 +151,19 @@ func (a *app) announceLevel(w io.Writer, level slog.Level, text, msg string, arg
 
 // provisionBroker creates or updates the history stream and the registry,
 // retrying while the cluster forms (a replicated stream needs its peers)
-// until it succeeds or ctx ends.
-func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig) {
+// until it succeeds (true) or ctx ends or no connection can be made (false).
+func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig) bool {
 	log := a.Logger()
 	nc, err := b.InProcessConn()
 	if err != nil {
 		log.Error("cannot set up history", "error", err)
-		return
+		return false
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		log.Error("cannot set up history", "error", err)
-		return
+		return false
 	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
@@ -171,12 +176,12 @@ func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.
 			}
 			a.announce(a.Stderr, fmt.Sprintf("history stream %s, node registry %s and assignments %s ready (%s)%s", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, provision.ReplicasText(hc.Replicas), sourcing),
 				"history ready", "stream", protocol.HistoryStream, "registry", protocol.NodesBucket, "assignments", protocol.AssignmentsBucket, "replicas", hc.Replicas, "sites", hc.Sources)
-			return
+			return true
 		}
 		log.Info("history not set up yet, retrying", "error", err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(provisionRetry):
 		}
 	}
