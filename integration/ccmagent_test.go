@@ -35,6 +35,20 @@ func ccmFileManifest(path, content, check string) string {
 	return doc
 }
 
+// ccmLBManifest renders a load balancer's upstreams (%q: the file) from
+// the web registrations.
+const ccmLBManifest = `ccm:
+  resources:
+    - file:
+        - %q:
+            ensure: present
+            owner: root
+            group: root
+            mode: "0644"
+            content: |-
+              {{ join(map(registrations('production', 'http', 'web', '*'), 'server ' + .Address + ':' + string(.Port)), "\n") }}
+`
+
 // freePort is a TCP port free on 127.0.0.1 a moment ago.
 func freePort() int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -162,7 +176,7 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		Expect(metricSum(page, "choria_ccm_agent_healthcheck_remediations_count", `manifest="`+warnM+`"`)).To(BeZero())
 	})
 
-	It("registers three web hosts into the registration stream, signed by each host's own key; ccm-orch registration query, watch and rm see and change them", func() {
+	It("registers three web hosts into the registration stream, signed by each host's own key; a load-balancer agent renders exactly those three and, at its own next scheduled run, exactly two within the TTL after one's health check goes CRITICAL; ccm-orch registration query, watch and rm see and change them", func() {
 		b := brokertest.Start(GinkgoT())
 		url := b.ClientURL()
 		orch := func(args ...string) string {
@@ -206,8 +220,36 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		Eventually(query).WithTimeout(60 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
 		Eventually(watch.Out).WithTimeout(20 * time.Second).Should(gbytes.Say(`registered web in production: http://10\.0\.0\.\d:80 priority 10 ttl 1m`))
 
+		// A fourth agent, the load balancer, renders its upstreams from
+		// registrations() every interval (30s, CCM's minimum); it registers
+		// nothing itself.
+		upstreams := filepath.Join(dir, "lb", "upstreams.conf")
+		Expect(os.MkdirAll(filepath.Join(dir, "lb"), 0o700)).To(Succeed())
+		lbM := filepath.Join(dir, "lb", "lb.yaml")
+		Expect(os.WriteFile(lbM, fmt.Appendf(nil, ccmLBManifest, upstreams), 0o600)).To(Succeed())
+		lbCfg := filepath.Join(dir, "lb", "config.yaml")
+		lbPort := freePort()
+		Expect(os.WriteFile(lbCfg, fmt.Appendf(nil, "interval: 30s\nmanifests: [%s]\ncache_dir: %s\nmonitor_port: %d\n", lbM, filepath.Join(dir, "lb", "source"), lbPort), 0o600)).To(Succeed())
+		lb := startProcess(ccmAgentBin(), "agent", "--config", lbCfg, "--server", url, "--identity", "lb1", "--monitor-host", "127.0.0.1")
+		lbApplies := func() float64 {
+			return metricSum(scrape(lbPort), "choria_ccm_agent_apply_duration_seconds_count", `manifest="`+lbM+`"`)
+		}
+		readUpstreams := func() (string, error) { b, err := os.ReadFile(upstreams); return string(b), err }
+		Eventually(readUpstreams).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.2:80\nserver 10.0.0.3:80"))
+		Eventually(lbApplies).Should(BeNumerically("==", 1))
+
+		failed := time.Now()
 		Expect(os.Remove(filepath.Join(dir, "2", "healthy"))).To(Succeed())
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.3"}))
+		// The entry's TTL is a minute: two upstreams well before that came
+		// from the withdrawal, read by the load balancer's second run (its
+		// schedule, not a restart: the same process, two applies).
+		Eventually(readUpstreams).WithTimeout(45 * time.Second).WithPolling(250 * time.Millisecond).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.3:80"))
+		took := time.Since(failed)
+		GinkgoWriter.Printf("load balancer dropped web2 %s after its health check failed\n", took.Round(time.Millisecond))
+		Expect(took).To(BeNumerically("<", time.Minute))
+		Expect(lb.ExitCode()).To(Equal(-1), "the load balancer was not restarted")
+		Eventually(lbApplies).Should(BeNumerically("==", 2))
 
 		// A running agent publishes its entry again at its next run: stop
 		// web3 first, then remove its entry (its TTL is a minute).

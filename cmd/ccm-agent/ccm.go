@@ -79,7 +79,10 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 	defer stop()
 
 	var js jetstream.JetStream
-	if needsNATS(cfg) {
+	// A host that only reads registrations (a load balancer rendering its
+	// upstreams with registrations()) needs NATS too: it connects when it
+	// is told where NATS is.
+	if needsNATS(cfg) || c.conn.Given() {
 		nc, err := a.ccmConnect(ctx, c, cfg, log)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
