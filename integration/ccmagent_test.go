@@ -257,4 +257,50 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		Expect(orch("registration", "rm", "--cluster", "production", "--service", "web", "--protocol", "http", "--address", "10.0.0.3", "--port", "80", "--force")).To(ContainSubstring("removed choria.ccm.registration.v1.production.http.web.10_0_0_3."))
 		Expect(query()).To(Equal([]string{"10.0.0.1"}))
 	})
+	It("refuses, audits and never publishes a service outside the policy's registration.services, registering the listed one", func() {
+		b := brokertest.Start(GinkgoT())
+		url := b.ClientURL()
+		code, out, errOut := runOrch("history", "init", "--server", url)
+		Expect(code).To(Equal(0), out+errOut)
+		healthy := filepath.Join(dir, "healthy")
+		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+		db := filepath.Join(dir, "db")
+		m := filepath.Join(dir, "host.yaml")
+		Expect(os.WriteFile(m, []byte(ccmFileManifest(filepath.Join(dir, "site"), "served\n", "/bin/sh -c 'test -f "+healthy+" || exit 2'")+webRegistration("10.0.0.1", "")+
+			fmt.Sprintf("    - file:\n        - %q:\n            ensure: present\n            content: \"db\\n\"\n            owner: root\n            group: root\n            mode: \"0644\"\n            register_when_stable:\n              - {cluster: production, service: db, protocol: tcp, address: 10.0.0.1, port: 5432, priority: 1, ttl: 1m}\n", db)), 0o600)).To(Succeed())
+		pol := filepath.Join(dir, "policy.yaml")
+		Expect(os.WriteFile(pol, []byte("registration: {services: [web]}\n"), 0o600)).To(Succeed())
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nhealth_check_interval: 1s\nmanifests: [%s]\nregistration: jetstream\ncache_dir: %s\n", m, filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		audit := filepath.Join(dir, "audit.log")
+		agent := startProcess(ccmAgentBin(), "agent", "--config", cfg, "--policy", pol, "--audit-log", audit, "--server", url, "--identity", "web1")
+
+		query := func(service string) func() []string {
+			return func() []string {
+				code, out, errOut := runOrch("registration", "query", "*", "*", service, "--json", "--server", url)
+				Expect(code).To(Equal(0), errOut)
+				var recs []struct {
+					Service string `json:"service"`
+					Address string `json:"address"`
+					Port    int    `json:"port"`
+				}
+				Expect(json.Unmarshal([]byte(out), &recs)).To(Succeed(), out)
+				var got []string
+				for _, r := range recs {
+					got = append(got, fmt.Sprintf("%s %s:%d", r.Service, r.Address, r.Port))
+				}
+				return got
+			}
+		}
+		// The listed service is registered: the agent runs and registers.
+		Eventually(query("web")).WithTimeout(60 * time.Second).Should(Equal([]string{"web 10.0.0.1:80"}))
+		Expect(db).To(BeAnExistingFile(), "the resource itself is applied; only its entry is refused")
+		Eventually(func() string { b, _ := os.ReadFile(audit); return string(b) }).WithTimeout(20 * time.Second).Should(And(
+			ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`),
+			ContainSubstring(`registration of service \"db\" by file#`+db+` refused: the service is not listed (registration.services [web])`)))
+		Eventually(agent.Err).Should(gbytes.Say(`registrations: refused by the policy.*service=db`))
+		// Health-check runs keep judging it: never published.
+		Consistently(query("db")).WithTimeout(3 * time.Second).WithPolling(time.Second).Should(BeEmpty())
+		Expect(query("*")()).To(Equal([]string{"web 10.0.0.1:80"}))
+	})
 })
