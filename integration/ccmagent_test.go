@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -302,5 +303,19 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		// Health-check runs keep judging it: never published.
 		Consistently(query("db")).WithTimeout(3 * time.Second).WithPolling(time.Second).Should(BeEmpty())
 		Expect(query("*")()).To(Equal([]string{"web 10.0.0.1:80"}))
+	})
+	It("says registrations() needs NATS when the agent is given no connection and its configuration reads nothing from NATS", func() {
+		upstreams := filepath.Join(dir, "upstreams.conf")
+		m := filepath.Join(dir, "lb.yaml")
+		Expect(os.WriteFile(m, fmt.Appendf(nil, ccmLBManifest, upstreams), 0o600)).To(Succeed())
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nmanifests: [%s]\ncache_dir: %s\n", m, filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		cmd := exec.Command(ccmAgentBin(), "agent", "--config", cfg, "--identity", "lb1")
+		cmd.Env = append(os.Environ(), "NATS_URL=", "NATS_CONTEXT=", "CCM_SERVER=")
+		agent, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { agent.Interrupt().Wait(30 * time.Second) })
+		Eventually(agent.Err).WithTimeout(30 * time.Second).Should(gbytes.Say(`registrations\(\): this agent is not connected to NATS`))
+		Expect(upstreams).NotTo(BeAnExistingFile())
 	})
 })
