@@ -45,7 +45,8 @@ type Options struct {
 	// discards them.
 	Auditor Auditor
 	// RegistrationStream is the stream registrations() reads (default
-	// registration.DefaultStream); the function is there when JS is.
+	// registration.DefaultStream); without JS the function returns
+	// ErrNoNATS.
 	RegistrationStream string
 	// Registrar, when set, publishes the register_when_stable entries of
 	// stable resources and withdraws those of failed ones.
@@ -132,6 +133,7 @@ func New(opts Options) (*Agent, error) {
 		// signed bundle, whose signer the policy judges resource by resource.
 		a.localTmplOpts = append(slices.Clone(a.tmplOpts), templates.WithKV(natskv.New(opts.JS), 0))
 	} else {
+		a.tmplOpts = append(a.tmplOpts, templates.WithFunction("registrations", noRegistrationsFunc))
 		a.localTmplOpts = a.tmplOpts
 	}
 	for _, s := range opts.Config.Sources() {

@@ -17,3 +17,9 @@ var ErrRefused = errors.New("bundle refused")
 // (sensitive_data) or holds one of its values: registrations are readable
 // by every host of the fleet.
 var ErrSensitive = errors.New("registration would publish sensitive data")
+
+// ErrNoNATS is returned by registrations() in a template when the agent is
+// not connected to NATS: its configuration has no registration, obj://
+// source or kv:// data, and ccm-agent agent was given no --server,
+// --context, NATS_URL or NATS_CONTEXT.
+var ErrNoNATS = errors.New("registrations(): this agent is not connected to NATS (no registration, obj:// source or kv:// data in its configuration, and no --server, --context, NATS_URL or NATS_CONTEXT)")

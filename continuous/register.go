@@ -185,6 +185,9 @@ func (w *worker) register(ctx context.Context, regs registrations, rep *manifest
 // lookupTimeout bounds one registrations() lookup.
 const lookupTimeout = 10 * time.Second
 
+// noRegistrationsFunc is registrations() of an agent without NATS.
+func noRegistrationsFunc(...any) (any, error) { return nil, ErrNoNATS }
+
 // registrationsFunc is the registrations(cluster, protocol, service,
 // address) template function CCM documents: the entries registered now
 // whose signature verifies, "*" matching any value in a position. Each

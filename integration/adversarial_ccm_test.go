@@ -76,7 +76,7 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		dir = GinkgoT().TempDir()
 	})
 
-	It("confines a CCM agent to its own registrations on a locked-down broker: it cannot publish under another host's key, put a bundle or purge; readers drop an entry another key signed", func() {
+	It("confines a CCM agent to its own registrations on a locked-down broker: it cannot publish under another host's key or a service its user is not narrowed to, put a bundle or purge; readers drop an entry another key signed", func() {
 		const canary = "canary-forged-host-7731"
 		ctx := context.Background()
 		publisher := brokertest.NewUser(GinkgoT(), dir)
@@ -160,6 +160,22 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		Expect(err).To(HaveOccurred())
 		Eventually(errs).WithTimeout(10 * time.Second).Should(Receive(MatchError(ContainSubstring("Permissions Violation for Publish to \"" + msg.Subject))))
 
+		// 1b. An entry of another service (db) under web1's own key: the
+		// shipped config narrows web1 to service web, so the broker refuses
+		// it; web1's own web entry (step 0) went through.
+		dbEntry := &registration.Entry{Cluster: "production", Service: "db", Protocol: "tcp", Address: "10.0.0.1", Port: 5432, Priority: 1, TTL: "1h", Annotations: map[string]string{"note": canary}}
+		dbMsg, err := registration.NewMsg(dbEntry, signer1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(dbMsg.Subject).To(Equal(dbEntry.PublisherSubject(reg1.pub)))
+		pctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		_, err = js.PublishMsg(pctx, dbMsg)
+		cancel()
+		Expect(err).To(HaveOccurred())
+		Eventually(errs).WithTimeout(10 * time.Second).Should(Receive(MatchError(ContainSubstring("Permissions Violation for Publish to \"" + dbMsg.Subject))))
+		dbRecs, _, err := registration.Query(ctx, ajs, registration.DefaultStream, "", "", "db", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(dbRecs).To(BeEmpty())
+
 		// 2. A bundle put: refused; the stored bundle is the publisher's.
 		obsAdmin, err := ajs.ObjectStore(ctx, sources.DefaultBucket)
 		Expect(err).NotTo(HaveOccurred())
@@ -190,6 +206,7 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		Expect(recs[0].Host).To(Equal("web1"))
 		Expect(string(serverLog.Contents())).To(And(
 			ContainSubstring(`Publish Violation - Subject \"`+msg.Subject),
+			ContainSubstring(`Publish Violation - Subject \"`+dbMsg.Subject),
 			ContainSubstring(`Publish Violation - Subject \"$O.ccm-manifests.`),
 			ContainSubstring(`Publish Violation - Subject \"$JS.API.STREAM.PURGE.REGISTRATION`)))
 

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -113,6 +114,34 @@ var _ = Describe("Assignments of object store bundles", Ordered, func() {
 		}).WithTimeout(20 * time.Second).Should(ContainSubstring("1 hosts: 1 converged"))
 		_, shown, _ := runOrch("assignments", "show", "site", "--server", url)
 		Expect(shown).To(MatchRegexp(`bundle: +obj://ccm-manifests/site\.tar\.gz \(sha256 [0-9a-f]{64}\)`))
+	})
+
+	It("carries a manifest larger than the broker's max_payload through an obj:// bundle, which the same manifest inline cannot be", func() {
+		maxPayload := js.Conn().MaxPayload()
+		Expect(maxPayload).To(BeNumerically(">", 0))
+		// Random bytes do not compress: the bundle itself is larger than
+		// one message, so it travels in object store chunks.
+		payload := make([]byte, maxPayload+maxPayload/2)
+		_, err := rand.Read(payload)
+		Expect(err).ToNot(HaveOccurred())
+		path := filepath.Join(target, "large.bin")
+		d := bundleDir("large", fileDoc(path, "large.bin"), map[string]string{"large.bin": string(payload)})
+		put(d, "large.tar.gz", ops)
+		obs, err := js.ObjectStore(context.Background(), "ccm-manifests")
+		Expect(err).ToNot(HaveOccurred())
+		info, err := obs.GetInfo(context.Background(), "large.tar.gz")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(info.Size).To(BeNumerically(">", maxPayload), "the bundle is larger than the broker's max_payload")
+
+		// Inline, the manifest and its file do not fit one message.
+		code, out, errOut := runOrch("assign", "large-inline", filepath.Join(d, sources.ManifestFile), "--host", identity, "--interval", "1h", "--key", ops.seedFile, "--server", url)
+		Expect(code).ToNot(Equal(0), out+errOut)
+		GinkgoWriter.Printf("inline assign of the large manifest: %s\n", errOut)
+
+		assign("large", "large.tar.gz")
+		Eventually(func() ([]byte, error) { return os.ReadFile(path) }).WithTimeout(60 * time.Second).Should(Equal(payload))
+		Eventually(func() []assignmentRun { return assignmentRuns(js, identity, "large") }).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			HaveField("Reply.Error", BeNil()), HaveField("Reply.Events", ContainElement(HaveField("Name", path))))))
 	})
 
 	It("refuses a bundle missing from the object store: ccm-orch assign says so, and an assignment naming one anyway is refused in history", func() {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -35,6 +36,20 @@ func ccmFileManifest(path, content, check string) string {
 	}
 	return doc
 }
+
+// ccmLBManifest renders a load balancer's upstreams (%q: the file) from
+// the web registrations.
+const ccmLBManifest = `ccm:
+  resources:
+    - file:
+        - %q:
+            ensure: present
+            owner: root
+            group: root
+            mode: "0644"
+            content: |-
+              {{ join(map(registrations('production', 'http', 'web', '*'), 'server ' + .Address + ':' + string(.Port)), "\n") }}
+`
 
 // freePort is a TCP port free on 127.0.0.1 a moment ago.
 func freePort() int {
@@ -219,7 +234,7 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		Expect(metricSum(page, "choria_ccm_agent_healthcheck_remediations_count", `manifest="`+warnM+`"`)).To(BeZero())
 	})
 
-	It("registers three web hosts into the registration stream, signed by each host's own key; ccm-orch registration query, watch and rm see and change them", func() {
+	It("registers three web hosts into the registration stream, signed by each host's own key; a load-balancer agent renders exactly those three and, at its own next scheduled run, exactly two within the TTL after one's health check goes CRITICAL; ccm-orch registration query, watch and rm see and change them", func() {
 		b := brokertest.Start(GinkgoT())
 		url := b.ClientURL()
 		orch := func(args ...string) string {
@@ -263,13 +278,101 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		Eventually(query).WithTimeout(60 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
 		Eventually(watch.Out).WithTimeout(20 * time.Second).Should(gbytes.Say(`registered web in production: http://10\.0\.0\.\d:80 priority 10 ttl 1m`))
 
+		// A fourth agent, the load balancer, renders its upstreams from
+		// registrations() every interval (30s, CCM's minimum); it registers
+		// nothing itself.
+		upstreams := filepath.Join(dir, "lb", "upstreams.conf")
+		Expect(os.MkdirAll(filepath.Join(dir, "lb"), 0o700)).To(Succeed())
+		lbM := filepath.Join(dir, "lb", "lb.yaml")
+		Expect(os.WriteFile(lbM, fmt.Appendf(nil, ccmLBManifest, upstreams), 0o600)).To(Succeed())
+		lbCfg := filepath.Join(dir, "lb", "config.yaml")
+		lbPort := freePort()
+		Expect(os.WriteFile(lbCfg, fmt.Appendf(nil, "interval: 30s\nmanifests: [%s]\ncache_dir: %s\nmonitor_port: %d\n", lbM, filepath.Join(dir, "lb", "source"), lbPort), 0o600)).To(Succeed())
+		lb := startProcess(ccmAgentBin(), "agent", "--config", lbCfg, "--server", url, "--identity", "lb1", "--monitor-host", "127.0.0.1")
+		lbApplies := func() float64 {
+			return metricSum(scrape(lbPort), "choria_ccm_agent_apply_duration_seconds_count", `manifest="`+lbM+`"`)
+		}
+		readUpstreams := func() (string, error) { b, err := os.ReadFile(upstreams); return string(b), err }
+		Eventually(readUpstreams).WithTimeout(30 * time.Second).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.2:80\nserver 10.0.0.3:80"))
+		Eventually(lbApplies).Should(BeNumerically("==", 1))
+
+		failed := time.Now()
 		Expect(os.Remove(filepath.Join(dir, "2", "healthy"))).To(Succeed())
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.3"}))
+		// The entry's TTL is a minute: two upstreams well before that came
+		// from the withdrawal, read by the load balancer's second run (its
+		// schedule, not a restart: the same process, two applies).
+		Eventually(readUpstreams).WithTimeout(45 * time.Second).WithPolling(250 * time.Millisecond).Should(Equal("server 10.0.0.1:80\nserver 10.0.0.3:80"))
+		took := time.Since(failed)
+		GinkgoWriter.Printf("load balancer dropped web2 %s after its health check failed\n", took.Round(time.Millisecond))
+		Expect(took).To(BeNumerically("<", time.Minute))
+		Expect(lb.ExitCode()).To(Equal(-1), "the load balancer was not restarted")
+		Eventually(lbApplies).Should(BeNumerically("==", 2))
 
 		// A running agent publishes its entry again at its next run: stop
 		// web3 first, then remove its entry (its TTL is a minute).
 		Eventually(agents[2].Interrupt()).WithTimeout(30 * time.Second).Should(gexec.Exit())
 		Expect(orch("registration", "rm", "--cluster", "production", "--service", "web", "--protocol", "http", "--address", "10.0.0.3", "--port", "80", "--force")).To(ContainSubstring("removed choria.ccm.registration.v1.production.http.web.10_0_0_3."))
 		Expect(query()).To(Equal([]string{"10.0.0.1"}))
+	})
+	It("refuses, audits and never publishes a service outside the policy's registration.services, registering the listed one", func() {
+		b := brokertest.Start(GinkgoT())
+		url := b.ClientURL()
+		code, out, errOut := runOrch("history", "init", "--server", url)
+		Expect(code).To(Equal(0), out+errOut)
+		healthy := filepath.Join(dir, "healthy")
+		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
+		db := filepath.Join(dir, "db")
+		m := filepath.Join(dir, "host.yaml")
+		Expect(os.WriteFile(m, []byte(ccmFileManifest(filepath.Join(dir, "site"), "served\n", "/bin/sh -c 'test -f "+healthy+" || exit 2'")+webRegistration("10.0.0.1", "")+
+			fmt.Sprintf("    - file:\n        - %q:\n            ensure: present\n            content: \"db\\n\"\n            owner: root\n            group: root\n            mode: \"0644\"\n            register_when_stable:\n              - {cluster: production, service: db, protocol: tcp, address: 10.0.0.1, port: 5432, priority: 1, ttl: 1m}\n", db)), 0o600)).To(Succeed())
+		pol := filepath.Join(dir, "policy.yaml")
+		Expect(os.WriteFile(pol, []byte("registration: {services: [web]}\n"), 0o600)).To(Succeed())
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nhealth_check_interval: 1s\nmanifests: [%s]\nregistration: jetstream\ncache_dir: %s\n", m, filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		audit := filepath.Join(dir, "audit.log")
+		agent := startProcess(ccmAgentBin(), "agent", "--config", cfg, "--policy", pol, "--audit-log", audit, "--server", url, "--identity", "web1")
+
+		query := func(service string) func() []string {
+			return func() []string {
+				code, out, errOut := runOrch("registration", "query", "*", "*", service, "--json", "--server", url)
+				Expect(code).To(Equal(0), errOut)
+				var recs []struct {
+					Service string `json:"service"`
+					Address string `json:"address"`
+					Port    int    `json:"port"`
+				}
+				Expect(json.Unmarshal([]byte(out), &recs)).To(Succeed(), out)
+				var got []string
+				for _, r := range recs {
+					got = append(got, fmt.Sprintf("%s %s:%d", r.Service, r.Address, r.Port))
+				}
+				return got
+			}
+		}
+		// The listed service is registered: the agent runs and registers.
+		Eventually(query("web")).WithTimeout(60 * time.Second).Should(Equal([]string{"web 10.0.0.1:80"}))
+		Expect(db).To(BeAnExistingFile(), "the resource itself is applied; only its entry is refused")
+		Eventually(func() string { b, _ := os.ReadFile(audit); return string(b) }).WithTimeout(20 * time.Second).Should(And(
+			ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`),
+			ContainSubstring(`registration of service \"db\" by file#`+db+` refused: the service is not listed (registration.services [web])`)))
+		Eventually(agent.Err).Should(gbytes.Say(`registrations: refused by the policy.*service=db`))
+		// Health-check runs keep judging it: never published.
+		Consistently(query("db")).WithTimeout(3 * time.Second).WithPolling(time.Second).Should(BeEmpty())
+		Expect(query("*")()).To(Equal([]string{"web 10.0.0.1:80"}))
+	})
+	It("says registrations() needs NATS when the agent is given no connection and its configuration reads nothing from NATS", func() {
+		upstreams := filepath.Join(dir, "upstreams.conf")
+		m := filepath.Join(dir, "lb.yaml")
+		Expect(os.WriteFile(m, fmt.Appendf(nil, ccmLBManifest, upstreams), 0o600)).To(Succeed())
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 1h\nmanifests: [%s]\ncache_dir: %s\n", m, filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		cmd := exec.Command(ccmAgentBin(), "agent", "--config", cfg, "--identity", "lb1")
+		cmd.Env = append(os.Environ(), "NATS_URL=", "NATS_CONTEXT=", "CCM_SERVER=")
+		agent, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { agent.Interrupt().Wait(30 * time.Second) })
+		Eventually(agent.Err).WithTimeout(30 * time.Second).Should(gbytes.Say(`registrations\(\): this agent is not connected to NATS`))
+		Expect(upstreams).NotTo(BeAnExistingFile())
 	})
 })

@@ -81,7 +81,10 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 
 	var nc *nats.Conn
 	var js jetstream.JetStream
-	if needsNATS(cfg) {
+	// A host that only reads registrations (a load balancer rendering its
+	// upstreams with registrations()) needs NATS too: it connects when it
+	// is told where NATS is.
+	if needsNATS(cfg) || c.conn.Given() {
 		if nc, err = a.ccmConnect(ctx, c, cfg, log); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -90,7 +93,7 @@ func (a *app) ccmAgent(c *ccmAgentFlags) error {
 			return program.Exit(protocol.ExitError, err)
 		}
 	} else {
-		log.Info("run history is off: the configuration reads nothing from NATS (no obj:// manifest, kv:// data or registration), so there is no NATS connection to record runs on")
+		log.Info("run history is off: the configuration reads nothing from NATS (no obj:// manifest, kv:// data or registration) and no --server or --context was given, so there is no NATS connection to record runs on")
 	}
 
 	reg := prometheus.NewRegistry()

@@ -173,6 +173,24 @@ var _ = Describe("ccm-orch registration init", func() {
 	})
 })
 
+var _ = Describe("ccm-orch registration aliases", func() {
+	It("takes CCM's aliases: reg and r for registration, q for query, delete for rm", func() {
+		b := brokertest.Start(GinkgoT())
+		code, out, errOut := orch("r", "init", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(HavePrefix("registration stream REGISTRATION: "))
+		code, full, errOut := orch("registration", "query", "*", "*", "web", "--json", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), errOut)
+		for _, args := range [][]string{{"reg", "q"}, {"r", "query"}, {"registration", "q"}} {
+			code, out, errOut = orch(append(args, "*", "*", "web", "--json", "--server", b.ClientURL())...)
+			Expect(code).To(Equal(0), "%v: %s", args, errOut)
+			Expect(out).To(Equal(full), "%v", args)
+		}
+		code, _, errOut = orch("reg", "delete", "--cluster", "production", "--service", "web", "--protocol", "http", "--address", "10.0.0.1", "--port", "80", "--force", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), errOut)
+	})
+})
+
 var _ = Describe("ccm-orch history init", func() {
 	It("creates the stream and the registry, updates them, and refuses what one server cannot keep", func() {
 		b := brokertest.Start(GinkgoT())

@@ -40,11 +40,11 @@ func (f *registrationFilter) register(cmd *fisk.CmdClause) {
 }
 
 func (a *app) registerRegistration(cli *fisk.Application) {
-	reg := cli.Command("registration", "Query, watch and remove the service registrations agents publish")
+	reg := cli.Command("registration", "Query, watch and remove the service registrations agents publish").Alias("reg").Alias("r")
 
 	q := &registrationFilter{}
 	var asYAML bool
-	query := reg.Command("query", "List the registered entries whose signature verifies, sorted by cluster, protocol and service")
+	query := reg.Command("query", "List the registered entries whose signature verifies, sorted by cluster, protocol and service").Alias("q")
 	q.register(query)
 	query.Flag("yaml", "Print YAML").UnNegatableBoolVar(&asYAML)
 	query.Action(func(*fisk.ParseContext) error { return a.registrationQuery(q, asYAML) })

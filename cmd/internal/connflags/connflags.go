@@ -34,6 +34,13 @@ func Register(cmd *fisk.CmdClause) *Flags {
 	return f
 }
 
+// Given says whether a server or a context was named for the connection:
+// --server (or CCM_SERVER), --context, NATS_URL or NATS_CONTEXT. A context
+// merely selected with `nats context select` does not count.
+func (f *Flags) Given() bool {
+	return f.servers != "" || f.context != "" || os.Getenv("NATS_URL") != "" || os.Getenv("NATS_CONTEXT") != ""
+}
+
 // Options returns the natsconn options for a connection called name. Each
 // setting comes from the first of: its flag (or the flag's environment
 // variable), base (e.g. the agent's configuration file), then the nats CLI
