@@ -146,14 +146,8 @@ func newAssigner(a *Agent) *assigner {
 // the shutdown timeout passes).
 func (s *assigner) run(ctx, jobs context.Context) {
 	a := s.a
-	kv := s.open(ctx)
-	if kv == nil {
-		return
-	}
-	s.kv = kv
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		a.log.Error("cannot watch the assignment store", "error", err)
+	w := s.watch(ctx)
+	if w == nil {
 		return
 	}
 	defer func() { _ = w.Stop() }()
@@ -220,6 +214,32 @@ func (s *assigner) open(ctx context.Context) jetstream.KeyValue {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(a.cfg.HistoryRetry):
+		}
+	}
+}
+
+// watch opens the store and watches it, trying again every HistoryRetry
+// until ctx ends (nil then): a watch the server refuses (its consumer
+// limit, JetStream away) must not leave the host without assignments.
+func (s *assigner) watch(ctx context.Context) jetstream.KeyWatcher {
+	for {
+		kv := s.open(ctx)
+		if kv == nil {
+			return nil
+		}
+		s.kv = kv
+		w, err := kv.WatchAll(ctx)
+		if err == nil {
+			return w
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.a.log.Error("cannot watch the assignment store; trying again", "error", err, "retry", s.a.cfg.HistoryRetry)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.a.cfg.HistoryRetry):
 		}
 	}
 }

@@ -73,6 +73,10 @@ func EnsureAssignments(ctx context.Context, js jetstream.JetStream, c Assignment
 	if err != nil {
 		return nil, fmt.Errorf("assignments %s: %w", protocol.AssignmentsBucket, err)
 	}
+	// Every agent watches the bucket: one consumer each.
+	if err := RaiseConsumerLimit(ctx, js, "KV_"+protocol.AssignmentsBucket); err != nil {
+		return nil, fmt.Errorf("assignments %s: %w", protocol.AssignmentsBucket, err)
+	}
 	return kv, nil
 }
 

@@ -20,6 +20,7 @@ func EnsureHistory(ctx context.Context, js jetstream.JetStream, c HistoryConfig)
 		return nil, err
 	}
 	cfg := c.StreamConfig()
+	cfg.MaxConsumers = FleetMaxConsumers
 	if len(c.Sources) == 0 {
 		// A hub's sources are kept by a provisioning that names none
 		// (history init run against the hub).

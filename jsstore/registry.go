@@ -32,6 +32,9 @@ func EnsureRegistry(ctx context.Context, js jetstream.JetStream, c RegistryConfi
 	if err != nil {
 		return nil, fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
 	}
+	if err := RaiseConsumerLimit(ctx, js, "KV_"+protocol.NodesBucket); err != nil {
+		return nil, fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
+	}
 	return kv, nil
 }
 
@@ -44,6 +47,9 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, c RegistryConfig)
 	kv, err := js.KeyValue(ctx, protocol.NodesBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, c.KeyValueConfig())
+		if err == nil {
+			err = RaiseConsumerLimit(ctx, js, "KV_"+protocol.NodesBucket)
+		}
 		if errors.Is(err, jetstream.ErrBucketExists) { // created meanwhile by someone else
 			kv, err = js.KeyValue(ctx, protocol.NodesBucket)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -49,6 +50,8 @@ func StreamConfig(name string, replicas int, maxAge time.Duration) jetstream.Str
 		SubjectDeleteMarkerTTL: maxAge,
 		DenyDelete:             true,
 		MaxMsgSize:             MaxEntryBytes,
+		// Every reader's query is a consumer (see jsstore.FleetMaxConsumers).
+		MaxConsumers: jsstore.FleetMaxConsumers,
 	}
 }
 

@@ -74,7 +74,7 @@ func (a *app) manifestPut(c *manifestPutFlags) error {
 	}
 	obs, err := js.ObjectStore(ctx, src.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: src.Bucket, Description: "CCM manifest bundles"})
+		obs, err = sources.EnsureBundleStore(ctx, js, src.Bucket, 1)
 	}
 	if err != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("manifest put: object store %s: %w", src.Bucket, err))
