@@ -65,15 +65,16 @@ func (f *Fetcher) fetchObject(ctx context.Context, src *Source) (*Fetched, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
 	}
-	defer res.Close()
 	info, err := res.Info()
 	if err != nil {
+		_ = res.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
 	}
 	if info.Size > MaxBundleBytes {
+		_ = res.Close()
 		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrFetch, src, info.Size, MaxBundleBytes)
 	}
-	data, err := readBounded(res)
+	data, err := readObject(ctx, res)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
 	}
@@ -131,6 +132,32 @@ func fetched(data []byte, get func(string) string) *Fetched {
 }
 
 // readBounded reads r to its end, refusing more than MaxBundleBytes.
+// readObject reads an object store result to its end, bounded, then
+// closes it, and returns as soon as ctx ends. A read of such a result
+// waits for its next chunk until the context's deadline without watching
+// for cancellation, and closing the result waits for that read: an agent
+// stopping while a chunk never came (seen when a bundle was replaced
+// while it was read) waited for the whole fetch timeout. The reading
+// goroutine ends by the deadline Fetch always sets.
+func readObject(ctx context.Context, res jetstream.ObjectResult) ([]byte, error) {
+	type read struct {
+		data []byte
+		err  error
+	}
+	done := make(chan read, 1)
+	go func() {
+		data, err := readBounded(res)
+		_ = res.Close()
+		done <- read{data, err}
+	}()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 func readBounded(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBundleBytes+1))
 	if err != nil {
