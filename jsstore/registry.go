@@ -46,10 +46,11 @@ func OpenRegistry(ctx context.Context, js jetstream.JetStream, c RegistryConfig)
 	}
 	kv, err := js.KeyValue(ctx, protocol.NodesBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		// An agent that creates the bucket leaves its consumer limit to
+		// provisioning (history init, ccm-broker): a stream update while
+		// the whole fleet is registering is not worth it for a bucket
+		// only orchestrators read with consumers.
 		kv, err = js.CreateKeyValue(ctx, c.KeyValueConfig())
-		if err == nil {
-			err = RaiseConsumerLimit(ctx, js, "KV_"+protocol.NodesBucket)
-		}
 		if errors.Is(err, jetstream.ErrBucketExists) { // created meanwhile by someone else
 			kv, err = js.KeyValue(ctx, protocol.NodesBucket)
 		}
