@@ -113,10 +113,14 @@ var _ = Describe("ccm-orch history", Ordered, func() {
 		Expect(out).To(ContainSubstring("0 changed, 1 would change"))
 		m := regexp.MustCompile(`\(request ([a-z0-9]{20}),`).FindStringSubmatch(out)
 		Expect(m).NotTo(BeNil(), out)
-		code, out, _ = orch(with("history", "list", "--host", "sim-0002")...)
-		Expect(code).To(Equal(0))
-		// EXPECTED 1, OK 0, CHANGED 0, WOULD CHANGE 1, FAILED 0, NO REPLY 0
-		Expect(out).To(MatchRegexp(`(?m)^.*` + m[1] + `\s+ensure exec#/bin/true \(noop\)\s+host=sim-0002\s+1\s+0\s+0\s+1\s+0\s+0$`))
+		// EXPECTED 1, OK 0, CHANGED 0, WOULD CHANGE 1, FAILED 0, NO REPLY 0,
+		// once the host's record is in: the agent publishes it after its
+		// reply, and a list read at once counted the host as no reply.
+		Eventually(func() string {
+			code, out, _ := orch(with("history", "list", "--host", "sim-0002")...)
+			Expect(code).To(Equal(0))
+			return out
+		}).WithTimeout(30 * time.Second).Should(MatchRegexp(`(?m)^.*` + m[1] + `\s+ensure exec#/bin/true \(noop\)\s+host=sim-0002\s+1\s+0\s+0\s+1\s+0\s+0$`))
 	})
 
 	It("prints one host's timeline, failures named", func() {
