@@ -218,30 +218,46 @@ func (s *assigner) open(ctx context.Context) jetstream.KeyValue {
 	}
 }
 
-// watch opens the store and watches it, trying again every HistoryRetry
-// until ctx ends (nil then): a watch the server refuses (its consumer
-// limit, JetStream away) must not leave the host without assignments.
-func (s *assigner) watch(ctx context.Context) jetstream.KeyWatcher {
+// watch opens the store and follows it, trying again every HistoryRetry
+// until ctx ends (nil then): a follow the server refuses (its consumer
+// limit, JetStream away) must not leave the host without assignments. A
+// bucket that republishes its changes is followed by the feed (no
+// consumer); one provisioned before that, by a KV watcher.
+func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 	for {
 		kv := s.open(ctx)
 		if kv == nil {
 			return nil
 		}
 		s.kv = kv
-		w, err := kv.WatchAll(ctx)
+		w, err := s.follow(ctx, kv)
 		if err == nil {
 			return w
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.a.log.Error("cannot watch the assignment store; trying again", "error", err, "retry", s.a.cfg.HistoryRetry)
+		s.a.log.Error("cannot follow the assignment store; trying again", "error", err, "retry", s.a.cfg.HistoryRetry)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(s.a.cfg.HistoryRetry):
 		}
 	}
+}
+
+// follow starts the feed when the bucket republishes its changes for it,
+// a KV watcher otherwise.
+func (s *assigner) follow(ctx context.Context, kv jetstream.KeyValue) (assignmentUpdates, error) {
+	stream, err := s.a.setup.js.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
+	if err != nil {
+		return nil, err
+	}
+	if feedEnabled(stream.CachedInfo()) {
+		return startFeed(ctx, s.a.nc, stream, s.a.log)
+	}
+	s.a.log.Info("the assignment store does not republish its changes (provisioned by an older release): following it with a watcher, one consumer on the broker; run ccm-orch history init to update it")
+	return kv.WatchAll(ctx)
 }
 
 // takeDelivered takes every update updates already holds.

@@ -14,8 +14,8 @@ import (
 // Assignment store bounds.
 //
 // Assignments are kept in a KV bucket rather than an Object Store: each is
-// one small signed document under its name, agents follow every change with
-// one watcher (current values first, then updates and deletions), and the
+// one small signed document under its name, agents follow every change
+// through the bucket's republished copy of it (no consumer per agent), and the
 // bucket's history keeps past revisions for `assignments show --revision`.
 // An Object Store chunks values and keeps no revisions per name. The cost is
 // that an assignment, its manifest bundle included, must fit in one message
@@ -48,7 +48,8 @@ func (c AssignmentsConfig) Validate() error {
 }
 
 // KeyValueConfig is the assignment bucket's configuration: file storage,
-// AssignmentHistory revisions per name, no expiry.
+// AssignmentHistory revisions per name, no expiry, every change
+// republished to protocol.AssignmentChangeSubjects.
 func (c AssignmentsConfig) KeyValueConfig() jetstream.KeyValueConfig {
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -60,6 +61,12 @@ func (c AssignmentsConfig) KeyValueConfig() jetstream.KeyValueConfig {
 		Storage:      jetstream.FileStorage,
 		Replicas:     c.Replicas,
 		MaxValueSize: MaxAssignmentValueSize,
+		// Every stored change goes to the agents' subscriptions as well:
+		// following the bucket costs an agent no consumer.
+		RePublish: &jetstream.RePublish{
+			Source:      "$KV." + protocol.AssignmentsBucket + ".>",
+			Destination: protocol.AssignmentChangeSubjects,
+		},
 	}
 }
 
@@ -73,7 +80,8 @@ func EnsureAssignments(ctx context.Context, js jetstream.JetStream, c Assignment
 	if err != nil {
 		return nil, fmt.Errorf("assignments %s: %w", protocol.AssignmentsBucket, err)
 	}
-	// Every agent watches the bucket: one consumer each.
+	// Operators' watchers (and agents of a bucket made before the
+	// republish) hold a consumer each.
 	if err := RaiseConsumerLimit(ctx, js, "KV_"+protocol.AssignmentsBucket); err != nil {
 		return nil, fmt.Errorf("assignments %s: %w", protocol.AssignmentsBucket, err)
 	}

@@ -21,6 +21,11 @@ const (
 	// AssignmentsBucket is the JetStream KV bucket of assignments, keyed
 	// by assignment name, keeping past revisions.
 	AssignmentsBucket = "CCM_ASSIGNMENTS"
+	// AssignmentChangeSubjects is where the assignment bucket republishes
+	// every change it stores (ccm.v1.assignments.<name>): agents follow it
+	// with a subscription instead of a consumer each. Only the stream
+	// publishes there; no user may.
+	AssignmentChangeSubjects = "ccm.v1.assignments.>"
 
 	// HeaderAssignment names the assignment a history record ran.
 	HeaderAssignment = "Ccm-Assignment"

@@ -1,0 +1,356 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/protocol"
+)
+
+// A KV watcher is one ordered consumer per agent, and on a broker cluster
+// every consumer is created through the cluster's meta layer: 20,000 agents
+// starting at once did not all get theirs in ten minutes. An assignment
+// bucket provisioned with the fleet's republish (jsstore) instead sends
+// every stored change to protocol.AssignmentChangesPrefix, from the
+// stream's leader, once stored; the feed follows that subject with a plain
+// subscription and reads the current values with direct gets, so an agent
+// costs the broker no consumer at all.
+//
+// Core NATS delivers at most once, so the feed reads the whole bucket
+// again (a resync) when it starts, when the connection comes back, when
+// its own buffer overflowed, and when a periodic look at the stream's last
+// sequence shows a change it never saw.
+
+const (
+	// feedBuffer bounds the changes waiting for the assigner; one more is
+	// dropped and answered with a resync.
+	feedBuffer = 64
+	// feedCheckInterval is how often the feed compares the stream's last
+	// sequence with what it has seen (plus up to a fifth of splay, so a
+	// fleet does not ask at once).
+	feedCheckInterval = 5 * time.Minute
+)
+
+// errFeedClosed ends a feed whose run stopped.
+var errFeedClosed = errors.New("the assignment feed stopped")
+
+// assignmentUpdates is what the assigner reads changes from: a KV watcher
+// or the feed (current values first, a nil entry, then changes).
+type assignmentUpdates interface {
+	Updates() <-chan jetstream.KeyValueEntry
+	Stop() error
+}
+
+// feedStream is the part of the assignment stream the feed reads.
+type feedStream interface {
+	Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error)
+	GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error)
+}
+
+// feedEnabled tells whether the bucket behind info republishes its changes
+// where the feed listens.
+func feedEnabled(info *jetstream.StreamInfo) bool {
+	rp := info.Config.RePublish
+	return rp != nil && !rp.HeadersOnly && rp.Destination == protocol.AssignmentChangeSubjects
+}
+
+// assignFeed follows the assignment bucket through its republished changes.
+// One goroutine (run) owns seen and sends on updates; the subscription's
+// handler only hands messages over.
+type assignFeed struct {
+	stream  feedStream
+	sub     *nats.Subscription
+	msgs    chan *nats.Msg
+	lost    atomic.Bool
+	status  chan nats.Status
+	nc      *nats.Conn
+	updates chan jetstream.KeyValueEntry
+	// seen is the revision of each key last delivered; last the highest
+	// stream sequence the feed knows to be covered
+	seen map[string]uint64
+	last uint64
+	// reads counts the whole-bucket reads (the first one included)
+	reads atomic.Int64
+	// checkEvery is feedCheckInterval (shorter in tests)
+	checkEvery time.Duration
+	log        *slog.Logger
+	stop       context.CancelFunc
+	done       chan struct{}
+	started    bool
+	once       sync.Once
+}
+
+// startFeed subscribes to the changes and starts the feed's goroutine,
+// which reads the bucket and delivers it, then follows the changes.
+func startFeed(ctx context.Context, nc *nats.Conn, stream feedStream, log *slog.Logger) (*assignFeed, error) {
+	f, err := newFeed(nc, stream, log)
+	if err != nil {
+		return nil, err
+	}
+	f.start(ctx)
+	return f, nil
+}
+
+// newFeed subscribes to the changes; start runs the feed.
+func newFeed(nc *nats.Conn, stream feedStream, log *slog.Logger) (*assignFeed, error) {
+	f := &assignFeed{
+		stream:     stream,
+		msgs:       make(chan *nats.Msg, feedBuffer),
+		nc:         nc,
+		updates:    make(chan jetstream.KeyValueEntry, feedBuffer),
+		seen:       map[string]uint64{},
+		checkEvery: feedCheckInterval,
+		log:        log,
+		done:       make(chan struct{}),
+		stop:       func() {},
+	}
+	sub, err := nc.Subscribe(protocol.AssignmentChangeSubjects, func(m *nats.Msg) {
+		select {
+		case f.msgs <- m:
+		default:
+			f.lost.Store(true)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assignment changes: %w", err)
+	}
+	// The subscription must be on the server before the first read, or a
+	// change stored in between is neither read nor delivered.
+	if err := nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("assignment changes: %w", err)
+	}
+	f.sub = sub
+	f.status = nc.StatusChanged(nats.CONNECTED)
+	return f, nil
+}
+
+// start runs the feed in its own goroutine until ctx ends or Stop.
+func (f *assignFeed) start(ctx context.Context) {
+	ctx, f.stop = context.WithCancel(ctx)
+	f.started = true
+	go f.run(ctx)
+}
+
+// Updates delivers the bucket's entries: every key's current one, a nil
+// entry, then each change.
+func (f *assignFeed) Updates() <-chan jetstream.KeyValueEntry { return f.updates }
+
+// Stop ends the feed and waits for its goroutine (when it was started).
+func (f *assignFeed) Stop() error {
+	f.once.Do(func() {
+		f.stop()
+		if f.started {
+			<-f.done
+		}
+		_ = f.sub.Unsubscribe()
+		f.nc.RemoveStatusListener(f.status)
+	})
+	return nil
+}
+
+func (f *assignFeed) run(ctx context.Context) {
+	defer close(f.done)
+	defer close(f.updates)
+	if !f.resyncUntilDone(ctx) {
+		return
+	}
+	if !f.send(ctx, nil) {
+		return
+	}
+	check := time.NewTimer(splayed(f.checkEvery))
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-f.msgs:
+			if !f.change(ctx, m) {
+				return
+			}
+		case <-f.status:
+			f.log.Debug("reconnected: reading the assignment store again")
+			if !f.resyncUntilDone(ctx) {
+				return
+			}
+		case <-check.C:
+			if !f.check(ctx) {
+				return
+			}
+			check.Reset(splayed(f.checkEvery))
+		}
+		if f.lost.Swap(false) {
+			f.log.Warn("assignment changes arrived faster than they were taken: reading the store again")
+			if !f.resyncUntilDone(ctx) {
+				return
+			}
+		}
+	}
+}
+
+// splayed is d plus up to a fifth of it, at random.
+func splayed(d time.Duration) time.Duration {
+	return d + rand.N(d/5+1)
+}
+
+// check reads the stream's last sequence and resyncs when it is past what
+// the feed has seen; false when ctx ended.
+func (f *assignFeed) check(ctx context.Context) bool {
+	info, err := f.stream.Info(ctx)
+	if err != nil {
+		f.log.Debug("cannot read the assignment stream's state", "error", err)
+		return ctx.Err() == nil
+	}
+	if info.State.LastSeq <= f.last {
+		return true
+	}
+	return f.resyncUntilDone(ctx)
+}
+
+// resyncUntilDone reads the bucket again until it succeeds (every
+// feedRetry); false when ctx ended first.
+func (f *assignFeed) resyncUntilDone(ctx context.Context) bool {
+	for {
+		err := f.resync(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		f.log.Warn("cannot read the assignment store; trying again", "error", err, "retry", feedRetry)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(feedRetry):
+		}
+	}
+}
+
+// feedRetry is how long the feed waits before reading a store it could not
+// read.
+var feedRetry = 2 * time.Second
+
+// resync lists the bucket's keys and delivers the last entry of each that
+// is newer than what was delivered, in stream order.
+func (f *assignFeed) resync(ctx context.Context) error {
+	f.reads.Add(1)
+	prefix := "$KV." + protocol.AssignmentsBucket + "."
+	info, err := f.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return err
+	}
+	var entries []*feedEntry
+	for subject := range info.State.Subjects {
+		m, err := f.stream.GetLastMsgForSubject(ctx, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // purged since the listing
+		}
+		if err != nil {
+			return err
+		}
+		e := entryOf(strings.TrimPrefix(m.Subject, prefix), m.Sequence, m.Time, m.Header, m.Data)
+		if e.Revision() > f.seen[e.key] {
+			entries = append(entries, e)
+		}
+	}
+	slices.SortFunc(entries, func(a, b *feedEntry) int { return cmp.Compare(a.rev, b.rev) })
+	for _, e := range entries {
+		if !f.deliver(ctx, e) {
+			return ctx.Err()
+		}
+	}
+	f.last = max(f.last, info.State.LastSeq)
+	return nil
+}
+
+// change delivers one republished change unless the feed already has it or
+// a later one; false when ctx ended.
+func (f *assignFeed) change(ctx context.Context, m *nats.Msg) bool {
+	e, ok := republished(m)
+	if !ok {
+		f.log.Warn("ignored a message on the assignment change subject that the store did not send", "subject", m.Subject)
+		return true
+	}
+	if e.rev <= f.seen[e.key] {
+		return true
+	}
+	return f.deliver(ctx, e)
+}
+
+// deliver hands e to the assigner and remembers it; false when ctx ended.
+func (f *assignFeed) deliver(ctx context.Context, e *feedEntry) bool {
+	f.seen[e.key] = e.rev
+	f.last = max(f.last, e.rev)
+	return f.send(ctx, e)
+}
+
+func (f *assignFeed) send(ctx context.Context, e jetstream.KeyValueEntry) bool {
+	select {
+	case f.updates <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// republished reads a change the stream republished: its key (from the
+// stored subject), revision, time and operation; false when the message
+// lacks them or names another stream.
+func republished(m *nats.Msg) (*feedEntry, bool) {
+	if m.Header.Get(jetstream.StreamHeader) != "KV_"+protocol.AssignmentsBucket {
+		return nil, false
+	}
+	key, ok := strings.CutPrefix(m.Header.Get(jetstream.SubjectHeader), "$KV."+protocol.AssignmentsBucket+".")
+	if !ok || key == "" {
+		return nil, false
+	}
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil || seq == 0 {
+		return nil, false
+	}
+	ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+	return entryOf(key, seq, ts, m.Header, m.Data), true
+}
+
+// entryOf is one stored message of the bucket as a KV entry.
+func entryOf(key string, seq uint64, ts time.Time, h nats.Header, data []byte) *feedEntry {
+	op := jetstream.KeyValuePut
+	switch h.Get("KV-Operation") {
+	case "DEL":
+		op = jetstream.KeyValueDelete
+	case "PURGE":
+		op = jetstream.KeyValuePurge
+	}
+	return &feedEntry{key: key, rev: seq, created: ts, op: op, value: data}
+}
+
+// feedEntry is a jetstream.KeyValueEntry read by the feed.
+type feedEntry struct {
+	key     string
+	rev     uint64
+	created time.Time
+	op      jetstream.KeyValueOp
+	value   []byte
+}
+
+func (e *feedEntry) Bucket() string                  { return protocol.AssignmentsBucket }
+func (e *feedEntry) Key() string                     { return e.key }
+func (e *feedEntry) Value() []byte                   { return e.value }
+func (e *feedEntry) Revision() uint64                { return e.rev }
+func (e *feedEntry) Created() time.Time              { return e.created }
+func (e *feedEntry) Delta() uint64                   { return 0 }
+func (e *feedEntry) Operation() jetstream.KeyValueOp { return e.op }
