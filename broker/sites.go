@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // DefaultHubDomain is the JetStream domain of a hub whose Config.Domain is
@@ -13,12 +15,14 @@ import (
 const DefaultHubDomain = "hub"
 
 // SiteLocalSubjects are the subjects that never cross a leaf connection
-// between a site broker and the hub: the history records and the node
-// registry entries. Each site keeps them in its own JetStream domain and
-// the hub sources them from there; were they to cross, the hub's stream
-// would also capture a site's records directly (subject interest crosses
-// leaf nodes) and hold them twice.
-var SiteLocalSubjects = []string{"ccm.v1.history.>", "$KV.CCM_NODES.>"}
+// between a site broker and the hub: the history records, the node
+// registry entries and the assignment bucket's republished changes. Each
+// site keeps the first two in its own JetStream domain and the hub sources
+// them from there; were they to cross, the hub's stream would also capture
+// a site's records directly (subject interest crosses leaf nodes) and hold
+// them twice. The changes are those of the domain's own bucket, numbered
+// by its own sequence: agents follow the bucket of the domain they read.
+var SiteLocalSubjects = []string{"ccm.v1.history.>", "$KV.CCM_NODES.>", protocol.AssignmentChangeSubjects}
 
 // LeafNodesConfig is the hub side of the sites topology: where site
 // brokers connect as leaf nodes, how they authenticate and which sites the
