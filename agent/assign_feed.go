@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,12 +52,6 @@ type assignmentUpdates interface {
 	Stop() error
 }
 
-// feedStream is the part of the assignment stream the feed reads.
-type feedStream interface {
-	Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error)
-	GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error)
-}
-
 // feedEnabled tells whether the bucket behind info republishes its changes
 // where the feed listens.
 func feedEnabled(info *jetstream.StreamInfo) bool {
@@ -71,7 +63,6 @@ func feedEnabled(info *jetstream.StreamInfo) bool {
 // One goroutine (run) owns seen and sends on updates; the subscription's
 // handler only hands messages over.
 type assignFeed struct {
-	stream  feedStream
 	sub     *nats.Subscription
 	msgs    chan *nats.Msg
 	lost    atomic.Bool
@@ -95,8 +86,8 @@ type assignFeed struct {
 
 // startFeed subscribes to the changes and starts the feed's goroutine,
 // which reads the bucket and delivers it, then follows the changes.
-func startFeed(ctx context.Context, nc *nats.Conn, stream feedStream, log *slog.Logger) (*assignFeed, error) {
-	f, err := newFeed(nc, stream, log)
+func startFeed(ctx context.Context, nc *nats.Conn, log *slog.Logger) (*assignFeed, error) {
+	f, err := newFeed(nc, log)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +96,8 @@ func startFeed(ctx context.Context, nc *nats.Conn, stream feedStream, log *slog.
 }
 
 // newFeed subscribes to the changes; start runs the feed.
-func newFeed(nc *nats.Conn, stream feedStream, log *slog.Logger) (*assignFeed, error) {
+func newFeed(nc *nats.Conn, log *slog.Logger) (*assignFeed, error) {
 	f := &assignFeed{
-		stream:     stream,
 		msgs:       make(chan *nats.Msg, feedBuffer),
 		nc:         nc,
 		updates:    make(chan jetstream.KeyValueEntry, feedBuffer),
@@ -206,23 +196,29 @@ func splayed(d time.Duration) time.Duration {
 	return d + rand.N(d/5+1)
 }
 
-// check reads the stream's last sequence and resyncs when it is past what
-// the feed has seen; false when ctx ended.
+// check looks up the stream's last message (a direct get: no JetStream
+// API request) and resyncs when it is past what the feed has seen; false
+// when ctx ended.
 func (f *assignFeed) check(ctx context.Context) bool {
-	info, err := f.stream.Info(ctx)
-	if err != nil {
-		f.log.Debug("cannot read the assignment stream's state", "error", err)
+	rctx, cancel := context.WithTimeout(ctx, feedRequestTimeout)
+	defer cancel()
+	msgs, err := f.direct(rctx, directRequest{LastBySubject: assignmentSubjects})
+	if err != nil || len(msgs) != 1 {
+		f.log.Debug("cannot read the assignment stream's last change", "error", err)
 		return ctx.Err() == nil
 	}
-	if info.State.LastSeq <= f.last {
+	if e, ok := stored(msgs[0]); ok && e.rev <= f.last {
 		return true
 	}
 	return f.resyncUntilDone(ctx)
 }
 
-// resyncUntilDone reads the bucket again until it succeeds (every
-// feedRetry); false when ctx ended first.
+// resyncUntilDone reads the bucket again until it succeeds, waiting
+// feedRetry after the first failure and twice as long after each next one
+// (at most feedRetryMax, with a fifth of splay: a fleet that failed
+// together must not retry together); false when ctx ended first.
 func (f *assignFeed) resyncUntilDone(ctx context.Context) bool {
+	wait := feedRetry
 	for {
 		err := f.resync(ctx)
 		if err == nil {
@@ -231,49 +227,49 @@ func (f *assignFeed) resyncUntilDone(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		f.log.Warn("cannot read the assignment store; trying again", "error", err, "retry", feedRetry)
+		f.log.Warn("cannot read the assignment store; trying again", "error", err, "retry", wait)
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(feedRetry):
+		case <-time.After(splayed(wait)):
 		}
+		wait = min(2*wait, feedRetryMax)
 	}
 }
 
-// feedRetry is how long the feed waits before reading a store it could not
-// read.
-var feedRetry = 2 * time.Second
+// feedRetry is how long the feed first waits before reading again a store
+// it could not read, feedRetryMax the longest; feedRequestTimeout bounds
+// one read.
+var (
+	feedRetry          = 2 * time.Second
+	feedRetryMax       = time.Minute
+	feedRequestTimeout = 10 * time.Second
+)
 
-// resync lists the bucket's keys and delivers the last entry of each that
-// is newer than what was delivered, in stream order.
+// assignmentSubjects are the subjects of every key of the bucket.
+const assignmentSubjects = "$KV." + protocol.AssignmentsBucket + ".>"
+
+// resync reads the last entry of every key (one direct get, answered by
+// any of the stream's servers) and delivers each that is newer than what
+// was delivered, in revision order.
 func (f *assignFeed) resync(ctx context.Context) error {
 	f.reads.Add(1)
-	prefix := "$KV." + protocol.AssignmentsBucket + "."
-	info, err := f.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	rctx, cancel := context.WithTimeout(ctx, feedRequestTimeout)
+	defer cancel()
+	entries, upTo, err := f.readAll(rctx)
 	if err != nil {
 		return err
 	}
-	var entries []*feedEntry
-	for subject := range info.State.Subjects {
-		m, err := f.stream.GetLastMsgForSubject(ctx, subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // purged since the listing
-		}
-		if err != nil {
-			return err
-		}
-		e := entryOf(strings.TrimPrefix(m.Subject, prefix), m.Sequence, m.Time, m.Header, m.Data)
-		if e.Revision() > f.seen[e.key] {
-			entries = append(entries, e)
-		}
-	}
 	slices.SortFunc(entries, func(a, b *feedEntry) int { return cmp.Compare(a.rev, b.rev) })
 	for _, e := range entries {
+		if e.rev <= f.seen[e.key] {
+			continue
+		}
 		if !f.deliver(ctx, e) {
 			return ctx.Err()
 		}
 	}
-	f.last = max(f.last, info.State.LastSeq)
+	f.last = max(f.last, upTo)
 	return nil
 }
 
@@ -306,51 +302,3 @@ func (f *assignFeed) send(ctx context.Context, e jetstream.KeyValueEntry) bool {
 		return false
 	}
 }
-
-// republished reads a change the stream republished: its key (from the
-// stored subject), revision, time and operation; false when the message
-// lacks them or names another stream.
-func republished(m *nats.Msg) (*feedEntry, bool) {
-	if m.Header.Get(jetstream.StreamHeader) != "KV_"+protocol.AssignmentsBucket {
-		return nil, false
-	}
-	key, ok := strings.CutPrefix(m.Header.Get(jetstream.SubjectHeader), "$KV."+protocol.AssignmentsBucket+".")
-	if !ok || key == "" {
-		return nil, false
-	}
-	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-	if err != nil || seq == 0 {
-		return nil, false
-	}
-	ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
-	return entryOf(key, seq, ts, m.Header, m.Data), true
-}
-
-// entryOf is one stored message of the bucket as a KV entry.
-func entryOf(key string, seq uint64, ts time.Time, h nats.Header, data []byte) *feedEntry {
-	op := jetstream.KeyValuePut
-	switch h.Get("KV-Operation") {
-	case "DEL":
-		op = jetstream.KeyValueDelete
-	case "PURGE":
-		op = jetstream.KeyValuePurge
-	}
-	return &feedEntry{key: key, rev: seq, created: ts, op: op, value: data}
-}
-
-// feedEntry is a jetstream.KeyValueEntry read by the feed.
-type feedEntry struct {
-	key     string
-	rev     uint64
-	created time.Time
-	op      jetstream.KeyValueOp
-	value   []byte
-}
-
-func (e *feedEntry) Bucket() string                  { return protocol.AssignmentsBucket }
-func (e *feedEntry) Key() string                     { return e.key }
-func (e *feedEntry) Value() []byte                   { return e.value }
-func (e *feedEntry) Revision() uint64                { return e.rev }
-func (e *feedEntry) Created() time.Time              { return e.created }
-func (e *feedEntry) Delta() uint64                   { return 0 }
-func (e *feedEntry) Operation() jetstream.KeyValueOp { return e.op }

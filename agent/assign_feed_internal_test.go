@@ -42,7 +42,7 @@ var _ = Describe("The assignment feed", func() {
 	// feed starts a feed on the bucket; the test sees its entries.
 	feed := func(tweak func(*assignFeed)) *assignFeed {
 		GinkgoHelper()
-		f, err := newFeed(nc, stream, slog.New(slog.DiscardHandler))
+		f, err := newFeed(nc, slog.New(slog.DiscardHandler))
 		Expect(err).ToNot(HaveOccurred())
 		if tweak != nil {
 			tweak(f)

@@ -158,12 +158,16 @@ func (s *assigner) ignoreDelete(name string, revision uint64, op jetstream.KeyVa
 func (s *assigner) restore(name string) bool {
 	a := s.a
 	st, ok := s.state[name]
-	if !ok || st.Removed || st.Digest == "" || st.Accepted == 0 || s.kv == nil {
+	if !ok || st.Removed || st.Digest == "" || st.Accepted == 0 || !s.following {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.HistoryTimeout)
 	defer cancel()
-	e, err := s.kv.GetRevision(ctx, name, st.Accepted)
+	kv, err := s.store(ctx)
+	var e jetstream.KeyValueEntry
+	if err == nil {
+		e, err = kv.GetRevision(ctx, name, st.Accepted)
+	}
 	switch {
 	case err != nil:
 		a.log.Error("the assignment revision this agent last accepted is not in the store any more: it does not run until a newer signed revision", "assignment", name, "revision", st.Accepted, "error", err)

@@ -117,10 +117,11 @@ type assigner struct {
 	// refused is the revision whose refusal was recorded of each name
 	// without a high-water mark (kept in memory only)
 	refused map[string]uint64
-	// kv is the assignment store once open: a revision this agent
-	// accepted is fetched from its history when the current value is not
-	// one to run
-	kv jetstream.KeyValue
+	// kv is the assignment store once open (see store): a revision this
+	// agent accepted is fetched from its history when the current value
+	// is not one to run; following is set once the store is followed
+	kv        jetstream.KeyValue
+	following bool
 	// facts are the facts the selection was last made with
 	facts map[string]any
 	// w watches the files of watch: true resources (nil until needed)
@@ -193,14 +194,19 @@ func (s *assigner) run(ctx, jobs context.Context) {
 	}
 }
 
-// open opens the assignment store, trying again every HistoryRetry until
-// it exists; nil when ctx ends first.
-func (s *assigner) open(ctx context.Context) jetstream.KeyValue {
+// watch follows the store, trying again every HistoryRetry until it can
+// (nil when ctx ends first): a store that does not exist yet (ccm-orch
+// history init), a follow the server refuses (its consumer limit,
+// JetStream away) must not leave the host without assignments. A bucket
+// that republishes its changes is followed by the feed, which costs the
+// broker no consumer; one provisioned before that, by a KV watcher.
+func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 	a := s.a
 	for {
-		kv, err := jsstore.OpenAssignments(ctx, a.setup.js)
+		w, err := s.follow(ctx)
 		if err == nil {
-			return kv
+			s.following = true
+			return w
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -208,56 +214,47 @@ func (s *assigner) open(ctx context.Context) jetstream.KeyValue {
 		if errors.Is(err, jsstore.ErrNoAssignments) {
 			a.log.Debug("no assignment store yet (ccm-orch history init)", "error", err)
 		} else {
-			a.log.Warn("cannot open the assignment store", "error", err)
+			a.log.Warn("cannot follow the assignment store; trying again", "error", err, "retry", a.cfg.HistoryRetry)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(a.cfg.HistoryRetry):
+		case <-time.After(splayed(a.cfg.HistoryRetry)):
 		}
 	}
 }
 
-// watch opens the store and follows it, trying again every HistoryRetry
-// until ctx ends (nil then): a follow the server refuses (its consumer
-// limit, JetStream away) must not leave the host without assignments. A
-// bucket that republishes its changes is followed by the feed (no
-// consumer); one provisioned before that, by a KV watcher.
-func (s *assigner) watch(ctx context.Context) assignmentUpdates {
-	for {
-		kv := s.open(ctx)
-		if kv == nil {
-			return nil
-		}
-		s.kv = kv
-		w, err := s.follow(ctx, kv)
-		if err == nil {
-			return w
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.a.log.Error("cannot follow the assignment store; trying again", "error", err, "retry", s.a.cfg.HistoryRetry)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(s.a.cfg.HistoryRetry):
-		}
+// follow looks the bucket up (one JetStream API request) and starts the
+// feed when it republishes its changes for it, a KV watcher otherwise.
+func (s *assigner) follow(ctx context.Context) (assignmentUpdates, error) {
+	lctx, cancel := context.WithTimeout(ctx, s.a.cfg.HistoryTimeout)
+	stream, err := s.a.setup.js.Stream(lctx, "KV_"+protocol.AssignmentsBucket)
+	cancel()
+	if err != nil {
+		return nil, jsstore.AssignmentsError(err)
 	}
-}
-
-// follow starts the feed when the bucket republishes its changes for it,
-// a KV watcher otherwise.
-func (s *assigner) follow(ctx context.Context, kv jetstream.KeyValue) (assignmentUpdates, error) {
-	stream, err := s.a.setup.js.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
+	if feedEnabled(stream.CachedInfo()) {
+		return startFeed(ctx, s.a.nc, s.a.log)
+	}
+	s.a.log.Info("the assignment store does not republish its changes (provisioned by an older release): following it with a watcher, one consumer on the broker; run ccm-orch history init to update it")
+	kv, err := s.store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if feedEnabled(stream.CachedInfo()) {
-		return startFeed(ctx, s.a.nc, stream, s.a.log)
-	}
-	s.a.log.Info("the assignment store does not republish its changes (provisioned by an older release): following it with a watcher, one consumer on the broker; run ccm-orch history init to update it")
 	return kv.WatchAll(ctx)
+}
+
+// store opens the assignment store once; later calls return it.
+func (s *assigner) store(ctx context.Context) (jetstream.KeyValue, error) {
+	if s.kv != nil {
+		return s.kv, nil
+	}
+	kv, err := jsstore.OpenAssignments(ctx, s.a.setup.js)
+	if err != nil {
+		return nil, err
+	}
+	s.kv = kv
+	return kv, nil
 }
 
 // takeDelivered takes every update updates already holds.

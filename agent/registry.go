@@ -37,8 +37,11 @@ func (r *registrar) nodeRecord() ([]byte, error) {
 // when it does not exist. Failures are logged (once at Warn until the next
 // success) and retried at the next heartbeat; they never stop the agent.
 type registrar struct {
-	a      *Agent
-	kv     jetstream.KeyValue
+	a *Agent
+	// entry writes this node's entry (nil until the first write);
+	// stored is whether one was written, so that there is one to remove
+	entry  *jsstore.NodeEntry
+	stored bool
 	failed bool
 }
 
@@ -75,19 +78,18 @@ func (r *registrar) put(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.HistoryTimeout)
 	defer cancel()
 	err := func() error {
-		if r.kv == nil {
-			kv, err := jsstore.OpenRegistry(ctx, a.setup.js, jsstore.RegistryConfig{TTL: a.cfg.RegistryTTL})
-			if err != nil {
-				return err
-			}
-			r.kv = kv
+		if r.entry == nil {
+			r.entry = jsstore.NewNodeEntry(a.setup.js, jsstore.RegistryConfig{TTL: a.cfg.RegistryTTL}, a.cfg.Identity)
 		}
 		data, err := r.nodeRecord()
 		if err != nil {
 			return err
 		}
-		_, err = r.kv.Put(ctx, a.cfg.Identity, data)
-		return err
+		if err := r.entry.Put(ctx, data); err != nil {
+			return err
+		}
+		r.stored = true
+		return nil
 	}()
 	switch {
 	case err != nil && !r.failed:
@@ -133,7 +135,7 @@ func (r *registrar) run(ctx context.Context) {
 
 // remove deletes the entry, so a stopped agent leaves the registry at once.
 func (r *registrar) remove(ctx context.Context) {
-	if r.kv == nil {
+	if !r.stored {
 		return
 	}
 	if !r.a.nc.IsConnected() {
@@ -143,7 +145,7 @@ func (r *registrar) remove(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.a.cfg.HistoryTimeout)
 	defer cancel()
-	if err := r.kv.Delete(ctx, r.a.cfg.Identity); err != nil {
+	if err := r.entry.Delete(ctx); err != nil {
 		r.a.log.Warn("could not remove this node from the registry", "error", err)
 	}
 }

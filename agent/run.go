@@ -32,10 +32,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Requests the previous run stopped on are answered before new ones.
 	a.fin.recordInterrupted(a.setup.replay.takeInterrupted())
 
-	reg := &registrar{a: a}
-	reg.start(ctx)
-	regDone := make(chan struct{})
-	go func() { defer close(regDone); reg.run(ctx) }()
+	stopReg := goRegistrar(ctx, a)
+	defer stopReg()
 
 	subs, stopDispatch := goDispatch(a.nc, &dispatcher{
 		request:   a.onRequest,
@@ -49,7 +47,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		stats: a.fin.stats, metrics: a.setup.metrics, log: a.log,
 	})
 	reqSubjects, discSubjects := a.Subjects()
-	err := subscribe(a.nc, subs, a.cfg.Identity, append(slices.Clone(reqSubjects), discSubjects...))
+	err := subscribe(a.nc, subs, a.cfg.Identity, append(slices.Clone(reqSubjects), discSubjects...), a.log)
 	if err == nil {
 		a.log.Info("serving", "requests", reqSubjects)
 		if a.setup.service {
@@ -76,8 +74,21 @@ func (a *Agent) Run(ctx context.Context) error {
 	waitOrCancel(&a.queue.workers, a.cfg.ShutdownTimeout, cancelJobs, a.log)
 	// Every reply is handed over: let history write (or spool) them.
 	stopHistory()
-	<-regDone
+	stopReg()
 	return err
+}
+
+// goRegistrar puts the node's registry entry, then keeps it fresh in a
+// goroutine until ctx ends or the returned stop is called (which removes
+// the entry and waits): an agent that could not subscribe stops it at
+// once instead of heartbeating a host that serves nothing.
+func goRegistrar(ctx context.Context, a *Agent) (stop func()) {
+	reg := &registrar{a: a}
+	reg.start(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); reg.run(ctx) }()
+	return func() { cancel(); <-done }
 }
 
 // goDispatch starts d on one channel that every request and discovery
@@ -95,16 +106,30 @@ func goDispatch(nc *nats.Conn, d *dispatcher) (subs *subscriptions, stop func())
 	return subs, func() { close(stopCh); <-done }
 }
 
-// subscribe subscribes to subjects and waits for the server to have them.
-func subscribe(nc *nats.Conn, subs *subscriptions, identity string, subjects []string) error {
+// subscribe subscribes to subjects and waits for the server to have them:
+// up to subscribeFlushes round trips of subscribeFlushTimeout each, as a
+// broker busy with a whole fleet starting answers late.
+func subscribe(nc *nats.Conn, subs *subscriptions, identity string, subjects []string, log *slog.Logger) error {
 	if _, _, err := subs.sync(subjects); err != nil {
 		return fmt.Errorf("agent %s: %w", identity, err)
 	}
-	if err := nc.FlushTimeout(10 * time.Second); err != nil {
-		return fmt.Errorf("agent %s: subscribe: %w", identity, err)
+	var err error
+	for i := range subscribeFlushes {
+		if err = nc.FlushTimeout(subscribeFlushTimeout); err == nil {
+			return nil
+		}
+		if i < subscribeFlushes-1 {
+			log.Warn("the broker has not confirmed the subscriptions yet; waiting again", "error", err, "waited", subscribeFlushTimeout*time.Duration(i+1))
+		}
 	}
-	return nil
+	return fmt.Errorf("agent %s: subscribe: the broker did not confirm the subscriptions in %s: %w", identity, subscribeFlushTimeout*subscribeFlushes, err)
 }
+
+// subscribeFlushes and subscribeFlushTimeout bound how long subscribe
+// waits for the broker.
+const subscribeFlushes = 6
+
+var subscribeFlushTimeout = 10 * time.Second
 
 // drain stops taking requests, handing what the subscriptions already
 // hold to the dispatcher, for up to timeout.

@@ -64,6 +64,10 @@ type HubConfig struct {
 	// others. At least one.
 	URLs []string `json:"urls" yaml:"urls"`
 
+	// Domain is the hub's JetStream domain (its domain setting; default
+	// hub): the site's assignment store mirrors the hub's from there.
+	Domain string `json:"domain" yaml:"domain"`
+
 	// User and Password authenticate the site to the hub (a user of the
 	// hub's leafnodes.users). Both or neither.
 	User     string `json:"user" yaml:"user"`
@@ -99,6 +103,18 @@ func validDomain(s string) error {
 		return errors.New("not a NATS subject token: use 1 to 64 letters, digits, - or _")
 	}
 	return nil
+}
+
+// HubDomain is, for a site broker, the hub's JetStream domain (Hub.Domain,
+// or DefaultHubDomain); empty for any other broker.
+func (c Config) HubDomain() string {
+	switch {
+	case !c.IsSite():
+		return ""
+	case c.Hub.Domain != "":
+		return c.Hub.Domain
+	}
+	return DefaultHubDomain
 }
 
 // IsSite reports whether the configuration is a site broker's.
@@ -141,7 +157,14 @@ func (c Config) validateSites(add func(string, ...any)) {
 		if len(c.Hub.URLs) == 0 {
 			add("site %s: hub.urls is required (a site broker connects to the hub as a leaf node)", c.Site)
 		}
-	} else if len(c.Hub.URLs) > 0 || c.Hub.User != "" || c.Hub.TLS.enabled() {
+		if d := c.Hub.Domain; d != "" {
+			if err := validDomain(d); err != nil {
+				add("hub.domain %q: %v", d, err)
+			} else if d == c.Site {
+				add("hub.domain %q: the hub's domain cannot be the site's own name", d)
+			}
+		}
+	} else if len(c.Hub.URLs) > 0 || c.Hub.User != "" || c.Hub.TLS.enabled() || c.Hub.Domain != "" {
 		add("hub: requires site (only a site broker connects to a hub)")
 	}
 	for i, u := range c.Hub.URLs {

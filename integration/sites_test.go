@@ -35,7 +35,7 @@ type siteBroker struct {
 // waits until its history is ready.
 func (s *siteBroker) start() {
 	GinkgoHelper()
-	s.session = runBrokerBinary(s.args, `history stream CCM_HISTORY, node registry CCM_NODES and assignments CCM_ASSIGNMENTS ready \(1 replica\)\n`)
+	s.session = runBrokerBinary(s.args, `history stream CCM_HISTORY, node registry CCM_NODES and assignments CCM_ASSIGNMENTS ready \(1 replica\), assignments mirrored from the hub \(domain hub\)\n`)
 }
 
 // runBrokerBinary runs ccm-broker with args, stopped when the spec
@@ -198,6 +198,34 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 		Expect(out).To(ContainSubstring(fmt.Sprintf("%d expected, %d replied: 0 ok, %d changed, 0 failed, 0 no reply", 3*perSite, 3*perSite, 3*perSite)))
 	})
 
+	It("runs an assignment stored at the hub on every site's hosts, and refuses to store one at a site", func() {
+		Expect(fleettest.WaitRegistered(hub.url, all)).To(Succeed())
+		manifest := filepath.Join(dir, "everywhere.yaml")
+		Expect(os.WriteFile(manifest, []byte(fmt.Sprintf(`ccm:
+  resources:
+    - file:
+        - %s:
+            content: "assigned at the hub"
+            owner: root
+            group: root
+            mode: "0644"
+`, filepath.Join(dir, "assigned-{{ lookup('facts.identity') }}"))), 0o644)).To(Succeed())
+		code, out, errOut := hub.orch("assign", "everywhere", manifest, "--interval", "1h", "--key", ops.seedFile)
+		Expect(code).To(Equal(0), out+errOut)
+		for _, id := range all {
+			Eventually(filepath.Join(dir, "assigned-"+id)).WithTimeout(60*time.Second).Should(BeAnExistingFile(), "host %s ran the hub's assignment", id)
+		}
+		// A site's store mirrors the hub's: it lists the assignment, and
+		// storing one there is refused with the reason.
+		site := sites[1].fleet
+		code, out, errOut = site.orch("assignments", "list")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring("everywhere"))
+		code, out, errOut = site.orch("assign", "site-own", manifest, "--interval", "1h", "--key", ops.seedFile)
+		Expect(code).ToNot(Equal(0), out)
+		Expect(errOut).To(ContainSubstring("this assignment bucket mirrors the hub's (domain hub): store and remove assignments with a ccm-orch connected to the hub"))
+	})
+
 	It("runs an orchestrator at a site on that site alone while the hub is up", func() {
 		site := sites[1].fleet
 		target := filepath.Join(dir, "s2-only-{{ lookup('facts.identity') }}")
@@ -230,6 +258,10 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 		Expect(identities(doc, "unexpected")).To(BeEmpty())
 		id := doc["request_id"].(string)
 		Eventually(func() map[string]uint64 { return runRecords(site.url, id) }).WithTimeout(30 * time.Second).Should(Equal(exactlyOnce(id, site.identitiesOf())))
+		// The hub's assignments stay at the site, in its mirror.
+		code, out, errOut := site.orch("assignments", "list")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring("everywhere"))
 	})
 })
 

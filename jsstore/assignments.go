@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,11 +34,25 @@ const (
 var ErrNoAssignments = errors.New("no assignment store")
 
 // AssignmentsConfig configures the assignment bucket. Zero fields take the
-// defaults: 1 replica.
+// defaults: 1 replica, the bucket's own values.
 type AssignmentsConfig struct {
 	// Replicas is how many servers keep the bucket (1 to 5).
 	Replicas int
+	// Hub, at a site broker, is the hub's JetStream domain: the site's
+	// bucket is then a mirror of the hub's, so an assignment stored at
+	// the hub reaches the site's agents (and keeps running there while
+	// the hub is away). Empty: the bucket holds its own values.
+	Hub string
 }
+
+// ErrSiteAssignments is returned by EnsureAssignments at a site whose
+// bucket holds assignments of its own (made before sites mirrored the
+// hub's): a bucket cannot become a mirror, and deleting it would lose them.
+var ErrSiteAssignments = errors.New("the site's assignment bucket is not a mirror of the hub's")
+
+// ErrAssignmentsMirror is returned by the writers of a bucket that mirrors
+// the hub's: assignments are stored and removed at the hub.
+var ErrAssignmentsMirror = errors.New("this assignment bucket mirrors the hub's")
 
 // Validate checks the configuration; errors wrap ErrInvalid.
 func (c AssignmentsConfig) Validate() error {
@@ -49,12 +64,13 @@ func (c AssignmentsConfig) Validate() error {
 
 // KeyValueConfig is the assignment bucket's configuration: file storage,
 // AssignmentHistory revisions per name, no expiry, every change
-// republished to protocol.AssignmentChangeSubjects.
+// republished to protocol.AssignmentChangeSubjects; at a site, a mirror of
+// the hub's bucket (whose revisions it keeps).
 func (c AssignmentsConfig) KeyValueConfig() jetstream.KeyValueConfig {
 	if c.Replicas == 0 {
 		c.Replicas = 1
 	}
-	return jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:       protocol.AssignmentsBucket,
 		Description:  "CCM Fleet assignments: signed manifests agents apply on their own, on a schedule",
 		History:      AssignmentHistory,
@@ -68,13 +84,42 @@ func (c AssignmentsConfig) KeyValueConfig() jetstream.KeyValueConfig {
 			Destination: protocol.AssignmentChangeSubjects,
 		},
 	}
+	if c.Hub != "" {
+		cfg.Description = "CCM Fleet assignments: a mirror of the hub's (domain " + c.Hub + ")"
+		cfg.Mirror = &jetstream.StreamSource{Name: protocol.AssignmentsBucket, Domain: c.Hub}
+	}
+	return cfg
 }
 
 // EnsureAssignments creates the assignment bucket, or updates it to c when
-// it exists.
+// it exists. A bucket that mirrors the hub's stays a mirror (`ccm-orch
+// history init` at a site keeps it); at a site (c.Hub set), an empty bucket
+// of its own is replaced by the mirror and one holding assignments is left
+// as it is, with ErrSiteAssignments.
 func EnsureAssignments(ctx context.Context, js jetstream.JetStream, c AssignmentsConfig) (jetstream.KeyValue, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	name := "KV_" + protocol.AssignmentsBucket
+	if s, err := js.Stream(ctx, name); err == nil {
+		info := s.CachedInfo()
+		switch {
+		case info.Config.Mirror != nil && c.Hub == "":
+			c.Hub = mirrorDomain(info.Config.Mirror)
+		case info.Config.Mirror == nil && c.Hub != "" && info.State.Msgs > 0:
+			kv, err := js.KeyValue(ctx, protocol.AssignmentsBucket)
+			if err != nil {
+				return nil, fmt.Errorf("assignments %s: %w", protocol.AssignmentsBucket, err)
+			}
+			return kv, fmt.Errorf("assignments %s: %w (domain %s): it holds assignments stored at this site (stream messages: %d), which its agents keep following; to follow the hub's, move them to the hub and delete this bucket (nats kv del %s), then restart the broker: %w",
+				protocol.AssignmentsBucket, ErrSiteAssignments, c.Hub, info.State.Msgs, protocol.AssignmentsBucket, ErrInvalid)
+		case info.Config.Mirror == nil && c.Hub != "":
+			if err := js.DeleteStream(ctx, name); err != nil {
+				return nil, fmt.Errorf("assignments %s: replacing the empty bucket with the hub's mirror: %w", protocol.AssignmentsBucket, err)
+			}
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("assignments %s: %w", protocol.AssignmentsBucket, err)
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, c.KeyValueConfig())
 	if err != nil {
@@ -82,10 +127,24 @@ func EnsureAssignments(ctx context.Context, js jetstream.JetStream, c Assignment
 	}
 	// Operators' watchers (and agents of a bucket made before the
 	// republish) hold a consumer each.
-	if err := RaiseConsumerLimit(ctx, js, "KV_"+protocol.AssignmentsBucket); err != nil {
+	if err := RaiseConsumerLimit(ctx, js, name); err != nil {
 		return nil, fmt.Errorf("assignments %s: %w", protocol.AssignmentsBucket, err)
 	}
 	return kv, nil
+}
+
+// mirrorDomain is the JetStream domain a mirror reads from ("" when it is
+// not given as one).
+func mirrorDomain(m *jetstream.StreamSource) string {
+	if m.Domain != "" {
+		return m.Domain
+	}
+	if m.External != nil {
+		if d, ok := strings.CutPrefix(m.External.APIPrefix, "$JS."); ok {
+			return strings.TrimSuffix(d, ".API")
+		}
+	}
+	return ""
 }
 
 // OpenAssignments opens the assignment bucket; a missing bucket (or no
@@ -93,14 +152,28 @@ func EnsureAssignments(ctx context.Context, js jetstream.JetStream, c Assignment
 func OpenAssignments(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, protocol.AssignmentsBucket)
 	if err != nil {
-		return nil, assignmentsError(err)
+		return nil, AssignmentsError(err)
 	}
 	return kv, nil
 }
 
-// assignmentsError names a missing bucket (or no JetStream answering for
+// OpenAssignmentsToWrite is OpenAssignments for storing or removing an
+// assignment: a bucket that mirrors the hub's (at a site) is
+// ErrAssignmentsMirror, naming the hub's domain.
+func OpenAssignmentsToWrite(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	s, err := js.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
+	if err != nil {
+		return nil, AssignmentsError(err)
+	}
+	if m := s.CachedInfo().Config.Mirror; m != nil {
+		return nil, fmt.Errorf("assignments %s: %w (domain %s): store and remove assignments with a ccm-orch connected to the hub; this site's agents follow them from there", protocol.AssignmentsBucket, ErrAssignmentsMirror, mirrorDomain(m))
+	}
+	return OpenAssignments(ctx, js)
+}
+
+// AssignmentsError names a missing bucket (or no JetStream answering for
 // it) as ErrNoAssignments.
-func assignmentsError(err error) error {
+func AssignmentsError(err error) error {
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {

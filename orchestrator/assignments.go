@@ -51,7 +51,7 @@ func (c *Client) Assign(ctx context.Context, a *protocol.Assignment, kp nkeys.Ke
 	if err != nil {
 		return 0, fmt.Errorf("assignment %s: %w", a.Name, err)
 	}
-	kv, err := jsstore.OpenAssignments(ctx, c.js)
+	kv, err := jsstore.OpenAssignmentsToWrite(ctx, c.js)
 	if err != nil {
 		return 0, err
 	}
@@ -171,7 +171,7 @@ func (c *Client) RemoveAssignment(ctx context.Context, name, author string, kp n
 	if err != nil {
 		return 0, fmt.Errorf("assignment %s: %w", name, err)
 	}
-	kv, err := jsstore.OpenAssignments(ctx, c.js)
+	kv, err := jsstore.OpenAssignmentsToWrite(ctx, c.js)
 	if err != nil {
 		return 0, err
 	}

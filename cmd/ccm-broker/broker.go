@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,7 +110,7 @@ func (a *app) runBroker(f *brokerFlags) error {
 	go func() {
 		defer close(done)
 		sites := cfg.LeafNodes.Sites
-		if !a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age, Sources: sites}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL, Sources: sites}) {
+		if !a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age, Sources: sites}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL, Sources: sites}, cfg.HubDomain()) {
 			return
 		}
 		if cfg.IsHub() && len(sites) > 0 && replicas > 1 {
@@ -152,7 +153,7 @@ func (a *app) announceLevel(w io.Writer, level slog.Level, text, msg string, arg
 // provisionBroker creates or updates the history stream and the registry,
 // retrying while the cluster forms (a replicated stream needs its peers)
 // until it succeeds (true) or ctx ends or no connection can be made (false).
-func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig) bool {
+func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig, hub string) bool {
 	log := a.Logger()
 	nc, err := b.InProcessConn()
 	if err != nil {
@@ -167,12 +168,21 @@ func (a *app) provisionBroker(ctx context.Context, b *broker.Broker, hc jsstore.
 	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
-		err := provision.Streams(pctx, js, hc, rc, io.Discard)
+		err := provision.Streams(pctx, js, hc, rc, hub, io.Discard)
 		cancel()
+		if errors.Is(err, jsstore.ErrSiteAssignments) {
+			// Everything else is set up: the site keeps its own
+			// assignments until its operator moves them.
+			a.announceLevel(a.Stderr, slog.LevelWarn, "warning: "+err.Error(), "site assignments not mirrored", "error", err)
+			hub, err = "", nil
+		}
 		if err == nil {
 			sourcing := ""
 			if len(hc.Sources) > 0 {
 				sourcing = fmt.Sprintf(", sourcing the history and registry of sites %s", strings.Join(hc.Sources, ","))
+			}
+			if hub != "" {
+				sourcing = fmt.Sprintf(", assignments mirrored from the hub (domain %s)", hub)
 			}
 			a.announce(a.Stderr, fmt.Sprintf("history stream %s, node registry %s and assignments %s ready (%s)%s", protocol.HistoryStream, protocol.NodesBucket, protocol.AssignmentsBucket, provision.ReplicasText(hc.Replicas), sourcing),
 				"history ready", "stream", protocol.HistoryStream, "registry", protocol.NodesBucket, "assignments", protocol.AssignmentsBucket, "replicas", hc.Replicas, "sites", hc.Sources)

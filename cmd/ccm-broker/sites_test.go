@@ -66,7 +66,7 @@ var _ = Describe("ccm-broker hubs and sites", func() {
 			siteDone <- runContext(ctx, []string{"--config", siteFile, "--listen", "127.0.0.1:-1", "--store", filepath.Join(dir, "site")}, siteOut, siteErr)
 		}()
 		Eventually(siteOut).WithTimeout(fleetTimeout).Should(gbytes.Say(`site fra1: JetStream domain fra1, leaf node of the hub at nats-leaf://`))
-		Eventually(siteErr).WithTimeout(fleetTimeout).Should(gbytes.Say(`ready \(1 replica\)\n`))
+		Eventually(siteErr).WithTimeout(fleetTimeout).Should(gbytes.Say(`ready \(1 replica\), assignments mirrored from the hub \(domain hub\)\n`))
 		cancel()
 		Eventually(siteDone).WithTimeout(fleetTimeout).Should(Receive(Equal(0)))
 		Eventually(hubDone).WithTimeout(fleetTimeout).Should(Receive(Equal(0)))

@@ -71,7 +71,7 @@ func (a *app) registerHistoryInit(h *fisk.CmdClause) {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := provision.Streams(ctx, js, hc, rc, a.Stdout); err != nil {
+		if err := provision.Streams(ctx, js, hc, rc, "", a.Stdout); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
 		return nil

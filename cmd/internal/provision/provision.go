@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -15,8 +16,11 @@ import (
 
 // Streams creates or updates the history stream, the node registry, the
 // assignment store, the manifest bundle object store and the
-// registration stream, and says so on w.
-func Streams(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig, w io.Writer) error {
+// registration stream, and says so on w. hub, at a site broker, is the
+// hub's JetStream domain, whose assignments the site's store mirrors. A
+// site store that holds assignments of its own is left as it is: the rest
+// is still set up, and the error wraps jsstore.ErrSiteAssignments.
+func Streams(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig, hub string, w io.Writer) error {
 	info, err := jsstore.EnsureHistory(ctx, js, hc)
 	if err != nil {
 		return err
@@ -35,10 +39,17 @@ func Streams(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConf
 		return fmt.Errorf("registry %s: %w", protocol.NodesBucket, err)
 	}
 	fmt.Fprintf(w, "node registry %s: %s, entries expire %s after their last heartbeat\n", protocol.NodesBucket, ReplicasText(rc.Replicas), st.TTL())
-	if _, err := jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{Replicas: rc.Replicas}); err != nil {
+	var siteOwn error
+	switch _, err := jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{Replicas: rc.Replicas, Hub: hub}); {
+	case errors.Is(err, jsstore.ErrSiteAssignments):
+		siteOwn = err
+	case err != nil:
 		return err
+	case hub != "":
+		fmt.Fprintf(w, "assignments %s: %s, a mirror of the hub's (domain %s)\n", protocol.AssignmentsBucket, ReplicasText(rc.Replicas), hub)
+	default:
+		fmt.Fprintf(w, "assignments %s: %s, %d revisions kept per assignment\n", protocol.AssignmentsBucket, ReplicasText(rc.Replicas), jsstore.AssignmentHistory)
 	}
-	fmt.Fprintf(w, "assignments %s: %s, %d revisions kept per assignment\n", protocol.AssignmentsBucket, ReplicasText(rc.Replicas), jsstore.AssignmentHistory)
 	if _, err := sources.EnsureBundleStore(ctx, js, sources.DefaultBucket, rc.Replicas); err != nil {
 		return err
 	}
@@ -47,7 +58,7 @@ func Streams(ctx context.Context, js jetstream.JetStream, hc jsstore.HistoryConf
 		return err
 	}
 	fmt.Fprintf(w, "registration stream %s: %s, per-entry TTLs, expired entries' markers kept %s\n", registration.DefaultStream, ReplicasText(rc.Replicas), registration.DefaultMaxAge)
-	return nil
+	return siteOwn
 }
 
 // ReplicasText is "1 replica" or "N replicas".
