@@ -122,7 +122,7 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 		nc:    nc,
 		log:   slog.New(slog.DiscardHandler),
 		now:   time.Now,
-		facts: newHostFacts(cfg.Identity, cfg.Site, facts),
+		facts: newHostFacts(cfg.Identity, cfg.Site, brokerSite(nc), facts),
 		setup: setup{version: "development", js: js, resolver: scope.HostResolver()},
 	}
 	for _, o := range opts {

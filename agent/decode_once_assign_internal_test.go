@@ -22,7 +22,7 @@ var _ = Describe("Running an assignment again", func() {
 		// run runs as once, as its schedule does, with the fact host, and
 		// returns the names its events report and the decodes it made.
 		run := func(host string) ([]string, int64) {
-			a.facts.facts.Store(newFactSet(a.cfg.Identity, "", map[string]any{"host": host}))
+			a.facts.facts.Store(newFactSet(a.cfg.Identity, "", "", map[string]any{"host": host}))
 			var reply *protocol.FleetReply
 			n := decodesOf(func() { reply = a.exec.run(context.Background(), s.newRun(as, a.now())) })
 			Expect(reply).ToNot(BeNil())

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/jsstore"
@@ -159,10 +160,15 @@ type factSet struct {
 	env    *templates.Env
 }
 
-func newFactSet(identity, site string, facts map[string]any) *factSet {
+// newFactSet is facts with the identity and the site: the configured one,
+// else the facts' own, else the broker's (see brokerSite).
+func newFactSet(identity, site, brokerSite string, facts map[string]any) *factSet {
 	f := make(map[string]any, len(facts)+2)
 	maps.Copy(f, facts)
 	f["identity"] = identity
+	if _, has := f[protocol.SiteFact]; site == "" && !has && brokerSite != "" {
+		site = brokerSite
+	}
 	if site != "" {
 		f[protocol.SiteFact] = site
 	}
@@ -182,12 +188,27 @@ type hostFacts struct {
 	changed, subjects, assign chan struct{}
 	// started is when Run started
 	started time.Time
+	// brokerSite is the site of the broker the agent connected to first
+	// (see brokerSite)
+	brokerSite string
 }
 
-func newHostFacts(identity, site string, facts map[string]any) *hostFacts {
-	h := &hostFacts{changed: make(chan struct{}, 1), subjects: make(chan struct{}, 1), assign: make(chan struct{}, 1)}
-	h.facts.Store(newFactSet(identity, site, facts))
+func newHostFacts(identity, site, brokerSite string, facts map[string]any) *hostFacts {
+	h := &hostFacts{changed: make(chan struct{}, 1), subjects: make(chan struct{}, 1), assign: make(chan struct{}, 1), brokerSite: brokerSite}
+	h.facts.Store(newFactSet(identity, site, brokerSite, facts))
 	return h
+}
+
+// brokerSite is the site a broker's JetStream domain names: a site broker
+// runs the site's name as its domain, a hub its own (hub by default). It
+// is the host's site when neither the configuration nor the facts give
+// one; "" when the broker has no domain or it is no site name.
+func brokerSite(nc *nats.Conn) string {
+	d := nc.ConnectedDomain()
+	if d == "" || protocol.ValidateSite(d) != nil {
+		return ""
+	}
+	return d
 }
 
 // current returns the facts in use.
@@ -199,7 +220,7 @@ func (h *hostFacts) current() *factSet { return h.facts.Load() }
 // refreshed at once, and when a subject fact changed the agent moves its
 // subscriptions to the new subjects.
 func (a *Agent) UpdateFacts(facts map[string]any) {
-	a.facts.facts.Store(newFactSet(a.cfg.Identity, a.cfg.Site, facts))
+	a.facts.facts.Store(newFactSet(a.cfg.Identity, a.cfg.Site, a.facts.brokerSite, facts))
 	for _, c := range []chan struct{}{a.facts.changed, a.facts.subjects, a.facts.assign} {
 		select {
 		case c <- struct{}{}:

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -48,6 +49,28 @@ var _ = Describe("Site", func() {
 		f := startOn(b, true, agent.Config{Identity: "site-2", Heartbeat: time.Hour}, map[string]any{"os": "debian"})
 		Eventually(entryFacts(f, "site-2")).Should(HaveKeyWithValue("os", "debian"))
 		Expect(entryFacts(f, "site-2")()).ToNot(HaveKey("site"))
+	})
+
+	It("takes the site from its broker's JetStream domain when neither the configuration nor the facts give one", func() {
+		b := brokertest.StartConfig(GinkgoT(), broker.Config{Domain: "fra1"})
+		f := startOn(b, true, agent.Config{Identity: "site-4", Heartbeat: time.Hour}, map[string]any{"os": "debian"})
+		Eventually(entryFacts(f, "site-4")).Should(HaveKeyWithValue("site", "fra1"))
+
+		f.agent.UpdateFacts(map[string]any{"os": "debian", "role": "db"})
+		Eventually(entryFacts(f, "site-4")).WithTimeout(5*time.Second).Should(And(HaveKeyWithValue("role", "db"), HaveKeyWithValue("site", "fra1")),
+			"kept when the facts change")
+		f.agent.UpdateFacts(map[string]any{"os": "debian", "site": "ams2"})
+		Eventually(entryFacts(f, "site-4")).WithTimeout(5*time.Second).Should(HaveKeyWithValue("site", "ams2"), "a site fact of the host's own wins")
+
+		g := startOn(b, true, agent.Config{Identity: "site-5", Site: "par3", Heartbeat: time.Hour}, map[string]any{"os": "debian"})
+		Eventually(entryFacts(g, "site-5")).Should(HaveKeyWithValue("site", "par3"), "the configured site wins")
+	})
+
+	It("takes no site from a broker whose domain is no site name", func() {
+		b := brokertest.StartConfig(GinkgoT(), broker.Config{Domain: "_lab"})
+		f := startOn(b, true, agent.Config{Identity: "site-6", Heartbeat: time.Hour}, map[string]any{"os": "debian"})
+		Eventually(entryFacts(f, "site-6")).Should(HaveKeyWithValue("os", "debian"))
+		Expect(entryFacts(f, "site-6")()).ToNot(HaveKey("site"))
 	})
 
 	It("refuses a site that is not a site name before it starts", func() {

@@ -3,6 +3,8 @@ package integration_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 	"github.com/onsi/gomega/gexec"
+	"github.com/onsi/gomega/types"
 
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
@@ -61,6 +64,8 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 		hubSessions []*gexec.Session
 		sites       []*siteBroker
 		all         []string
+		// changeID is the signed change run from the hub
+		changeID string
 	)
 
 	BeforeAll(func() {
@@ -139,6 +144,7 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 			Expect(filepath.Join(dir, "sites-"+id)).To(BeAnExistingFile())
 		}
 		id := doc["request_id"].(string)
+		changeID = id
 		Eventually(func() map[string]uint64 { return runRecords(hub.url, id) }).WithTimeout(60 * time.Second).Should(Equal(exactlyOnce(id, all)))
 		Consistently(func() map[string]uint64 { return runRecords(hub.url, id) }, 2*time.Second, 500*time.Millisecond).Should(Equal(exactlyOnce(id, all)))
 		// Each site holds its own hosts' records and not the hub's
@@ -212,6 +218,22 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 `, filepath.Join(dir, "assigned-{{ lookup('facts.identity') }}"))), 0o644)).To(Succeed())
 		code, out, errOut := hub.orch("assign", "everywhere", manifest, "--interval", "1h", "--key", ops.seedFile)
 		Expect(code).To(Equal(0), out+errOut)
+		stored := time.Now()
+		// Every site's mirror takes it from the hub. The site killed in
+		// the spec before ran again only for that spec: it starts again
+		// here, and its mirror resumes.
+		for _, s := range sites {
+			if s.session.ExitCode() != -1 {
+				s.start()
+			}
+		}
+		for _, s := range sites {
+			Eventually(func() string {
+				_, out, errOut := s.fleet.orch("assignments", "list")
+				return out + errOut
+			}).WithTimeout(sourcingResumeBound).WithPolling(time.Second).Should(ContainSubstring("everywhere"), "site %s's mirror", s.name)
+			fmt.Fprintf(GinkgoWriter, "sites timing: site %s's mirror holds the assignment %.1fs after it was stored\n", s.name, time.Since(stored).Seconds())
+		}
 		for _, id := range all {
 			Eventually(filepath.Join(dir, "assigned-"+id)).WithTimeout(60*time.Second).Should(BeAnExistingFile(), "host %s ran the hub's assignment", id)
 		}
@@ -224,6 +246,32 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 		code, out, errOut = site.orch("assign", "site-own", manifest, "--interval", "1h", "--key", ops.seedFile)
 		Expect(code).ToNot(Equal(0), out)
 		Expect(errOut).To(ContainSubstring("this assignment bucket mirrors the hub's (domain hub): store and remove assignments with a ccm-orch connected to the hub"))
+	})
+
+	It("shows every site's hosts, runs and assignments on the dashboard served at the hub", func() {
+		Expect(changeID).ToNot(BeEmpty(), "the signed change ran")
+		addr := freeAddr()
+		ui := hub.start("ui", "--listen", addr)
+		DeferCleanup(func() { ui.Interrupt(); Eventually(ui).WithTimeout(30 * time.Second).Should(gexec.Exit()) })
+		Eventually(ui.Out).WithTimeout(30 * time.Second).Should(gbytes.Say("CCM Fleet dashboard on"))
+		get := func(path string) func() string {
+			return func() string {
+				resp, err := http.Get("http://" + addr + path)
+				if err != nil {
+					return err.Error()
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+				return string(b)
+			}
+		}
+		var matchers []types.GomegaMatcher
+		for _, id := range all {
+			matchers = append(matchers, ContainSubstring(`"`+id+`"`))
+		}
+		Eventually(get("/api/v1/fleet")).WithTimeout(30*time.Second).Should(And(matchers...), "the fleet at the hub lists every site's hosts")
+		Eventually(get("/api/v1/runs/"+changeID)).WithTimeout(30*time.Second).Should(And(matchers...), "the hub's run holds every site's replies")
+		Eventually(get("/api/v1/assignments")).WithTimeout(30 * time.Second).Should(ContainSubstring("everywhere"))
 	})
 
 	It("runs an orchestrator at a site on that site alone while the hub is up", func() {

@@ -113,8 +113,11 @@ func (a *app) runBroker(f *brokerFlags) error {
 		if !a.provisionBroker(ctx, b, jsstore.HistoryConfig{Replicas: replicas, MaxAge: age, Sources: sites}, jsstore.RegistryConfig{Replicas: replicas, TTL: f.registryTTL, Sources: sites}, cfg.HubDomain()) {
 			return
 		}
-		if cfg.IsHub() && len(sites) > 0 && replicas > 1 {
+		switch {
+		case cfg.IsHub() && len(sites) > 0 && replicas > 1:
 			a.watchSourcing(ctx, b, cfg.ServerName)
+		case cfg.IsSite():
+			a.watchMirror(ctx, b, jsstore.AssignmentsConfig{Replicas: replicas, Hub: cfg.HubDomain()})
 		}
 	}()
 	reloaded := make(chan struct{})
