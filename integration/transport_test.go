@@ -154,6 +154,10 @@ var _ = Describe("A locked-down broker", func() {
 		Expect(err).ToNot(HaveOccurred())
 		_, err = jsstore.EnsureRegistry(ctx, js, jsstore.RegistryConfig{})
 		Expect(err).ToNot(HaveOccurred())
+		// The agents follow the assignment store (its republished
+		// changes and direct gets) under their locked-down users.
+		_, err = jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{})
+		Expect(err).ToNot(HaveOccurred())
 
 		admin, err = nats.Connect(b.ClientURL(), nats.UserInfo("admin", "admin-pw"))
 		Expect(err).ToNot(HaveOccurred())
@@ -230,7 +234,10 @@ var _ = Describe("A locked-down broker", func() {
 		Expect(string(m.Data)).To(Equal("marker"), "web1's message never reached web2's subject")
 
 		// nor write web2's history or registry entry, nor read other inboxes.
-		for _, subject := range []string{"ccm.v1.history.x." + web2.token, "$KV.CCM_NODES." + web2.identity, "$JS.API.STREAM.DELETE.CCM_HISTORY"} {
+		// nor forge a change of the assignment store (only the stream
+		// republishes there), nor hold a consumer on it.
+		for _, subject := range []string{"ccm.v1.history.x." + web2.token, "$KV.CCM_NODES." + web2.identity, "$JS.API.STREAM.DELETE.CCM_HISTORY",
+			"ccm.v1.assignments.motd", "$KV.CCM_ASSIGNMENTS.motd", "$JS.API.CONSUMER.CREATE.KV_CCM_ASSIGNMENTS.x"} {
 			Expect(nc.Publish(subject, []byte("{}"))).To(Succeed())
 			Eventually(errs).WithTimeout(30 * time.Second).Should(Receive(MatchError(ContainSubstring(`Publish to "` + subject + `"`))))
 		}

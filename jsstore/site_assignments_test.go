@@ -75,3 +75,23 @@ var _ = Describe("The assignment bucket at a site", func() {
 		Expect(string(e.Value())).To(Equal("the site's own"))
 	})
 })
+
+var _ = Describe("The assignment bucket's republish", func() {
+	It("is added when the bucket is provisioned again, if an earlier release made it without", func(ctx SpecContext) {
+		js := newJS()
+		old := jsstore.AssignmentsConfig{}.KeyValueConfig()
+		old.RePublish = nil
+		_, err := js.CreateKeyValue(ctx, old)
+		Expect(err).NotTo(HaveOccurred())
+		before, err := js.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(before.CachedInfo().Config.RePublish).To(BeNil())
+		_, err = jsstore.EnsureAssignments(ctx, js, jsstore.AssignmentsConfig{})
+		Expect(err).NotTo(HaveOccurred())
+		s, err := js.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
+		Expect(err).NotTo(HaveOccurred())
+		rp := s.CachedInfo().Config.RePublish
+		Expect(rp).NotTo(BeNil())
+		Expect(rp.Destination).To(Equal(protocol.AssignmentChangeSubjects))
+	})
+})
