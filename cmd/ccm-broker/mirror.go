@@ -39,17 +39,11 @@ const assignmentStream = "KV_" + protocol.AssignmentsBucket
 
 // watchMirror runs a mirrorWatch on site broker b until ctx ends.
 func (a *app) watchMirror(ctx context.Context, b *broker.Broker, cfg jsstore.AssignmentsConfig) {
-	nc, err := b.InProcessConn()
-	if err != nil {
-		a.Logger().Error("cannot watch the assignment mirror", "error", err)
+	nc, js, ok := a.inProcessJS(b, "cannot watch the assignment mirror")
+	if !ok {
 		return
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		a.Logger().Error("cannot watch the assignment mirror", "error", err)
-		return
-	}
 	w := &mirrorWatch{nc: nc, js: js, hub: cfg.Hub, cfg: cfg,
 		log: func(text, msg string, args ...any) { a.announce(a.Stderr, text, msg, args...) }}
 	t := time.NewTicker(sourcingCheckInterval)
@@ -118,4 +112,21 @@ func (w *mirrorWatch) setUpAgain(ctx context.Context) error {
 	}
 	_, err := jsstore.EnsureAssignments(rctx, w.js, w.cfg)
 	return err
+}
+
+// inProcessJS connects to b in process for a watch of the broker's own;
+// false (the problem logged with msg) when it cannot.
+func (a *app) inProcessJS(b *broker.Broker, msg string) (*nats.Conn, jetstream.JetStream, bool) {
+	nc, err := b.InProcessConn()
+	if err != nil {
+		a.Logger().Error(msg, "error", err)
+		return nil, nil, false
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		a.Logger().Error(msg, "error", err)
+		return nil, nil, false
+	}
+	return nc, js, true
 }

@@ -68,17 +68,11 @@ type sourcingWatch struct {
 // watchSourcing runs a sourcingWatch on b, whose server is named self,
 // until ctx ends.
 func (a *app) watchSourcing(ctx context.Context, b *broker.Broker, self string) {
-	nc, err := b.InProcessConn()
-	if err != nil {
-		a.Logger().Error("cannot watch the sourcing of the sites", "error", err)
+	nc, js, ok := a.inProcessJS(b, "cannot watch the sourcing of the sites")
+	if !ok {
 		return
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		a.Logger().Error("cannot watch the sourcing of the sites", "error", err)
-		return
-	}
 	w := &sourcingWatch{nc: nc, js: js, self: self, stalled: map[string]int{}, steppedDown: map[string]time.Time{},
 		log: func(text, msg string, args ...any) { a.announce(a.Stderr, text, msg, args...) }}
 	w.run(ctx)
