@@ -276,7 +276,7 @@ func (f *assignFeed) resync(ctx context.Context) error {
 // change delivers one republished change unless the feed already has it or
 // a later one; false when ctx ended.
 func (f *assignFeed) change(ctx context.Context, m *nats.Msg) bool {
-	e, ok := republished(m)
+	e, ok := stored(m)
 	if !ok {
 		f.log.Warn("ignored a message on the assignment change subject that the store did not send", "subject", m.Subject)
 		return true

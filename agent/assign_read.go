@@ -100,11 +100,6 @@ func (f *assignFeed) direct(ctx context.Context, req directRequest) ([]*nats.Msg
 	return nil, fmt.Errorf("assignment store: a read returned more than %d messages", maxDirectMessages-1)
 }
 
-// republished reads a change the stream republished: its key (from the
-// stored subject), revision, time and operation; false when the message
-// lacks them or names another stream.
-func republished(m *nats.Msg) (*feedEntry, bool) { return stored(m) }
-
 // stored reads a message of the bucket's stream as an entry, from the
 // headers a republish and a direct get both carry: the stream, the stored
 // subject (the key), the sequence (the revision) and the time; false when
