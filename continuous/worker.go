@@ -295,6 +295,7 @@ func (w *worker) watch(ctx context.Context) {
 		if updates == nil && w.src.Kind == sources.KindObject {
 			updates, stop = w.watchObject(ctx)
 			pollNow = updates != nil
+			w.a.log.Debug("watching the object store", "manifest", w.src.String(), "watching", pollNow)
 		}
 		if !pollNow {
 			if !w.waitChange(ctx, timer.C, &updates, &stop) {
@@ -338,6 +339,7 @@ func (w *worker) waitChange(ctx context.Context, tick <-chan time.Time, updates 
 			*updates, *stop = nil, nil
 			return false
 		}
+		w.a.log.Debug("object store change", "manifest", w.src.String(), "object", info.Name, "deleted", info.Deleted)
 		return info.Name == w.src.Key
 	}
 }
@@ -413,6 +415,7 @@ func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 		return false, err
 	}
 	if f.SHA256 == w.lastSeen {
+		a.log.Debug("manifest bundle unchanged", "manifest", name, "sha256", f.SHA256)
 		return false, nil
 	}
 	w.lastSeen = f.SHA256

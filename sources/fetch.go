@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,6 +54,18 @@ func (f *Fetcher) Fetch(ctx context.Context, src *Source) (*Fetched, error) {
 	return nil, fmt.Errorf("%w: %s is not a remote source", ErrFetch, src)
 }
 
+// objectAttempts is how many times a fetch starts reading an object that
+// was replaced while it was read.
+const objectAttempts = 3
+
+// objectStallCheck is how long the read of an object may make no progress
+// before the fetch asks whether the object was replaced meanwhile: its
+// chunks are then purged and the read would wait for ever.
+var objectStallCheck = time.Second
+
+// errObjectReplaced is why one attempt at an object ended early.
+var errObjectReplaced = errors.New("the object was replaced while it was read")
+
 func (f *Fetcher) fetchObject(ctx context.Context, src *Source) (*Fetched, error) {
 	if f.JS == nil {
 		return nil, fmt.Errorf("%w: %s: no NATS connection", ErrFetch, src)
@@ -61,24 +74,46 @@ func (f *Fetcher) fetchObject(ctx context.Context, src *Source) (*Fetched, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: object store: %w", ErrFetch, src, err)
 	}
-	res, err := obs.Get(ctx, src.Key)
+	for attempt := 1; ; attempt++ {
+		data, info, err := fetchObjectOnce(ctx, obs, src.Key)
+		if errors.Is(err, errObjectReplaced) && attempt < objectAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+		}
+		return fetched(data, func(k string) string { return info.Metadata[k] }), nil
+	}
+}
+
+// fetchObjectOnce reads the object key once: its bytes and the meta they
+// belong to.
+func fetchObjectOnce(ctx context.Context, obs jetstream.ObjectStore, key string) ([]byte, *jetstream.ObjectInfo, error) {
+	res, err := obs.Get(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+		return nil, nil, err
 	}
 	info, err := res.Info()
 	if err != nil {
 		_ = res.Close()
-		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+		return nil, nil, err
 	}
 	if info.Size > MaxBundleBytes {
 		_ = res.Close()
-		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrFetch, src, info.Size, MaxBundleBytes)
+		return nil, nil, fmt.Errorf("%d bytes, the limit is %d", info.Size, MaxBundleBytes)
 	}
-	data, err := readObject(ctx, res)
+	replaced := func() bool {
+		now, err := obs.GetInfo(ctx, key)
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			return true // deleted: the next attempt says so
+		}
+		return err == nil && now.NUID != info.NUID
+	}
+	data, err := readObject(ctx, res, replaced)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
+		return nil, nil, err
 	}
-	return fetched(data, func(k string) string { return info.Metadata[k] }), nil
+	return data, info, nil
 }
 
 func (f *Fetcher) fetchHTTP(ctx context.Context, src *Source) (*Fetched, error) {
@@ -131,7 +166,6 @@ func fetched(data []byte, get func(string) string) *Fetched {
 	return f
 }
 
-// readBounded reads r to its end, refusing more than MaxBundleBytes.
 // readObject reads an object store result to its end, bounded, then
 // closes it, and returns as soon as ctx ends. A read of such a result
 // waits for its next chunk until the context's deadline without watching
@@ -139,25 +173,56 @@ func fetched(data []byte, get func(string) string) *Fetched {
 // stopping while a chunk never came (seen when a bundle was replaced
 // while it was read) waited for the whole fetch timeout. The reading
 // goroutine ends by the deadline Fetch always sets.
-func readObject(ctx context.Context, res jetstream.ObjectResult) ([]byte, error) {
+//
+// While the read makes no progress for objectStallCheck, replaced is
+// asked whether the object now has other chunks; then the read ends with
+// errObjectReplaced at once instead of at the deadline.
+func readObject(ctx context.Context, res jetstream.ObjectResult, replaced func() bool) ([]byte, error) {
 	type read struct {
 		data []byte
 		err  error
 	}
 	done := make(chan read, 1)
+	var progress atomic.Int64
 	go func() {
-		data, err := readBounded(res)
+		data, err := readBounded(&countingReader{r: res, n: &progress})
 		_ = res.Close()
 		done <- read{data, err}
 	}()
-	select {
-	case r := <-done:
-		return r.data, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	tick := time.NewTicker(objectStallCheck)
+	defer tick.Stop()
+	seen := int64(0)
+	for {
+		select {
+		case r := <-done:
+			return r.data, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+			if n := progress.Load(); n != seen {
+				seen = n
+				continue
+			}
+			if replaced() {
+				return nil, errObjectReplaced
+			}
+		}
 	}
 }
 
+// countingReader adds what it reads to n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+// readBounded reads r to its end, refusing more than MaxBundleBytes.
 func readBounded(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBundleBytes+1))
 	if err != nil {

@@ -3,7 +3,10 @@ package sources
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,7 +46,7 @@ var _ = Describe("Reading an object store bundle", func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := readObject(ctx, res)
+			_, err := readObject(ctx, res, func() bool { return false })
 			done <- err
 		}()
 		Consistently(done).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
@@ -57,4 +60,49 @@ var _ = Describe("Reading an object store bundle", func() {
 			return res.closed
 		}).WithTimeout(2 * time.Second).Should(BeTrue())
 	})
+
+	It("ends with errObjectReplaced soon after a stalled read's object was replaced, and not while it was the same", func() {
+		defer func(d time.Duration) { objectStallCheck = d }(objectStallCheck)
+		objectStallCheck = 20 * time.Millisecond
+		res := &stalledResult{release: make(chan struct{})}
+		defer close(res.release)
+		var asked atomic.Int32
+		isReplaced := atomic.Bool{}
+		done := make(chan error, 1)
+		go func() {
+			_, err := readObject(context.Background(), res, func() bool {
+				asked.Add(1)
+				return isReplaced.Load()
+			})
+			done <- err
+		}()
+		Eventually(asked.Load).WithTimeout(2 * time.Second).Should(BeNumerically(">=", 2))
+		Consistently(done).WithTimeout(100 * time.Millisecond).ShouldNot(Receive())
+		isReplaced.Store(true)
+		Eventually(done).WithTimeout(2 * time.Second).Should(Receive(MatchError(errObjectReplaced)))
+	})
+
+	It("does not ask whether the object was replaced while chunks keep coming", func() {
+		defer func(d time.Duration) { objectStallCheck = d }(objectStallCheck)
+		objectStallCheck = 250 * time.Millisecond
+		pr, pw := io.Pipe()
+		go func() {
+			defer pw.Close()
+			for range 10 {
+				_, _ = pw.Write([]byte("chunk"))
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		var asked atomic.Int32
+		data, err := readObject(context.Background(), &pipeResult{pr}, func() bool { asked.Add(1); return true })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(data)).To(Equal(strings.Repeat("chunk", 10)))
+		Expect(asked.Load()).To(BeZero())
+	})
 })
+
+// pipeResult is an object store result whose chunks come from a pipe.
+type pipeResult struct{ *io.PipeReader }
+
+func (r *pipeResult) Info() (*jetstream.ObjectInfo, error) { return &jetstream.ObjectInfo{}, nil }
+func (r *pipeResult) Error() error                         { return nil }
