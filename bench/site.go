@@ -193,12 +193,44 @@ func (s *site) waitRegistered(ctx context.Context, n int) error {
 }
 
 // sourcedFrom names the sites a hub's history and registry are sourced
-// from, for error messages; empty for any other site.
+// from, with how each source fares, for error messages; empty for any
+// other site.
 func (s *site) sourcedFrom() string {
 	if len(s.sources) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (the hub's, sourced from sites %s)", strings.Join(s.sources, ","))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var state []string
+	for _, name := range []string{protocol.HistoryStream, "KV_" + protocol.NodesBucket} {
+		st, err := s.js.Stream(ctx, name)
+		if err != nil {
+			state = append(state, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		for _, src := range st.CachedInfo().Sources {
+			state = append(state, sourceState(name, src))
+		}
+	}
+	return fmt.Sprintf(" (the hub's, sourced from sites %s: %s)", strings.Join(s.sources, ","), strings.Join(state, "; "))
+}
+
+// sourceState says how one source of a hub's stream fares: its site, lag
+// and last activity.
+func sourceState(stream string, src *jetstream.StreamSourceInfo) string {
+	site := "?"
+	if src.External != nil {
+		site = strings.TrimSuffix(strings.TrimPrefix(src.External.APIPrefix, "$JS."), ".API")
+	}
+	active := "never active"
+	if src.Active >= 0 {
+		active = fmt.Sprintf("active %s ago", src.Active.Round(time.Millisecond))
+	}
+	text := fmt.Sprintf("%s from %s: lag %d, %s", stream, site, src.Lag, active)
+	if src.Error != nil {
+		text += fmt.Sprintf(", error %s", src.Error.Description)
+	}
+	return text
 }
 
 // historyMsgs is how many records the history stream holds.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/jsstore"
@@ -146,6 +147,12 @@ func (b *bencher) startHub(ctx context.Context, dir string, k int) (*site, []sit
 	}
 	hub.url = br.ClientURL()
 	hub.urls = []string{hub.url}
+	// Sources set up before their site is connected start only after
+	// nats-server's retry backoff (up to 2.5 minutes, docs/topology.md).
+	if err := waitLeaves(ctx, br, k); err != nil {
+		hub.stop()
+		return nil, nil, err
+	}
 	if err := hub.provision(ctx, jsstore.HistoryConfig{Sources: names}, jsstore.RegistryConfig{Sources: names}); err != nil {
 		hub.stop()
 		return nil, nil, fmt.Errorf("hub: %w", err)
@@ -156,6 +163,25 @@ func (b *bencher) startHub(ctx context.Context, dir string, k int) (*site, []sit
 		return nil, nil, fmt.Errorf("bench hub: assignments: %w", err)
 	}
 	return hub, sites, nil
+}
+
+// leafTimeout bounds the wait for the site brokers' leaf connections.
+const leafTimeout = time.Minute
+
+// waitLeaves waits until the hub has k leaf connections, one per site
+// broker.
+func waitLeaves(ctx context.Context, hub *broker.Broker, k int) error {
+	deadline := time.Now().Add(leafTimeout)
+	for {
+		got := hub.LeafConnections()
+		if got >= k {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("bench hub: %d of %d site brokers connected as leaf nodes after %s", got, k, leafTimeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // startSiteBrokers starts one ccm-broker site broker per port, each
