@@ -15,7 +15,8 @@ SHELL     := /bin/bash
 
 # make bench: BENCH_AGENTS=1000 limits the run to one fleet size (or a list,
 # 100,1000); BENCH_ROUNDS sets the timed rounds per row; BENCH_FLAGS passes
-# more ccm-bench flags (e.g. --rows noop,floor --profile-dir prof).
+# more ccm-bench flags (e.g. --rows noop,floor --profile-dir prof; the sites
+# row: BENCH_AGENTS=20000 BENCH_FLAGS="--sites 4 --rows floor,floor-signed,noop,noop-sites").
 BENCH_AGENTS ?=
 BENCH_ROUNDS ?=
 BENCH_FLAGS  ?=

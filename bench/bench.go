@@ -28,6 +28,8 @@ const (
 	MaxSize = 20000
 	// MaxRegistrySize bounds a registry size.
 	MaxRegistrySize = 100000
+	// MaxSites bounds Config.Sites.
+	MaxSites = 64
 )
 
 // Config says what to measure.
@@ -69,6 +71,12 @@ type Config struct {
 	// The floor and the signed floor of a fleet size are measured
 	// whenever one of its rows is.
 	Rows []string
+	// Sites, when above 0, adds the noop-sites row to every fleet size:
+	// the size's agents spread evenly over this many site brokers
+	// (ccm-broker children, leaf nodes of a hub in this process, each
+	// with its own JetStream domain), the orchestrator at the hub. Needs
+	// BrokerBin, and no size below Sites.
+	Sites int
 	// Log receives progress lines; default discard.
 	Log io.Writer
 }
@@ -76,7 +84,7 @@ type Config struct {
 // RowNames are the names of the rows Run can measure.
 var RowNames = []string{
 	"floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents",
-	"latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs",
+	"noop-sites", "latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs",
 }
 
 // wants reports whether any of the named rows is asked for.
@@ -144,11 +152,37 @@ func (c Config) validate() error {
 			return fmt.Errorf("bench: %w (make build first)", err)
 		}
 	}
+	return c.validateSites()
+}
+
+// validateSites checks the sites settings: a count the bench can start, a
+// ccm-broker binary to run the site brokers, at least one agent per site,
+// and the noop-sites row asked for only with sites.
+func (c Config) validateSites() error {
+	switch {
+	case c.Sites < 0 || c.Sites > MaxSites:
+		return fmt.Errorf("bench: sites %d must be between 0 (off) and %d", c.Sites, MaxSites)
+	case c.Sites == 0 && slices.Contains(c.Rows, "noop-sites"):
+		return errors.New("bench: the noop-sites row needs sites (ccm-bench --sites K)")
+	case c.Sites == 0:
+		return nil
+	case c.BrokerBin == "":
+		return errors.New("bench: sites need the ccm-broker binary (the site brokers run it)")
+	}
+	if _, err := os.Stat(c.BrokerBin); err != nil {
+		return fmt.Errorf("bench: sites: %w (make build first)", err)
+	}
+	for _, n := range c.Sizes {
+		if n < c.Sites {
+			return fmt.Errorf("bench: fleet size %d is smaller than %d sites (each site needs an agent)", n, c.Sites)
+		}
+	}
 	return nil
 }
 
 // Run measures what cfg asks for and returns the rows, in the order:
-// per fleet size the floor, the signed floor and the fleet rows, then single request
+// per fleet size the floor, the signed floor and the fleet rows (with
+// Config.Sites, noop-sites after them), then single request
 // latency, the cold ccm-agent ensure, and registry discovery. When a part
 // fails, the rows measured so far are returned with the error.
 func Run(ctx context.Context, cfg Config) ([]Row, error) {
@@ -201,9 +235,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 
 	var rows []Row
 	steps := []func(context.Context) ([]Row, error){}
-	if cfg.wants("floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents") {
+	if cfg.wants("floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents", "noop-sites") {
 		for _, n := range cfg.Sizes {
-			steps = append(steps, func(ctx context.Context) ([]Row, error) { return b.fleet(ctx, n) })
+			steps = append(steps, func(ctx context.Context) ([]Row, error) { return b.fleetAndSites(ctx, n) })
 		}
 	}
 	if cfg.wants("latency-nats", "latency-ensure", "latency-run") {

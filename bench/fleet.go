@@ -150,17 +150,8 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	}
 	startup := time.Since(start)
 	f := &fleetRun{b: b, s: s, n: n, agents: agents, client: b.sign.client(s.nc), files: filepath.Join(dir, "files")}
-	if err := os.MkdirAll(f.files, 0o755); err != nil {
+	if err := f.setup(ctx); err != nil {
 		return rows, err
-	}
-	// Create every host's directory and file: the steady state.
-	for _, setup := range []fleetRow{
-		{name: "setup", mode: orchestrator.DiscoveryRegistry, setup: true, directory: true},
-		{name: "setup", mode: orchestrator.DiscoveryRegistry, setup: true},
-	} {
-		if _, err := f.libraryRound(ctx, setup); err != nil {
-			return rows, fmt.Errorf("fleet %d setup: %w", n, err)
-		}
 	}
 	for _, spec := range fleetRows {
 		if !b.cfg.wants(spec.name) && !(spec.name == "noop" && spec.mode == orchestrator.DiscoveryRegistry && b.cfg.wants("history-write", "history-show", "history-show-cli")) {
@@ -195,6 +186,23 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 		Note: "time to start, serve and be in the registry; RSS after every row, CPU over the whole size",
 	})
 	return rows, nil
+}
+
+// setup creates the files directory and every host's directory and file:
+// the steady state the noop rows find.
+func (f *fleetRun) setup(ctx context.Context) error {
+	if err := os.MkdirAll(f.files, 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	for _, setup := range []fleetRow{
+		{name: "setup", mode: orchestrator.DiscoveryRegistry, setup: true, directory: true},
+		{name: "setup", mode: orchestrator.DiscoveryRegistry, setup: true},
+	} {
+		if _, err := f.libraryRound(ctx, setup); err != nil {
+			return fmt.Errorf("fleet %d setup: %w", f.n, err)
+		}
+	}
+	return nil
 }
 
 // floor times plain responders answering a request-sized message.

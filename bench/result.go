@@ -20,6 +20,9 @@ type Row struct {
 	// Agents is the fleet size (registry entries for registry-discovery,
 	// hosts of the request for the history rows).
 	Agents int `json:"agents"`
+	// Sites is how many site brokers the agents were spread over (the
+	// noop-sites row).
+	Sites int `json:"sites,omitempty"`
 	// Discovery is how the orchestrator found the hosts, when it did.
 	Discovery string `json:"discovery,omitempty"`
 	// Rounds is how many timed rounds the statistics are over.
@@ -64,6 +67,10 @@ type Row struct {
 	CentralCPUPerHostMS     float64 `json:"central_cpu_per_host_ms,omitempty"`
 	CentralFloorRatio       float64 `json:"central_floor_ratio,omitempty"`
 	CentralSignedFloorRatio float64 `json:"central_signed_floor_ratio,omitempty"`
+	// OneClusterRatio, on the noop-sites row, is its median over the
+	// median of the noop row (registry discovery) of the same size and
+	// run, measured on one cluster.
+	OneClusterRatio float64 `json:"one_cluster_ratio,omitempty"`
 	// RatePerSecond is a throughput (history records written per second).
 	RatePerSecond float64 `json:"rate_per_s,omitempty"`
 	// Errors counts rounds that did not give the expected answer; they are

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,9 @@ type site struct {
 	history uint64
 	// dir, when set, is removed by stop
 	dir string
+	// sources, at a hub, are the sites its history and registry are
+	// sourced from (for error messages)
+	sources []string
 }
 
 // openSite makes a fresh directory called name below the work directory
@@ -96,30 +100,37 @@ func (b *bencher) startSite(ctx context.Context, dir string, registryTTL time.Du
 	for i := 1; i < brokers; i++ {
 		s.urls = append(s.urls, plan.url(i))
 	}
+	if err := s.provision(ctx, jsstore.HistoryConfig{}, jsstore.RegistryConfig{TTL: registryTTL}); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// provision connects the bench to the site's broker and creates the
+// history stream and the node registry (with their sources, at a hub).
+func (s *site) provision(ctx context.Context, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig) error {
+	var err error
 	s.nc, err = nats.Connect(s.url, nats.Name("ccm-bench"), nats.MaxReconnects(-1))
 	if err != nil {
-		s.stop()
-		return nil, fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	s.js, err = jetstream.New(s.nc)
 	if err != nil {
-		s.stop()
-		return nil, fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := retryUntil(pctx, func(ctx context.Context) error {
-		_, err := jsstore.EnsureHistory(ctx, s.js, jsstore.HistoryConfig{})
+		_, err := jsstore.EnsureHistory(ctx, s.js, hc)
 		return err
 	}); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("bench: history stream: %w", err)
 	}
-	if _, err := jsstore.EnsureRegistry(pctx, s.js, jsstore.RegistryConfig{TTL: registryTTL}); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("bench: %w", err)
+	if _, err := jsstore.EnsureRegistry(pctx, s.js, rc); err != nil {
+		return fmt.Errorf("bench: node registry: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // stop closes the connection and shuts the broker down.
@@ -175,10 +186,51 @@ func (s *site) waitRegistered(ctx context.Context, n int) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("bench: %d of %d agents in the node registry after %s (%v)", got, n, startTimeout, err)
+			return fmt.Errorf("bench: %d of %d agents in the node registry%s after %s (%v)", got, n, s.sourcedFrom(), startTimeout, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// sourcedFrom names the sites a hub's history and registry are sourced
+// from, with how each source fares, for error messages; empty for any
+// other site.
+func (s *site) sourcedFrom() string {
+	if len(s.sources) == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var state []string
+	for _, name := range []string{protocol.HistoryStream, "KV_" + protocol.NodesBucket} {
+		st, err := s.js.Stream(ctx, name)
+		if err != nil {
+			state = append(state, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		for _, src := range st.CachedInfo().Sources {
+			state = append(state, sourceState(name, src))
+		}
+	}
+	return fmt.Sprintf(" (the hub's, sourced from sites %s: %s)", strings.Join(s.sources, ","), strings.Join(state, "; "))
+}
+
+// sourceState says how one source of a hub's stream fares: its site, lag
+// and last activity.
+func sourceState(stream string, src *jetstream.StreamSourceInfo) string {
+	site := "?"
+	if src.External != nil {
+		site = strings.TrimSuffix(strings.TrimPrefix(src.External.APIPrefix, "$JS."), ".API")
+	}
+	active := "never active"
+	if src.Active >= 0 {
+		active = fmt.Sprintf("active %s ago", src.Active.Round(time.Millisecond))
+	}
+	text := fmt.Sprintf("%s from %s: lag %d, %s", stream, site, src.Lag, active)
+	if src.Error != nil {
+		text += fmt.Sprintf(", error %s", src.Error.Description)
+	}
+	return text
 }
 
 // historyMsgs is how many records the history stream holds.
@@ -202,7 +254,7 @@ func (s *site) settle(ctx context.Context) (time.Time, error) {
 			return time.Now(), nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			err = fmt.Errorf("history holds %d records, %d expected: %v", n, s.history, err)
+			err = fmt.Errorf("history%s holds %d records, %d expected: %v", s.sourcedFrom(), n, s.history, err)
 			s.history = n
 			return time.Now(), err
 		}
@@ -272,27 +324,50 @@ func (b *bencher) startResponders(ctx context.Context, s *site, n int) (procs, e
 // agentsReady is what ccm-agent simulate prints once every agent serves.
 const agentsReady = "simulated agents serving"
 
+// agentGroup is one ccm-agent simulate process: how many agents, the
+// broker they connect to and, in a sites topology, their site.
+type agentGroup struct {
+	url, site string
+	count     int
+}
+
 // startAgents starts n simulated agents (ccm-agent simulate) with their
 // state below dir, in as many child processes as their open files need,
 // spread over the site's brokers, and returns once every one serves.
 func (b *bencher) startAgents(ctx context.Context, s *site, dir string, n int) (procs, error) {
-	counts := parts(n, layoutFor(n, b.fdLimit).agentProcs)
+	var groups []agentGroup
+	for i, count := range parts(n, layoutFor(n, b.fdLimit).agentProcs) {
+		groups = append(groups, agentGroup{url: s.urls[i%len(s.urls)], count: count})
+	}
+	return b.startAgentGroups(ctx, dir, fmt.Sprintf("agents-%d", n), groups)
+}
+
+// startAgentGroups starts one ccm-agent simulate process per group, their
+// identities numbered on from one group to the next, with their state
+// below dir; profile names their CPU profiles. It returns once every
+// agent serves.
+func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, groups []agentGroup) (procs, error) {
 	var names []string
 	var args [][]string
 	first := 1
-	for i, count := range counts {
-		a := []string{"simulate", "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count), "--first", strconv.Itoa(first),
+	for i, g := range groups {
+		a := []string{"simulate", "--server", g.url, "--count", strconv.Itoa(g.count), "--first", strconv.Itoa(first),
 			"--state-dir", filepath.Join(dir, "state"), "--vary", "os=debian,rhel", "--vary", "role=web,db,cache", "--policy", b.sign.policyFile}
-		if b.cfg.ProfileDir != "" {
-			name := fmt.Sprintf("agents-%d.pprof", n)
-			if len(counts) > 1 {
-				name = fmt.Sprintf("agents-%d-%d.pprof", n, i+1)
-			}
-			a = append(a, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, name))
+		name := fmt.Sprintf("%d simulated agents from %d", g.count, first)
+		if g.site != "" {
+			a = append(a, "--site", g.site)
+			name += " at site " + g.site
 		}
-		names = append(names, fmt.Sprintf("%d simulated agents from %d", count, first))
+		if b.cfg.ProfileDir != "" {
+			file := profile + ".pprof"
+			if len(groups) > 1 {
+				file = fmt.Sprintf("%s-%d.pprof", profile, i+1)
+			}
+			a = append(a, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, file))
+		}
+		names = append(names, name)
 		args = append(args, a)
-		first += count
+		first += g.count
 	}
 	return startAll(ctx, b.cfg.AgentBin, agentsReady, names, args)
 }

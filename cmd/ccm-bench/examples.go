@@ -28,6 +28,8 @@ ccm-bench --agents 1000 --rounds 5
 ccm-bench --agents 100,1000 --rows noop,floor --profile-dir /tmp/prof
 # A fleet change against both floors: plain NATS, and signed both ways
 ccm-bench --agents 200 --rows floor,floor-signed,change
+# 2,000 agents over 4 sites (leaf nodes of a hub), against the same fleet on one cluster
+ccm-bench --agents 2000 --sites 4 --rows floor,floor-signed,noop,noop-sites
 # Time another ccm-orch build in the -cli rows, writing the rows as JSON
 ccm-bench run --agents 1000 --rows noop-cli --orch-bin /tmp/old/ccm-orch --out /tmp/old.json
 `,
