@@ -9,7 +9,10 @@
 // in shared directories): its target is read from the link's own descriptor
 // (readlinkat) and the walk goes on from there, never by path. A link any
 // other user owns stops the walk with an error wrapping filetype.ErrSymlink
-// that names the path and the link. The result is a Dir, and every
+// that names the path and the link. A path with no link at all, the common
+// case, is opened in one openat2 call with RESOLVE_NO_SYMLINKS, the same
+// directory the walk would reach (a link, a missing component or a kernel
+// without openat2 sends it to the walk). The result is a Dir, and every
 // operation on a Dir (open, create, rename, remove, mkdir, link, stat) takes
 // one name relative to it and never follows a link in that name: a
 // directory swapped for a link after the walk changes nothing, because the
