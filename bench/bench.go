@@ -30,6 +30,10 @@ const (
 	MaxRegistrySize = 100000
 	// MaxSites bounds Config.Sites.
 	MaxSites = 64
+	// DefaultIdleWindow is how long the idle row watches a fleet at rest:
+	// one default agent heartbeat, so every agent refreshes its registry
+	// entry once in it.
+	DefaultIdleWindow = 30 * time.Second
 )
 
 // Config says what to measure.
@@ -77,6 +81,9 @@ type Config struct {
 	// with its own JetStream domain), the orchestrator at the hub. Needs
 	// BrokerBin, and no size below Sites.
 	Sites int
+	// IdleWindow is how long the idle row measures each fleet at rest;
+	// default DefaultIdleWindow.
+	IdleWindow time.Duration
 	// Log receives progress lines; default discard.
 	Log io.Writer
 }
@@ -84,7 +91,7 @@ type Config struct {
 // RowNames are the names of the rows Run can measure.
 var RowNames = []string{
 	"floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents",
-	"noop-sites", "latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs",
+	"idle", "noop-sites", "latency-nats", "latency-ensure", "latency-run", "agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs",
 }
 
 // wants reports whether any of the named rows is asked for.
@@ -115,6 +122,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OneHostRounds == 0 {
 		c.OneHostRounds = DefaultOneHostRounds
+	}
+	if c.IdleWindow <= 0 {
+		c.IdleWindow = DefaultIdleWindow
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -235,7 +245,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 
 	var rows []Row
 	steps := []func(context.Context) ([]Row, error){}
-	if cfg.wants("floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents", "noop-sites") {
+	if cfg.wants("floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write", "history-show", "history-show-cli", "agents", "idle", "noop-sites") {
 		for _, n := range cfg.Sizes {
 			steps = append(steps, func(ctx context.Context) ([]Row, error) { return b.fleetAndSites(ctx, n) })
 		}

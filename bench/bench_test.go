@@ -37,7 +37,7 @@ var _ = Describe("Run", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		rows, err := bench.Run(ctx, bench.Config{
-			Sizes: []int{5}, Rounds: 2, RegistrySizes: []int{20}, LatencyRequests: 5, OneHostRounds: 2,
+			Sizes: []int{5}, Rounds: 2, RegistrySizes: []int{20}, LatencyRequests: 5, OneHostRounds: 2, IdleWindow: 500 * time.Millisecond,
 			AgentBin: agentBin, OrchBin: orchBin, BenchBin: benchBin, WorkDir: GinkgoT().TempDir(), Log: &log,
 		})
 		Expect(err).ToNot(HaveOccurred(), log.String())
@@ -47,7 +47,7 @@ var _ = Describe("Run", func() {
 			byName[r.Name] = append(byName[r.Name], r)
 		}
 		for _, name := range []string{"floor", "floor-signed", "noop", "noop-cli", "change", "change-cli", "history-write",
-			"history-show", "history-show-cli", "agents", "latency-nats", "latency-ensure", "latency-run",
+			"history-show", "history-show-cli", "agents", "idle", "latency-nats", "latency-ensure", "latency-run",
 			"agent-ensure-cli", "registry-discovery", "ui-fleet", "ui-runs"} {
 			Expect(byName).To(HaveKey(name))
 			for _, r := range byName[name] {
@@ -88,6 +88,9 @@ var _ = Describe("Run", func() {
 		Expect(byName["agent-ensure-cli"][0].PeakRSSMiB).To(BeNumerically(">", 0))
 		Expect(byName["agents"][0].AgentRSSKiB).To(BeNumerically(">", 0))
 		Expect(byName["registry-discovery"][0].Agents).To(Equal(20))
+		Expect(byName["idle"]).To(HaveLen(1))
+		Expect(byName["idle"][0].MedianMS).To(Equal(500.0))
+		Expect(byName["idle"][0].Note).To(HavePrefix("at rest for 500ms, no request"))
 
 		out := filepath.Join(GinkgoT().TempDir(), "bench", "results.json")
 		Expect(bench.WriteJSON(out, rows)).To(Succeed())

@@ -158,6 +158,14 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	if err := f.setup(ctx); err != nil {
 		return rows, err
 	}
+	if b.cfg.wants("idle") {
+		b.logf("%d: idle (%s)", n, b.cfg.IdleWindow)
+		idle, err := f.idle(ctx)
+		rows = append(rows, idle)
+		if err != nil {
+			return rows, err
+		}
+	}
 	for _, spec := range fleetRows {
 		if !b.cfg.wants(spec.name) && !(spec.name == "noop" && spec.mode == orchestrator.DiscoveryRegistry && b.cfg.wants("history-write", "history-show", "history-show-cli")) {
 			continue
@@ -208,6 +216,37 @@ func (f *fleetRun) setup(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// idle measures the fleet at rest for the idle window, after setup and
+// before any timed row: what the agents and the center spend with no
+// request (registry heartbeats, assignment feeds, history left to write).
+// Every fleet row's CPU includes this background for as long as its round
+// lasts, which is what makes it weigh on a large fleet's slow rounds.
+func (f *fleetRun) idle(ctx context.Context) (Row, error) {
+	window := f.b.cfg.IdleWindow
+	row := Row{Name: "idle", Agents: f.n, Rounds: 1, MedianMS: ms(window), P90MS: ms(window)}
+	cpu0, agentsCPU0 := f.s.centralCPU(), f.agents.cpu()
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return row, fmt.Errorf("idle %d: %w", f.n, ctx.Err())
+	case <-t.C:
+	}
+	agents, central := f.agents.cpu()-agentsCPU0, f.s.centralCPU()-cpu0
+	row.AgentsCPUSeconds = round3(agents.Seconds())
+	row.BenchCPUSeconds = round3(central.Seconds())
+	row.perHost()
+	row.Note = idleNote(window, agents, central, f.n)
+	return row, nil
+}
+
+// idleNote says what an idle row's CPU means per second and per host.
+func idleNote(window, agents, central time.Duration, n int) string {
+	perSec := func(d time.Duration) float64 { return d.Seconds() / window.Seconds() }
+	return fmt.Sprintf("at rest for %s, no request: the agents kept %.3f cores busy (%.1f µs per host per second), the center %.3f cores; every fleet row's CPU includes this for the length of its rounds",
+		window, perSec(agents), perSec(agents)*1e6/float64(max(n, 1)), perSec(central))
 }
 
 // floor times plain responders answering a request-sized message.

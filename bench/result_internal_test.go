@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPerHostCPU(t *testing.T) {
@@ -83,5 +84,13 @@ func TestLayoutSpreadsLargeFleets(t *testing.T) {
 	got := parts(20000, 3)
 	if got[0]+got[1]+got[2] != 20000 || got[0]-got[2] > 1 {
 		t.Errorf("parts(20000, 3) = %v", got)
+	}
+}
+
+func TestIdleNote(t *testing.T) {
+	got := idleNote(10*time.Second, 2*time.Second, time.Second, 1000)
+	want := "at rest for 10s, no request: the agents kept 0.200 cores busy (200.0 µs per host per second), the center 0.100 cores"
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("idle note:\n got %s\nwant %s...", got, want)
 	}
 }

@@ -31,6 +31,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("rounds", "Timed rounds per fleet row").Default(strconv.Itoa(bench.DefaultRounds)).IntVar(&f.cfg.Rounds)
 	cmd.Flag("registry-entries", "Node registry sizes to time discovery over (comma separated or repeated; 0 skips)").Default("1000,10000").StringsVar(&f.registry)
 	cmd.Flag("latency-requests", "Single requests timed for the latency rows").Default(strconv.Itoa(bench.DefaultLatencyRequests)).IntVar(&f.cfg.LatencyRequests)
+	cmd.Flag("idle-window", "How long the idle row watches each fleet at rest, after its setup (default one heartbeat, 30s)").Default(bench.DefaultIdleWindow.String()).DurationVar(&f.cfg.IdleWindow)
 	cmd.Flag("one-host-rounds", "Runs of the cold ccm-agent ensure").Default(strconv.Itoa(bench.DefaultOneHostRounds)).IntVar(&f.cfg.OneHostRounds)
 	cmd.Flag("rows", "Measure only these rows (comma separated or repeated): "+strings.Join(bench.RowNames, ", ")).PlaceHolder("NAME").StringsVar(&f.rows)
 	cmd.Flag("sites", "Also measure the noop-sites row for every fleet size: its agents spread evenly over this many site brokers (ccm-broker leaf nodes of a hub in this process, each with its own JetStream domain), noop runs from the hub with exact accounting, compared with the one-cluster noop row (0: off)").Default("0").PlaceHolder("K").IntVar(&f.cfg.Sites)
