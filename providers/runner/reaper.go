@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -267,6 +268,9 @@ func (t *processTable) reapLoop(log *slog.Logger, stop <-chan struct{}, done cha
 // and not in this process's own process group, so children that other code
 // started with os/exec (which stay in the group) keep their exit status.
 func (t *processTable) reapOrphans() int {
+	if !anyExited() {
+		return 0
+	}
 	t.start.Lock()
 	defer t.start.Unlock()
 	self, group := os.Getpid(), syscall.Getpgrp()
@@ -285,4 +289,27 @@ func (t *processTable) reapOrphans() int {
 		}
 	}
 	return n
+}
+
+// anyExited reports whether any child of this process has exited and not
+// been waited for, without waiting for it (WNOWAIT leaves it to whoever
+// owns it). It is one system call, where reapOrphans's scan reads the stat
+// of every process on the host: with no such child, the common case of an
+// idle agent, there is nothing to scan for. An unexpected error says yes,
+// so the scan decides as it did without this check.
+func anyExited() bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ECHILD):
+			return false
+		case err != nil:
+			return true
+		}
+		// Linux clears info when no child is waitable.
+		return info.Signo != 0
+	}
 }

@@ -47,3 +47,23 @@ var _ = Describe("processTable.scan", func() {
 		Expect(orphan).To(BeFalse(), "a registered child is not an orphan")
 	})
 })
+
+var _ = Describe("anyExited", func() {
+	It("says whether a child exited and was not waited for, and leaves it to its owner", func() {
+		running := exec.Command("/bin/sleep", "30")
+		Expect(running.Start()).To(Succeed())
+		DeferCleanup(func() {
+			_ = running.Process.Kill()
+			_ = running.Wait()
+		})
+		Consistently(anyExited, 300*time.Millisecond, 20*time.Millisecond).Should(BeFalse(), "a running child has not exited")
+
+		done := exec.Command("/bin/true")
+		Expect(done.Start()).To(Succeed())
+		Eventually(anyExited, 10*time.Second, 10*time.Millisecond).Should(BeTrue())
+		Expect(anyExited()).To(BeTrue(), "asking does not wait for it")
+		Expect(done.Wait()).To(Succeed(), "its owner still gets its exit status")
+		Expect(done.ProcessState.ExitCode()).To(Equal(0))
+		Expect(anyExited()).To(BeFalse())
+	})
+})
