@@ -194,14 +194,26 @@ func (s *assigner) run(ctx, jobs context.Context) {
 	}
 }
 
-// watch follows the store, trying again every HistoryRetry until it can
-// (nil when ctx ends first): a store that does not exist yet (ccm-orch
-// history init), a follow the server refuses (its consumer limit,
-// JetStream away) must not leave the host without assignments. A bucket
-// that republishes its changes is followed by the feed, which costs the
-// broker no consumer; one provisioned before that, by a KV watcher.
+// watch follows the store, trying again until it can (nil when ctx ends
+// first): a store that does not exist yet (ccm-orch history init), a
+// follow the server refuses (its consumer limit, JetStream away) must not
+// leave the host without assignments. A bucket that republishes its
+// changes is followed by the feed, which costs the broker no consumer; one
+// provisioned before that, by a KV watcher.
+//
+// A refused follow is tried again every HistoryRetry. A store that does
+// not exist is a fleet that does not use assignments, and every lookup is
+// a JetStream API request: asked every 10 s by 20,000 agents, that is
+// 2,000 requests a second for nothing. So the wait doubles up to
+// noStoreMaxWait, and the agent listens on the subjects the store
+// republishes its changes to (core NATS, nothing stored): the first
+// assignment put wakes it, and it looks the store up within
+// wakeSplay (spread, so a fleet does not ask at once).
 func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 	a := s.a
+	var wake *storeWake
+	defer func() { wake.stop() }()
+	wait := a.cfg.HistoryRetry
 	for {
 		w, err := s.follow(ctx)
 		if err == nil {
@@ -211,15 +223,19 @@ func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 		if ctx.Err() != nil {
 			return nil
 		}
+		retry := a.cfg.HistoryRetry
 		if errors.Is(err, jsstore.ErrNoAssignments) {
-			a.log.Debug("no assignment store yet (ccm-orch history init)", "error", err)
+			if wake == nil {
+				wake = newStoreWake(a.nc, a.log)
+			}
+			retry, wait = wait, min(2*wait, max(noStoreMaxWait, a.cfg.HistoryRetry))
+			a.log.Debug("no assignment store yet (ccm-orch history init)", "error", err, "retry", retry)
 		} else {
-			a.log.Warn("cannot follow the assignment store; trying again", "error", err, "retry", a.cfg.HistoryRetry)
+			wait = a.cfg.HistoryRetry
+			a.log.Warn("cannot follow the assignment store; trying again", "error", err, "retry", retry)
 		}
-		select {
-		case <-ctx.Done():
+		if !wake.sleep(ctx, splayed(retry), min(a.cfg.HistoryRetry, wakeSplay)) {
 			return nil
-		case <-time.After(splayed(a.cfg.HistoryRetry)):
 		}
 	}
 }
