@@ -108,7 +108,8 @@ func (b *bencher) startSite(ctx context.Context, dir string, registryTTL time.Du
 }
 
 // provision connects the bench to the site's broker and creates the
-// history stream and the node registry (with their sources, at a hub).
+// history stream and the node registry (with their sources, at a hub) and
+// the assignment store (which the sites' stores mirror, at a hub).
 func (s *site) provision(ctx context.Context, hc jsstore.HistoryConfig, rc jsstore.RegistryConfig) error {
 	var err error
 	s.nc, err = nats.Connect(s.url, nats.Name("ccm-bench"), nats.MaxReconnects(-1))
@@ -129,6 +130,12 @@ func (s *site) provision(ctx context.Context, hc jsstore.HistoryConfig, rc jssto
 	}
 	if _, err := jsstore.EnsureRegistry(pctx, s.js, rc); err != nil {
 		return fmt.Errorf("bench: node registry: %w", err)
+	}
+	// As ccm-orch history init does: agents that find no assignment store
+	// look for it now and then (see docs/assignments.md), which a
+	// provisioned fleet does not pay.
+	if _, err := jsstore.EnsureAssignments(pctx, s.js, jsstore.AssignmentsConfig{}); err != nil {
+		return fmt.Errorf("bench: assignments: %w", err)
 	}
 	return nil
 }

@@ -157,11 +157,6 @@ func (b *bencher) startHub(ctx context.Context, dir string, k int) (*site, []sit
 		hub.stop()
 		return nil, nil, fmt.Errorf("hub: %w", err)
 	}
-	// The sites' assignment buckets mirror the hub's.
-	if _, err := jsstore.EnsureAssignments(ctx, hub.js, jsstore.AssignmentsConfig{}); err != nil {
-		hub.stop()
-		return nil, nil, fmt.Errorf("bench hub: assignments: %w", err)
-	}
 	return hub, sites, nil
 }
 
