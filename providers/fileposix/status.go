@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -113,31 +112,6 @@ func checksumNoFollow(ctx context.Context, d *safefs.Dir, base string) (string, 
 		return "", fmt.Errorf("%s %w", name, filetype.ErrUnsupportedFileType)
 	}
 	return filetype.ChecksumReader(ctx, f)
-}
-
-// lookupOwnerGroup resolves owner and group, names or numeric ids, to ids.
-func lookupOwnerGroup(owner, group string) (uid, gid int, err error) {
-	uid, err = lookupID(owner, func(s string) (string, error) {
-		u, err := user.Lookup(s)
-		if err != nil {
-			return "", err
-		}
-		return u.Uid, nil
-	})
-	if err != nil {
-		return 0, 0, &AccountError{Property: "owner", Name: owner, Err: err}
-	}
-	gid, err = lookupID(group, func(s string) (string, error) {
-		g, err := user.LookupGroup(s)
-		if err != nil {
-			return "", err
-		}
-		return g.Gid, nil
-	})
-	if err != nil {
-		return 0, 0, &AccountError{Property: "group", Name: group, Err: err}
-	}
-	return uid, gid, nil
 }
 
 func lookupID(name string, byName func(string) (string, error)) (int, error) {

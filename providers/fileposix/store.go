@@ -44,7 +44,7 @@ const maxTempBase = 200
 // the synced temporary file beside it, as a crash during the write always
 // could.
 func (p *Provider) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) (err error) {
-	perm, uid, gid, err := checkTarget(ctx, name, owner, group, mode)
+	perm, uid, gid, err := p.checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (p *Provider) syncFile(f *os.File) error {
 // Parents are created and opened through handles (safefs.MkdirAll). A
 // symbolic link or any other non-directory at dir is refused.
 func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode string) error {
-	perm, uid, gid, err := checkTarget(ctx, dir, owner, group, mode)
+	perm, uid, gid, err := p.checkTarget(ctx, dir, owner, group, mode)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode 
 // its parent's handle: a symbolic link is refused, and the content is not
 // touched.
 func (p *Provider) SetAttributes(ctx context.Context, name, owner, group, mode string) error {
-	perm, uid, gid, err := checkTarget(ctx, name, owner, group, mode)
+	perm, uid, gid, err := p.checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
@@ -338,7 +338,7 @@ func openSource(source string) (*os.File, error) {
 
 // checkTarget validates a path and resolves the mode, owner and group the
 // write operations set, before anything is touched.
-func checkTarget(ctx context.Context, name, owner, group, mode string) (fs.FileMode, int, int, error) {
+func (p *Provider) checkTarget(ctx context.Context, name, owner, group, mode string) (fs.FileMode, int, int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, 0, err
 	}
@@ -349,7 +349,7 @@ func checkTarget(ctx context.Context, name, owner, group, mode string) (fs.FileM
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	uid, gid, err := lookupOwnerGroup(owner, group)
+	uid, gid, err := p.names.ownerGroup(owner, group)
 	if err != nil {
 		return 0, 0, 0, err
 	}
