@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ccm-fleet/ccm/internal/nolinks"
 )
 
 // maxLinks bounds the symbolic links followed resolving one path, as the
@@ -178,16 +180,9 @@ func lastComponent(rest []string) bool {
 // with the walk alone.
 var resolveFast = resolveNoLinks
 
-// noLinks opens a directory path only when no component of it is a
-// symbolic link (the kernel answers ELOOP otherwise).
-var noLinks = unix.OpenHow{
-	Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-	Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-}
-
 // resolveNoLinks is resolvePath's common case in two system calls instead
 // of an lstat per component: a clean path whose directories all exist and
-// none of which is a link (one openat2 with RESOLVE_NO_SYMLINKS says so)
+// none of which is a link (nolinks.OpenDir says so)
 // leads to itself, when its last component is not a link either (or does
 // not exist, or is not followed). Anything else reports !ok, and the
 // component-by-component walk decides. A path that is not clean is left to
@@ -197,8 +192,8 @@ func resolveNoLinks(p string, followLast bool) (string, bool) {
 		return "", false
 	}
 	dir, last := filepath.Split(p)
-	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &noLinks)
-	if err != nil {
+	fd, ok := nolinks.OpenDir(dir)
+	if !ok {
 		return "", false
 	}
 	defer unix.Close(fd)
@@ -206,7 +201,7 @@ func resolveNoLinks(p string, followLast bool) (string, bool) {
 		return p, true
 	}
 	var st unix.Stat_t
-	err = unix.Fstatat(fd, last, &st, unix.AT_SYMLINK_NOFOLLOW)
+	err := unix.Fstatat(fd, last, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		return "", false

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ccm-fleet/ccm/internal/nolinks"
 )
 
 // MaxLinkHops bounds how many symbolic links one walk follows (the kernel's
@@ -164,38 +166,9 @@ func walk(dir string, create bool, perm fs.FileMode) (*Dir, error) {
 	return &Dir{fd: top.fd, path: top.path}, nil
 }
 
-// openFast is openNoLinks; specs and benchmarks replace it to compare with
-// the walk alone.
-var openFast = openNoLinks
-
-// noLinks is how openNoLinks resolves: the kernel refuses any symbolic
-// link on the way (ELOOP), including the /proc "magic" ones.
-var noLinks = unix.OpenHow{
-	Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-	Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-}
-
-// openNoLinks opens dir, a clean absolute path, in one openat2 call when no
-// component of it is a symbolic link. It is the walk's common case done by
-// the kernel: with no link to follow, the walk opens each component as a
-// directory without following anything, and that is what
-// RESOLVE_NO_SYMLINKS checks for the whole path at once. Any failure (a
-// link on the way, a missing or non-directory component, a kernel without
-// openat2) reports !ok, and the caller walks one component at a time,
-// which applies the link rule and names the component in its error.
-func openNoLinks(dir string) (int, bool) {
-	for {
-		fd, err := unix.Openat2(unix.AT_FDCWD, dir, &noLinks)
-		switch {
-		case err == nil:
-			return fd, true
-		case errors.Is(err, unix.EINTR):
-			continue
-		default:
-			return -1, false
-		}
-	}
-}
+// openFast opens a path with no link on the way in one call (see package
+// nolinks); specs and benchmarks replace it to compare with the walk alone.
+var openFast = nolinks.OpenDir
 
 // openPath opens name in dirfd as a path-only descriptor, not following a
 // link there (the descriptor is then the link's own).

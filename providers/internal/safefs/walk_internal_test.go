@@ -11,6 +11,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
+
+	"github.com/ccm-fleet/ccm/internal/nolinks"
 )
 
 // sameDir says whether two descriptors name the same directory.
@@ -46,7 +48,7 @@ var _ = Describe("Open's one-call path", func() {
 
 	It("opens a path without links in one call, the same directory and path the walk gives", func() {
 		for _, dir := range []string{"/", root, filepath.Join(root, "a"), filepath.Join(root, "a", "b", "c"), filepath.Join(root, "a", "b", "..", "b", "c") + "/"} {
-			fd, ok := openNoLinks(filepath.Clean(dir))
+			fd, ok := nolinks.OpenDir(filepath.Clean(dir))
 			Expect(ok).To(BeTrue(), dir)
 			fast, err := Open(dir)
 			Expect(err).NotTo(HaveOccurred())
@@ -63,7 +65,7 @@ var _ = Describe("Open's one-call path", func() {
 
 	It("leaves any link on the way to the walk, which follows a trusted one to the same place", func() {
 		for _, dir := range []string{filepath.Join(root, "tob"), filepath.Join(root, "tob", "c"), filepath.Join(root, "a", "toc")} {
-			_, ok := openNoLinks(dir)
+			_, ok := nolinks.OpenDir(dir)
 			Expect(ok).To(BeFalse(), dir)
 			d, err := Open(dir)
 			Expect(err).NotTo(HaveOccurred(), dir)
