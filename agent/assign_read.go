@@ -69,10 +69,11 @@ func (f *assignFeed) direct(ctx context.Context, req directRequest) ([]*nats.Msg
 	// The channel holds a whole answer: a message that finds it full is
 	// dropped. (A sync subscription's channel has 65,536 slots, 512 KiB
 	// allocated and cleared per read: 5.9% of 20,000 agents' CPU.)
-	ch := make(chan *nats.Msg, 2)
+	size := 2
 	if batch {
-		ch = make(chan *nats.Msg, maxDirectMessages+1)
+		size = maxDirectMessages + 1
 	}
+	ch := make(chan *nats.Msg, size)
 	inbox := f.nc.NewInbox()
 	sub, err := f.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
