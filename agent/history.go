@@ -115,8 +115,10 @@ const (
 	historyAbsent
 )
 
-// run writes records to the history stream one at a time. When a
-// write fails it asks JetStream about the stream: no stream means history
+// run writes records to the history stream one at a time. A write whose
+// answer is late is tried once more with twice the time (the same message
+// id: a copy of a write that landed is a duplicate). When a write fails
+// it asks JetStream about the stream: no stream means history
 // is not set up and records are dropped (logged once); no answer means
 // JetStream is unavailable and records go to the spool without trying,
 // until a retry every HistoryRetry finds JetStream back and sends the spool.
@@ -138,32 +140,7 @@ func (h *history) run(ctx context.Context) {
 				}
 				return
 			}
-			switch state {
-			case historyDown:
-				h.keep(r)
-				continue
-			case historyAbsent:
-				h.stats.notRecorded.Add(1)
-				continue
-			}
-			err := h.publish(ctx, r)
-			switch {
-			case err == nil:
-				if h.spool.stats().Records > 0 && !h.flush(ctx) {
-					state = historyDown
-				}
-				continue
-			case errorsIsPayload(err):
-				h.stats.notRecorded.Add(1)
-				h.log.Error("a history record is too large for the server, not kept", "subject", r.subject, "bytes", len(r.data))
-				continue
-			}
-			state = h.state(ctx, err)
-			if state == historyAbsent {
-				h.stats.notRecorded.Add(1)
-				continue
-			}
-			h.keep(r)
+			state = h.write(ctx, r, state)
 		case <-ticker.C:
 			switch state {
 			case historyAbsent:
@@ -178,6 +155,47 @@ func (h *history) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// write handles one record in state and returns the state after it: the
+// record written, spooled or (no history stream, or too large) not kept.
+func (h *history) write(ctx context.Context, r record, state int) int {
+	switch state {
+	case historyDown:
+		h.keep(r)
+		return state
+	case historyAbsent:
+		h.stats.notRecorded.Add(1)
+		return state
+	}
+	err := h.publish(ctx, r, 1)
+	if lateAck(ctx, err) {
+		// JetStream answered nothing within the timeout: under a burst of
+		// records from many hosts the write has usually landed and only
+		// its ack was late. The same record again costs one publish (its
+		// message id makes a copy that landed a duplicate), where the
+		// spool costs a file now and a lookup and a publish later, which
+		// add to the load that made the ack late.
+		err = h.publish(ctx, r, 2)
+	}
+	switch {
+	case err == nil:
+		if h.spool.stats().Records > 0 && !h.flush(ctx) {
+			return historyDown
+		}
+		return state
+	case errorsIsPayload(err):
+		h.stats.notRecorded.Add(1)
+		h.log.Error("a history record is too large for the server, not kept", "subject", r.subject, "bytes", len(r.data))
+		return state
+	}
+	state = h.state(ctx, err)
+	if state == historyAbsent {
+		h.stats.notRecorded.Add(1)
+		return state
+	}
+	h.keep(r)
+	return state
 }
 
 // state asks JetStream whether the history stream exists, after a
@@ -199,9 +217,17 @@ func (h *history) state(ctx context.Context, err error) int {
 	return historyDown
 }
 
-// publish writes one record; already recorded is success.
-func (h *history) publish(ctx context.Context, r record) error {
-	ctx, cancel := context.WithTimeout(ctx, recordTimeout(h.timeout, len(r.data)))
+// lateAck reports whether a publish failed only because its answer did
+// not come in time (not because JetStream refused it, nor because the
+// agent is stopping).
+func lateAck(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout))
+}
+
+// publish writes one record, waiting up to wait times its timeout for the
+// answer; already recorded is success.
+func (h *history) publish(ctx context.Context, r record, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait*recordTimeout(h.timeout, len(r.data)))
 	defer cancel()
 	dup, err := jsstore.Publish(ctx, h.js, r.subject, r.msgID, r.header, r.data)
 	if err != nil {
@@ -216,7 +242,7 @@ func (h *history) publish(ctx context.Context, r record) error {
 
 // keep keeps a record in the spool.
 func (h *history) keep(r record) {
-	dropped, err := h.spool.add(spoolEntry{Subject: r.subject, MsgID: r.msgID, Header: r.header, Data: r.data})
+	dropped, err := h.spool.add(spoolEntry{Subject: r.subject, MsgID: r.msgID, Header: r.header, Data: r.data, Kept: h.now()})
 	if dropped > 0 {
 		h.log.Warn("history spool full, dropped the oldest records", "dropped", dropped)
 	}
@@ -236,6 +262,19 @@ func (h *history) flush(ctx context.Context) bool {
 		h.log.Error("could not read the history spool", "error", err)
 		return false
 	}
+	if len(names) == 0 {
+		return true
+	}
+	// One lookup of the stream for the whole spool: its handle reads what
+	// it holds, its duplicate window says which records need no reading.
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	stream, err := h.js.Stream(cctx, protocol.HistoryStream)
+	cancel()
+	if err != nil {
+		h.log.Debug("history still unavailable", "spooled", len(names), "error", err)
+		return false
+	}
+	window := stream.CachedInfo().Config.Duplicates
 	for _, name := range names {
 		if ctx.Err() != nil {
 			return false
@@ -247,7 +286,7 @@ func (h *history) flush(ctx context.Context) bool {
 			continue
 		}
 		r := record{subject: e.Subject, msgID: e.MsgID, header: nats.Header(e.Header), data: e.Data}
-		if err := h.sendSpooled(ctx, r); err != nil {
+		if err := h.sendSpooled(ctx, stream, window, e.Kept, r); err != nil {
 			h.log.Debug("history still unavailable", "spooled", len(names), "error", err)
 			return false
 		}
@@ -256,27 +295,32 @@ func (h *history) flush(ctx context.Context) bool {
 			return false
 		}
 	}
-	if len(names) > 0 {
-		h.log.Info("sent the spooled history records", "records", len(names))
-	}
+	h.log.Info("sent the spooled history records", "records", len(names))
 	return true
 }
 
-// sendSpooled writes a spooled record unless the stream already holds one
-// for its subject (an earlier attempt that timed out may have landed after
-// all, even past the duplicate window).
-func (h *history) sendSpooled(ctx context.Context, r record) error {
-	cctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	done, err := jsstore.Recorded(cctx, h.js, r.subject)
-	if err != nil {
-		return err
+// sendSpooled writes a spooled record, kept in the spool at kept. An
+// earlier attempt that timed out may have landed after all: the stream
+// drops a copy with the same message id as a duplicate for its duplicate
+// window (counted from when the first copy landed, after it was first
+// sent, before it was kept), so a record kept less than half the window
+// ago is sent as it is. An older one, or one whose time is unknown (kept
+// by an earlier version), is sent only if the stream holds no record on
+// its subject.
+func (h *history) sendSpooled(ctx context.Context, stream jetstream.Stream, window time.Duration, kept time.Time, r record) error {
+	if age := h.now().Sub(kept); kept.IsZero() || age < 0 || age >= window/2 {
+		cctx, cancel := context.WithTimeout(ctx, h.timeout)
+		done, err := jsstore.Recorded(cctx, stream, r.subject)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if done {
+			h.stats.historyDuplicates.Add(1)
+			return nil
+		}
 	}
-	if done {
-		h.stats.historyDuplicates.Add(1)
-		return nil
-	}
-	return h.publish(ctx, r)
+	return h.publish(ctx, r, 1)
 }
 
 // SpoolStats describes the agent's history spool.

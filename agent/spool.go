@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // SpoolDirName is the directory below the state directory holding history
@@ -25,6 +26,9 @@ type spoolEntry struct {
 	MsgID   string              `json:"msg_id"`
 	Header  map[string][]string `json:"header,omitempty"`
 	Data    []byte              `json:"data"`
+	// Kept is when the record went to the spool (zero in records kept by
+	// an earlier version).
+	Kept time.Time `json:"kept,omitzero"`
 }
 
 // spool keeps history records on disk, one file per record (mode 0600 in a
@@ -37,8 +41,10 @@ type spool struct {
 	maxBytes   int64
 
 	// guards every field below
-	mu      sync.Mutex
-	loaded  bool
+	mu     sync.Mutex
+	loaded bool
+	// made: the directory was made (or found) by this process
+	made    bool
 	files   []spoolFile // oldest first
 	bytes   int64
 	next    uint64
@@ -110,8 +116,11 @@ func (s *spool) add(e spoolEntry) (int, error) {
 		s.dropped++
 		return 1, fmt.Errorf("history spool: a record of %d bytes is larger than the spool (%d bytes)", size, s.maxBytes)
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return 0, fmt.Errorf("history spool: %w", err)
+	if !s.made {
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return 0, fmt.Errorf("history spool: %w", err)
+		}
+		s.made = true
 	}
 	dropped := 0
 	for len(s.files) > 0 && (len(s.files)+1 > s.maxRecords || s.bytes+size > s.maxBytes) {
@@ -123,12 +132,19 @@ func (s *spool) add(e spoolEntry) (int, error) {
 	}
 	name := fmt.Sprintf("%020d%s", s.next, spoolExt)
 	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
+	if errors.Is(err, os.ErrNotExist) {
+		// removed while the agent runs: made again
+		if err = os.MkdirAll(s.dir, 0o700); err == nil {
+			tmp, err = os.CreateTemp(s.dir, ".tmp-*")
+		}
+	}
 	if err != nil {
 		return dropped, fmt.Errorf("history spool: %w", err)
 	}
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o600), os.Rename(tmp.Name(), filepath.Join(s.dir, name))); err != nil {
+	// CreateTemp made the file 0600.
+	if err := errors.Join(werr, cerr, os.Rename(tmp.Name(), filepath.Join(s.dir, name))); err != nil {
 		_ = os.Remove(tmp.Name())
 		return dropped, fmt.Errorf("history spool: %w", err)
 	}

@@ -51,14 +51,10 @@ func Publish(ctx context.Context, js jetstream.JetStream, subject, msgID string,
 	return publishOne(ctx, js, subject, msgID, header, data)
 }
 
-// Recorded reports whether the history stream already holds a record on
+// Recorded reports whether the history stream s already holds a record on
 // subject (each subject holds one record: one host's reply to one request).
-func Recorded(ctx context.Context, js jetstream.JetStream, subject string) (bool, error) {
-	s, err := js.Stream(ctx, protocol.HistoryStream)
-	if err != nil {
-		return false, fmt.Errorf("history %s: %w", subject, err)
-	}
-	_, err = s.GetLastMsgForSubject(ctx, subject)
+func Recorded(ctx context.Context, s jetstream.Stream, subject string) (bool, error) {
+	_, err := s.GetLastMsgForSubject(ctx, subject)
 	switch {
 	case err == nil:
 		return true, nil

@@ -75,8 +75,10 @@ var _ = Describe("History records", func() {
 		dup, err = jsstore.Publish(ctx, js, subject, protocol.HistoryMsgID("r1", "web.1"), nil, []byte("one"))
 		Expect(err).ToNot(HaveOccurred())
 		Expect(dup).To(BeTrue())
-		Expect(jsstore.Recorded(ctx, js, subject)).To(BeTrue())
-		Expect(jsstore.Recorded(ctx, js, protocol.HistorySubject("r1", "web-2"))).To(BeFalse())
+		stream, err := js.Stream(ctx, protocol.HistoryStream)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(jsstore.Recorded(ctx, stream, subject)).To(BeTrue())
+		Expect(jsstore.Recorded(ctx, stream, protocol.HistorySubject("r1", "web-2"))).To(BeFalse())
 
 		for i := range 2500 {
 			h := nats.Header{}

@@ -71,7 +71,9 @@ var _ = Describe("History records larger than one message", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bytes.Equal(got.Data, large)).To(BeTrue())
 
-		done, err := jsstore.Recorded(ctx, js, subject)
+		stream, err := js.Stream(ctx, protocol.HistoryStream)
+		Expect(err).NotTo(HaveOccurred())
+		done, err := jsstore.Recorded(ctx, stream, subject)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(done).To(BeTrue())
 
