@@ -224,10 +224,10 @@ func lateAck(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout))
 }
 
-// publish writes one record, waiting up to wait times its timeout for the
+// publish writes one record, waiting up to times its timeout for the
 // answer; already recorded is success.
-func (h *history) publish(ctx context.Context, r record, wait time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, wait*recordTimeout(h.timeout, len(r.data)))
+func (h *history) publish(ctx context.Context, r record, times int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(times)*recordTimeout(h.timeout, len(r.data)))
 	defer cancel()
 	dup, err := jsstore.Publish(ctx, h.js, r.subject, r.msgID, r.header, r.data)
 	if err != nil {

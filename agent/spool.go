@@ -41,10 +41,8 @@ type spool struct {
 	maxBytes   int64
 
 	// guards every field below
-	mu     sync.Mutex
-	loaded bool
-	// made: the directory was made (or found) by this process
-	made    bool
+	mu      sync.Mutex
+	loaded  bool
 	files   []spoolFile // oldest first
 	bytes   int64
 	next    uint64
@@ -116,12 +114,6 @@ func (s *spool) add(e spoolEntry) (int, error) {
 		s.dropped++
 		return 1, fmt.Errorf("history spool: a record of %d bytes is larger than the spool (%d bytes)", size, s.maxBytes)
 	}
-	if !s.made {
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
-			return 0, fmt.Errorf("history spool: %w", err)
-		}
-		s.made = true
-	}
 	dropped := 0
 	for len(s.files) > 0 && (len(s.files)+1 > s.maxRecords || s.bytes+size > s.maxBytes) {
 		if err := s.removeLocked(s.files[0].name); err != nil {
@@ -133,7 +125,8 @@ func (s *spool) add(e spoolEntry) (int, error) {
 	name := fmt.Sprintf("%020d%s", s.next, spoolExt)
 	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
 	if errors.Is(err, os.ErrNotExist) {
-		// removed while the agent runs: made again
+		// the first record, or the directory was removed while the agent
+		// runs: made (again) only then, not on every record
 		if err = os.MkdirAll(s.dir, 0o700); err == nil {
 			tmp, err = os.CreateTemp(s.dir, ".tmp-*")
 		}
