@@ -87,6 +87,18 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 		Expect(err).NotTo(HaveOccurred(), expr)
 		return v
 	}
+	// indicator is the live indicator's text, "" while the page cannot be
+	// read (the browser is between two documents after a navigation):
+	// callers poll it in Eventually, where a failed read is read again.
+	indicator := func() string {
+		ctx, cancel := context.WithTimeout(browser, 10*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("live")?.textContent ?? ""`))
+		if err != nil {
+			return ""
+		}
+		return v
+	}
 	// cookies is the browser's cookie jar for the dashboard.
 	cookies := func() []*network.Cookie {
 		GinkgoHelper()
@@ -114,7 +126,7 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 			chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)))
 		Eventually(location).Should(Equal(base + "/runs"))
 		run(chromedp.WaitVisible(chromedp.CSS("#logout button")))
-		Eventually(func() string { return evalString(`document.getElementById("live").textContent`) }).Should(Equal("live"))
+		Eventually(indicator).Should(Equal("live"))
 
 		By("keeping only a session id, out of reach of scripts")
 		Expect(evalString(`document.cookie`)).To(BeEmpty(), "the session cookie is HttpOnly")
@@ -156,7 +168,7 @@ var _ = Describe("the dashboard's login in a real browser", Label("browser"), fu
 		run(chromedp.Navigate(base+"/login?next=%2Fruns"), chromedp.WaitVisible(chromedp.CSS("#token")),
 			chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)))
 		Eventually(location).Should(Equal(base + "/runs"))
-		Eventually(func() string { return evalString(`document.getElementById("live").textContent`) }).Should(Equal("live"))
+		Eventually(indicator).Should(Equal("live"))
 
 		// Another tab of the same browser logs out: the session ends.
 		other, cancel := chromedp.NewContext(browser)

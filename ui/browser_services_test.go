@@ -90,7 +90,8 @@ var _ = Describe("the services page in a real browser", Ordered, Label("browser"
 		Expect(eval(`document.querySelector("td.annotations .annotation").textContent`)).To(Equal("note=" + scriptAnnotation))
 		Expect(count("td.annotations script")).To(BeZero())
 		Expect(eval(`document.querySelector("#count-dropped").textContent`)).To(Equal("1"))
-		run(chromedp.Click(chromedp.CSS("#dropped summary")), chromedp.WaitVisible(chromedp.CSS("li.dropped-entry")))
+		expandDetails(browser, "#dropped summary")
+		run(chromedp.WaitVisible(chromedp.CSS("li.dropped-entry")))
 		Expect(eval(`document.querySelector("li.dropped-entry .reason").textContent`)).To(HavePrefix("signed by "))
 		Expect(dialogs.Load()).To(BeZero(), "no script ran")
 

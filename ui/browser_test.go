@@ -111,6 +111,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		Expect(err).NotTo(HaveOccurred(), expr)
 		return v
 	}
+	expand := func(sel string) { GinkgoHelper(); expandDetails(browser, sel) }
 	// text is an element's text, "" when it cannot be read (the page is
 	// being replaced): callers compare it with what they expect, in
 	// Eventually where the page may still change.
@@ -198,7 +199,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		// run's page fills in live.
 		run(chromedp.Navigate(base + "/runs/" + res.RequestID))
 		Eventually(func() string { return text("#run-counts") }).WithTimeout(20 * time.Second).Should(ContainSubstring(fmt.Sprintf("%d changed", hosts)))
-		run(chromedp.Click(chromedp.CSS("details.group summary")))
+		expand("details.group summary")
 		Eventually(func() int { return count("details.group[open] table.events tbody tr") }).Should(Equal(hosts))
 		screenshot("run")
 	})
@@ -222,7 +223,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 			return eval(fmt.Sprintf(`(document.querySelector(%q) || {dataset:{}}).dataset.count || ""`, row+` td[data-state="drifted"]`))
 		}).WithTimeout(20 * time.Second).Should(Equal("1"))
 		Eventually(func() string { return text(row + ` td[data-state="converged"] summary`) }).Should(Equal(strconv.Itoa(hosts - 1)))
-		run(chromedp.Click(chromedp.CSS(row + ` td[data-state="drifted"] summary`)))
+		expand(row + ` td[data-state="drifted"] summary`)
 		Eventually(func() string { return text(row + ` td[data-state="drifted"] .hosts`) }).Should(Equal(tampered))
 		Expect(count("svg.chart rect.bar")).To(BeNumerically(">", 0))
 		screenshot("drift")

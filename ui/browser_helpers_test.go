@@ -1,0 +1,34 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// expandDetails opens the <details> whose summary sel names, as a reader
+// does: by clicking it. Every dashboard page is live, and a live update may
+// replace the page's main content between finding the summary and clicking
+// it (the click then fails with "Could not find node"), so it clicks again
+// until the group is open; a swap keeps an opened group open (live.js).
+func expandDetails(browser context.Context, sel string) {
+	GinkgoHelper()
+	state := fmt.Sprintf(`document.querySelector(%q)?.closest("details")?.open ?? false`, sel)
+	isOpen := func(ctx context.Context) bool {
+		open, err := chromedp.Run(ctx, chromedp.Evaluate[bool](state))
+		return err == nil && open
+	}
+	Eventually(func() bool {
+		ctx, cancel := context.WithTimeout(browser, 10*time.Second)
+		defer cancel()
+		if isOpen(ctx) {
+			return true
+		}
+		_ = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		return isOpen(ctx)
+	}).Should(BeTrue(), "open "+sel)
+}
