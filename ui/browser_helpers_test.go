@@ -32,3 +32,16 @@ func expandDetails(browser context.Context, sel string) {
 		return isOpen(ctx)
 	}).Should(BeTrue(), "open "+sel)
 }
+
+// countOf is how many elements of the page sel matches, or -1 when the page
+// cannot be read (the browser is between two documents): a spec polling it
+// in Eventually reads it again, and one comparing it at once fails with -1.
+func countOf(browser context.Context, sel string) int {
+	ctx, cancel := context.WithTimeout(browser, 10*time.Second)
+	defer cancel()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
+	if err != nil {
+		return -1
+	}
+	return n
+}

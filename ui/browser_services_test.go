@@ -2,7 +2,6 @@ package ui_test
 
 import (
 	"context"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -75,12 +74,7 @@ var _ = Describe("the services page in a real browser", Ordered, Label("browser"
 		Expect(err).NotTo(HaveOccurred(), expr)
 		return v
 	}
-	count := func(sel string) int {
-		GinkgoHelper()
-		n, ok := eval(fmt.Sprintf("document.querySelectorAll(%q).length", sel)).(float64)
-		Expect(ok).To(BeTrue())
-		return int(n)
-	}
+	count := func(sel string) int { return countOf(browser, sel) }
 
 	It("shows the endpoints by cluster and service, an annotation's script as text, and filters them", func() {
 		run(chromedp.Navigate(base+"/services"), chromedp.WaitVisible(chromedp.CSS("#services")))

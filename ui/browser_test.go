@@ -124,12 +124,7 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		}
 		return strings.TrimSpace(s)
 	}
-	count := func(sel string) int {
-		GinkgoHelper()
-		n, ok := eval(fmt.Sprintf("document.querySelectorAll(%q).length", sel)).(float64)
-		Expect(ok).To(BeTrue())
-		return int(n)
-	}
+	count := func(sel string) int { return countOf(browser, sel) }
 	screenshot := func(name string) {
 		GinkgoHelper()
 		ctx, cancel := context.WithTimeout(browser, 30*time.Second)
