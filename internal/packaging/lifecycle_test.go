@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,15 +105,7 @@ func buildUpgrade(ctx context.Context) string {
 	if built.debB != "" {
 		return built.debB
 	}
-	root, err := filepath.Abs("../..")
-	Expect(err).NotTo(HaveOccurred())
-	out := GinkgoT().TempDir()
-	files, err := packaging.Build(ctx, packaging.Config{
-		Root: root, Out: out,
-		Version: testVersionB, Commit: testCommit, Date: testDate,
-		Arches: []string{"amd64"}, Formats: []string{"deb"},
-	}, slog.New(slog.NewTextHandler(GinkgoWriter, nil)))
-	Expect(err).NotTo(HaveOccurred())
+	files := packager(ctx, GinkgoT().TempDir(), testVersionB, "deb")
 	Expect(files).To(HaveLen(1))
 	built.debB = files[0]
 	return built.debB
