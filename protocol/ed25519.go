@@ -82,9 +82,12 @@ func verifyExpanded(pub *voi.ExpandedPublicKey, body, sig []byte) bool {
 const DefaultVerifierKeys = 1024
 
 // Verifier checks signatures like Verify and keeps the expanded form of
-// the public keys it has seen (about 1.5 KiB each), so that the next
-// signature of the same signer costs less: a cache bounded by its capacity
-// that evicts the key used least recently. It is safe for concurrent use.
+// the public keys it has seen more than once (about 1.5 KiB each), so that
+// the next signature of the same signer costs less: a cache bounded by its
+// capacity that evicts the key used least recently. A key is expanded only
+// on its second signature: expanding costs about a third of a
+// verification, which a signer heard from once (each host's reply to a
+// one-off ccm-orch) never earns back. It is safe for concurrent use.
 type Verifier struct {
 	capacity int
 	// guards keys and order
@@ -96,9 +99,10 @@ type Verifier struct {
 	order *list.List
 }
 
-// verifierKey is one cached public key.
+// verifierKey is one public key the cache remembers.
 type verifierKey struct {
-	raw      [voi.PublicKeySize]byte
+	raw [voi.PublicKeySize]byte
+	// expanded is nil until the key's second signature
 	expanded *voi.ExpandedPublicKey
 }
 
@@ -123,13 +127,18 @@ func (v *Verifier) Verify(body []byte, signer, signature string) error {
 	if err != nil {
 		return err
 	}
-	key := v.key(raw)
-	if key == nil {
+	key, seen := v.key(raw)
+	var ok bool
+	switch {
+	case !seen:
+		ok = verifyKey(raw[:], body, sig)
+	case key == nil:
 		// not a point of the curve: crypto/ed25519 rejects every
 		// signature of it
-		return errMismatch()
+	default:
+		ok = verifyExpanded(key, body, sig)
 	}
-	if !verifyExpanded(key, body, sig) {
+	if !ok {
 		return errMismatch()
 	}
 	return nil
@@ -142,33 +151,52 @@ func (v *Verifier) Len() int {
 	return v.order.Len()
 }
 
-// key returns the expanded form of raw, from the cache or made and cached;
-// nil when raw is not a point (which is not cached).
-func (v *Verifier) key(raw [voi.PublicKeySize]byte) *voi.ExpandedPublicKey {
+// key returns the expanded form of raw and true when raw was seen before
+// (expanding it now if it was seen once); nil and true when raw is not a
+// point, which is forgotten again. A key seen for the first time is
+// remembered unexpanded, and key returns nil and false.
+func (v *Verifier) key(raw [voi.PublicKeySize]byte) (*voi.ExpandedPublicKey, bool) {
 	v.mu.Lock()
-	if e, ok := v.keys[raw]; ok {
-		v.order.MoveToFront(e)
-		k := e.Value.(*verifierKey).expanded
+	e, ok := v.keys[raw]
+	if !ok {
+		v.keys[raw] = v.order.PushFront(&verifierKey{raw: raw})
+		for v.order.Len() > v.capacity {
+			v.evictLocked()
+		}
 		v.mu.Unlock()
-		return k
+		return nil, false
+	}
+	v.order.MoveToFront(e)
+	if k := e.Value.(*verifierKey).expanded; k != nil {
+		v.mu.Unlock()
+		return k, true
 	}
 	v.mu.Unlock()
 	expanded, err := voi.NewExpandedPublicKey(raw[:])
-	if err != nil {
-		return nil
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if e, ok := v.keys[raw]; ok {
-		// another goroutine cached it meanwhile
-		v.order.MoveToFront(e)
-		return e.Value.(*verifierKey).expanded
+	e, ok = v.keys[raw]
+	switch {
+	case err != nil:
+		if ok {
+			v.order.Remove(e)
+			delete(v.keys, raw)
+		}
+		return nil, true
+	case !ok:
+		// evicted meanwhile: remember it again, expanded
+		e = v.order.PushFront(&verifierKey{raw: raw})
+		v.keys[raw] = e
+		for v.order.Len() > v.capacity {
+			v.evictLocked()
+		}
 	}
-	v.keys[raw] = v.order.PushFront(&verifierKey{raw: raw, expanded: expanded})
-	for v.order.Len() > v.capacity {
-		v.evictLocked()
+	vk := e.Value.(*verifierKey)
+	if vk.expanded == nil {
+		// another goroutine may have expanded it meanwhile: keep the first
+		vk.expanded = expanded
 	}
-	return expanded
+	return vk.expanded, true
 }
 
 // evictLocked drops the key used least recently.

@@ -1,11 +1,13 @@
 package protocol
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/nats-io/nkeys"
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -50,6 +52,43 @@ var _ = Describe("Verifier's key cache", func() {
 		Expect(v.Verify(b.body, b.signer, b.sig)).To(Succeed())
 		Expect(cached(v, b.raw)).To(BeTrue())
 		Expect(v.Len()).To(Equal(2))
+	})
+
+	It("expands a key on its second signature, not its first", func() {
+		expanded := func(v *Verifier, raw [32]byte) bool {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			e, ok := v.keys[raw]
+			return ok && e.Value.(*verifierKey).expanded != nil
+		}
+		v := NewVerifier(4)
+		a := newSigned(1)
+		Expect(v.Verify(a.body, a.signer, a.sig)).To(Succeed())
+		Expect(cached(v, a.raw)).To(BeTrue())
+		Expect(expanded(v, a.raw)).To(BeFalse(), "seen once")
+		Expect(v.Verify(a.body, a.signer, a.bad)).To(MatchError(ErrSignature))
+		Expect(expanded(v, a.raw)).To(BeTrue(), "seen twice, the second time with a wrong signature")
+		Expect(v.Verify(a.body, a.signer, a.sig)).To(Succeed())
+		Expect(v.Verify(a.body, a.signer, a.bad)).To(MatchError(ErrSignature))
+		Expect(v.Len()).To(Equal(1))
+	})
+
+	It("forgets a key that is not a point once it has tried to expand it, and keeps rejecting it", func() {
+		var raw [32]byte
+		for raw[0] = 2; ; raw[0]++ { // a y with no x on the curve
+			if _, err := voi.NewExpandedPublicKey(raw[:]); err != nil {
+				break
+			}
+		}
+		signer, err := nkeys.Encode(nkeys.PrefixByteUser, raw[:])
+		Expect(err).NotTo(HaveOccurred())
+		sig := make([]byte, 64)
+		v := NewVerifier(4)
+		for i := range 3 {
+			Expect(v.Verify([]byte("x"), string(signer), b64(sig))).To(MatchError(ErrSignature), "try %d", i)
+			Expect(Verify([]byte("x"), string(signer), b64(sig))).To(MatchError(ErrSignature))
+		}
+		Expect(v.Len()).To(Equal(1), "remembered again on the third try, after it was dropped on the second")
 	})
 
 	It("caches a key that a wrong signature named, and still rejects the signature", func() {
@@ -106,3 +145,5 @@ var _ = Describe("Verifier's key cache", func() {
 })
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
