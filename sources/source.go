@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -28,8 +27,21 @@ const (
 // MaxSourceLength bounds a source reference as written.
 const MaxSourceLength = 2048
 
-// validBucket is a JetStream object store name.
-var validBucket = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// validBucket reports whether name is a JetStream object store name: 1 to
+// 64 ASCII letters, digits, '-' and '_'.
+func validBucket(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Source is one parsed manifest source of the agent's configuration.
 type Source struct {
@@ -84,7 +96,7 @@ func Parse(s string) (*Source, error) {
 	case "obj":
 		key := strings.TrimPrefix(u.Path, "/")
 		switch {
-		case !validBucket.MatchString(u.Host):
+		case !validBucket(u.Host):
 			return nil, bad("bucket %q: use letters, digits, '-' and '_'", u.Host)
 		case key == "" || path.Clean(key) != key || strings.HasPrefix(key, "../") || key == "..":
 			return nil, bad("obj://bucket/key needs a clean key")

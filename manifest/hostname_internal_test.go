@@ -1,0 +1,38 @@
+package manifest
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"strings"
+
+	g "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = g.Describe("isHostnameLabel", func() {
+	// the expression it replaced is the oracle
+	label := regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+	g.It("answers like the regular expression on edge cases and on random strings", func() {
+		cases := []string{"", "a", "-", "a-", "-a", "a-b", "a--b", "A9", "é", "a\n", "a.b", "a_b",
+			strings.Repeat("a", 63), strings.Repeat("a", 64), "a" + strings.Repeat("-", 61) + "b",
+			"a" + strings.Repeat("-", 62) + "b", "xn--bcher-kva", " a", "a "}
+		alphabet := []byte("aZ09-_. é\n")
+		r := rand.New(rand.NewPCG(1, 2))
+		for range 20000 {
+			b := make([]byte, r.IntN(70))
+			for i := range b {
+				b[i] = alphabet[r.IntN(len(alphabet))]
+			}
+			cases = append(cases, string(b))
+		}
+		agree := 0
+		for _, c := range cases {
+			Expect(isHostnameLabel(c)).To(Equal(label.MatchString(c)), "%q", c)
+			if label.MatchString(c) {
+				agree++
+			}
+		}
+		Expect(agree).To(BeNumerically(">", 10), "the cases exercise both answers")
+	})
+})
