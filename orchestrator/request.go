@@ -39,6 +39,11 @@ type Request struct {
 	// DiscoveryTimeout bounds the discovery round; default
 	// DefaultDiscoveryTimeout.
 	DiscoveryTimeout time.Duration
+	// DiscoveryQuiet ends a broadcast discovery round once no host
+	// answered for this long (see DiscoverOptions.Quiet); default
+	// DefaultDiscoveryQuiet. As long as DiscoveryTimeout, the round lasts
+	// its whole timeout.
+	DiscoveryQuiet time.Duration
 	// Discovery chooses how the expected set is found when it is not given
 	// as exact identities; default DiscoveryAuto.
 	Discovery DiscoveryMode
@@ -115,6 +120,8 @@ func (r Request) normalize() (Request, error) {
 		return invalid("timeout %s is negative", r.Timeout)
 	case r.DiscoveryTimeout < 0:
 		return invalid("discovery timeout %s is negative", r.DiscoveryTimeout)
+	case r.DiscoveryQuiet < 0:
+		return invalid("discovery quiet window %s is negative", r.DiscoveryQuiet)
 	case r.Batch < 0:
 		return invalid("batch size %d is negative", r.Batch)
 	case r.BatchPercent < 0 || r.BatchPercent > 100:
@@ -160,6 +167,9 @@ func (r Request) normalize() (Request, error) {
 	}
 	if r.DiscoveryTimeout == 0 {
 		r.DiscoveryTimeout = DefaultDiscoveryTimeout
+	}
+	if r.DiscoveryQuiet == 0 {
+		r.DiscoveryQuiet = DefaultDiscoveryQuiet
 	}
 	if r.MaxRequestBytes == 0 {
 		r.MaxRequestBytes = protocol.DefaultMaxBytes

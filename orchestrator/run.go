@@ -60,7 +60,7 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	keys := map[string]string{}
 	res.Discovery = protocol.DiscoveryHosts
 	if !explicit {
-		nodes, source, fallback, err := c.discoverFrom(ctx, id, DiscoverOptions{Filter: req.Filter, Timeout: req.DiscoveryTimeout, Quiet: DefaultDiscoveryQuiet, Mode: req.Discovery})
+		nodes, source, fallback, err := c.discoverFrom(ctx, id, DiscoverOptions{Filter: req.Filter, Timeout: req.DiscoveryTimeout, Quiet: req.DiscoveryQuiet, Mode: req.Discovery})
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", id, err)
 		}

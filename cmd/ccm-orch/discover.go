@@ -58,21 +58,22 @@ var tableHeadings = []string{"IDENTITY", "OS", "PLATFORM", "OS_VERSION", "ROLE",
 
 func (a *app) registerDiscover(cli *fisk.Application) {
 	var (
-		flt     filterFlags
-		timeout time.Duration
-		js      bool
-		mode    string
+		flt filterFlags
+		dsc discoveryFlags
+		js  bool
 	)
 	cmd := cli.Command("discover", "List the hosts a filter selects, with their key facts")
 	flt.register(cmd)
-	program.DurationVar(cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s"), &timeout)
+	dsc.register(cmd)
 	refuseFlag(cmd, "timeout", "the discovery round's deadline is --discovery-timeout (--timeout is only an exec command's own timeout)")
 	cmd.Flag("json", "Print the hosts and their announced facts as JSON").BoolVar(&js)
-	registerDiscoveryMode(cmd, &mode)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		filter, err := flt.filter()
 		if err != nil {
+			return err
+		}
+		if err := dsc.check(); err != nil {
 			return err
 		}
 		ctx, stop := a.signalContext()
@@ -83,7 +84,7 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 		}
 		defer nc.Close()
 		found, err := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).
-			DiscoverHosts(ctx, orchestrator.DiscoverOptions{Filter: filter, Timeout: timeout, Mode: orchestrator.DiscoveryMode(mode)})
+			DiscoverHosts(ctx, dsc.options(filter))
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -128,11 +129,38 @@ func (a *app) printNodes(nodes []orchestrator.Node) {
 	fmt.Fprintf(a.Stdout, "%s\n", countHosts(len(nodes)))
 }
 
-// registerDiscoveryMode adds --discovery auto|registry|broadcast.
-func registerDiscoveryMode(cmd *fisk.CmdClause, mode *string) {
+// discoveryFlags are how a command finds its hosts: --discovery,
+// --discovery-timeout and --discovery-quiet.
+type discoveryFlags struct {
+	mode           string
+	timeout, quiet time.Duration
+}
+
+func (d *discoveryFlags) register(cmd *fisk.CmdClause) {
 	cmd.Flag("discovery", "How to find hosts: auto (the node registry; a broadcast when it cannot be read, is stale or selects nobody), registry or broadcast").
 		Default(string(orchestrator.DiscoveryAuto)).
-		EnumVar(mode, string(orchestrator.DiscoveryAuto), string(orchestrator.DiscoveryRegistry), string(orchestrator.DiscoveryBroadcast))
+		EnumVar(&d.mode, string(orchestrator.DiscoveryAuto), string(orchestrator.DiscoveryRegistry), string(orchestrator.DiscoveryBroadcast))
+	program.DurationVar(cmd.Flag("discovery-timeout", "Longest discovery round; a broadcast round ends earlier once hosts stop answering (--discovery-quiet)").Default("2s"), &d.timeout)
+	program.DurationVar(cmd.Flag("discovery-quiet", "A broadcast discovery round ends once no host answered for this long; as long as --discovery-timeout, it lasts the whole timeout (for a busy cluster whose hosts answer late)").
+		Default(orchestrator.DefaultDiscoveryQuiet.String()), &d.quiet)
+}
+
+// check refuses negative durations, before anything connects.
+func (d *discoveryFlags) check() error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"--discovery-timeout", d.timeout}, {"--discovery-quiet", d.quiet}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %s is negative", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// options are the discovery options of the flags, for filter.
+func (d *discoveryFlags) options(filter *protocol.Filter) orchestrator.DiscoverOptions {
+	return orchestrator.DiscoverOptions{Filter: filter, Timeout: d.timeout, Quiet: d.quiet, Mode: orchestrator.DiscoveryMode(d.mode)}
 }
 
 // sender names who sends requests, in history: user@host.

@@ -25,7 +25,7 @@ import (
 type runFlags struct {
 	noop      bool
 	timeout   time.Duration
-	discovery time.Duration
+	discovery discoveryFlags
 	ttl       time.Duration
 	batch     string
 	sleep     time.Duration
@@ -39,7 +39,6 @@ type runFlags struct {
 	diff bool
 	// noColor turns colour off in diffs
 	noColor bool
-	mode    string
 	key     string
 	filter  filterFlags
 	conn    *connflags.Flags
@@ -64,8 +63,7 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 		refuseFlag(cmd, "timeout", "--timeout is only an exec command's own timeout; how long hosts have to reply is --reply-timeout")
 	}
 	program.DurationVar(cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION"), &c.timeout)
-	program.DurationVar(cmd.Flag("discovery-timeout", "Longest discovery round; it ends earlier once hosts stop answering").Default("2s"), &c.discovery)
-	registerDiscoveryMode(cmd, &c.mode)
+	c.discovery.register(cmd)
 	program.DurationVar(cmd.Flag("ttl", "How long after sending hosts may still start the request").Default("1m"), &c.ttl)
 	cmd.Flag("batch", "Ask at most N hosts (or N% of them) at a time, the next as soon as one finishes").PlaceHolder("N|N%").StringVar(&c.batch)
 	program.DurationVar(cmd.Flag("batch-sleep", "With --batch, pause this long before asking the next host").PlaceHolder("DURATION"), &c.sleep)
@@ -84,9 +82,10 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 // a usage error.
 func (c *runFlags) request() (orchestrator.Request, error) {
 	req := orchestrator.Request{
-		Noop: c.noop, TTL: c.ttl, Timeout: c.timeout, DiscoveryTimeout: c.discovery,
-		BatchSleep: c.sleep, MaxFailures: c.maxFail,
-		Discovery: orchestrator.DiscoveryMode(c.mode), Async: c.async, Sender: sender(),
+		Noop: c.noop, TTL: c.ttl, Timeout: c.timeout,
+		DiscoveryTimeout: c.discovery.timeout, DiscoveryQuiet: c.discovery.quiet,
+		Discovery:  orchestrator.DiscoveryMode(c.discovery.mode),
+		BatchSleep: c.sleep, MaxFailures: c.maxFail, Async: c.async, Sender: sender(),
 	}
 	switch {
 	case c.json && c.jsonl:
@@ -95,6 +94,9 @@ func (c *runFlags) request() (orchestrator.Request, error) {
 		return req, errors.New("--async and --jsonl cannot be used together: nothing is collected")
 	case c.async && c.batch != "":
 		return req, errors.New("--async and --batch cannot be used together: batches wait for replies")
+	}
+	if err := c.discovery.check(); err != nil {
+		return req, err
 	}
 	var err error
 	if req.Filter, err = c.filter.filter(); err != nil {

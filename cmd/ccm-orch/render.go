@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/orchestrator"
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // maxListedHosts caps the names printed under one heading.
@@ -123,7 +124,7 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 		{noReplyTitle, res.NoReply},
 		{"still running when interrupted (they go on; their results land in history)", res.Running},
 		{"replied after the deadline", res.LateHosts},
-		{"replied without being asked", res.Unexpected},
+		{unaskedTitle, res.Unexpected},
 		{"were not asked", res.NotAsked},
 		{"may not have been asked (the connection dropped before the server confirmed the request)", res.Unconfirmed},
 		{"sent a reply that did not arrive whole (parts missing or not matching)", res.Incomplete},
@@ -134,9 +135,32 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 			renderNoReplyBySite(w, res)
 		default:
 			fmt.Fprintf(w, "%s %s:\n    %s\n", countHosts(len(l.hosts)), l.title, listHosts(l.hosts))
+			if l.title == unaskedTitle {
+				if why := unaskedWhy(res.Discovery); why != "" {
+					fmt.Fprintf(w, "    %s\n", why)
+				}
+			}
 		}
 	}
 	fmt.Fprintln(w, summaryLine(res, resources))
+}
+
+// unaskedTitle heads the hosts that replied without being asked.
+const unaskedTitle = "replied without being asked"
+
+// unaskedWhy says why hosts that the request reached replied unasked
+// (discovery did not find them, so their results count nowhere) and how to
+// find them; "" when discovery was not the reason.
+func unaskedWhy(discovery string) string {
+	switch discovery {
+	case protocol.DiscoveryBroadcast:
+		return "(the broadcast discovery round ended before they answered, so their results are not counted: " +
+			"--discovery registry reads the node registry instead, and a --discovery-quiet as long as --discovery-timeout waits for the whole round)"
+	case protocol.DiscoveryRegistry:
+		return "(the node registry has no entry for them that the filter selects, so their results are not counted: " +
+			"--discovery broadcast asks the hosts themselves)"
+	}
+	return ""
 }
 
 // describeGroup renders "file#/etc/motd failed: reason".

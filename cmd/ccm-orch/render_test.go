@@ -36,6 +36,23 @@ var _ = Describe("rendering", func() {
 		renderTrailer(&buf, res, false)
 		Expect(buf.String()).To(ContainSubstring("2 hosts replied without being asked:\n    x, y\n"))
 		Expect(buf.String()).To(ContainSubstring("1 expected, 1 replied: 1 ok, 0 changed, 0 failed, 0 no reply, 2 replied without being asked"))
+		Expect(buf.String()).NotTo(ContainSubstring("discovery"), "hosts given: discovery was not the reason")
+	})
+
+	It("says why hosts replied unasked after discovery, and how to find them", func() {
+		for discovery, want := range map[string]string{
+			"broadcast": "2 hosts replied without being asked:\n    x, y\n    (the broadcast discovery round ended before they answered, so their results are not counted: --discovery registry reads the node registry instead, and a --discovery-quiet as long as --discovery-timeout waits for the whole round)\n",
+			"registry":  "2 hosts replied without being asked:\n    x, y\n    (the node registry has no entry for them that the filter selects, so their results are not counted: --discovery broadcast asks the hosts themselves)\n",
+		} {
+			res := &orchestrator.Result{
+				RequestID: "r4", Expected: []string{"a"}, Replied: 1, Unexpected: []string{"x", "y"}, Discovery: discovery,
+				Hosts:   []orchestrator.HostResult{{Identity: "a", Outcome: orchestrator.OutcomeOK}},
+				Summary: orchestrator.Summary{Hosts: orchestrator.HostCounts{OK: 1}},
+			}
+			var buf bytes.Buffer
+			renderTrailer(&buf, res, false)
+			Expect(buf.String()).To(ContainSubstring(want), discovery)
+		}
 	})
 
 	It("says which results were read from history and which hosts may not have been asked", func() {
