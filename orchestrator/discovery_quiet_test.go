@@ -26,8 +26,8 @@ var _ = Describe("a broadcast run's discovery quiet window", func() {
 		// lateBy is when the late host announces itself: well after the
 		// quiet window (and its first wait) of a round whose other hosts
 		// answered at once, well before the discovery timeout
-		lateBy           = 3 * time.Second
-		discoveryTimeout = 6 * time.Second
+		lateBy           = 4 * time.Second
+		discoveryTimeout = 8 * time.Second
 	)
 	var (
 		fl     *fleettest.Fleet
