@@ -85,9 +85,10 @@ const DefaultVerifierKeys = 1024
 // the public keys it has seen more than once (about 1.5 KiB each), so that
 // the next signature of the same signer costs less: a cache bounded by its
 // capacity that evicts the key used least recently. A key is expanded only
-// on its second signature: expanding costs about a third of a
-// verification, which a signer heard from once (each host's reply to a
-// one-off ccm-orch) never earns back. It is safe for concurrent use.
+// on its second signature: expanding costs about a fifth of a verification
+// (more in a loaded process: its allocation and the collector's work on
+// it), which a signer heard from once (each host's reply to a one-off
+// ccm-orch) never earns back. It is safe for concurrent use.
 type Verifier struct {
 	capacity int
 	// guards keys and order
