@@ -1,12 +1,13 @@
 package manifest
 
 import (
-	"math/rand/v2"
 	"regexp"
 	"strings"
 
 	g "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/internal/hostile"
 )
 
 var _ = g.Describe("isHostnameLabel", func() {
@@ -17,15 +18,7 @@ var _ = g.Describe("isHostnameLabel", func() {
 		cases := []string{"", "a", "-", "a-", "-a", "a-b", "a--b", "A9", "é", "a\n", "a.b", "a_b",
 			strings.Repeat("a", 63), strings.Repeat("a", 64), "a" + strings.Repeat("-", 61) + "b",
 			"a" + strings.Repeat("-", 62) + "b", "xn--bcher-kva", " a", "a "}
-		alphabet := []byte("aZ09-_. é\n")
-		r := rand.New(rand.NewPCG(1, 2))
-		for range 20000 {
-			b := make([]byte, r.IntN(70))
-			for i := range b {
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			}
-			cases = append(cases, string(b))
-		}
+		cases = append(cases, hostile.Strings(1, 20000, 69, "aZ09-_. é\n")...)
 		agree := 0
 		for _, c := range cases {
 			Expect(isHostnameLabel(c)).To(Equal(label.MatchString(c)), "%q", c)

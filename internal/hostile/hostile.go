@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 )
 
@@ -22,4 +23,21 @@ func AliasBomb(top string) []byte {
 		fmt.Fprintf(&b, "%sa%d: &a%d [%s]\n", ind, i, i, refs)
 	}
 	return []byte(b.String())
+}
+
+// Strings is n strings of up to maxLen bytes each, every byte drawn from
+// alphabet's bytes (a multi-byte character is split, so some strings are
+// invalid UTF-8), the same for the same seed: for checking a hand-written
+// validator against the expression or function it replaced.
+func Strings(seed uint64, n, maxLen int, alphabet string) []string {
+	r := rand.New(rand.NewPCG(seed, seed))
+	out := make([]string, n)
+	for i := range out {
+		b := make([]byte, r.IntN(maxLen+1))
+		for j := range b {
+			b[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		out[i] = string(b)
+	}
+	return out
 }
