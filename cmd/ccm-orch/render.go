@@ -114,20 +114,22 @@ func describeOutcome(g orchestrator.Group) string {
 }
 
 // renderTrailer writes the hosts that did not reply, replied unasked or
-// were never asked, then the summary line (with the resource counts when
-// resources is set).
+// were never asked, each list with its note when it has one, then the
+// summary line (with the resource counts when resources is set).
 func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 	for _, l := range []struct {
 		title string
 		hosts []string
+		// note follows the list, in parentheses, when not empty
+		note string
 	}{
-		{noReplyTitle, res.NoReply},
-		{"still running when interrupted (they go on; their results land in history)", res.Running},
-		{"replied after the deadline", res.LateHosts},
-		{unaskedTitle, res.Unexpected},
-		{"were not asked", res.NotAsked},
-		{"may not have been asked (the connection dropped before the server confirmed the request)", res.Unconfirmed},
-		{"sent a reply that did not arrive whole (parts missing or not matching)", res.Incomplete},
+		{noReplyTitle, res.NoReply, ""},
+		{"still running when interrupted (they go on; their results land in history)", res.Running, ""},
+		{"replied after the deadline", res.LateHosts, ""},
+		{"replied without being asked", res.Unexpected, unaskedWhy(res.Discovery)},
+		{"were not asked", res.NotAsked, ""},
+		{"may not have been asked (the connection dropped before the server confirmed the request)", res.Unconfirmed, ""},
+		{"sent a reply that did not arrive whole (parts missing or not matching)", res.Incomplete, ""},
 	} {
 		switch {
 		case len(l.hosts) == 0:
@@ -135,18 +137,13 @@ func renderTrailer(w io.Writer, res *orchestrator.Result, resources bool) {
 			renderNoReplyBySite(w, res)
 		default:
 			fmt.Fprintf(w, "%s %s:\n    %s\n", countHosts(len(l.hosts)), l.title, listHosts(l.hosts))
-			if l.title == unaskedTitle {
-				if why := unaskedWhy(res.Discovery); why != "" {
-					fmt.Fprintf(w, "    %s\n", why)
-				}
+			if l.note != "" {
+				fmt.Fprintf(w, "    (%s)\n", l.note)
 			}
 		}
 	}
 	fmt.Fprintln(w, summaryLine(res, resources))
 }
-
-// unaskedTitle heads the hosts that replied without being asked.
-const unaskedTitle = "replied without being asked"
 
 // unaskedWhy says why hosts that the request reached replied unasked
 // (discovery did not find them, so their results count nowhere) and how to
@@ -154,11 +151,11 @@ const unaskedTitle = "replied without being asked"
 func unaskedWhy(discovery string) string {
 	switch discovery {
 	case protocol.DiscoveryBroadcast:
-		return "(the broadcast discovery round ended before they answered, so their results are not counted: " +
-			"--discovery registry reads the node registry instead, and a --discovery-quiet as long as --discovery-timeout waits for the whole round)"
+		return "the broadcast discovery round ended before they answered, so their results are not counted: " +
+			"--discovery registry reads the node registry instead, and a --discovery-quiet as long as --discovery-timeout waits for the whole round"
 	case protocol.DiscoveryRegistry:
-		return "(the node registry has no entry for them that the filter selects, so their results are not counted: " +
-			"--discovery broadcast asks the hosts themselves)"
+		return "the node registry has no entry for them that the filter selects, so their results are not counted: " +
+			"--discovery broadcast asks the hosts themselves"
 	}
 	return ""
 }
