@@ -160,10 +160,7 @@ func (v *Verifier) key(raw [voi.PublicKeySize]byte) (*voi.ExpandedPublicKey, boo
 	v.mu.Lock()
 	e, ok := v.keys[raw]
 	if !ok {
-		v.keys[raw] = v.order.PushFront(&verifierKey{raw: raw})
-		for v.order.Len() > v.capacity {
-			v.evictLocked()
-		}
+		v.rememberLocked(raw)
 		v.mu.Unlock()
 		return nil, false
 	}
@@ -186,11 +183,7 @@ func (v *Verifier) key(raw [voi.PublicKeySize]byte) (*voi.ExpandedPublicKey, boo
 		return nil, true
 	case !ok:
 		// evicted meanwhile: remember it again, expanded
-		e = v.order.PushFront(&verifierKey{raw: raw})
-		v.keys[raw] = e
-		for v.order.Len() > v.capacity {
-			v.evictLocked()
-		}
+		e = v.rememberLocked(raw)
 	}
 	vk := e.Value.(*verifierKey)
 	if vk.expanded == nil {
@@ -198,6 +191,17 @@ func (v *Verifier) key(raw [voi.PublicKeySize]byte) (*voi.ExpandedPublicKey, boo
 		vk.expanded = expanded
 	}
 	return vk.expanded, true
+}
+
+// rememberLocked adds raw, unexpanded, as the key used most recently, and
+// evicts beyond the capacity.
+func (v *Verifier) rememberLocked(raw [voi.PublicKeySize]byte) *list.Element {
+	e := v.order.PushFront(&verifierKey{raw: raw})
+	v.keys[raw] = e
+	for v.order.Len() > v.capacity {
+		v.evictLocked()
+	}
+	return e
 }
 
 // evictLocked drops the key used least recently.
