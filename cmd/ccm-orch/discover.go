@@ -73,9 +73,6 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 		if err != nil {
 			return err
 		}
-		if err := dsc.check(); err != nil {
-			return err
-		}
 		ctx, stop := a.signalContext()
 		defer stop()
 		nc, err := a.connect(ctx, conn)
@@ -143,19 +140,6 @@ func (d *discoveryFlags) register(cmd *fisk.CmdClause) {
 	program.DurationVar(cmd.Flag("discovery-timeout", "Longest discovery round; a broadcast round ends earlier once hosts stop answering (--discovery-quiet)").Default("2s"), &d.timeout)
 	program.DurationVar(cmd.Flag("discovery-quiet", "A broadcast discovery round ends once no host answered for this long; as long as --discovery-timeout, it lasts the whole timeout (for a busy cluster whose hosts answer late)").
 		Default(orchestrator.DefaultDiscoveryQuiet.String()), &d.quiet)
-}
-
-// check refuses negative durations, before anything connects.
-func (d *discoveryFlags) check() error {
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{{"--discovery-timeout", d.timeout}, {"--discovery-quiet", d.quiet}} {
-		if f.v < 0 {
-			return fmt.Errorf("%s %s is negative", f.name, f.v)
-		}
-	}
-	return nil
 }
 
 // options are the discovery options of the flags, for filter.

@@ -95,9 +95,6 @@ func (c *runFlags) request() (orchestrator.Request, error) {
 	case c.async && c.batch != "":
 		return req, errors.New("--async and --batch cannot be used together: batches wait for replies")
 	}
-	if err := c.discovery.check(); err != nil {
-		return req, err
-	}
 	var err error
 	if req.Filter, err = c.filter.filter(); err != nil {
 		return req, err

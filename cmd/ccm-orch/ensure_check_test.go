@@ -111,6 +111,7 @@ var _ = Describe("ccm-orch ensure with a resource every agent would refuse", Ord
 		Entry("--timeout on discover", []string{"discover", "--timeout", "5s"}, "the discovery round's deadline is --discovery-timeout"),
 		Entry("a negative --discovery-quiet", file(motd, "--discovery-quiet=-1s"), "--discovery-quiet -1s is negative"),
 		Entry("a negative --discovery-timeout on discover", []string{"discover", "--discovery-timeout=-2s"}, "--discovery-timeout -2s is negative"),
+		Entry("a negative --reply-timeout", file(motd, "--reply-timeout=-5s"), "--reply-timeout -5s is negative"),
 		Entry("a --discovery-quiet that is not a duration", []string{"audit", "../../examples/webserver.yaml", "--discovery-quiet", "5x"}, `--discovery-quiet: "5x" is not a duration`),
 		Entry("a manifest with a provider its type lacks", manifestArgs("provider"), `provider.yaml: resources[0] file#/tmp/ccm-check/motd: invalid resource: unknown provider "posx" for file (known: posix)`),
 		Entry("a manifest with mode 0888 from its list's defaults", manifestArgs("mode"), `mode.yaml: resources[0] file#/tmp/ccm-check/b: invalid resource: property mode: "0888" is not an octal number`),

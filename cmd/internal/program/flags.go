@@ -11,7 +11,9 @@ import (
 // DurationVar binds the flag fc to target the way fisk's DurationVar does
 // (fisk.ParseDuration: 90s, 2m, 1h30m, 1d), but refuses a value that is
 // not a duration naming the flag and an example:
-// `--reply-timeout: "10" is not a duration: give it a unit, e.g. 10s`.
+// `--reply-timeout: "10" is not a duration: give it a unit, e.g. 10s`, and
+// a negative one (no duration flag means anything by one):
+// `--reply-timeout -5s is negative: give 0 or more`.
 func DurationVar(fc *fisk.FlagClause, target *time.Duration) {
 	fc.SetValue(&durationFlag{name: "--" + fc.Model().Name, d: target})
 }
@@ -26,6 +28,9 @@ func (f *durationFlag) Set(s string) error {
 	v, err := fisk.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("%s: %q is not a duration: give it a unit, e.g. %s", f.name, s, durationExample(s))
+	}
+	if v < 0 {
+		return fmt.Errorf("%s %s is negative: give 0 or more", f.name, v)
 	}
 	*f.d = v
 	return nil
