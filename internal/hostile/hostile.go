@@ -41,3 +41,20 @@ func Strings(seed uint64, n, maxLen int, alphabet string) []string {
 	}
 	return out
 }
+
+// Compare answers every case with check and with oracle (the expression
+// or function check replaced). It returns the first case they answer
+// differently (same is false then), and how many cases oracle accepts, so
+// a test can also tell that its cases exercise both answers.
+func Compare(cases []string, check, oracle func(string) bool) (differ string, same bool, accepted int) {
+	for _, c := range cases {
+		want := oracle(c)
+		if check(c) != want {
+			return c, false, accepted
+		}
+		if want {
+			accepted++
+		}
+	}
+	return "", true, accepted
+}
