@@ -3,6 +3,9 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
 )
 
 // EncodeJSON is json.Marshal without its HTML escaping: <, > and & stay
@@ -18,4 +21,58 @@ func EncodeJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// checkText refuses a string in v, a map key included, that is not valid
+// UTF-8, naming where it is (path: "content", "health_checks[0].command").
+// It follows maps, slices, arrays, pointers and interfaces; byte slices are
+// not text (JSON writes them in base64) and are left alone.
+func checkText(v any, path string) error {
+	return checkTextValue(reflect.ValueOf(v), path)
+}
+
+func checkTextValue(v reflect.Value, path string) error {
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); !utf8.ValidString(s) {
+			return fieldError(path, "not valid UTF-8 at byte %d: JSON carries text only", invalidAt(s))
+		}
+	case reflect.Interface, reflect.Pointer:
+		if !v.IsNil() {
+			return checkTextValue(v.Elem(), path)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		for i := 0; i < v.Len(); i++ {
+			if err := checkTextValue(v.Index(i), joinPath(path, "["+strconv.Itoa(i)+"]")); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			k := iter.Key()
+			if k.Kind() == reflect.String && !utf8.ValidString(k.String()) {
+				return fieldError(path, "key %q is not valid UTF-8: JSON carries text only", k.String())
+			}
+			if err := checkTextValue(iter.Value(), joinPath(path, k.String())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// invalidAt is the offset of the first invalid UTF-8 sequence in s.
+func invalidAt(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
 }

@@ -27,4 +27,25 @@ var _ = Describe("Encoding a request", func() {
 		Expect(err).ToNot(HaveOccurred())
 		Expect(string(back.Ensure.Properties)).To(Equal(`{"content":"<html>&amp;</html>","name":"/tmp/x"}`))
 	})
+
+	DescribeTable("refuses text that is not UTF-8, naming where it is, rather than change it",
+		func(props map[string]any, want string) {
+			e, err := protocol.NewEnsureRequest("file", props)
+			Expect(e).To(BeNil())
+			Expect(err).To(MatchError(protocol.ErrBadRequest))
+			Expect(err.Error()).To(ContainSubstring(want))
+		},
+		Entry("a property", map[string]any{"name": "/tmp/x", "content": "ab\xffcd"}, `file properties: bad_request: field "content": not valid UTF-8 at byte 2`),
+		Entry("a list item", map[string]any{"name": "/tmp/x", "health_checks": []any{map[string]any{"command": "ok"}, map[string]any{"command": "echo \xfe"}}}, `field "health_checks[1].command": not valid UTF-8 at byte 5`),
+		Entry("a string list", map[string]any{"name": "/tmp/x", "exclude": []string{"a", "\xc3"}}, `field "exclude[1]": not valid UTF-8 at byte 0`),
+		Entry("a map key", map[string]any{"name": "/tmp/x", "environment": map[string]string{"A\xff": "b"}}, `field "environment": key "A\xff" is not valid UTF-8`),
+		Entry("a truncated rune", map[string]any{"name": "caf\xc3"}, `field "name": not valid UTF-8 at byte 3`),
+	)
+
+	It("accepts any valid UTF-8, U+FFFD itself included, and leaves it as given", func() {
+		e, err := protocol.NewEnsureRequest("file", map[string]any{"name": "/tmp/café", "content": "\uFFFD 🚀", "mode": 420, "sensitive": true})
+		Expect(err).ToNot(HaveOccurred())
+		Expect(string(e.Properties)).To(Equal("{\"content\":\"\uFFFD 🚀\",\"mode\":420,\"name\":\"/tmp/café\",\"sensitive\":true}"))
+		Expect(string(e.Properties)).To(ContainSubstring("\xef\xbf\xbd"), "U+FFFD as its three bytes, not an escape")
+	})
 })

@@ -26,7 +26,14 @@ type EnsureResponse struct {
 
 // NewEnsureRequest builds a request for typeName with the given
 // properties, encoded as EncodeJSON does (<, > and & as written).
+//
+// A string that is not valid UTF-8 is refused, naming its property: JSON
+// would carry each invalid byte as U+FFFD, so the hosts would apply other
+// text than the one given.
 func NewEnsureRequest(typeName string, properties map[string]any) (*EnsureRequest, error) {
+	if err := checkText(properties, ""); err != nil {
+		return nil, fmt.Errorf("%s properties: %w", typeName, err)
+	}
 	raw, err := EncodeJSON(properties)
 	if err != nil {
 		return nil, fmt.Errorf("%s properties: %w", typeName, err)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 )
 
 // Filter operators, the Op of a FilterTerm.
@@ -283,6 +284,11 @@ func compileTerm(t FilterTerm) (compiledTerm, error) {
 	path, err := factPath(t.Key)
 	if err != nil {
 		return compiledTerm{}, badRequest("filter %q: %s", t.String(), err)
+	}
+	// JSON carries each invalid byte as U+FFFD: the agents would judge
+	// another value than the one given, and a longer one.
+	if !utf8.ValidString(t.Value) {
+		return compiledTerm{}, badRequest("filter %q: value is not valid UTF-8", t.String())
 	}
 	ct := compiledTerm{FilterTerm: t, path: path}
 	switch t.Op {

@@ -224,6 +224,10 @@ var _ = Describe("Filter", func() {
 		Entry("ordering nothing", []string{"cpus<="}, `<= needs a number or a version, got ""`),
 		Entry("ordering a path", []string{"cpus<1/2"}, `needs a number or a version`),
 		Entry("term too long", []string{"os=" + strings.Repeat("x", 1022)}, `longer than 1024 bytes`),
+		// JSON would carry each invalid byte as U+FFFD, three bytes: the
+		// agents would judge another value, longer than the limit.
+		Entry("value not UTF-8", []string{"os=deb\xffian"}, `filter "os=deb\xffian": value is not valid UTF-8`),
+		Entry("value not UTF-8, grows past the limit on the wire", []string{"os=" + strings.Repeat("\xff", 400)}, `value is not valid UTF-8`),
 		Entry("second term bad", []string{"os=debian", "os=~("}, `filter "os=~("`),
 		Entry("too many terms", manyTerms(65), `65 terms, at most 64`),
 	)
@@ -299,6 +303,8 @@ var _ = Describe("Filter", func() {
 		Entry("bad ordering value", protocol.Filter{Where: []protocol.FilterTerm{{Key: "cpus", Op: ">", Value: "x"}}}, `needs a number or a version`),
 		Entry("term too long", protocol.Filter{Where: []protocol.FilterTerm{{Key: "os", Op: "=", Value: strings.Repeat("x", 1023)}}}, `longer than 1024 bytes`),
 		Entry("bad host", protocol.Filter{Hosts: []string{"a b"}}, `host "a b"`),
+		Entry("value not UTF-8", protocol.Filter{Where: []protocol.FilterTerm{{Key: "os", Op: "!=", Value: "\xfe"}}}, `value is not valid UTF-8`),
+		Entry("host not UTF-8", protocol.Filter{Hosts: []string{"web\xff"}}, `host "web\xff"`),
 		Entry("too many terms", protocol.Filter{Where: make([]protocol.FilterTerm, 65)}, `65 terms`),
 		Entry("too many hosts", protocol.Filter{Hosts: manyHosts(65)}, `hosts: 65 terms`),
 	)

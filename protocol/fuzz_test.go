@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,8 +41,8 @@ func FuzzTokenRoundTrip(f *testing.F) {
 }
 
 // FuzzParseFilter checks that no input makes the filter parser panic, and
-// that a filter that parses matches without panicking and the same way
-// after a JSON round trip.
+// that a filter that parses travels through JSON unchanged, compiles again
+// and matches the same way after the round trip.
 func FuzzParseFilter(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"os=debian", "web1"}, {"cpus>=4", "/^web/"}, {"ruby>1.9", ""}, {"kernel=~^6\\.", "/[/"},
@@ -75,6 +76,9 @@ func FuzzParseFilter(f *testing.F) {
 		}
 		if err := back.Compile(); err != nil {
 			t.Fatalf("filter %s parsed but does not compile after a round trip: %v", b, err)
+		}
+		if !slices.Equal(back.Where, flt.Where) || !slices.Equal(back.Hosts, flt.Hosts) {
+			t.Fatalf("filter %q %q changes on the wire: %s", flt.Where, flt.Hosts, b)
 		}
 		if back.Match(facts) != got {
 			t.Fatalf("filter %s matches differently after a round trip", b)

@@ -119,6 +119,11 @@ var _ = Describe("ccm-orch ensure with a resource every agent would refuse", Ord
 		Entry("a manifest whose * cannot be known with a bad condition", manifestArgs("splat"), `splat.yaml: resources[0] exec#/bin/true: invalid resource: property control.if: expression failed`),
 		Entry("an audit of a manifest with a relative path", append([]string{"audit"}, manifestArgs("relative")[1:]...), `relative.yaml: resources[0] file#tmp/motd: invalid resource: property name: "tmp/motd" is not an absolute path`),
 		Entry("a --where that does not parse", file("/tmp/ccm-check/motd", "--where", "os=~("), "os=~("),
+		// JSON would carry each invalid byte as U+FFFD: the hosts would
+		// write, run or select by other text than the one given.
+		Entry("content that is not UTF-8", file(motd, "--content", "ab\xffcd"), `file properties: bad_request: field "content": not valid UTF-8 at byte 2`),
+		Entry("a command that is not UTF-8", []string{"ensure", "exec", "/bin/echo \xfe", "--noop"}, `exec properties: bad_request: field "name": not valid UTF-8 at byte 10`),
+		Entry("a --where value that is not UTF-8", file(motd, "--where", "os=deb\xffian"), `filter "os=deb\xffian": value is not valid UTF-8`),
 	)
 
 	It("leaves to the agents what depends on their facts", func() {
