@@ -182,7 +182,7 @@ func (s *assigner) run(ctx, jobs context.Context) {
 				err = errors.New("error channel closed")
 			}
 			s.watcherFailed(err, !ok)
-		case <-poll.C:
+		case <-s.w.pollC(poll):
 			s.poll()
 		case <-timer.C:
 		}

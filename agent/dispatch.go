@@ -32,9 +32,9 @@ const (
 	// admission.
 	maxBacklog      = 100000
 	maxBacklogBytes = 64 << 20
-	// dropCheckInterval is how often the subscriptions are asked how many
-	// messages NATS dropped; each subject that lost some is logged once
-	// per interval.
+	// dropCheckInterval is how long after the subscriptions' buffer was
+	// seen full they are asked how many messages NATS dropped; each
+	// subject that lost some is logged once per interval.
 	dropCheckInterval = 5 * time.Second
 )
 
@@ -46,7 +46,10 @@ const (
 func (d *dispatcher) run(msgs chan *nats.Msg, subs *subscriptions, stop chan struct{}) {
 	var backlog []*nats.Msg
 	backlogBytes := 0
+	drops := newDropCheck(d, subs)
+	defer drops.stop()
 	take := func(m *nats.Msg) {
+		drops.took(msgs)
 		if len(backlog) >= maxBacklog || backlogBytes+len(m.Data) > maxBacklogBytes {
 			d.overflow(m)
 			return
@@ -54,9 +57,6 @@ func (d *dispatcher) run(msgs chan *nats.Msg, subs *subscriptions, stop chan str
 		backlog = append(backlog, m)
 		backlogBytes += len(m.Data)
 	}
-	ticker := time.NewTicker(dropCheckInterval)
-	defer ticker.Stop()
-	dropped := map[*nats.Subscription]int{}
 	stopping := false
 	for {
 	drain:
@@ -78,8 +78,8 @@ func (d *dispatcher) run(msgs chan *nats.Msg, subs *subscriptions, stop chan str
 			select {
 			case m := <-msgs:
 				take(m)
-			case <-ticker.C:
-				d.countDropped(subs, dropped)
+			case <-drops.due:
+				drops.count()
 			case <-stop:
 				stopping = true
 			}
@@ -91,12 +91,48 @@ func (d *dispatcher) run(msgs chan *nats.Msg, subs *subscriptions, stop chan str
 		backlogBytes -= len(m.Data)
 		d.handle(m)
 		select {
-		case <-ticker.C:
-			d.countDropped(subs, dropped)
+		case <-drops.due:
+			drops.count()
 		default:
 		}
 	}
 }
+
+// dropCheck asks the subscriptions for the messages NATS dropped only
+// when some may have been. NATS drops a message for them only when msgs
+// is full, and only the dispatcher takes from msgs: after a drop, msgs is
+// still full (or one short, if a message arrived since) when the
+// dispatcher next takes one. So a take that finds msgs that full makes a
+// check due dropCheckInterval later, and a resting agent is never woken
+// for it.
+type dropCheck struct {
+	d      *dispatcher
+	subs   *subscriptions
+	ticker *time.Ticker
+	// due is ticker.C while a check is due, nil (never ready) otherwise: a
+	// channel timer nobody waits on is not run
+	due  <-chan time.Time
+	last map[*nats.Subscription]int
+}
+
+func newDropCheck(d *dispatcher, subs *subscriptions) *dropCheck {
+	return &dropCheck{d: d, subs: subs, ticker: time.NewTicker(dropCheckInterval), last: map[*nats.Subscription]int{}}
+}
+
+// took is called as each message is taken off msgs.
+func (c *dropCheck) took(msgs chan *nats.Msg) {
+	if c.due == nil && len(msgs) >= cap(msgs)-1 {
+		c.ticker.Reset(dropCheckInterval)
+		c.due = c.ticker.C
+	}
+}
+
+func (c *dropCheck) count() {
+	c.d.countDropped(c.subs, c.last)
+	c.due = nil
+}
+
+func (c *dropCheck) stop() { c.ticker.Stop() }
 
 // countDropped adds the messages NATS dropped on each subscription since
 // the last call (last holds the previous counts) to the stats and metrics,

@@ -124,12 +124,22 @@ const (
 // until a retry every HistoryRetry finds JetStream back and sends the spool.
 // It returns when records is closed and drained, after one last try of the
 // spool.
+//
+// The retry ticker is selected on only while there is something to retry:
+// a channel timer nobody waits on is not run, so a host whose history is
+// kept is not woken every HistoryRetry for nothing.
 func (h *history) run(ctx context.Context) {
 	ticker := time.NewTicker(h.retry)
 	defer ticker.Stop()
 	state := historyOK
 	if h.spool.stats().Records > 0 {
 		state = historyDown
+	}
+	retry := func() <-chan time.Time {
+		if state == historyOK {
+			return nil
+		}
+		return ticker.C
 	}
 	for {
 		select {
@@ -140,8 +150,13 @@ func (h *history) run(ctx context.Context) {
 				}
 				return
 			}
-			state = h.write(ctx, r, state)
-		case <-ticker.C:
+			was := state
+			if state = h.write(ctx, r, state); was == historyOK && state != historyOK {
+				// The first retry is a whole HistoryRetry after this
+				// failure, not at a tick left from before it.
+				ticker.Reset(h.retry)
+			}
+		case <-retry():
 			switch state {
 			case historyAbsent:
 				if h.state(ctx, nil) == historyOK {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -46,6 +47,16 @@ func (w *watcher) events() chan fsnotify.Event {
 		return nil
 	}
 	return w.fs.Events
+}
+
+// pollC is poll's channel while some file is watched, nil (never ready)
+// otherwise: a channel timer nobody waits on is not run, so an agent
+// without watched files is not woken every watchPollInterval for nothing.
+func (w *watcher) pollC(poll *time.Ticker) <-chan time.Time {
+	if w == nil || len(w.dirs) == 0 {
+		return nil
+	}
+	return poll.C
 }
 
 func (w *watcher) errors() chan error {
