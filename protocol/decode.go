@@ -427,14 +427,7 @@ func YAMLToJSON(data []byte, limits Limits) ([]byte, error) {
 
 // invalidUTF8 names the line and byte of the first invalid UTF-8 in data.
 func invalidUTF8(data []byte) *Error {
-	off := 0
-	for off < len(data) {
-		r, size := utf8.DecodeRune(data[off:])
-		if r == utf8.RuneError && size <= 1 {
-			break
-		}
-		off += size
-	}
+	off := invalidAt(string(data))
 	line := 1 + bytes.Count(data[:off], []byte{'\n'})
 	return badRequest("invalid UTF-8 at line %d (byte %d)", line, off)
 }
