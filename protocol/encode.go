@@ -25,13 +25,23 @@ func EncodeJSON(v any) ([]byte, error) {
 
 // checkText refuses a string in v, a map key included, that is not valid
 // UTF-8, naming where it is (path: "content", "health_checks[0].command").
-// It follows maps, slices, arrays, pointers and interfaces; byte slices are
-// not text (JSON writes them in base64) and are left alone.
+// It follows maps, slices, arrays, pointers and interfaces, at most
+// maxTextDepth deep (a value that refers to itself is refused, not
+// followed for ever); byte slices are not text (JSON writes them in
+// base64) and are left alone.
 func checkText(v any, path string) error {
-	return checkTextValue(reflect.ValueOf(v), path)
+	return checkTextValue(reflect.ValueOf(v), path, 0)
 }
 
-func checkTextValue(v reflect.Value, path string) error {
+// maxTextDepth bounds how deep checkText follows a value, as deep as
+// encoding/json follows one before it looks for a cycle.
+const maxTextDepth = 1000
+
+func checkTextValue(v reflect.Value, path string, depth int) error {
+	if depth > maxTextDepth {
+		// Not fieldError: the path would be a thousand names long.
+		return badRequest("nested more than %d levels deep (a value that contains itself?)", maxTextDepth)
+	}
 	switch v.Kind() {
 	case reflect.String:
 		if s := v.String(); !utf8.ValidString(s) {
@@ -39,14 +49,14 @@ func checkTextValue(v reflect.Value, path string) error {
 		}
 	case reflect.Interface, reflect.Pointer:
 		if !v.IsNil() {
-			return checkTextValue(v.Elem(), path)
+			return checkTextValue(v.Elem(), path, depth+1)
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			return nil
 		}
 		for i := 0; i < v.Len(); i++ {
-			if err := checkTextValue(v.Index(i), joinPath(path, "["+strconv.Itoa(i)+"]")); err != nil {
+			if err := checkTextValue(v.Index(i), joinPath(path, "["+strconv.Itoa(i)+"]"), depth+1); err != nil {
 				return err
 			}
 		}
@@ -57,7 +67,7 @@ func checkTextValue(v reflect.Value, path string) error {
 			if k.Kind() == reflect.String && !utf8.ValidString(k.String()) {
 				return fieldError(path, "key %q is not valid UTF-8: JSON carries text only", k.String())
 			}
-			if err := checkTextValue(iter.Value(), joinPath(path, k.String())); err != nil {
+			if err := checkTextValue(iter.Value(), joinPath(path, k.String()), depth+1); err != nil {
 				return err
 			}
 		}

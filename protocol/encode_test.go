@@ -42,6 +42,15 @@ var _ = Describe("Encoding a request", func() {
 		Entry("a truncated rune", map[string]any{"name": "caf\xc3"}, `field "name": not valid UTF-8 at byte 3`),
 	)
 
+	It("refuses properties that contain themselves instead of following them for ever", func() {
+		props := map[string]any{"name": "/tmp/x"}
+		props["self"] = props
+		e, err := protocol.NewEnsureRequest("file", props)
+		Expect(e).To(BeNil())
+		Expect(err).To(MatchError(protocol.ErrBadRequest))
+		Expect(err.Error()).To(Equal("file properties: bad_request: nested more than 1000 levels deep (a value that contains itself?)"))
+	})
+
 	It("accepts any valid UTF-8, U+FFFD itself included, and leaves it as given", func() {
 		e, err := protocol.NewEnsureRequest("file", map[string]any{"name": "/tmp/café", "content": "\uFFFD 🚀", "mode": 420, "sensitive": true})
 		Expect(err).ToNot(HaveOccurred())
