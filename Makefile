@@ -80,9 +80,9 @@ bench: build
 vet:
 	$(GO) vet ./...
 
-## test: vet, then every suite with the race detector, then each fuzz
-## target briefly (what CI runs)
-test: deps vet
+## test: lint (gofmt, vet, staticcheck), then every suite with the race
+## detector, then each fuzz target briefly (what CI runs)
+test: deps lint
 	$(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz-smoke
 

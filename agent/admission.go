@@ -70,7 +70,7 @@ func (g *admission) admit(r *job, m *nats.Msg) (verdict, *protocol.FleetReply, *
 	if e != nil {
 		return refused, nil, e
 	}
-	req, bodyErr, e := g.decode(r, m.Data, key, signed)
+	req, e, bodyErr := g.decode(r, m.Data, key, signed)
 	if e == nil {
 		e = g.lifetime(req)
 	}

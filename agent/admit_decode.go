@@ -14,7 +14,7 @@ import (
 // only once this host knows it is asked, as hosts left out of a request do
 // not answer it, so its error is returned apart), and its sender equal to
 // key, the header signer.
-func (g *admission) decode(r *job, data []byte, key string, signed bool) (*protocol.FleetRequest, error, *protocol.Error) {
+func (g *admission) decode(r *job, data []byte, key string, signed bool) (req *protocol.FleetRequest, refusal *protocol.Error, bodyErr error) {
 	req, claimed, err := protocol.DecodeFleetRequestClaim(data, g.limits)
 	if err != nil {
 		// The id the refusal is matched by is what this decode read; a
@@ -23,14 +23,14 @@ func (g *admission) decode(r *job, data []byte, key string, signed bool) (*proto
 		// loosely and bounded, for its id only: a requester must be able to
 		// match the refusal, and the audit line to name the request.
 		r.audit.RequestID = cmp.Or(claimed, looseID(data))
-		return nil, nil, protocol.AsError(err)
+		return nil, protocol.AsError(err), nil
 	}
 	r.audit.RequestID = req.ID
 	switch {
 	case signed && req.Sender != key:
-		return nil, nil, protocol.NewError(protocol.CodeUnauthenticated, "field \"sender\" %.60q is not the signer %s", req.Sender, key)
+		return nil, protocol.NewError(protocol.CodeUnauthenticated, "field \"sender\" %.60q is not the signer %s", req.Sender, key), nil
 	case !signed && req.Sender != "":
-		return nil, nil, protocol.NewError(protocol.CodeUnauthenticated, "the request names sender %.60q but carries no signature", req.Sender)
+		return nil, protocol.NewError(protocol.CodeUnauthenticated, "the request names sender %.60q but carries no signature", req.Sender), nil
 	}
 	// Authenticated from here on: answers are recorded in history.
 	r.record = true
@@ -43,7 +43,7 @@ func (g *admission) decode(r *job, data []byte, key string, signed bool) (*proto
 		req.TTL = protocol.Duration(g.defaultTTL)
 	}
 	r.noop, r.deadline = req.Noop, req.Deadline()
-	return req, bodyErr, nil
+	return req, nil, bodyErr
 }
 
 // lifetime refuses a request created ahead of the clock by more than the

@@ -318,19 +318,6 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 	}
 }
 
-// encodeReply encodes and signs r; nil when it cannot be encoded.
-func (a *Agent) encodeReply(r *protocol.FleetReply) (data []byte, sig string) {
-	b, what, err := shrinkReply(r, protocol.MaxWholeBytes)
-	if what != "" {
-		a.log.Warn("a reply was too large to keep whole", "request", r.RequestID, "limit", protocol.MaxWholeBytes, "shrunk", what)
-	}
-	if err != nil {
-		a.log.Error("could not encode a reply", "request", r.RequestID, "error", err)
-		return nil, ""
-	}
-	return b, a.keys.Sign(b)
-}
-
 // unknownID is the id of a refused request that claims no valid id.
 const unknownID = "unknown"
 

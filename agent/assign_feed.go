@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -41,9 +40,6 @@ const (
 	// fleet does not ask at once).
 	feedCheckInterval = 5 * time.Minute
 )
-
-// errFeedClosed ends a feed whose run stopped.
-var errFeedClosed = errors.New("the assignment feed stopped")
 
 // assignmentUpdates is what the assigner reads changes from: a KV watcher
 // or the feed (current values first, a nil entry, then changes).
