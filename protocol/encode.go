@@ -24,13 +24,13 @@ func EncodeJSON(v any) ([]byte, error) {
 }
 
 // checkText refuses a string in v, a map key included, that is not valid
-// UTF-8, naming where it is (path: "content", "health_checks[0].command").
+// UTF-8, naming where it is (its path: "content", "health_checks[0].command").
 // It follows maps, slices, arrays, pointers and interfaces, at most
 // maxTextDepth deep (a value that refers to itself is refused, not
 // followed for ever); byte slices are not text (JSON writes them in
 // base64) and are left alone.
-func checkText(v any, path string) error {
-	return checkTextValue(reflect.ValueOf(v), path, 0)
+func checkText(v any) error {
+	return checkTextValue(reflect.ValueOf(v), "", 0)
 }
 
 // maxTextDepth bounds how deep checkText follows a value, as deep as
@@ -77,12 +77,13 @@ func checkTextValue(v reflect.Value, path string, depth int) error {
 
 // invalidAt is the offset of the first invalid UTF-8 sequence in s.
 func invalidAt(s string) int {
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
-				return i
-			}
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 {
+			break
 		}
+		i += size
 	}
-	return len(s)
+	return i
 }

@@ -31,7 +31,7 @@ type EnsureResponse struct {
 // would carry each invalid byte as U+FFFD, so the hosts would apply other
 // text than the one given.
 func NewEnsureRequest(typeName string, properties map[string]any) (*EnsureRequest, error) {
-	if err := checkText(properties, ""); err != nil {
+	if err := checkText(properties); err != nil {
 		return nil, fmt.Errorf("%s properties: %w", typeName, err)
 	}
 	raw, err := EncodeJSON(properties)
