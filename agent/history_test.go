@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -133,6 +134,24 @@ var _ = Describe("Agent history", func() {
 		Eventually(func() int64 { return f.agent.Stats().NotRecorded }).Should(BeEquivalentTo(1))
 		Expect(f.agent.SpoolStats().Records).To(BeZero())
 		Expect(f.agent.SpoolDir()).NotTo(BeADirectory())
+	})
+
+	It("records again once the history stream is made after a reply found none (it looks again every HistoryRetry)", func() {
+		f := startOn(brokertest.Start(GinkgoT()), false, historyConfig, nil)
+		f.run("a1")
+		Eventually(func() int64 { return f.agent.Stats().NotRecorded }).Should(BeEquivalentTo(1))
+		_, err := jsstore.EnsureHistory(context.Background(), f.js, jsstore.HistoryConfig{})
+		Expect(err).ToNot(HaveOccurred())
+		// The agent's next look finds the stream: from then on each reply
+		// is recorded, with no request needed to make it look.
+		Eventually(func() error {
+			id := fmt.Sprintf("a2-%d", time.Now().UnixNano())
+			f.run(id)
+			_, err := f.record(id)
+			return err
+		}).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		_, err = f.record("a1")
+		Expect(errors.Is(err, jetstream.ErrMsgNotFound)).To(BeTrue(), "a reply made while there was no stream is not kept")
 	})
 
 	It("keeps replies in a bounded private spool while JetStream is unavailable and sends each once when it is back", func() {
