@@ -172,7 +172,7 @@ var _ = Describe("A poison-pill assignment", Ordered, func() {
 		Eventually(loop.exits.Load).WithTimeout(60 * time.Second).Should(BeNumerically(">=", 2))
 		Eventually(loop.starts.Load).WithTimeout(20 * time.Second).Should(BeNumerically(">=", 3))
 		Eventually(func() string { return string(loop.out.Contents()) }).WithTimeout(20 * time.Second).Should(ContainSubstring("assignment revision quarantined"))
-		Consistently(loop.exits.Load).WithTimeout(5 * time.Second).Should(Equal(int32(2)), "the agent stays up once the revision is quarantined")
+		Consistently(loop.exits.Load).WithTimeout(5*time.Second).Should(Equal(int32(2)), "the agent stays up once the revision is quarantined")
 		Expect(lines(runs)()).To(Equal(2), "the poison pill ran exactly twice")
 
 		Eventually(status).WithTimeout(20 * time.Second).Should(MatchRegexp(
