@@ -478,7 +478,7 @@ func (w *worker) verify(f *sources.Fetched) (*policy.Signer, string, error) {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w: remote bundles are applied only when signed by a key the policy trusts or pinned by a checksum", ErrRefused, f.SignatureErr)
 	}
 	sig := f.Signature
-	if err := sig.Verify(f.Data, w.src.BundleName()); err != nil {
+	if err := sig.Verify(f.Data, w.src.Location()); err != nil {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	s, ok := w.a.opts.Policy.SignerByKey(sig.Signer)
