@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/sources"
 )
 
 // No input may kill an agent, and nothing that did runs again by itself.
@@ -60,6 +63,9 @@ type inflight struct {
 	// Bundle names the object store bundle the revision runs, with its
 	// digest ("" for an inline manifest).
 	Bundle string `json:"bundle,omitempty"`
+	// Source is set for a manifest source's run (see sourceKey): Digest
+	// is then the SHA-256 of its bundle or manifest, Revision 0.
+	Source string `json:"source,omitempty"`
 	// Running is set, durably, before the run starts and cleared when it
 	// ends; Started is when it started.
 	Running bool      `json:"running,omitempty"`
@@ -73,13 +79,17 @@ type inflight struct {
 
 // reason is what a quarantined revision is reported with.
 func (e *inflight) reason(name string) string {
-	what := fmt.Sprintf("revision %d", e.Revision)
-	if e.Bundle != "" {
-		what += " (bundle " + e.Bundle + ")"
-	}
 	times := make([]string, len(e.Stops))
 	for i, t := range e.Stops {
 		times[i] = t.UTC().Format(time.RFC3339)
+	}
+	if e.Source != "" {
+		return fmt.Sprintf("the agent stopped %d times while applying manifest source %s (sha256 %s; runs started at %s); it is not run again on this host until the source changes",
+			len(e.Stops), e.Source, e.Digest, joinAnd(times))
+	}
+	what := fmt.Sprintf("revision %d", e.Revision)
+	if e.Bundle != "" {
+		what += " (bundle " + e.Bundle + ")"
 	}
 	return fmt.Sprintf("the agent stopped %d times while applying %s of assignment %s (runs started at %s); it is not run again on this host until a newer revision is assigned",
 		len(e.Stops), what, name, joinAnd(times))
@@ -111,8 +121,14 @@ type stopped struct {
 	quarantined bool
 }
 
-// quarantine is the run journal, owned by the assigner's goroutine.
+// sourceKey is the journal's key of a manifest source's runs; an
+// assignment's key is its name (which has no ':').
+func sourceKey(source string) string { return "source:" + source }
+
+// quarantine is the run journal, shared by the assigner and the manifest
+// sources. A nil journal journals nothing and holds nothing.
 type quarantine struct {
+	mu      sync.Mutex
 	path    string
 	entries map[string]*inflight
 	// recorded is the digest whose quarantine was recorded in history by
@@ -180,7 +196,11 @@ func loadQuarantine(path string) (map[string]*inflight, error) {
 		return nil, fmt.Errorf("run journal %s: %d assignments, the limit is %d", path, len(entries), MaxQuarantineEntries)
 	}
 	for name, e := range entries {
-		if err := protocol.ValidateAssignmentName(name); err != nil {
+		if src, ok := strings.CutPrefix(name, "source:"); ok {
+			if e == nil || e.Source != src || len(src) > sources.MaxSourceLength || strings.ContainsAny(src, "\x00\n\r") {
+				return nil, fmt.Errorf("run journal %s: malformed entry %.100q", path, name)
+			}
+		} else if err := protocol.ValidateAssignmentName(name); err != nil {
 			return nil, fmt.Errorf("run journal %s: %s", path, protocol.AsError(err).Message)
 		}
 		if e == nil || len(e.Stops) > QuarantineAfter {
@@ -190,7 +210,20 @@ func loadQuarantine(path string) (map[string]*inflight, error) {
 	return entries, nil
 }
 
-// save writes the journal atomically and durably.
+// firstReport reports whether the quarantine of name's value digest is to
+// be recorded (once per start of the agent), and notes it recorded.
+func (q *quarantine) firstReport(name, digest string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.recorded[name] == digest {
+		return false
+	}
+	q.recorded[name] = digest
+	return true
+}
+
+// save writes the journal atomically and durably; q.mu is held (or q not
+// shared yet).
 func (q *quarantine) save() error {
 	data, err := json.Marshal(q.entries)
 	if err == nil && len(data) > MaxQuarantineBytes {
@@ -208,8 +241,14 @@ func (q *quarantine) save() error {
 // held is the quarantine of name's revision stored as digest; nil when
 // it is not quarantined.
 func (q *quarantine) held(name, digest string) *inflight {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if e := q.entries[name]; e != nil && !e.Quarantined.IsZero() && e.Digest == digest {
-		return e
+		c := *e
+		return &c
 	}
 	return nil
 }
@@ -220,6 +259,11 @@ func (q *quarantine) held(name, digest string) *inflight {
 // quarantine (returned, when it had one). An error means the run must not
 // start: it could not be journaled.
 func (q *quarantine) begin(name string, revision uint64, digest, bundle string, now time.Time) (cleared *inflight, err error) {
+	if q == nil {
+		return nil, nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	e := q.entries[name]
 	if e != nil && e.Digest != digest {
 		if !e.Quarantined.IsZero() {
@@ -230,6 +274,9 @@ func (q *quarantine) begin(name string, revision uint64, digest, bundle string, 
 	}
 	if e == nil {
 		e = &inflight{Revision: revision, Digest: digest, Bundle: bundle}
+		if src, ok := strings.CutPrefix(name, "source:"); ok {
+			e.Source = src
+		}
 		q.evictFor(name)
 	}
 	prev := *e
@@ -265,6 +312,11 @@ func (q *quarantine) evictFor(name string) {
 // finish journals that the run of name's revision stored as digest ended:
 // its entry is removed (its stops were not consecutive).
 func (q *quarantine) finish(name, digest string) error {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if e := q.entries[name]; e == nil || e.Digest != digest {
 		return nil
 	}
@@ -274,6 +326,11 @@ func (q *quarantine) finish(name, digest string) error {
 
 // forget drops name's entry (a signed removal of the assignment).
 func (q *quarantine) forget(name string) error {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if _, ok := q.entries[name]; !ok {
 		return nil
 	}
@@ -284,16 +341,19 @@ func (q *quarantine) forget(name string) error {
 // openJournal opens the run journal below the state directory, and logs
 // and audits each run the previous agent stopped on: interrupted, or
 // quarantined when it was the revision's QuarantineAfter-th stop in a row.
-func (s *assigner) openJournal() {
-	a := s.a
+func (a *Agent) openJournal() {
 	path := filepath.Join(a.cfg.StateDir, QuarantineFileName)
 	q, stops, err := openQuarantine(path, a.now())
-	s.q = q
+	a.journal = q
 	if err != nil {
 		a.log.Error("the run journal is unusable", "file", path, "error", err)
 	}
 	for _, st := range stops {
 		e := st.entry
+		if e.Source != "" {
+			a.sourceStopped(st)
+			continue
+		}
 		rec := AuditRecord{Time: a.now().UTC(), RequestID: runID(st.name, e.Revision), Subject: "$KV." + protocol.AssignmentsBucket + "." + st.name, Identity: a.cfg.Identity}
 		if st.quarantined {
 			rec.Decision, rec.Message = DecisionQuarantined, e.reason(st.name)
@@ -324,7 +384,6 @@ func (s *assigner) beginRun(as *assigned, started time.Time) bool {
 	}
 	if cleared != nil {
 		a.log.Info("assignment quarantine cleared by a newer revision", "assignment", as.name, "quarantined", cleared.Revision, "revision", as.revision)
-		delete(s.q.recorded, as.name)
 	}
 	return true
 }
@@ -342,11 +401,27 @@ func (s *assigner) finishRun(as *assigned) {
 // the agent.
 func (s *assigner) skipQuarantined(as *assigned, e *inflight, started time.Time) {
 	s.unwatch(as)
-	if s.q.recorded[as.name] == as.digest {
+	if !s.q.firstReport(as.name, as.digest) {
 		return
 	}
-	s.q.recorded[as.name] = as.digest
 	msg := e.reason(as.name)
 	s.a.log.Error("assignment not run: its revision is quarantined", "assignment", as.name, "revision", as.revision, "error", msg)
 	s.answer(as, started, protocol.NewError(protocol.CodeQuarantined, "%s", msg))
+}
+
+// sourceStopped audits and logs a manifest source's run the previous
+// agent stopped on (see openJournal).
+func (a *Agent) sourceStopped(st stopped) {
+	e := st.entry
+	rec := AuditRecord{Time: a.now().UTC(), RequestID: sourceRunID(), Subject: e.Source, Identity: a.cfg.Identity}
+	if st.quarantined {
+		rec.Decision, rec.Message = DecisionQuarantined, e.reason(st.name)
+		a.log.Error("manifest source quarantined: the agent stopped while applying it, again", "manifest", e.Source, "sha256", e.Digest, "stops", len(e.Stops))
+	} else {
+		rec.Decision = string(protocol.CodeInterrupted)
+		rec.Message = fmt.Sprintf("the agent stopped while applying manifest source %s (sha256 %s; run started at %s): it may have run in part; it runs again, and is quarantined if the agent stops during it %d times in a row",
+			e.Source, e.Digest, e.Started.UTC().Format(time.RFC3339), QuarantineAfter)
+		a.log.Warn("a manifest source's run was interrupted by the agent stopping", "manifest", e.Source, "sha256", e.Digest, "started", e.Started, "stops", len(e.Stops))
+	}
+	a.fin.writeAudit(&rec)
 }

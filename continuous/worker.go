@@ -160,6 +160,11 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool, trigger string) 
 		m = b.m
 	}
 	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.localTmplOpts, Prepared: regs.collect, Trigger: trigger}
+	if b != nil {
+		opts.Version = b.digest
+	} else {
+		opts.Version = sources.Digest(m.Document())
+	}
 	if b != nil && b.signer != nil {
 		opts.TemplateOptions = a.tmplOpts
 	}

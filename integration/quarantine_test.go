@@ -214,3 +214,80 @@ var _ = Describe("A poison-pill assignment", Ordered, func() {
 		Expect(loop.exits.Load()).To(Equal(int32(4)), "two kills and two restarts asked for, nothing else")
 	})
 })
+
+// The same for a manifest source of ccm-agent run: a manifest that kills
+// its agent runs at most twice, and runs again once it changes.
+var _ = Describe("A poison-pill manifest source", Ordered, func() {
+	const identity = "poison-src-1"
+	var (
+		dir, url, runs, harmless, pidFile, site string
+		js                                      jetstream.JetStream
+		loop                                    *restartLoop
+	)
+	lines := func(path string) func() int {
+		return func() int {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return 0
+			}
+			return strings.Count(string(b), "\n")
+		}
+	}
+	writeSite := func(script string) {
+		GinkgoHelper()
+		Expect(os.WriteFile(site, fmt.Appendf(nil, "ccm:\n  resources:\n    - exec:\n        - \"/bin/sh %s\": {}\n", script), 0o644)).To(Succeed())
+	}
+
+	BeforeAll(func() {
+		dir = GinkgoT().TempDir()
+		runs, harmless, pidFile, site = filepath.Join(dir, "runs.log"), filepath.Join(dir, "harmless.log"), filepath.Join(dir, "agent.pid"), filepath.Join(dir, "site.yaml")
+		ops := newSigningKey(dir, "ops")
+		policy := policyFile(dir, signerEntry("ops", ops.pub, "exec"))
+		b := brokertest.Start(GinkgoT())
+		url = b.ClientURL()
+		code, _, errOut := runOrch("history", "init", "--server", url)
+		Expect(code).To(Equal(0), errOut)
+		nc, err := nats.Connect(url)
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js, err = jetstream.New(nc)
+		Expect(err).ToNot(HaveOccurred())
+		poison := filepath.Join(dir, "poison.sh")
+		Expect(os.WriteFile(poison, fmt.Appendf(nil, "echo run >> %s\nkill -9 \"$(cat %s)\"\nsleep 30\n", runs, pidFile), 0o755)).To(Succeed())
+		writeSite(poison)
+		cfg := filepath.Join(dir, "agent.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "sources:\n  interval: 1h\n  manifests: [%s]\n", site), 0o644)).To(Succeed())
+		loop = startRestartLoop(ccmAgentBin(), pidFile, 6, "-v", "run", "--config", cfg, "--server", url, "--identity", identity, "--policy", policy,
+			"--state-dir", filepath.Join(dir, "state"))
+	})
+
+	It("applies a manifest that kills its agent at most twice, quarantines it, stays up and records it in history", func() {
+		Eventually(loop.exits.Load).WithTimeout(60 * time.Second).Should(BeNumerically(">=", 2))
+		Eventually(loop.starts.Load).WithTimeout(20 * time.Second).Should(BeNumerically(">=", 3))
+		Eventually(func() string { return string(loop.out.Contents()) }).WithTimeout(20 * time.Second).Should(ContainSubstring("manifest source quarantined"))
+		Consistently(loop.exits.Load).WithTimeout(5*time.Second).Should(Equal(int32(2)), "the agent stays up once the manifest is quarantined")
+		Expect(lines(runs)()).To(Equal(2), "the poison pill ran exactly twice")
+		Eventually(func() []string {
+			var out []string
+			for _, r := range sourceRuns(js, identity, site) {
+				if r.Reply.Error != nil {
+					out = append(out, string(r.Reply.Error.Code)+": "+r.Reply.Error.Message)
+				}
+			}
+			return out
+		}).WithTimeout(20 * time.Second).Should(ContainElement(MatchRegexp(
+			`^quarantined: the agent stopped 2 times while applying manifest source %s \(sha256 [0-9a-f]{64}; runs started at .+\); it is not run again on this host until the source changes$`, site)))
+	})
+
+	It("applies the manifest again once it changed", func() {
+		script := filepath.Join(dir, "harmless.sh")
+		Expect(os.WriteFile(script, fmt.Appendf(nil, "echo ok >> %s\n", harmless), 0o755)).To(Succeed())
+		writeSite(script)
+		before := loop.starts.Load()
+		loop.signal(syscall.SIGTERM)
+		Eventually(loop.starts.Load).WithTimeout(30 * time.Second).Should(Equal(before + 1))
+		Eventually(lines(harmless)).WithTimeout(30 * time.Second).Should(Equal(1))
+		Expect(lines(runs)()).To(Equal(2))
+		Expect(loop.exits.Load()).To(Equal(int32(3)))
+	})
+})
