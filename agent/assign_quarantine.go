@@ -397,15 +397,15 @@ func (s *assigner) finishRun(as *assigned) {
 
 // skipQuarantined does not run as, whose revision is quarantined: its
 // files are no longer watched, and the quarantine is recorded in history
-// (an audit line and a record `ccm-orch status` shows) once per start of
-// the agent.
+// (an audit line and a record `ccm-orch status` shows) each time the
+// assignment comes due (at start, then every interval: status looks back
+// two intervals).
 func (s *assigner) skipQuarantined(as *assigned, e *inflight, started time.Time) {
 	s.unwatch(as)
-	if !s.q.firstReport(as.name, as.digest) {
-		return
-	}
 	msg := e.reason(as.name)
-	s.a.log.Error("assignment not run: its revision is quarantined", "assignment", as.name, "revision", as.revision, "error", msg)
+	if s.q.firstReport(as.name, as.digest) {
+		s.a.log.Error("assignment not run: its revision is quarantined", "assignment", as.name, "revision", as.revision, "error", msg)
+	}
 	s.answer(as, started, protocol.NewError(protocol.CodeQuarantined, "%s", msg))
 }
 

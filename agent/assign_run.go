@@ -40,8 +40,10 @@ func (s *assigner) runDue(ctx context.Context) {
 		// before the schedule.
 		as.next = time.Time{}
 		if held := s.q.held(as.name, as.digest); held != nil {
-			// Not run, not scheduled: only a newer revision runs.
+			// Not run: only a newer revision runs. The quarantine is
+			// recorded again every interval, so status keeps showing it.
 			s.skipQuarantined(as, held, started)
+			as.next, as.trigger = s.after(as, started), protocol.TriggerSchedule
 			continue
 		}
 		if msg, ok := conflicts[as.name]; ok {
