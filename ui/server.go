@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -55,6 +56,11 @@ type Options struct {
 	// remembered for throttling; beyond it the one that failed longest
 	// ago is forgotten (default DefaultMaxLoginClients).
 	MaxLoginClients int
+	// TrustedProxies are the reverse proxies in front of the dashboard: a
+	// request from one of them is throttled by the client its
+	// X-Forwarded-For names, not by the proxy's address (which would make
+	// every client share one count). Nobody else's header is read.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the dashboard: an http.Handler over the fleet's registry and

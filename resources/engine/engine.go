@@ -407,7 +407,8 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		Log:        log,
 		DiffLimit:  s.opts.DiffLimit,
 	}
-	out, err := p.Type.Apply(ctx, ac, p.Properties, prov)
+	// The providers log through the same redacting logger as the engine.
+	out, err := p.Type.Apply(resources.WithLogger(ctx, log), ac, p.Properties, prov)
 	if out == nil {
 		out = &resources.Outcome{}
 	}
