@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -20,6 +22,11 @@ import (
 // zero Guard applies the default refusals.
 type Guard struct {
 	Allow, Deny []Prefix
+	// Named are prefixes the host's own configuration names (a manifest
+	// source, the external data URL): they restrict nothing, but a
+	// loopback, link-local or metadata address they name is allowed, at
+	// their host and port. See Configured.
+	Named []Prefix
 	// Who names whose scopes these are in refusals: "signer web".
 	Who string
 }
@@ -47,6 +54,11 @@ func (g *Guard) Judge(raw string) Verdict {
 	}
 	if len(g.Allow) == 0 {
 		if kind := t.special(); kind != "" {
+			for _, p := range g.Named {
+				if p.holds(t) {
+					return Verdict{Allowed: true, Rule: p.String()}
+				}
+			}
 			return Verdict{Rule: ruleUnset, Reason: fmt.Sprintf("%s is a %s address: only a net.urls prefix naming it allows it", t.host, kind)}
 		}
 		return Verdict{Allowed: true, Rule: RuleAllow + " (not restricted)"}
@@ -69,7 +81,7 @@ func (g *Guard) JudgeDial(host, port string, ip netip.Addr) error {
 	}
 	h, _, err := normHost(host)
 	if err == nil {
-		for _, p := range g.Allow {
+		for _, p := range append(g.Allow[:len(g.Allow):len(g.Allow)], g.Named...) {
 			if p.t.host == h && p.t.port == port && p.names(ip) {
 				return nil
 			}
@@ -81,6 +93,20 @@ func (g *Guard) JudgeDial(host, port string, ip netip.Addr) error {
 	}
 	return &RefusedError{Who: g.Who, URL: net.JoinHostPort(host, port), Verdict: Verdict{Rule: rule,
 		Reason: fmt.Sprintf("it is dialled at %s, a %s address: only a net.urls prefix naming it allows it", ip.Unmap(), kind)}}
+}
+
+// Configured is the guard of a URL the host's own configuration names
+// (a manifest source, the external data URL), who naming it: the URL is
+// fetched as configured, even at a loopback address, but a redirect or a
+// name that leads to a loopback, link-local or metadata address the URL
+// does not name (its scheme, host and port) is refused.
+func Configured(raw, who string) *Guard {
+	g := &Guard{Who: who}
+	if t, err := parseTarget(raw); err == nil {
+		t.path = nil
+		g.Named = []Prefix{{Rule: who, Raw: t.origin() + "/", t: t}}
+	}
+	return g
 }
 
 // RefusedError is a URL, or an address dialled for one, that a Guard
@@ -161,10 +187,33 @@ func Client(base *http.Client, gs []*Guard) (*http.Client, error) {
 	default:
 		return nil, fmt.Errorf("%w: the HTTP client's transport (%T) cannot judge the addresses it dials", ErrRefused, rt)
 	}
-	tr.Proxy = nil
 	tr.DisableKeepAlives = true
 	tr.DialTLSContext = nil
+	// A proxy the host is configured with (HTTP_PROXY, ...) is dialled
+	// in the target's place: it is the host's own, not judged; the URLs
+	// asked of it are.
+	var proxies sync.Map
+	if proxy := tr.Proxy; proxy != nil {
+		tr.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if u != nil {
+				port := u.Port()
+				if port == "" {
+					port = map[string]string{"https": "443", "socks5": "1080", "socks5h": "1080"}[u.Scheme]
+					if port == "" {
+						port = "80"
+					}
+				}
+				proxies.Store(net.JoinHostPort(u.Hostname(), port), true)
+			}
+			return u, err
+		}
+	}
+	plain := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if _, ok := proxies.Load(addr); ok {
+			return plain.DialContext(ctx, network, addr)
+		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
