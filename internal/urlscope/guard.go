@@ -23,9 +23,10 @@ import (
 type Guard struct {
 	Allow, Deny []Prefix
 	// Named are prefixes the host's own configuration names (a manifest
-	// source, the external data URL): they restrict nothing, but a
-	// loopback, link-local or metadata address they name is allowed, at
-	// their host and port. See Configured.
+	// source, the external data URL): they restrict nothing, but their
+	// host and port are fetched whatever address they are or resolve to
+	// (loopback, link-local and metadata addresses included). See
+	// Configured.
 	Named []Prefix
 	// Who names whose scopes these are in refusals: "signer web".
 	Who string
@@ -73,7 +74,8 @@ func (g *Guard) Judge(raw string) Verdict {
 
 // JudgeDial decides an address dialled for a URL whose host and port
 // (as in the URL) are host and port: one that Special names is refused
-// unless an Allow prefix for that host and port names it explicitly.
+// unless an Allow prefix for that host and port names it explicitly, or
+// a Named prefix is at that host and port.
 func (g *Guard) JudgeDial(host, port string, ip netip.Addr) error {
 	kind := Special(ip)
 	if kind == "" {
@@ -81,8 +83,15 @@ func (g *Guard) JudgeDial(host, port string, ip netip.Addr) error {
 	}
 	h, _, err := normHost(host)
 	if err == nil {
-		for _, p := range append(g.Allow[:len(g.Allow):len(g.Allow)], g.Named...) {
+		for _, p := range g.Allow {
 			if p.t.host == h && p.t.port == port && p.names(ip) {
+				return nil
+			}
+		}
+		// The host's own configuration chose this host: it may resolve
+		// to any address.
+		for _, p := range g.Named {
+			if p.t.host == h && p.t.port == port {
 				return nil
 			}
 		}
@@ -97,9 +106,9 @@ func (g *Guard) JudgeDial(host, port string, ip netip.Addr) error {
 
 // Configured is the guard of a URL the host's own configuration names
 // (a manifest source, the external data URL), who naming it: the URL is
-// fetched as configured, even at a loopback address, but a redirect or a
-// name that leads to a loopback, link-local or metadata address the URL
-// does not name (its scheme, host and port) is refused.
+// fetched as configured, even at (or resolving to) a loopback address,
+// but a redirect or a name that leads to a loopback, link-local or
+// metadata address at another scheme, host or port is refused.
 func Configured(raw, who string) *Guard {
 	g := &Guard{Who: who}
 	if t, err := parseTarget(raw); err == nil {

@@ -137,6 +137,19 @@ var _ = Describe("Guard", func() {
 		Expect((&urlscope.Guard{}).JudgeDial("repo.example.com", "443", netip.MustParseAddr("169.254.169.254"))).To(MatchError(ContainSubstring("cloud metadata")))
 	})
 
+	It("fetches a URL the host's configuration names as configured, and nothing special elsewhere", func() {
+		g := urlscope.Configured("http://user:pw@127.0.0.1:8080/bundles/web.tar.gz", "source web")
+		Expect(g.Judge("http://127.0.0.1:8080/other/x").Allowed).To(BeTrue())
+		Expect(g.Judge("http://127.0.0.1:8081/x").Allowed).To(BeFalse())
+		Expect(g.Judge("http://169.254.169.254/latest/").Allowed).To(BeFalse())
+		Expect(g.Judge("https://cdn.example.com/x").Allowed).To(BeTrue())
+		Expect(g.JudgeDial("127.0.0.1", "8080", netip.MustParseAddr("127.0.0.1"))).To(Succeed())
+		Expect(g.JudgeDial("cdn.example.com", "443", netip.MustParseAddr("127.0.0.1"))).To(MatchError(urlscope.ErrRefused))
+		byName := urlscope.Configured("https://bundles.example.com/web.tar.gz", "source web")
+		Expect(byName.JudgeDial("bundles.example.com", "443", netip.MustParseAddr("127.0.0.1"))).To(Succeed())
+		Expect(byName.JudgeDial("bundles.example.com", "8443", netip.MustParseAddr("127.0.0.1"))).To(MatchError(urlscope.ErrRefused))
+	})
+
 	It("refuses what a deny prefix holds whatever allows it", func() {
 		g := allow("https://repo.example.com/")
 		d, err := urlscope.ParsePrefix("deny.net.urls[0]", "https://repo.example.com/private/")
