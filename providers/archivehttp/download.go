@@ -35,8 +35,11 @@ const maxDrain = 64 << 10
 // untouched. Basic authentication uses props.Username and props.Password
 // (or the URL's userinfo); props.Headers are added to the request. A
 // status other than 200 wraps ErrHTTPStatus, a wrong checksum
-// ErrChecksumMismatch, an oversized body ErrDownloadTooLarge. Errors never
-// contain credentials. Without a deadline on ctx the provider's timeout
+// ErrChecksumMismatch, an oversized body ErrDownloadTooLarge, a body that
+// does not begin as an archive of the name's format ErrNotArchive. The URL
+// guards of ctx (urlscope.Guards: a signer's net.urls, set by the agent)
+// judge the URL, each redirect hop and each address dialled; a refusal
+// wraps resources.ErrForbidden. Errors never contain credentials. Without a deadline on ctx the provider's timeout
 // applies.
 func (p *Provider) Download(ctx context.Context, props *archivetype.Properties) error {
 	if _, ok := archivetype.FormatOf(props.Name); !ok {
