@@ -230,7 +230,7 @@ signers:
 		Entry("a sibling sharing the prefix's letters", "file", fileProps("DIR/wwwx/canary"), "DIR/wwwx/canary", "default deny"),
 		Entry("deny beats allow", "file", fileProps("DIR/www/secret/canary"), "DIR/www/secret/canary", "deny.file.paths[0]"),
 		Entry("through a linked directory", "file", fileProps("DIR/www/link/canary"), "DIR/outside/canary", "default deny"),
-		Entry("archive extracted outside", "archive", map[string]any{"name": "DIR/www/a.tar.gz", "url": "http://127.0.0.1:9/a.tar.gz", "extract_parent": "DIR/outside", "creates": "DIR/outside/x", "owner": "root", "group": "root"}, "DIR/www/a.tar.gz", "default deny"),
+		Entry("archive extracted outside", "archive", map[string]any{"name": "DIR/www/a.tar.gz", "url": "https://repo.example.net/a.tar.gz", "extract_parent": "DIR/outside", "creates": "DIR/outside/x", "owner": "root", "group": "root"}, "DIR/www/a.tar.gz", "default deny"),
 		Entry("scaffold target outside", "scaffold", map[string]any{"name": "DIR/outside/site", "source": "DIR/www/site"}, "DIR/outside/site", "default deny"),
 		Entry("scaffold post commands need exec", "scaffold", map[string]any{"name": "DIR/www/scaffolded", "source": "DIR/www/site", "post": []any{map[string]any{"*": "/usr/bin/touch"}}}, "DIR/www/scaffolded", "need exec in allow"),
 	)

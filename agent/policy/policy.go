@@ -65,7 +65,7 @@ type Signer struct {
 	// stored itself (agents keep who that is per name).
 	AssignmentsAdmin bool `json:"assignments_admin" yaml:"assignments_admin"`
 	// Rules are the signer's scopes (hosts, exec, file, package,
-	// service), written beside allow: once one is set for a type, only
+	// service, net), written beside allow: once one is set for a type, only
 	// what it describes is allowed (see package scope).
 	scope.Rules
 	// Deny are rules of the same shapes that refuse what they describe,
