@@ -78,7 +78,7 @@ func (p *Provider) Download(ctx context.Context, props *archivetype.Properties) 
 	if err != nil {
 		return fmt.Errorf("GET %s: %w: %w", safeURL, resources.ErrForbidden, err)
 	}
-	log := p.log.With("name", props.Name, "url", safeURL)
+	log := resources.Logger(ctx, p.log).With("name", props.Name, "url", safeURL)
 	log.Debug("downloading archive")
 	resp, err := client.Do(req)
 	if err != nil {
