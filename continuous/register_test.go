@@ -65,15 +65,15 @@ var _ = Describe("Registration", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	registrar := func() continuous.Registrar {
+	registrar := func(host string) continuous.Registrar {
 		kp, _ := nkeys.CreateUser()
 		s, err := protocol.NewKeySigner(kp)
 		Expect(err).NotTo(HaveOccurred())
-		return &continuous.StreamRegistrar{JS: js, Stream: registration.DefaultStream, Signer: s}
+		return &continuous.StreamRegistrar{JS: js, Stream: registration.DefaultStream, Signer: s, Host: host}
 	}
 
 	query := func() []string {
-		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, &registration.Trust{JS: js, Stream: registration.DefaultStream}, "production", "http", "web", "*")
 		Expect(err).NotTo(HaveOccurred())
 		var out []string
 		for _, r := range recs {
@@ -85,7 +85,7 @@ var _ = Describe("Registration", func() {
 	It("registers three stable web hosts, a load balancer renders exactly those, and one whose health check goes CRITICAL is withdrawn and dropped", func() {
 		dir := GinkgoT().TempDir()
 		for i := 1; i <= 3; i++ {
-			h := &harness{dir: filepath.Join(dir, fmt.Sprint(i)), registrar: registrar(),
+			h := &harness{dir: filepath.Join(dir, fmt.Sprint(i)), registrar: registrar(fmt.Sprintf("web%d", i)),
 				facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
 			Expect(os.MkdirAll(h.dir, 0o700)).To(Succeed())
 			healthy := filepath.Join(h.dir, "healthy")
@@ -119,7 +119,7 @@ var _ = Describe("Registration", func() {
 	webHosts := func() {
 		GinkgoHelper()
 		for i := 1; i <= 2; i++ {
-			h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
+			h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(fmt.Sprintf("web%d", i)), facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
 			healthy := filepath.Join(h.dir, "healthy")
 			Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
 			m := filepath.Join(h.dir, "web.yaml")
@@ -183,7 +183,7 @@ var _ = Describe("Registration", func() {
 	})
 
 	It("registers a signed bundle's service only when the signer's registration.services lists it, auditing the refusal", func() {
-		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar("web1"), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
 		var err error
 		h.obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "ccm-manifests"})
 		Expect(err).NotTo(HaveOccurred())
@@ -199,13 +199,13 @@ var _ = Describe("Registration", func() {
 
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1"}))
 		Eventually(h.auditLines).Should(And(ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`)))
-		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "*", "*", "db", "*")
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, &registration.Trust{JS: js, Stream: registration.DefaultStream}, "*", "*", "db", "*")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recs).To(BeEmpty())
 	})
 
 	It("judges a local manifest's registrations with the policy's own registration.services, refusing an unlisted service clearly and auditing it", func() {
-		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar("web1"), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
 		healthy := filepath.Join(h.dir, "healthy")
 		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
 		m := filepath.Join(h.dir, "web.yaml")
@@ -217,13 +217,13 @@ var _ = Describe("Registration", func() {
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1"}))
 		Eventually(h.auditLines).Should(And(ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`),
 			ContainSubstring(`registration of service \"db\" by file#`+filepath.Join(h.dir, "db")+` refused: the service is not listed (registration.services [web])`)))
-		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "*", "*", "db", "*")
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, &registration.Trust{JS: js, Stream: registration.DefaultStream}, "*", "*", "db", "*")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recs).To(BeEmpty())
 	})
 
 	It("registers nothing from a local manifest when the policy has no registration.services", func() {
-		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar("web1"), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
 		healthy := filepath.Join(h.dir, "healthy")
 		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
 		m := filepath.Join(h.dir, "web.yaml")
