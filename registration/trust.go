@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,6 +161,7 @@ const (
 	trustCacheFor  = 10 * time.Second
 	registryRetry  = 10 * time.Minute
 	lookupTimeout  = 3 * time.Second
+	registryOpen   = time.Second
 	maxTrustCached = 10000
 )
 
@@ -182,6 +184,7 @@ type Trust struct {
 	cache     map[string]trusted
 	kv        jetstream.KeyValue
 	kvFailed  time.Time
+	kvDenied  bool
 	bindings  jetstream.Stream
 	bindError time.Time
 }
@@ -246,15 +249,25 @@ func (t *Trust) lookup(ctx context.Context, host string) trusted {
 // registryKey is the public key of host's node registry entry, "" when
 // there is none or the registry cannot be read.
 func (t *Trust) registryKey(ctx context.Context, host string, now time.Time) string {
-	if !t.Registry || t.JS == nil || protocol.ValidateIdentity(host) != nil {
+	if !t.Registry || t.JS == nil || t.kvDenied || protocol.ValidateIdentity(host) != nil {
 		return ""
 	}
 	if t.kv == nil {
 		if now.Sub(t.kvFailed) < registryRetry {
 			return ""
 		}
-		kv, err := t.JS.KeyValue(ctx, protocol.NodesBucket)
+		octx, cancel := context.WithTimeout(ctx, registryOpen)
+		kv, err := t.JS.KeyValue(octx, protocol.NodesBucket)
+		cancel()
 		if err != nil {
+			// A user the broker does not let read the registry (the CCM
+			// agents of dist/broker-auth-ccm-agent.yaml) gets no answer,
+			// only a permissions violation: it stops asking.
+			if nc := t.JS.Conn(); nc != nil && nc.LastError() != nil {
+				if e := nc.LastError().Error(); strings.Contains(e, "Permissions Violation") && strings.Contains(e, "KV_"+protocol.NodesBucket) {
+					t.kvDenied = true
+				}
+			}
 			t.kvFailed = now
 			return ""
 		}

@@ -3,7 +3,10 @@ package registration_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -284,5 +288,41 @@ var _ = Describe("Registration trust (issue 39 finding 4)", func() {
 		b, err := json.Marshal(recs)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(b)).NotTo(Or(ContainSubstring("include"), ContainSubstring("server evil")))
+	})
+
+	It("stops asking the node registry once the broker refuses this user its reads, trusting bindings alone", func() {
+		dir := GinkgoT().TempDir()
+		auth := filepath.Join(dir, "auth.yaml")
+		Expect(os.WriteFile(auth, []byte("users:\n  - user: lb\n    password: lb-pw\n    permissions:\n      publish:\n        allow: [\"$JS.API.STREAM.INFO.REGISTRATION\", \"$JS.API.STREAM.MSG.GET.REGISTRATION\"]\n      subscribe:\n        allow: [\"_INBOX.>\"]\n  - user: admin\n    password: admin-pw\n"), 0o600)).To(Succeed())
+		b := brokertest.StartConfig(GinkgoT(), broker.Config{AuthFile: auth})
+		admin, err := nats.Connect(b.ClientURL(), nats.UserInfo("admin", "admin-pw"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(admin.Close)
+		ajs, err := jetstream.New(admin)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = registration.EnsureStream(ctx, ajs, registration.DefaultStream, 1, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(registration.BindHost(ctx, ajs, registration.DefaultStream, "web1", genuine)).To(Succeed())
+
+		var violations atomic.Int32
+		nc, err := nats.Connect(b.ClientURL(), nats.UserInfo("lb", "lb-pw"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if strings.Contains(err.Error(), "Permissions Violation") {
+				violations.Add(1)
+			}
+		}))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(nc.Close)
+		ljs, err := jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		now := time.Now()
+		t := &registration.Trust{JS: ljs, Stream: registration.DefaultStream, Registry: true, Now: func() time.Time { return now }}
+		for range 3 {
+			source, reason := t.Check(ctx, "web1", genuine.PublicKey())
+			Expect(reason).To(BeEmpty())
+			Expect(source).To(Equal(registration.TrustBinding))
+			now = now.Add(time.Hour) // past every cache and retry delay
+		}
+		Eventually(violations.Load).Should(Equal(int32(1)))
+		Consistently(violations.Load, "300ms").Should(Equal(int32(1)))
 	})
 })
