@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"github.com/ccm-fleet/ccm/registration"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -66,12 +67,14 @@ type Options struct {
 // Server is the dashboard: an http.Handler over the fleet's registry and
 // history, kept up to date by Run.
 type Server struct {
-	js    jetstream.JetStream
-	fleet *fleet
-	opts  Options
-	pages map[string]*template.Template
-	mux   *http.ServeMux
-	hub   *hub
+	js jetstream.JetStream
+	// regTrust says whose registration entries the services page shows.
+	regTrust *registration.Trust
+	fleet    *fleet
+	opts     Options
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	hub      *hub
 	// metrics count the requests, and are served at /metrics.
 	metrics *metrics
 	// handler is mux, behind the token check when there is one.
@@ -98,7 +101,8 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	s := &Server{js: js, fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux()}
+	s := &Server{js: js, fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux(),
+		regTrust: &registration.Trust{JS: js, Stream: registration.DefaultStream, Registry: true}}
 	s.hub = newHub(s.fleet.stamp, opts.LiveInterval)
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err

@@ -204,6 +204,9 @@ func (s *Signer) validateRights(where string) error {
 	if err := s.Registration.validate(); err != nil {
 		return invalid("%s: %v", where, err)
 	}
+	if s.Registration != nil && len(s.Registration.Publishers) > 0 {
+		return invalid("%s: registration.publishers is the policy's own (top level), not a signer's", where)
+	}
 	return nil
 }
 
