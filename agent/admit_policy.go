@@ -101,7 +101,7 @@ func (p *policyJudge) guard(r *job) func(*engine.Prepared) error {
 			p.observe(r.id(), policyResource{Type: pr.Type.Name(), Name: pr.Name(), Provider: pr.Provider()})
 		}
 		for _, s := range signers {
-			if d, refused := policy.FirstRefusal(s.CheckResource(pr, p.resolver)); refused {
+			if d, refused := policy.FirstRefusal(s.Arm(pr, p.resolver)); refused {
 				r.audit.Rule, r.audit.Value = d.Rule, d.Value
 				return fmt.Errorf("%w: %s", resources.ErrForbidden, s.RefusalMessage("", d))
 			}

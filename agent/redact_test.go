@@ -70,7 +70,9 @@ func startLeakAgent() *leakFixture {
 	_, err = jsstore.EnsureHistory(context.Background(), lf.js, jsstore.HistoryConfig{})
 	Expect(err).ToNot(HaveOccurred())
 	log := slog.New(slog.NewJSONHandler(lf.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	reg, err := providers.Builtin(providers.Options{})
+	// The providers log to the same handler: their own lines about a
+	// resource must pass the redaction step too.
+	reg, err := providers.Builtin(providers.Options{Log: log})
 	Expect(err).ToNot(HaveOccurred())
 	ready := make(chan struct{})
 	cfg := agent.Config{Identity: "db-1", StateDir: lf.state, Insecure: true}
@@ -184,6 +186,32 @@ ccm:
 		Expect(strings.Join(ev.Errors, "\n")).To(ContainSubstring(`could not lookup user "[redacted]": unknown user [redacted]`))
 		lf.expectNoCanary(req.ID, reply, canary, `"msg":"failed","resource":"file#`+target)
 		Expect(target).ToNot(BeAnExistingFile())
+	})
+
+	// Issue 39, finding 10: providers logged through a logger of their
+	// own, so their debug lines ("running command" with its cwd, "stored
+	// file" ...) skipped the redaction step every other record passes.
+	It("redacts the providers' own debug lines: a working directory read from sensitive data stays out of the log", func() {
+		canary := "canary-cwd-7b1e"
+		cwd := filepath.Join(lf.dir, canary)
+		Expect(os.Mkdir(cwd, 0o755)).To(Succeed())
+		doc := fmt.Sprintf(`data:
+  app:
+    dir: %s
+sensitive_data: [app.dir]
+ccm:
+  resources:
+    - exec:
+        - /bin/true:
+            cwd: "{{ lookup('data.app.dir') }}"
+`, cwd)
+		req := manifestRequest("redact-provider-log-1", false, bundleOf(doc, nil))
+		reply := lf.send(protocol.RequestNodeSubject("db-1"), req)
+		Expect(reply.Error).To(BeNil())
+		Expect(reply.Events).To(HaveLen(1))
+		Expect(reply.Events[0].Failed).To(BeFalse(), "%v", reply.Events[0].Errors)
+		lf.expectNoCanary(req.ID, reply, canary, `"msg":"running command","resource":"exec#/bin/true"`)
+		Expect(lf.log.String()).To(ContainSubstring(`"cwd":"[redacted]"`), "the provider's line is there, redacted")
 	})
 
 	It("keeps the status of a sensitive resource that converged, its content left out", func() {

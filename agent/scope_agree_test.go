@@ -133,7 +133,7 @@ signers:
 		Entry("file written in a denied directory", "web", "file", content("DIR/www/secret/x"), false, false),
 		Entry("scaffold source outside (finding 1)", "web", "scaffold", map[string]any{"name": "DIR/www/site", "source": "DIR/root/tree"}, false, false),
 		Entry("scaffold source inside", "web", "scaffold", map[string]any{"name": "DIR/www/site2", "source": "DIR/www/tmpl"}, true, true),
-		Entry("archive creates outside", "web", "archive", map[string]any{"name": "DIR/www/a.tar.gz", "url": "http://127.0.0.1:9/a.tar.gz", "extract_parent": "DIR/www/x", "creates": "DIR/root/secret", "owner": "root", "group": "root"}, true, false),
+		Entry("archive creates outside", "web", "archive", map[string]any{"name": "DIR/www/a.tar.gz", "url": "https://repo.example.net/a.tar.gz", "extract_parent": "DIR/www/x", "creates": "DIR/root/secret", "owner": "root", "group": "root"}, true, false),
 		Entry("read_paths allow a source", "reader", "file", fileFrom("DIR/www/f5", "DIR/etc/motd"), false, true),
 		Entry("deny.file.read_paths", "reader", "file", fileFrom("DIR/www/f6", "DIR/etc/shadow"), false, false),
 		Entry("read_paths: source outside", "reader", "file", fileFrom("DIR/www/f7", "DIR/root/secret"), true, false),

@@ -77,6 +77,7 @@ var _ = Describe("Signer scopes on a running agent", Ordered, func() {
 		f                        *fixture
 		dir, state               string
 		runner, files, db, names scopeKey
+		applier                  scopeKey
 		seq                      int
 	)
 
@@ -84,6 +85,7 @@ var _ = Describe("Signer scopes on a running agent", Ordered, func() {
 		dir = GinkgoT().TempDir()
 		state = filepath.Join(dir, "state")
 		runner, files, db, names = newScopeKey(), newScopeKey(), newScopeKey(), newScopeKey()
+		applier = newScopeKey()
 		for _, d := range []string{"www/site", "www/secret", "outside", "wwwx", "bin"} {
 			Expect(os.MkdirAll(filepath.Join(dir, d), 0o755)).To(Succeed())
 		}
@@ -94,7 +96,7 @@ var _ = Describe("Signer scopes on a running agent", Ordered, func() {
 		Expect(os.WriteFile(filepath.Join(dir, "outside", "passwd"), []byte("root:x:0:0\n"), 0o644)).To(Succeed())
 		Expect(os.Symlink(filepath.Join(dir, "outside", "passwd"), filepath.Join(dir, "www", "passwd"))).To(Succeed())
 		policy := filepath.Join(dir, "policy.yaml")
-		Expect(os.WriteFile(policy, []byte(strings.NewReplacer("DIR", dir, "RUNNER", runner.pub, "FILES", files.pub, "DBKEY", db.pub, "NAMES", names.pub).Replace(`
+		Expect(os.WriteFile(policy, []byte(strings.NewReplacer("DIR", dir, "RUNNER", runner.pub, "FILES", files.pub, "DBKEY", db.pub, "NAMES", names.pub, "APPLIER", applier.pub).Replace(`
 signers:
   - name: runner
     public_key: RUNNER
@@ -134,6 +136,11 @@ signers:
     deny:
       service:
         names: [nginx-debug]
+  - name: applier
+    public_key: APPLIER
+    allow: [file, apply]
+    file:
+      paths: [DIR/www/]
 `)), 0o644)).To(Succeed())
 		f = startAgentAs(agent.Config{Identity: "web-1", Policy: policy, StateDir: state}, map[string]any{"os": "debian", "role": "web"})
 	})
@@ -223,7 +230,7 @@ signers:
 		Entry("a sibling sharing the prefix's letters", "file", fileProps("DIR/wwwx/canary"), "DIR/wwwx/canary", "default deny"),
 		Entry("deny beats allow", "file", fileProps("DIR/www/secret/canary"), "DIR/www/secret/canary", "deny.file.paths[0]"),
 		Entry("through a linked directory", "file", fileProps("DIR/www/link/canary"), "DIR/outside/canary", "default deny"),
-		Entry("archive extracted outside", "archive", map[string]any{"name": "DIR/www/a.tar.gz", "url": "http://127.0.0.1:9/a.tar.gz", "extract_parent": "DIR/outside", "creates": "DIR/outside/x", "owner": "root", "group": "root"}, "DIR/www/a.tar.gz", "default deny"),
+		Entry("archive extracted outside", "archive", map[string]any{"name": "DIR/www/a.tar.gz", "url": "https://repo.example.net/a.tar.gz", "extract_parent": "DIR/outside", "creates": "DIR/outside/x", "owner": "root", "group": "root"}, "DIR/www/a.tar.gz", "default deny"),
 		Entry("scaffold target outside", "scaffold", map[string]any{"name": "DIR/outside/site", "source": "DIR/www/site"}, "DIR/outside/site", "default deny"),
 		Entry("scaffold post commands need exec", "scaffold", map[string]any{"name": "DIR/www/scaffolded", "source": "DIR/www/site", "post": []any{map[string]any{"*": "/usr/bin/touch"}}}, "DIR/www/scaffolded", "need exec in allow"),
 	)
@@ -260,6 +267,31 @@ signers:
 		Expect(r.Error.Code).To(Equal(protocol.CodeForbidden))
 		Expect(r.Error.Message).To(ContainSubstring("file#" + dir + "/outside/second"))
 		Expect(filepath.Join(dir, "www", "site", "first")).ToNot(BeAnExistingFile())
+	})
+
+	// Issue 39, finding 7: an apply child was judged only when it ran, so
+	// the parent's resources before it ran and the request answered
+	// failed. The children are judged with the parent, before anything.
+	It("refuses a manifest whole when a resource of an apply child is out of scope, applying nothing of the parent", func() {
+		req := request("file", fileProps(dir+"/www/site/parent-first"), false)
+		req.Ensure = nil
+		child := fmt.Sprintf("ccm:\n  resources:\n    - file:\n        - %s/outside/child-canary: {content: x, owner: root, group: root, mode: \"0644\"}\n", dir)
+		body, err := json.Marshal(map[string]any{
+			"manifest": map[string]any{"ccm": map[string]any{"resources": []any{
+				map[string]any{"file": []any{map[string]any{dir + "/www/site/parent-first": map[string]any{"content": "x", "owner": "root", "group": "root", "mode": "0644"}}}},
+				map[string]any{"apply": []any{map[string]any{"child/manifest.yaml": map[string]any{}}}},
+			}}},
+			"files": map[string][]byte{"child/manifest.yaml": []byte(child)},
+		})
+		Expect(err).ToNot(HaveOccurred())
+		req.Manifest = body
+		r := f.sendSigned("web-1", applier, req)
+		Expect(r.Error).ToNot(BeNil())
+		Expect(r.Error.Code).To(Equal(protocol.CodeForbidden))
+		Expect(r.Error.Message).To(ContainSubstring("file#" + dir + "/outside/child-canary"))
+		Expect(r.Events).To(BeEmpty())
+		Expect(filepath.Join(dir, "www", "site", "parent-first")).ToNot(BeAnExistingFile())
+		Expect(filepath.Join(dir, "outside", "child-canary")).ToNot(BeAnExistingFile())
 	})
 
 	It("refuses a signer scoped to other hosts at admission, naming the rule", func() {

@@ -58,7 +58,7 @@ func newSources(a *Agent) (*continuous.Agent, error) {
 	}
 	var registrar continuous.Registrar
 	if cfg.Registration != "" {
-		registrar = &continuous.StreamRegistrar{JS: a.setup.js, Stream: registration.DefaultStream, Signer: a.keys, Core: cfg.Registration == continuous.RegistrationNATS}
+		registrar = &continuous.StreamRegistrar{JS: a.setup.js, Stream: registration.DefaultStream, Signer: a.keys, Core: cfg.Registration == continuous.RegistrationNATS, Host: a.cfg.Identity}
 	}
 	return continuous.New(continuous.Options{
 		Config:    cfg,

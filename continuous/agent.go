@@ -127,7 +127,7 @@ func New(opts Options) (*Agent, error) {
 		if stream == "" {
 			stream = registration.DefaultStream
 		}
-		a.tmplOpts = append(a.tmplOpts, templates.WithFunction("registrations", registrationsFunc(opts.JS, stream, opts.Log)))
+		a.tmplOpts = append(a.tmplOpts, templates.WithFunction("registrations", registrationsFunc(opts.JS, stream, &registration.Trust{JS: opts.JS, Stream: stream, Registry: true, Pinned: opts.Policy.RegistrationPublishers()}, opts.Log)))
 		// kvGet() reads this host's buckets: only for what the host's own
 		// configuration names (local files, pinned bundles), never for a
 		// signed bundle, whose signer the policy judges resource by resource.

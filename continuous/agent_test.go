@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -82,6 +83,8 @@ type harness struct {
 	facts map[string]any
 	// registrar, when set, publishes registrations.
 	registrar continuous.Registrar
+	// logs, when set, also receives the agent's log.
+	logs io.Writer
 }
 
 // start runs an agent with the configuration cfg (YAML), the policy and
@@ -112,7 +115,7 @@ func (h *harness) start(cfg string, pol *policy.Policy, poll time.Duration) {
 		Metrics:      m,
 		Identity:     "web1",
 		PollInterval: poll,
-		Log:          slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Log:          slog.New(slog.NewTextHandler(h.logWriter(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,6 +131,14 @@ func (h *harness) start(cfg string, pol *policy.Policy, poll time.Duration) {
 			Fail("the agent did not stop within 30s")
 		}
 	})
+}
+
+// logWriter is where the agent logs: the spec's output, and logs when set.
+func (h *harness) logWriter() io.Writer {
+	if h.logs == nil {
+		return GinkgoWriter
+	}
+	return io.MultiWriter(GinkgoWriter, h.logs)
 }
 
 // settled waits until target holds "managed\n" and a health-check-only

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ccm-fleet/ccm/internal/filecheck"
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/manifest"
 )
 
@@ -118,6 +119,13 @@ func (d *DataSource) read(ctx context.Context) ([]byte, error) {
 	client := d.HTTP
 	if client == nil {
 		client = http.DefaultClient
+	}
+	// The document is fetched as configured, but a redirect or a name
+	// that leads to a loopback, link-local or metadata address it does
+	// not name is refused.
+	client, err := urlscope.Client(client, []*urlscope.Guard{urlscope.Configured(d.URL.URL.String(), "external data "+d.URL.String())})
+	if err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL.URL.String(), nil)
 	if err != nil {

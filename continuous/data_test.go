@@ -69,6 +69,21 @@ var _ = Describe("DataSource", func() {
 		check(srv.URL+"/data.yaml", nil)
 	})
 
+	It("refuses a redirect of an http document to a loopback address it does not name (issue 39 finding 5)", func() {
+		hits := 0
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits++; _, _ = w.Write([]byte(hieraDoc)) }))
+		defer other.Close()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/data.yaml", http.StatusFound)
+		}))
+		defer srv.Close()
+		u, err := continuous.ParseDataURL(srv.URL + "/data.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = (&continuous.DataSource{URL: u}).Resolve(context.Background(), facts)
+		Expect(err).To(MatchError(ContainSubstring(`external data ` + srv.URL + `/data.yaml: denied url "` + other.URL + `/data.yaml" by net.urls (not set): 127.0.0.1 is a loopback address`)))
+		Expect(hits).To(BeZero())
+	})
+
 	It("refuses a document with an unknown key, naming it", func() {
 		p := filepath.Join(GinkgoT().TempDir(), "data.yaml")
 		Expect(os.WriteFile(p, []byte("ccm:\n  resources: []\nbogus: 1\n"), 0o600)).To(Succeed())

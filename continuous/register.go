@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,7 +78,9 @@ type Registrar interface {
 // destination), or with Core set publishes them on core NATS only
 // ("nats", fire and forget: nothing to withdraw). Entries are published
 // at the subjects of Signer's key (see registration.Entry.PublisherSubject)
-// and name Host.
+// and name Host; in the stream, Host is bound to Signer's key first (see
+// registration.BindHost), so that readers know whose key signs Host's
+// entries. A name bound to another key publishes nothing.
 type StreamRegistrar struct {
 	JS     jetstream.JetStream
 	Stream string
@@ -85,6 +88,29 @@ type StreamRegistrar struct {
 	Core   bool
 	// Host is this host's identity, written into every entry.
 	Host string
+
+	mu    sync.Mutex
+	bound time.Time
+}
+
+// rebind is how often the registrar refreshes its host binding.
+const rebind = 30 * time.Second
+
+// bind binds (or refreshes the binding of) Host to Signer's key.
+func (r *StreamRegistrar) bind(ctx context.Context) error {
+	if r.Host == "" {
+		return fmt.Errorf("%w: the registrar has no host identity", registration.ErrInvalid)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.bound.IsZero() && time.Since(r.bound) < rebind {
+		return nil
+	}
+	if err := registration.BindHost(ctx, r.JS, r.Stream, r.Host, r.Signer); err != nil {
+		return err
+	}
+	r.bound = time.Now()
+	return nil
 }
 
 var _ Registrar = (*StreamRegistrar)(nil)
@@ -99,6 +125,12 @@ func (r *StreamRegistrar) Publish(ctx context.Context, e *registration.Entry) er
 			return err
 		}
 		return r.JS.Conn().PublishMsg(msg)
+	}
+	if err := own.Validate(); err != nil {
+		return err
+	}
+	if err := r.bind(ctx); err != nil {
+		return err
 	}
 	return registration.Publish(ctx, r.JS, &own, r.Signer)
 }
@@ -182,6 +214,10 @@ func (w *worker) register(ctx context.Context, regs registrations, rep *manifest
 	}
 }
 
+// maxLoggedRefusals bounds the refusals registrations() remembers having
+// logged.
+const maxLoggedRefusals = 10000
+
 // lookupTimeout bounds one registrations() lookup.
 const lookupTimeout = 10 * time.Second
 
@@ -190,10 +226,16 @@ func noRegistrationsFunc(...any) (any, error) { return nil, ErrNoNATS }
 
 // registrationsFunc is the registrations(cluster, protocol, service,
 // address) template function CCM documents: the entries registered now
-// whose signature verifies, "*" matching any value in a position. Each
-// entry shows CCM's template keys (Cluster, Service, Protocol, Address,
-// Port, Priority, TTL, Annotations).
-func registrationsFunc(js jetstream.JetStream, stream string, log *slog.Logger) templates.Function {
+// signed by the key trust holds for the host each names, "*" matching any
+// value in a position. Each entry shows CCM's template keys (Cluster,
+// Service, Protocol, Address, Port, Priority, TTL, Annotations) and Host,
+// the verified host. An entry refused is logged once per subject and
+// reason.
+func registrationsFunc(js jetstream.JetStream, stream string, trust *registration.Trust, log *slog.Logger) templates.Function {
+	var (
+		mu     sync.Mutex
+		logged = map[string]bool{}
+	)
 	return func(params ...any) (any, error) {
 		if len(params) != 4 {
 			return nil, fmt.Errorf("registrations(cluster, protocol, service, address): %d arguments", len(params))
@@ -208,12 +250,23 @@ func registrationsFunc(js jetstream.JetStream, stream string, log *slog.Logger) 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 		defer cancel()
-		recs, skipped, err := registration.Query(ctx, js, stream, args[0], args[1], args[2], args[3])
+		recs, skipped, err := registration.Query(ctx, js, stream, trust, args[0], args[1], args[2], args[3])
 		if err != nil {
 			return nil, fmt.Errorf("registrations: %w", err)
 		}
+		mu.Lock()
 		for _, s := range skipped {
-			log.Warn("registrations: entry dropped", "subject", s.Subject, "reason", s.Reason)
+			if k := s.Subject + "\x00" + s.Reason; !logged[k] {
+				if len(logged) >= maxLoggedRefusals {
+					clear(logged)
+				}
+				logged[k] = true
+				log.Warn("registrations: entry refused", "subject", s.Subject, "reason", s.Reason)
+			}
+		}
+		mu.Unlock()
+		if len(skipped) > 0 {
+			log.Debug("registrations: entries refused", "count", len(skipped), "returned", len(recs))
 		}
 		out := make([]registration.Entry, len(recs))
 		for i, r := range recs {

@@ -2,9 +2,11 @@ package continuous_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
 
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/continuous"
@@ -65,15 +68,15 @@ var _ = Describe("Registration", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	registrar := func() continuous.Registrar {
+	registrar := func(host string) continuous.Registrar {
 		kp, _ := nkeys.CreateUser()
 		s, err := protocol.NewKeySigner(kp)
 		Expect(err).NotTo(HaveOccurred())
-		return &continuous.StreamRegistrar{JS: js, Stream: registration.DefaultStream, Signer: s}
+		return &continuous.StreamRegistrar{JS: js, Stream: registration.DefaultStream, Signer: s, Host: host}
 	}
 
 	query := func() []string {
-		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, &registration.Trust{JS: js, Stream: registration.DefaultStream}, "production", "http", "web", "*")
 		Expect(err).NotTo(HaveOccurred())
 		var out []string
 		for _, r := range recs {
@@ -85,7 +88,7 @@ var _ = Describe("Registration", func() {
 	It("registers three stable web hosts, a load balancer renders exactly those, and one whose health check goes CRITICAL is withdrawn and dropped", func() {
 		dir := GinkgoT().TempDir()
 		for i := 1; i <= 3; i++ {
-			h := &harness{dir: filepath.Join(dir, fmt.Sprint(i)), registrar: registrar(),
+			h := &harness{dir: filepath.Join(dir, fmt.Sprint(i)), registrar: registrar(fmt.Sprintf("web%d", i)),
 				facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
 			Expect(os.MkdirAll(h.dir, 0o700)).To(Succeed())
 			healthy := filepath.Join(h.dir, "healthy")
@@ -119,7 +122,7 @@ var _ = Describe("Registration", func() {
 	webHosts := func() {
 		GinkgoHelper()
 		for i := 1; i <= 2; i++ {
-			h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
+			h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(fmt.Sprintf("web%d", i)), facts: map[string]any{"identity": fmt.Sprintf("web%d", i), "ip": fmt.Sprintf("10.0.0.%d", i)}}
 			healthy := filepath.Join(h.dir, "healthy")
 			Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
 			m := filepath.Join(h.dir, "web.yaml")
@@ -182,8 +185,70 @@ var _ = Describe("Registration", func() {
 		Expect(read(filepath.Join(site, "count.txt"))()).To(Equal("1 own"))
 	})
 
+	It("(c) renders CCM's documented registrations() example without a fresh key's entry claiming a host or the finding's injected address and annotation (issue 39 finding 4)", func() {
+		webHosts()
+		// A fresh key: it binds a name of its own, claims web1, and
+		// publishes the finding's values raw (signed, unvalidated).
+		kp, _ := nkeys.CreateUser()
+		evil, err := protocol.NewKeySigner(kp)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(registration.BindHost(ctx, js, registration.DefaultStream, "evil1", evil)).To(Succeed())
+		Expect(registration.BindHost(ctx, js, registration.DefaultStream, "web1", evil)).To(MatchError(registration.ErrHostBound))
+		claim := &registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: "10.0.0.9", Port: 80, Priority: 1, TTL: "1h", Host: "web1"}
+		Expect(registration.Publish(ctx, js, claim, evil)).To(Succeed())
+		raw := func(e *registration.Entry) string {
+			body, err := json.Marshal(e)
+			Expect(err).NotTo(HaveOccurred())
+			msg := nats.NewMsg(e.PublisherSubject(evil.PublicKey()))
+			msg.Data = body
+			for k, v := range evil.Header(body) {
+				msg.Header[k] = v
+			}
+			_, err = js.PublishMsg(ctx, msg)
+			Expect(err).NotTo(HaveOccurred())
+			return msg.Subject
+		}
+		badAddr := raw(&registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: "10.0.0.9;include/etc/shadow;#", Port: 80, Priority: 1, TTL: "1h", Host: "evil1"})
+		badAnn := raw(&registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: "10.0.0.8", Port: 80, Priority: 1, TTL: "1h", Host: "evil1",
+			Annotations: map[string]string{"host": "x;\n}\nserver evil {\n  listen 80;"}})
+
+		logs := gbytes.NewBuffer()
+		lb := &harness{dir: GinkgoT().TempDir(), js: js, facts: map[string]any{"identity": "lb1"}, logs: logs}
+		tpl, site := filepath.Join(lb.dir, "tpl"), filepath.Join(lb.dir, "site")
+		Expect(os.MkdirAll(tpl, 0o755)).To(Succeed())
+		// CCM's Go template example, with the annotation CCM's example
+		// registers (its hostname), twice: two lookups in one run.
+		doc := `{{ range $entry := registrations "production" "http" "web" "*" }}
+  server {{ $entry.Address }}:{{ $entry.Port }}; # {{ $entry.Annotations.host }}
+{{ end }}`
+		Expect(os.WriteFile(filepath.Join(tpl, "upstreams.conf"), []byte(doc), 0o600)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(tpl, "again.conf"), []byte(doc), 0o600)).To(Succeed())
+		m := filepath.Join(lb.dir, "lb.yaml")
+		Expect(os.WriteFile(m, fmt.Appendf(nil, "ccm:\n  resources:\n    - scaffold:\n        - %q:\n            source: %q\n            engine: go\n", site, tpl), 0o600)).To(Succeed())
+		lb.start(fmt.Sprintf("interval: 1h\nmanifests: [%s]\n", m), nil, 0)
+
+		want := "\n  server 10.0.0.1:80; # web1\n\n  server 10.0.0.2:80; # web2\n"
+		Eventually(read(filepath.Join(site, "upstreams.conf"))).WithTimeout(30 * time.Second).Should(Equal(want))
+		Eventually(read(filepath.Join(site, "again.conf"))).WithTimeout(30 * time.Second).Should(Equal(want))
+		for _, f := range []string{"upstreams.conf", "again.conf"} {
+			text, _ := read(filepath.Join(site, f))()
+			Expect(text).NotTo(Or(ContainSubstring("include"), ContainSubstring("evil"), ContainSubstring("10.0.0.9"), ContainSubstring("10.0.0.8")))
+		}
+		// Each refusal is logged once, with its reason, although the run
+		// looked the entries up twice.
+		out := string(logs.Contents())
+		for subject, reason := range map[string]string{
+			claim.PublisherSubject(evil.PublicKey()): "claims host web1 but is signed by " + evil.PublicKey(),
+			badAddr:                                  "must be an IP address or an RFC 1123 host name",
+			badAnn:                                   "annotation host: the value holds the control character",
+		} {
+			Expect(strings.Count(out, "subject="+subject)).To(Equal(1), subject)
+			Expect(out).To(ContainSubstring(reason))
+		}
+	})
+
 	It("registers a signed bundle's service only when the signer's registration.services lists it, auditing the refusal", func() {
-		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar("web1"), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
 		var err error
 		h.obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "ccm-manifests"})
 		Expect(err).NotTo(HaveOccurred())
@@ -199,13 +264,13 @@ var _ = Describe("Registration", func() {
 
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1"}))
 		Eventually(h.auditLines).Should(And(ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`)))
-		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "*", "*", "db", "*")
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, &registration.Trust{JS: js, Stream: registration.DefaultStream}, "*", "*", "db", "*")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recs).To(BeEmpty())
 	})
 
 	It("judges a local manifest's registrations with the policy's own registration.services, refusing an unlisted service clearly and auditing it", func() {
-		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar("web1"), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
 		healthy := filepath.Join(h.dir, "healthy")
 		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
 		m := filepath.Join(h.dir, "web.yaml")
@@ -217,13 +282,13 @@ var _ = Describe("Registration", func() {
 		Eventually(query).WithTimeout(30 * time.Second).Should(Equal([]string{"10.0.0.1:80 web1"}))
 		Eventually(h.auditLines).Should(And(ContainSubstring(`"decision":"forbidden"`), ContainSubstring(`"value":"db"`),
 			ContainSubstring(`registration of service \"db\" by file#`+filepath.Join(h.dir, "db")+` refused: the service is not listed (registration.services [web])`)))
-		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "*", "*", "db", "*")
+		recs, _, err := registration.Query(ctx, js, registration.DefaultStream, &registration.Trust{JS: js, Stream: registration.DefaultStream}, "*", "*", "db", "*")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recs).To(BeEmpty())
 	})
 
 	It("registers nothing from a local manifest when the policy has no registration.services", func() {
-		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar(), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
+		h := &harness{dir: GinkgoT().TempDir(), js: js, registrar: registrar("web1"), facts: map[string]any{"identity": "web1", "ip": "10.0.0.1"}}
 		healthy := filepath.Join(h.dir, "healthy")
 		Expect(os.WriteFile(healthy, nil, 0o600)).To(Succeed())
 		m := filepath.Join(h.dir, "web.yaml")

@@ -176,7 +176,7 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool, trigger string) 
 			return 0
 		}
 		opts.Guard = func(p *engine.Prepared) error {
-			if d, refused := policy.FirstRefusal(s.CheckResource(p, a.resolver)); refused {
+			if d, refused := policy.FirstRefusal(s.Arm(p, a.resolver)); refused {
 				refusal = &d
 				return fmt.Errorf("%w: %s", ErrRefused, s.RefusalMessage(p.Type.Name()+"#"+p.Name(), d))
 			}

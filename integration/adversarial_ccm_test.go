@@ -173,7 +173,7 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		cancel()
 		Expect(err).To(HaveOccurred())
 		Eventually(errs).WithTimeout(10 * time.Second).Should(Receive(MatchError(ContainSubstring("Permissions Violation for Publish to \"" + dbMsg.Subject))))
-		dbRecs, _, err := registration.Query(ctx, ajs, registration.DefaultStream, "", "", "db", "")
+		dbRecs, _, err := registration.Query(ctx, ajs, registration.DefaultStream, &registration.Trust{JS: ajs, Stream: registration.DefaultStream}, "", "", "db", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(dbRecs).To(BeEmpty())
 
@@ -201,7 +201,7 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		err = own.Purge(pctx)
 		cancel()
 		Expect(err).To(HaveOccurred())
-		recs, _, err := registration.Query(ctx, ajs, registration.DefaultStream, "", "", "", "")
+		recs, _, err := registration.Query(ctx, ajs, registration.DefaultStream, &registration.Trust{JS: ajs, Stream: registration.DefaultStream}, "", "", "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recs).To(HaveLen(1))
 		Expect(recs[0].Host).To(Equal("web1"))
@@ -277,7 +277,7 @@ var _ = Describe("Adversarial: CCM agent, bundles and registration", func() {
 		// The entry without a secret is published; the other is refused.
 		Eventually(agent.Err).WithTimeout(60 * time.Second).Should(gbytes.Say("registration would publish sensitive data"))
 		Eventually(func() []string {
-			recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
+			recs, _, err := registration.Query(ctx, js, registration.DefaultStream, &registration.Trust{JS: js, Stream: registration.DefaultStream}, "", "", "", "")
 			Expect(err).NotTo(HaveOccurred())
 			var out []string
 			for _, r := range recs {

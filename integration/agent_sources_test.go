@@ -100,4 +100,25 @@ var _ = Describe("Manifest sources in ccm-agent run", func() {
 		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_requests_total\{code="",outcome="executed"\} 2$`))
 		Expect(metricSum(page, "choria_ccm_agent_apply_duration_seconds_count", `manifest="`+site+`"`)).To(BeNumerically("==", 1))
 	})
+
+	It("registers a source's entry naming its identity, signed by the key the node registry holds for it, which registration query trusts", func() {
+		dir := GinkgoT().TempDir()
+		const identity = "sources-reg"
+		ops := newSigningKey(dir, "ops")
+		pol := policyFile(dir, signerEntry("ops", ops.pub, "file"))
+		Expect(os.WriteFile(pol, append([]byte("registration:\n  services: [web]\n"), must(os.ReadFile(pol))...), 0o600)).To(Succeed())
+		b := brokertest.Start(GinkgoT())
+		url := b.ClientURL()
+		code, _, errOut := runOrch("history", "init", "--server", url)
+		Expect(code).To(Equal(0), errOut)
+		site := filepath.Join(dir, "site.yaml")
+		Expect(os.WriteFile(site, []byte(ccmFileManifest(filepath.Join(dir, "served"), "served\n", "")+webRegistration("10.0.0.1", "")), 0o644)).To(Succeed())
+		cfg := filepath.Join(dir, "agent.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "sources:\n  interval: 1h\n  manifests: [%s]\n  registration: jetstream\n", site), 0o644)).To(Succeed())
+		startProcess(ccmAgentBin(), "run", "--config", cfg, "--server", url, "--identity", identity, "--policy", pol, "--state-dir", filepath.Join(dir, "state"))
+		Eventually(func() string {
+			_, out, _ := runOrch("registration", "query", "production", "http", "web", "--json", "--server", url)
+			return out
+		}).WithTimeout(60 * time.Second).Should(And(ContainSubstring(`"host": "`+identity+`"`), ContainSubstring(`"trust": "node registry"`)))
+	})
 })

@@ -3,7 +3,6 @@ package manifest
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -31,13 +30,11 @@ func (m *Manifest) hasApply() bool {
 	return false
 }
 
-// applyChild runs the child manifest of the apply resource p: loaded from
-// its path relative to this manifest's directory, its data resolved as its
-// own and the resource's data merged over it (the run's own Data still
-// winning), in noop or health-check mode when the parent run or the
-// resource asks. Its events come first in the report; the apply resource's
-// own event counts them and fails when any of them failed.
-func (r *runner) applyChild(ctx context.Context, p *engine.Prepared) *protocol.TransactionEvent {
+// applyChild runs the child manifest of the apply resource p (the i-th of
+// the run), prepared with the parent before anything ran. Its events come
+// first in the report; the apply resource's own event counts them and
+// fails when any of them failed, or when the child could not be prepared.
+func (r *runner) applyChild(ctx context.Context, i int, p *engine.Prepared) *protocol.TransactionEvent {
 	start := time.Now()
 	props := p.Properties.(*applytype.Properties)
 	c := props.Common()
@@ -55,32 +52,11 @@ func (r *runner) applyChild(ctx context.Context, p *engine.Prepared) *protocol.T
 		return ev
 	}
 
-	depth := applyDepth(ctx) + 1
-	if depth > applytype.MaxDepth {
-		return fail(fmt.Errorf("apply %s: %w: more than %d levels", c.Name, applytype.ErrTooDeep, applytype.MaxDepth))
+	if err := r.pr.childErr[i]; err != nil {
+		return fail(err)
 	}
-	path := applytype.ChildPath(c.Name, r.dir)
-	child, err := Load(path)
-	if err != nil {
-		return fail(fmt.Errorf("apply %s: %w", c.Name, err))
-	}
-	if !props.NestedAllowed() && child.hasApply() {
-		return fail(fmt.Errorf("apply %s: %w: allow_apply is false and the child manifest holds apply resources", c.Name, applytype.ErrNestedApply))
-	}
-
-	opts := r.opts
-	opts.Noop = noop
-	opts.MonitorOnly = r.opts.MonitorOnly || props.HealthCheckOnly
-	opts.OnStart = nil
-	opts.Data = maps.Clone(props.Data)
-	if opts.Data == nil {
-		opts.Data = map[string]any{}
-	}
-	maps.Copy(opts.Data, r.opts.Data)
-	rep, err := Run(context.WithValue(ctx, applyDepthKey{}, depth), r.eng, child, opts)
-	if err != nil {
-		return fail(fmt.Errorf("apply %s: %w", c.Name, err))
-	}
+	child := r.pr.children[i]
+	rep := child.run(context.WithValue(ctx, applyDepthKey{}, child.depth), time.Now())
 	r.all = append(r.all, rep.Events...)
 
 	state := &protocol.ApplyState{CommonState: protocol.NewCommonState(protocol.TypeApply, c.Name, applytype.EnsurePresent), ResourceCount: len(rep.Events)}

@@ -180,18 +180,30 @@ ccm:
 		Expect(filepath.Join(dir, "vendor-ran")).ToNot(BeAnExistingFile())
 	})
 
-	It("judges the child's resources with the run's guard: a refused one fails the apply and nothing of the child runs", func() {
+	// Issue 39, finding 7: a child was judged only when it ran, so a
+	// manifest whose child the policy refuses ran in part (the parent's
+	// resources before the apply) and answered failed. Children are now
+	// read, rendered and judged with the parent before anything runs.
+	It("judges every child's resources with the run's guard before anything runs: a refused one refuses the whole manifest", func() {
 		write("child/manifest.yaml", `
 ccm:
   resources:
     - file:
         - DIR/child-file: {content: "guard-canary-3f", owner: root, group: root, mode: "0644"}
+    - apply:
+        - grandchild/manifest.yaml: {}
+`)
+		write("child/grandchild/manifest.yaml", `
+ccm:
+  resources:
     - exec:
         - "/bin/sh -c 'echo guard-canary-3f > DIR/child-exec'": {}
 `)
 		parent := write("manifest.yaml", `
 ccm:
   resources:
+    - file:
+        - DIR/parent-file: {content: "guard-canary-3f", owner: root, group: root, mode: "0644"}
     - apply:
         - child/manifest.yaml: {}
 `)
@@ -203,13 +215,52 @@ ccm:
 			}
 			return nil
 		}
-		rep := run(parent, manifest.RunOptions{Guard: guard})
-		Expect(judged).To(ContainElements("apply#child/manifest.yaml", "file#"+dir+"/child-file", ContainSubstring("exec#")))
-		Expect(rep.Events).To(HaveLen(1))
-		Expect(rep.Events[0].Failed).To(BeTrue())
-		Expect(rep.Events[0].Errors).To(ContainElement(ContainSubstring("exec is not allowed")))
-		Expect(filepath.Join(dir, "child-file")).ToNot(BeAnExistingFile())
-		Expect(filepath.Join(dir, "child-exec")).ToNot(BeAnExistingFile())
+		m, err := manifest.Load(parent)
+		Expect(err).ToNot(HaveOccurred())
+		var events int
+		rep, err := manifest.Run(GinkgoT().Context(), realEngine(), m, manifest.RunOptions{Guard: guard,
+			OnEvent: func(*protocol.TransactionEvent) { events++ }})
+		Expect(err).To(MatchError(resources.ErrForbidden))
+		Expect(err.Error()).To(And(ContainSubstring("apply#child/manifest.yaml"), ContainSubstring("apply grandchild/manifest.yaml"),
+			ContainSubstring("exec is not allowed")))
+		Expect(rep).To(BeNil())
+		Expect(events).To(BeZero())
+		Expect(judged).To(ContainElements("file#"+dir+"/parent-file", "apply#child/manifest.yaml", "file#"+dir+"/child-file", ContainSubstring("exec#")))
+		for _, f := range []string{"parent-file", "child-file", "child-exec"} {
+			Expect(filepath.Join(dir, f)).ToNot(BeAnExistingFile(), f)
+		}
+	})
+
+	It("runs the child as it was read and judged, and refuses a child path that a file resource of the same manifest writes", func() {
+		child := write("child/manifest.yaml", `
+ccm:
+  resources:
+    - file:
+        - DIR/child-file: {content: "judged", owner: root, group: root, mode: "0644"}
+`)
+		parent := write("manifest.yaml", `
+ccm:
+  resources:
+    - file:
+        - `+child+`:
+            content: |
+              ccm:
+                resources:
+                  - exec:
+                      - "/bin/touch `+dir+`/swapped-canary": {}
+            owner: root
+            group: root
+            mode: "0644"
+    - apply:
+        - child/manifest.yaml: {}
+`)
+		m, err := manifest.Load(parent)
+		Expect(err).ToNot(HaveOccurred())
+		_, err = manifest.Run(GinkgoT().Context(), realEngine(), m, manifest.RunOptions{})
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(err.Error()).To(ContainSubstring("the child manifest " + child + " is written by file#" + child + " of the same manifest"))
+		Expect(filepath.Join(dir, "swapped-canary")).ToNot(BeAnExistingFile())
+		Expect(read("child/manifest.yaml")).To(ContainSubstring("judged"), "nothing ran, so the child was not rewritten")
 	})
 
 	It("stops recursion after ten levels", func() {

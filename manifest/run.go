@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/applytype"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -73,50 +76,160 @@ func Summarize(events []*protocol.TransactionEvent, took time.Duration) Summary 
 // failures are in the events.
 func Run(ctx context.Context, eng *engine.Engine, m *Manifest, opts RunOptions) (*Report, error) {
 	start := time.Now()
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	pr, err := prepareRun(eng, m, opts, applyDepth(ctx))
+	if err != nil {
+		return nil, err
 	}
+	return pr.run(ctx, start), nil
+}
+
+// preparedRun is a manifest ready to run: every resource prepared (and so
+// judged by the run's Guard), every reference checked, and the same done
+// for the child manifest of every apply resource it manages, recursively,
+// before anything of it runs. The child manifests are read once: what was
+// judged is what runs.
+type preparedRun struct {
+	m        *Manifest
+	opts     RunOptions
+	pl       *plan
+	sess     *engine.Session
+	prepared []*engine.Prepared
+	nodes    []refNode
+	idx      refIndex
+	depth    int
+	// children are the prepared child runs of the managed apply
+	// resources, by their index in prepared; childErr the reason one
+	// could not be prepared (read, nesting, templates, validation), which
+	// fails that apply resource when it runs. A refusal by the Guard is
+	// never kept here: it refuses the whole run.
+	children map[int]*preparedRun
+	childErr map[int]error
+}
+
+// prepareRun prepares m and, recursively, the child manifests of its apply
+// resources. depth is how deeply m is nested in apply resources.
+func prepareRun(eng *engine.Engine, m *Manifest, opts RunOptions, depth int) (*preparedRun, error) {
 	pl, err := m.plan(opts)
 	if err != nil {
 		return nil, err
 	}
-	sess := eng.NewSession(engine.RunOptions{Noop: opts.Noop, MonitorOnly: opts.MonitorOnly, Env: pl.env, WorkingDir: m.workingDir, Guard: opts.Guard, Prepared: opts.Prepared, DiffLimit: opts.DiffLimit})
-	prepared := make([]*engine.Prepared, len(pl.specs))
-	nodes := make([]refNode, len(pl.specs))
+	pr := &preparedRun{m: m, opts: opts, pl: pl, depth: depth,
+		sess:     eng.NewSession(engine.RunOptions{Noop: opts.Noop, MonitorOnly: opts.MonitorOnly, Env: pl.env, WorkingDir: m.workingDir, Guard: opts.Guard, Prepared: opts.Prepared, DiffLimit: opts.DiffLimit}),
+		prepared: make([]*engine.Prepared, len(pl.specs)),
+		nodes:    make([]refNode, len(pl.specs)),
+	}
 	reg := eng.Registry()
 	for i, ps := range pl.specs {
-		p, err := sess.Prepare(ps.spec(reg))
+		p, err := pr.sess.Prepare(ps.spec(reg))
 		if err != nil {
 			return nil, prepareError(ps, err)
 		}
-		prepared[i] = p
-		nodes[i] = nodeFromPrepared(ps.entry.index, p)
+		pr.prepared[i] = p
+		pr.nodes[i] = nodeFromPrepared(ps.entry.index, p)
 	}
-	idx, err := checkRefs(nodes)
-	if err != nil {
+	if pr.idx, err = checkRefs(pr.nodes); err != nil {
 		return nil, err
 	}
-	if opts.OnStart != nil {
-		opts.OnStart(pl.pre)
-	}
+	return pr, pr.prepareChildren(eng)
+}
 
-	r := &runner{sess: sess, noop: opts.Noop, failOnError: m.failOnError, idx: idx, log: log, eng: eng, opts: opts, dir: m.workingDir}
-	rep := &Report{PreMessage: pl.pre, Events: make([]*protocol.TransactionEvent, 0, len(prepared))}
-	for i, p := range prepared {
-		ev := r.apply(ctx, p, nodes[i])
+// prepareChildren prepares the child manifest of every managed apply
+// resource of pr. A child that the policy refuses refuses pr whole; a child
+// whose path a file resource of pr writes is refused too, since the file
+// judged would not be the file run.
+func (pr *preparedRun) prepareChildren(eng *engine.Engine) error {
+	written := map[string]string{}
+	for _, p := range pr.prepared {
+		if p.Type.Name() == protocol.TypeFile && p.Managed {
+			written[filepath.Clean(p.Name())] = p.Ref()
+		}
+	}
+	for i, p := range pr.prepared {
+		if p.Type.Name() != protocol.TypeApply || !p.Managed {
+			continue
+		}
+		props := p.Properties.(*applytype.Properties)
+		path := filepath.Clean(applytype.ChildPath(props.Common().Name, pr.m.workingDir))
+		if ref, ok := written[path]; ok {
+			return invalidWith(resources.ErrInvalid, "%s: the child manifest %s is written by %s of the same manifest, so it would not be the manifest that was checked", p.Ref(), path, ref)
+		}
+		child, err := pr.prepareChild(eng, props, path)
+		switch {
+		case errors.Is(err, resources.ErrForbidden):
+			return fmt.Errorf("%s: %w", p.Ref(), err)
+		case err != nil:
+			if pr.childErr == nil {
+				pr.childErr = map[int]error{}
+			}
+			pr.childErr[i] = err
+		default:
+			if pr.children == nil {
+				pr.children = map[int]*preparedRun{}
+			}
+			pr.children[i] = child
+		}
+	}
+	return nil
+}
+
+// prepareChild reads and prepares the child manifest at path of the apply
+// resource props: its data resolved as its own and the resource's data
+// merged over it (the run's own Data still winning), in noop or
+// health-check mode when the parent run or the resource asks.
+func (pr *preparedRun) prepareChild(eng *engine.Engine, props *applytype.Properties, path string) (*preparedRun, error) {
+	c := props.Common()
+	depth := pr.depth + 1
+	if depth > applytype.MaxDepth {
+		return nil, fmt.Errorf("apply %s: %w: more than %d levels", c.Name, applytype.ErrTooDeep, applytype.MaxDepth)
+	}
+	child, err := Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", c.Name, err)
+	}
+	if !props.NestedAllowed() && child.hasApply() {
+		return nil, fmt.Errorf("apply %s: %w: allow_apply is false and the child manifest holds apply resources", c.Name, applytype.ErrNestedApply)
+	}
+	opts := pr.opts
+	opts.Noop = pr.opts.Noop || props.Noop
+	opts.MonitorOnly = pr.opts.MonitorOnly || props.HealthCheckOnly
+	opts.OnStart = nil
+	opts.Data = maps.Clone(props.Data)
+	if opts.Data == nil {
+		opts.Data = map[string]any{}
+	}
+	maps.Copy(opts.Data, pr.opts.Data)
+	cr, err := prepareRun(eng, child, opts, depth)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", c.Name, err)
+	}
+	return cr, nil
+}
+
+// run applies the prepared resources in order and returns the report.
+func (pr *preparedRun) run(ctx context.Context, start time.Time) *Report {
+	log := pr.opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if pr.opts.OnStart != nil {
+		pr.opts.OnStart(pr.pl.pre)
+	}
+	r := &runner{pr: pr, sess: pr.sess, noop: pr.opts.Noop, failOnError: pr.m.failOnError, idx: pr.idx, log: log}
+	rep := &Report{PreMessage: pr.pl.pre, Events: make([]*protocol.TransactionEvent, 0, len(pr.prepared))}
+	for i, p := range pr.prepared {
+		ev := r.apply(ctx, i, p, pr.nodes[i])
 		r.events = append(r.events, ev)
 		r.all = append(r.all, ev)
-		if opts.OnEvent != nil {
-			opts.OnEvent(ev)
+		if pr.opts.OnEvent != nil {
+			pr.opts.OnEvent(ev)
 		}
 	}
 	rep.Events = r.all
 	rep.Summary = Summarize(rep.Events, time.Since(start))
 	if rep.Summary.Failed == 0 {
-		rep.PostMessage = pl.post
+		rep.PostMessage = pr.pl.post
 	}
-	return rep, nil
+	return rep
 }
 
 // prepareError names the resource (and its item) in an engine validation
@@ -141,15 +254,13 @@ type runner struct {
 	// all are the events of the report: events, each apply resource's
 	// after those of its child manifest.
 	all []*protocol.TransactionEvent
-	// eng, opts and dir run child manifests of apply resources.
-	eng  *engine.Engine
-	opts RunOptions
-	dir  string
+	// pr is the prepared run, with the child runs of apply resources.
+	pr *preparedRun
 	// failed is the ref of the first failed resource, "" while none failed.
 	failed string
 }
 
-func (r *runner) apply(ctx context.Context, p *engine.Prepared, n refNode) *protocol.TransactionEvent {
+func (r *runner) apply(ctx context.Context, i int, p *engine.Prepared, n refNode) *protocol.TransactionEvent {
 	log := r.log.With("resource", p.Ref())
 	if r.failOnError && r.failed != "" {
 		log.Info("not applied: fail_on_error", "failed", r.failed)
@@ -165,7 +276,7 @@ func (r *runner) apply(ctx context.Context, p *engine.Prepared, n refNode) *prot
 	triggers := r.triggers(n.subscribe)
 	var ev *protocol.TransactionEvent
 	if p.Type.Name() == protocol.TypeApply && p.Managed {
-		ev = r.applyChild(ctx, p)
+		ev = r.applyChild(ctx, i, p)
 	} else {
 		ev = r.sess.Apply(ctx, p, engine.ApplyOptions{Refresh: len(triggers) > 0})
 	}

@@ -4,12 +4,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // Entry limits.
@@ -34,7 +38,8 @@ type Entry struct {
 	Cluster  string `json:"cluster" yaml:"cluster"`
 	Service  string `json:"service" yaml:"service"`
 	Protocol string `json:"protocol" yaml:"protocol"`
-	// Address is the endpoint's IP address or host name.
+	// Address is the endpoint's IP address or RFC 1123 host name (see
+	// ValidAddress).
 	Address string `json:"address" yaml:"address"`
 	// Port is between 1 and 65535; 0 when the entry has none.
 	Port int `json:"port,omitempty" yaml:"port,omitempty"`
@@ -43,11 +48,12 @@ type Entry struct {
 	// TTL is how long the entry lives after its last publication: a
 	// duration ("10m", "1h") or "never"; empty publishes without one.
 	TTL string `json:"ttl,omitempty" yaml:"ttl,omitempty"`
-	// Annotations are free key/value metadata.
+	// Annotations are key/value metadata (see ValidAnnotation).
 	Annotations map[string]string `json:"annotations,omitempty" yaml:"annotations,omitempty"`
 	// Host is the identity of the host that published the entry, set by
-	// the publishing agent (informational: readers trust the entry for
-	// the key that signed it, see Record.Signer).
+	// the publishing agent. Readers accept the entry only when its signer
+	// is the key they trust for this host (see Trust): in a Record it is
+	// the verified host.
 	Host string `json:"host,omitempty" yaml:"host,omitempty"`
 }
 
@@ -62,8 +68,8 @@ func (e *Entry) Validate() error {
 			return bad("%s %.60q must match [a-zA-Z][a-zA-Z0-9_-]*", f.name, f.value)
 		}
 	}
-	if e.Address == "" || len(e.Address) > MaxFieldLength || strings.ContainsAny(e.Address, "*>_ \t\r\n") || strings.ContainsFunc(e.Address, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		return bad("address %.60q must be an IP address or host name", e.Address)
+	if err := ValidAddress(e.Address); err != nil {
+		return bad("address %.60q %v", e.Address, err)
 	}
 	if e.Port < 0 || e.Port > 65535 {
 		return bad("port %d must be between 1 and 65535", e.Port)
@@ -71,8 +77,10 @@ func (e *Entry) Validate() error {
 	if e.Priority < 1 || e.Priority > 255 {
 		return bad("priority %d must be between 1 and 255", e.Priority)
 	}
-	if len(e.Host) > MaxFieldLength || strings.ContainsFunc(e.Host, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return bad("host %.60q must be at most %d printable bytes", e.Host, MaxFieldLength)
+	if e.Host != "" {
+		if err := protocol.ValidateIdentity(e.Host); err != nil {
+			return bad("host: %v", err)
+		}
 	}
 	if _, err := e.TTLDuration(); err != nil {
 		return bad("ttl %.40q: %v", e.TTL, err)
@@ -80,9 +88,9 @@ func (e *Entry) Validate() error {
 	if len(e.Annotations) > MaxAnnotations {
 		return bad("%d annotations, the limit is %d", len(e.Annotations), MaxAnnotations)
 	}
-	for k, v := range e.Annotations {
-		if k == "" || len(k) > MaxFieldLength || len(v) > MaxFieldLength {
-			return bad("annotation %.60q: keys must be non-empty, keys and values at most %d bytes", k, MaxFieldLength)
+	for _, k := range slices.Sorted(maps.Keys(e.Annotations)) {
+		if err := ValidAnnotation(k, e.Annotations[k]); err != nil {
+			return bad("annotations: %v", err)
 		}
 	}
 	return nil

@@ -19,7 +19,13 @@ import (
 )
 
 func web(addr, ttl string) *registration.Entry {
-	return &registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: addr, Port: 80, Priority: 10, TTL: ttl}
+	return &registration.Entry{Cluster: "production", Service: "web", Protocol: "http", Address: addr, Port: 80, Priority: 10, TTL: ttl, Host: "web1"}
+}
+
+func hostWeb(addr, host string) *registration.Entry {
+	e := web(addr, "1h")
+	e.Host = host
+	return e
 }
 
 func must(kp nkeys.KeyPair, err error) nkeys.KeyPair {
@@ -65,6 +71,7 @@ var _ = Describe("Stream", func() {
 	var (
 		js     jetstream.JetStream
 		signer *protocol.KeySigner
+		trust  *registration.Trust
 		ctx    = context.Background()
 	)
 	BeforeEach(func() {
@@ -82,6 +89,8 @@ var _ = Describe("Stream", func() {
 		kp, _ := nkeys.CreateUser()
 		signer, err = protocol.NewKeySigner(kp)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(registration.BindHost(ctx, js, registration.DefaultStream, "web1", signer)).To(Succeed())
+		trust = &registration.Trust{JS: js, Stream: registration.DefaultStream}
 	})
 
 	It("keeps one entry per endpoint, drops one when its TTL passes, and withdraws one at once", func() {
@@ -89,28 +98,28 @@ var _ = Describe("Stream", func() {
 		Expect(registration.Publish(ctx, js, web("10.0.0.2", "1h"), signer)).To(Succeed())
 		Expect(registration.Publish(ctx, js, web("10.0.0.3", "2s"), signer)).To(Succeed())
 		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
-		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, trust, "production", "http", "web", "*")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(skipped).To(BeEmpty())
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
 		Expect(recs[0].Signer).To(Equal(signer.PublicKey()))
 
 		Eventually(func() []string {
-			recs, _, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+			recs, _, err := registration.Query(ctx, js, registration.DefaultStream, trust, "production", "http", "web", "*")
 			Expect(err).NotTo(HaveOccurred())
 			return addresses(recs)
 		}).WithTimeout(15 * time.Second).Should(Equal([]string{"10.0.0.1", "10.0.0.2"}))
 
 		Expect(registration.Withdraw(ctx, js, web("10.0.0.2", "1h"), signer)).To(Succeed())
-		recs, _, err = registration.Query(ctx, js, registration.DefaultStream, "*", "*", "*", "*")
+		recs, _, err = registration.Query(ctx, js, registration.DefaultStream, trust, "*", "*", "*", "*")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
 	})
 
 	It("refuses a filter that would reach past its subject token", func() {
-		_, _, err := registration.Query(ctx, js, registration.DefaultStream, "production.>", "", "", "")
+		_, _, err := registration.Query(ctx, js, registration.DefaultStream, trust, "production.>", "", "", "")
 		Expect(err).To(MatchError(registration.ErrInvalid))
-		_, _, err = registration.Query(ctx, js, registration.DefaultStream, "", "", "", "10.0.*")
+		_, _, err = registration.Query(ctx, js, registration.DefaultStream, trust, "", "", "", "10.0.*")
 		Expect(err).To(MatchError(registration.ErrInvalid))
 		var fe *registration.FilterError
 		Expect(errors.As(err, &fe)).To(BeTrue(), "a refused filter is a *FilterError")
@@ -124,7 +133,7 @@ var _ = Describe("Stream", func() {
 		forged := web("10.6.6.6", "1h")
 		_, err := js.Publish(ctx, forged.PublisherSubject(signer.PublicKey()), []byte(`{"cluster":"production","service":"web","protocol":"http","address":"10.6.6.6","port":80,"priority":1}`))
 		Expect(err).NotTo(HaveOccurred())
-		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
+		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, trust, "", "", "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
 		Expect(skipped).To(ConsistOf(registration.Skipped{Subject: forged.PublisherSubject(signer.PublicKey()), Reason: "not signed"}))
@@ -142,7 +151,7 @@ var _ = Describe("Stream", func() {
 		_, err = js.PublishMsg(ctx, msg)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(registration.Publish(ctx, js, web("10.0.0.1", "1h"), signer)).To(Succeed())
-		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "", "", "", "")
+		recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, trust, "", "", "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(addresses(recs)).To(Equal([]string{"10.0.0.1"}))
 		Expect(skipped).To(HaveLen(1))
@@ -156,7 +165,8 @@ var _ = Describe("Stream", func() {
 			s, err := protocol.NewKeySigner(must(nkeys.CreateUser()))
 			Expect(err).NotTo(HaveOccurred())
 			signers[i] = s
-			Expect(registration.Publish(ctx, js, web(fmt.Sprintf("10.0.0.%d", i+1), "1h"), s)).To(Succeed())
+			Expect(registration.BindHost(ctx, js, registration.DefaultStream, fmt.Sprintf("lb%d", i+1), s)).To(Succeed())
+			Expect(registration.Publish(ctx, js, hostWeb(fmt.Sprintf("10.0.0.%d", i+1), fmt.Sprintf("lb%d", i+1)), s)).To(Succeed())
 		}
 		// Agents publish their entries again at every run (every second
 		// with a health check interval of 1s); a consumer delivering the
@@ -167,12 +177,12 @@ var _ = Describe("Stream", func() {
 		go func() {
 			defer close(done)
 			for i := 0; pctx.Err() == nil; i++ {
-				_ = registration.Publish(pctx, js, web(fmt.Sprintf("10.0.0.%d", i%3+1), "1h"), signers[i%3])
+				_ = registration.Publish(pctx, js, hostWeb(fmt.Sprintf("10.0.0.%d", i%3+1), fmt.Sprintf("lb%d", i%3+1)), signers[i%3])
 			}
 		}()
 		DeferCleanup(func() { stop(); <-done })
 		for range 20 {
-			recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, "production", "http", "web", "*")
+			recs, skipped, err := registration.Query(ctx, js, registration.DefaultStream, trust, "production", "http", "web", "*")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(skipped).To(BeEmpty())
 			Expect(addresses(recs)).To(Equal([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
@@ -187,7 +197,7 @@ var _ = Describe("Stream", func() {
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- registration.Watch(wctx, js, registration.DefaultStream, "production", "", "", "", func(ev registration.Event) error {
+			done <- registration.Watch(wctx, js, registration.DefaultStream, trust, "production", "", "", "", func(ev registration.Event) error {
 				mu.Lock()
 				defer mu.Unlock()
 				events = append(events, ev)

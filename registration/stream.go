@@ -99,6 +99,9 @@ func NewMsg(e *Entry, signer *protocol.KeySigner) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if len(body) > MaxEntryBytes {
+		return nil, fmt.Errorf("%w: the entry is %d bytes encoded, the limit is %d: fewer or shorter annotations", ErrInvalid, len(body), MaxEntryBytes)
+	}
 	msg := nats.NewMsg(e.PublisherSubject(signer.PublicKey()))
 	msg.Data = body
 	for k, v := range signer.Header(body) {
@@ -143,9 +146,13 @@ func Remove(ctx context.Context, js jetstream.JetStream, stream string, e *Entry
 // Record is an entry as kept, with who published it.
 type Record struct {
 	Entry
-	// Signer is the publisher's public key: its signature verified and it
-	// is the key the entry's subject names.
+	// Signer is the publisher's public key: its signature verified, it
+	// is the key the entry's subject names, and it is the key the reader
+	// trusts for the entry's Host.
 	Signer string `json:"signer"`
+	// Trust says why Signer is trusted for Host: TrustPolicy,
+	// TrustRegistry or TrustBinding.
+	Trust string `json:"trust"`
 	// Published is when the entry was last published.
 	Published time.Time `json:"published"`
 }
@@ -156,13 +163,20 @@ type Skipped struct {
 	Reason  string `json:"reason"`
 }
 
-// Query returns the entries matching the filter whose signatures verify
-// and were made by the key their subject names, sorted by cluster,
-// protocol, service, address and port, and the entries it dropped
-// (unsigned, a bad signature, signed by another key than the one the
-// subject names, malformed). Withdrawn entries and expiry markers are
-// neither.
-func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protocolName, service, address string) (recs []Record, skipped []Skipped, err error) {
+// ErrNoTrust is returned by a reader given no Trust.
+var ErrNoTrust = errors.New("registration: a reader needs a Trust naming the keys it accepts")
+
+// Query returns the entries matching the filter whose signatures verify,
+// were made by the key their subject names and by the key trust holds
+// for the host they name, and that validate, sorted by cluster,
+// protocol, service, address and port; and the entries it dropped, each
+// with the reason (unsigned, a bad signature, signed by another key than
+// the one the subject names or than the host's, malformed, invalid).
+// Withdrawn entries and expiry markers are neither.
+func Query(ctx context.Context, js jetstream.JetStream, stream string, trust *Trust, cluster, protocolName, service, address string) (recs []Record, skipped []Skipped, err error) {
+	if trust == nil {
+		return nil, nil, ErrNoTrust
+	}
 	if err := ValidFilter(cluster, protocolName, service, address); err != nil {
 		return nil, nil, err
 	}
@@ -198,6 +212,9 @@ func Query(ctx context.Context, js jetstream.JetStream, stream, cluster, protoco
 			return nil, nil, fmt.Errorf("%w %s: %s: %w", ErrStream, stream, subj, err)
 		}
 		r, reason := decode(msg.Subject, msg.Header, msg.Data)
+		if reason == "" {
+			r.Trust, reason = trust.Check(ctx, r.Host, r.Signer)
+		}
 		switch {
 		case reason == reasonRemoved:
 		case reason != "":
@@ -276,8 +293,12 @@ type Event struct {
 }
 
 // Watch calls fn with every change to entries matching the filter from
-// now on, until ctx ends or fn returns an error.
-func Watch(ctx context.Context, js jetstream.JetStream, stream, cluster, protocolName, service, address string, fn func(Event) error) error {
+// now on, until ctx ends or fn returns an error. A publication is given
+// as a Record only when Query would return it (see trust).
+func Watch(ctx context.Context, js jetstream.JetStream, stream string, trust *Trust, cluster, protocolName, service, address string, fn func(Event) error) error {
+	if trust == nil {
+		return ErrNoTrust
+	}
 	if err := ValidFilter(cluster, protocolName, service, address); err != nil {
 		return err
 	}
@@ -299,6 +320,9 @@ func Watch(ctx context.Context, js jetstream.JetStream, stream, cluster, protoco
 		}
 		ev := Event{Subject: msg.Subject()}
 		r, reason := decode(msg.Subject(), msg.Headers(), msg.Data())
+		if reason == "" {
+			r.Trust, reason = trust.Check(ctx, r.Host, r.Signer)
+		}
 		switch {
 		case reason == reasonRemoved:
 			ev.Removed = msg.Headers().Get(headerMarkerReason)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 )
 
 // DefaultFetchTimeout bounds one fetch when the caller's context has no
@@ -120,6 +122,14 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, src *Source) (*Fetched, error) 
 	client := f.HTTP
 	if client == nil {
 		client = &http.Client{CheckRedirect: sameSchemeRedirects}
+	}
+	// The source is fetched as configured, but a redirect or a name that
+	// leads to a loopback, link-local or metadata address it does not
+	// name is refused, as are the hops the context's guards refuse.
+	guards := append(urlscope.Guards(ctx), urlscope.Configured(src.URL.String(), "source "+src.String()))
+	client, err := urlscope.Client(client, guards)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, src, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL.String(), nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nkeys"
@@ -250,6 +251,48 @@ var _ = Describe("Fetcher", func() {
 		_, err = f.Fetch(context.Background(), bad)
 		Expect(err).To(MatchError(sources.ErrFetch))
 		Expect(err.Error()).To(ContainSubstring("401"))
+	})
+
+	It("follows a redirect on the source's own host, and refuses one to a loopback or metadata address the source does not name (issue 39 finding 5)", func() {
+		var mu sync.Mutex
+		var otherHits int
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			otherHits++
+			mu.Unlock()
+			_, _ = w.Write([]byte("internal"))
+		}))
+		defer other.Close()
+		data := tarball(reg("manifest.yaml"), "ccm: {}")
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/moved.tar.gz":
+				http.Redirect(w, r, "/web.tar.gz", http.StatusFound)
+			case "/other.tar.gz":
+				http.Redirect(w, r, other.URL+"/admin", http.StatusFound)
+			case "/metadata.tar.gz":
+				http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+			default:
+				_, _ = w.Write(data)
+			}
+		}))
+		defer srv.Close()
+		fetch := func(path string) error {
+			src, err := sources.Parse(srv.URL + path)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = (&sources.Fetcher{}).Fetch(context.Background(), src)
+			return err
+		}
+		Expect(fetch("/moved.tar.gz")).To(Succeed())
+		err := fetch("/other.tar.gz")
+		Expect(err).To(MatchError(sources.ErrFetch))
+		Expect(err.Error()).To(ContainSubstring(`denied url "` + other.URL + `/admin" by net.urls (not set): 127.0.0.1 is a loopback address`))
+		err = fetch("/metadata.tar.gz")
+		Expect(err).To(MatchError(sources.ErrFetch))
+		Expect(err.Error()).To(ContainSubstring("a cloud metadata address"))
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(otherHits).To(BeZero())
 	})
 
 	It("refuses a body larger than MaxBundleBytes", func() {

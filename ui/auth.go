@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -39,6 +40,8 @@ type auth struct {
 	log      *slog.Logger
 	sessions *sessions
 	throttle *throttle
+	// proxies are the addresses whose X-Forwarded-For names the client.
+	proxies []netip.Prefix
 	// origin refuses login and logout forms posted from another site.
 	origin *http.CrossOriginProtection
 	next   http.Handler
@@ -52,6 +55,7 @@ func newAuth(opts Options, next http.Handler) *auth {
 		log:      opts.Log,
 		sessions: newSessions(opts.Now, opts.SessionIdle, opts.SessionLifetime, opts.MaxSessions),
 		throttle: newThrottle(opts.Now, opts.MaxLoginClients),
+		proxies:  opts.TrustedProxies,
 		origin:   http.NewCrossOriginProtection(),
 		next:     next,
 	}
@@ -120,7 +124,7 @@ func (a *auth) guard(w http.ResponseWriter, r *http.Request) {
 // attempt judges a token given by r's client, unless that client must
 // still wait after wrong tokens: then it returns how long.
 func (a *auth) attempt(r *http.Request, token string) (ok bool, wait time.Duration) {
-	client := clientOf(r)
+	client := clientOf(r, a.proxies)
 	ok, wait, failed := a.throttle.attempt(client, func() bool { return a.valid(token) })
 	if !ok && wait == 0 && failed > loginFreeFailures {
 		a.log.Warn("ui: wrong token; the client must wait before trying again",

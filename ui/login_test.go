@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -208,6 +209,35 @@ var _ = Describe("the dashboard's login", func() {
 				Expect(login(me, "wrong-token-wrong-token", "X-Forwarded-For", "198.51.100."+strconv.Itoa(i)).StatusCode).To(Equal(http.StatusUnauthorized))
 			}
 			Expect(login(me, token, "X-Forwarded-For", "198.51.100.200").StatusCode).To(Equal(http.StatusTooManyRequests))
+		})
+
+		// Issue 39, finding 10: behind a reverse proxy every client came
+		// from the proxy's address, so one client's wrong tokens locked
+		// every other client out. With the proxy trusted, its
+		// X-Forwarded-For names the client; nobody else's header is read.
+		It("throttles by X-Forwarded-For only for a trusted proxy, reading the header from the right", func() {
+			start(ui.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.128/25"), netip.MustParsePrefix("2001:db8:ff::/48")}})
+			const proxy = "192.0.2.130:443"
+			for range 6 {
+				Expect(login(proxy, "wrong-token-wrong-token", "X-Forwarded-For", "198.51.100.7").StatusCode).To(Equal(http.StatusUnauthorized))
+			}
+			Expect(login(proxy, token, "X-Forwarded-For", "198.51.100.7").StatusCode).To(Equal(http.StatusTooManyRequests), "the client that failed waits")
+			Expect(login(proxy, token, "X-Forwarded-For", "198.51.100.8").StatusCode).To(Equal(http.StatusSeeOther), "another client behind the same proxy does not")
+			Expect(login(proxy, token, "X-Forwarded-For", "198.51.100.7, 192.0.2.200").StatusCode).To(Equal(http.StatusTooManyRequests),
+				"a second trusted proxy on the path is skipped")
+			Expect(login(proxy, token, "X-Forwarded-For", "198.51.100.8, 198.51.100.7").StatusCode).To(Equal(http.StatusTooManyRequests),
+				"what the client wrote to the left of the nearest hop is not believed")
+			Expect(login("[2001:db8:ff::1]:443", token, "X-Forwarded-For", "198.51.100.7").StatusCode).To(Equal(http.StatusTooManyRequests),
+				"an IPv6 proxy in the list is trusted too")
+
+			const untrusted = "192.0.2.5:5000" // outside the trusted range
+			for i := range 6 {
+				Expect(login(untrusted, "wrong-token-wrong-token", "X-Forwarded-For", "198.51.100."+strconv.Itoa(50+i)).StatusCode).To(Equal(http.StatusUnauthorized))
+			}
+			Expect(login(untrusted, token, "X-Forwarded-For", "198.51.100.99").StatusCode).To(Equal(http.StatusTooManyRequests),
+				"an untrusted sender's header is not read: it is throttled by its own address")
+			Expect(login(proxy, token, "X-Forwarded-For", "not-an-address").StatusCode).To(Equal(http.StatusSeeOther),
+				"an unreadable header leaves the proxy's own address, which has no failures")
 		})
 
 		It("clears a client's record when it logs in, and forgets it an hour after its last wrong token", func() {

@@ -5,10 +5,12 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"github.com/ccm-fleet/ccm/registration"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -55,17 +57,24 @@ type Options struct {
 	// remembered for throttling; beyond it the one that failed longest
 	// ago is forgotten (default DefaultMaxLoginClients).
 	MaxLoginClients int
+	// TrustedProxies are the reverse proxies in front of the dashboard: a
+	// request from one of them is throttled by the client its
+	// X-Forwarded-For names, not by the proxy's address (which would make
+	// every client share one count). Nobody else's header is read.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the dashboard: an http.Handler over the fleet's registry and
 // history, kept up to date by Run.
 type Server struct {
-	js    jetstream.JetStream
-	fleet *fleet
-	opts  Options
-	pages map[string]*template.Template
-	mux   *http.ServeMux
-	hub   *hub
+	js jetstream.JetStream
+	// regTrust says whose registration entries the services page shows.
+	regTrust *registration.Trust
+	fleet    *fleet
+	opts     Options
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	hub      *hub
 	// metrics count the requests, and are served at /metrics.
 	metrics *metrics
 	// handler is mux, behind the token check when there is one.
@@ -92,7 +101,8 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	s := &Server{js: js, fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux()}
+	s := &Server{js: js, fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux(),
+		regTrust: &registration.Trust{JS: js, Stream: registration.DefaultStream, Registry: true}}
 	s.hub = newHub(s.fleet.stamp, opts.LiveInterval)
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err

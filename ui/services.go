@@ -102,7 +102,7 @@ func (s *Server) servicesData(r *http.Request) (servicesData, *pageError) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), servicesTimeout)
 	defer cancel()
-	recs, skipped, err := registration.Query(ctx, s.js, v.Stream, v.Cluster, v.Protocol, v.Service, "")
+	recs, skipped, err := registration.Query(ctx, s.js, v.Stream, s.regTrust, v.Cluster, v.Protocol, v.Service, "")
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		v.StreamExists = false

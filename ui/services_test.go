@@ -55,6 +55,9 @@ func registered(ctx context.Context, js jetstream.JetStream, hosts ...string) st
 	_, err := registration.EnsureStream(ctx, js, registration.DefaultStream, 1, time.Hour)
 	Expect(err).NotTo(HaveOccurred())
 	web1, web2, db1, other := newKeySigner(), newKeySigner(), newKeySigner(), newKeySigner()
+	for i, s := range []*protocol.KeySigner{web1, web2, db1} {
+		Expect(registration.BindHost(ctx, js, registration.DefaultStream, h[i], s)).To(Succeed())
+	}
 	for _, p := range []struct {
 		e *registration.Entry
 		s *protocol.KeySigner

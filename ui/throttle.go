@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
@@ -125,8 +126,13 @@ func loginDelay(count int) time.Duration {
 
 // clientOf names the client of r for throttling: its remote IP address
 // (an IPv6 address by its /64, which one machine usually holds whole).
-// Forwarding headers are not read: anyone could set them.
-func clientOf(r *http.Request) string {
+// X-Forwarded-For is read only when the remote address is one of the
+// trusted proxies: then the client is the right-most address of the header
+// that is not itself a trusted proxy (what the nearest proxy saw, since a
+// client can write anything to the left of it). A header that cannot be read
+// leaves the proxy's own address. Anyone else's forwarding headers are not
+// read: anyone could set them.
+func clientOf(r *http.Request, trusted []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -135,11 +141,46 @@ func clientOf(r *http.Request) string {
 	if err != nil {
 		return host
 	}
-	addr = addr.Unmap()
+	addr = addr.Unmap().WithZone("")
+	if isTrusted(addr, trusted) {
+		if fwd, ok := forwardedClient(r.Header.Values("X-Forwarded-For"), trusted); ok {
+			addr = fwd
+		}
+	}
 	if addr.Is6() {
-		if p, err := addr.WithZone("").Prefix(64); err == nil {
+		if p, err := addr.Prefix(64); err == nil {
 			return p.String()
 		}
 	}
 	return addr.String()
+}
+
+// forwardedClient reads X-Forwarded-For from the right: the first address
+// that is not a trusted proxy. A hop that is not an IP address ends the
+// search without an answer.
+func forwardedClient(headers []string, trusted []netip.Prefix) (netip.Addr, bool) {
+	var hops []string
+	for _, h := range headers {
+		hops = append(hops, strings.Split(h, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		a = a.Unmap().WithZone("")
+		if !isTrusted(a, trusted) {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

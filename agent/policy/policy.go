@@ -65,7 +65,7 @@ type Signer struct {
 	// stored itself (agents keep who that is per name).
 	AssignmentsAdmin bool `json:"assignments_admin" yaml:"assignments_admin"`
 	// Rules are the signer's scopes (hosts, exec, file, package,
-	// service), written beside allow: once one is set for a type, only
+	// service, net), written beside allow: once one is set for a type, only
 	// what it describes is allowed (see package scope).
 	scope.Rules
 	// Deny are rules of the same shapes that refuse what they describe,
@@ -203,6 +203,9 @@ func (s *Signer) validateRights(where string) error {
 	}
 	if err := s.Registration.validate(); err != nil {
 		return invalid("%s: %v", where, err)
+	}
+	if s.Registration != nil && len(s.Registration.Publishers) > 0 {
+		return invalid("%s: registration.publishers is the policy's own (top level), not a signer's", where)
 	}
 	return nil
 }

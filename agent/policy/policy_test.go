@@ -100,6 +100,15 @@ var _ = Describe("Policy", func() {
 		Entry("assignments_admin misspelt", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    assignment_admin: true\n"
 		}, `unknown key "assignment_admin"`),
+		Entry("a net.urls prefix with a password", func(o, _ string) string {
+			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [archive]\n    net:\n      urls: [\"https://u:pw@repo.example.com/\"]\n"
+		}, `signers[0] ops: net.urls[0] "https://u:pw@repo.example.com/": user information`),
+		Entry("net.urls misspelt", func(o, _ string) string {
+			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [archive]\n    net:\n      url: [\"https://repo.example.com/\"]\n"
+		}, `unknown key "url"`),
+		Entry("deny.net.urls for a signer without archive", func(o, _ string) string {
+			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    deny:\n      net:\n        urls: [\"http://10.0.0.1/\"]\n"
+		}, "signers[0] ops: deny.net: the signer is not allowed archive"),
 		Entry("assignments_admin of a noop_only signer", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    noop_only: true\n    assignments_admin: true\n"
 		}, "signers[0] ops: assignments_admin: true cannot go with noop_only: true"),

@@ -57,3 +57,21 @@ var _ = Describe("registration.services", func() {
 		Expect(err.Error()).To(ContainSubstring("registration.services[0]"))
 	})
 })
+
+var _ = Describe("registration.publishers", func() {
+	It("pins hosts' registration keys at the top level, and refuses them in a signer or malformed", func() {
+		kp, _ := nkeys.CreateUser()
+		pub, _ := kp.PublicKey()
+		p, err := policy.ParsePolicy(fmt.Appendf(nil, "registration:\n  services: [web]\n  publishers:\n    - {host: web1, public_key: %s}\n    - {host: web2.example.com, public_key: %s}\n", pub, pub))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.RegistrationPublishers()).To(Equal(map[string][]string{"web1": {pub}, "web2.example.com": {pub}}))
+		Expect((&policy.Policy{}).RegistrationPublishers()).To(BeNil())
+
+		_, err = policy.ParsePolicy(fmt.Appendf(nil, "signers:\n  - name: ops\n    public_key: %s\n    allow: [file]\n    registration:\n      services: [web]\n      publishers: [{host: web1, public_key: %s}]\n", pub, pub))
+		Expect(err).To(MatchError(ContainSubstring("registration.publishers is the policy's own (top level), not a signer's")))
+		_, err = policy.ParsePolicy(fmt.Appendf(nil, "registration:\n  services: [web]\n  publishers: [{host: \"web1;x\", public_key: %s}]\n", pub))
+		Expect(err).To(MatchError(ContainSubstring("registration.publishers[0].host")))
+		_, err = policy.ParsePolicy([]byte("registration:\n  services: [web]\n  publishers: [{host: web1, public_key: NOTAKEY}]\n"))
+		Expect(err).To(MatchError(ContainSubstring("registration.publishers[0].public_key")))
+	})
+})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ccm-fleet/ccm/agent/scope"
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/engine"
@@ -79,6 +80,23 @@ func (s *Signer) CheckResource(p *engine.Prepared, r scope.Resolver) []scope.Dec
 	}
 	r.WorkingDir = p.WorkingDir
 	return append(out, s.scope.Resource(r, p.Properties, provider)...)
+}
+
+// FetchGuard is the guard that judges what the signer's resources fetch
+// as they run: each URL, redirect hop and address dialled, by its
+// net.urls and deny.net.urls, or the default refusals without them.
+// CheckResource judges the URLs a resource declares by the same rules.
+func (s *Signer) FetchGuard() *urlscope.Guard { return s.scope.Fetch("signer " + s.Name) }
+
+// Arm judges one resource as CheckResource does and, when every decision
+// allows it, sets the guard of what it fetches as it runs (FetchGuard).
+// It returns the decisions.
+func (s *Signer) Arm(p *engine.Prepared, r scope.Resolver) []scope.Decision {
+	ds := s.CheckResource(p, r)
+	if _, refused := FirstRefusal(ds); !refused {
+		p.Fetch = append(p.Fetch, s.FetchGuard())
+	}
+	return ds
 }
 
 // commandWords names the commands a property holds, for messages:

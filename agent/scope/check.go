@@ -2,7 +2,10 @@ package scope
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
+
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/catalog"
@@ -74,7 +77,9 @@ func (s *Scope) Hosts(facts map[string]any) *Decision {
 // refused.
 func (s *Scope) Resource(r Resolver, props resources.Properties, provider string) []Decision {
 	if s == nil {
-		return nil
+		// No scope restricts anything but the URLs fetched, which the
+		// default refusals judge.
+		s = &Scope{}
 	}
 	e, ok := catalog.ForProperties(props)
 	if !ok {
@@ -118,11 +123,32 @@ func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []
 	case catalog.Service:
 		return s.names("service", s.allow.svcs, s.deny.svcs, o.Value, out)
 	case catalog.URL:
-		// No scope restricts URLs yet: an archive's or a scaffold's URL is
-		// fetched as written.
-		return out
+		return s.url(o, out)
 	}
 	return append(out, Decision{Check: o.Check, Value: o.Value, Rule: "resource catalog", Reason: fmt.Sprintf("a host object of kind %s cannot be judged", o.Kind)})
+}
+
+// url judges a URL the resource fetches by net.urls and deny.net.urls,
+// or, without net.urls, by the default refusals (loopback, link-local,
+// unspecified and metadata hosts). A file:// URL names a local directory,
+// judged as the path read it is declared as too.
+func (s *Scope) url(o catalog.HostObject, out []Decision) []Decision {
+	if u, err := url.Parse(o.Value); err == nil && strings.EqualFold(u.Scheme, "file") {
+		return out
+	}
+	v := s.Fetch("").Judge(o.Value)
+	return append(out, Decision{Allowed: v.Allowed, Check: o.Check, Value: o.Value, Rule: v.Rule, Reason: v.Reason})
+}
+
+// Fetch is the guard that judges the URLs fetched under this scope, each
+// redirect hop and each address dialled included; who names the signer
+// in its refusals. A nil Scope has the default refusals.
+func (s *Scope) Fetch(who string) *urlscope.Guard {
+	g := &urlscope.Guard{Who: who}
+	if s != nil {
+		g.Allow, g.Deny = s.allow.urls, s.deny.urls
+	}
+	return g
 }
 
 // judge decides d by deny entries first, then, when the allow side is

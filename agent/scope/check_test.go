@@ -244,6 +244,43 @@ var _ = Describe("Scope", func() {
 		})
 	})
 
+	Describe("urls", func() {
+		archive := func(url string) resources.Properties {
+			p := &archivetype.Properties{URL: url, Owner: "root", Group: "root"}
+			p.Name = "/srv/www/a.tar.gz"
+			p.Ensure = archivetype.EnsurePresent
+			return p
+		}
+		It("refuses loopback, link-local and metadata hosts without net.urls, even without any scope", func() {
+			var none *scope.Scope
+			d := verdict(none.Resource(scope.Resolver{}, archive("http://127.0.0.1:8080/x.tar.gz"), ""))
+			Expect(d.String()).To(Equal(`denied url "http://127.0.0.1:8080/x.tar.gz" by net.urls (not set): 127.0.0.1 is a loopback address: only a net.urls prefix naming it allows it`))
+			Expect(verdict(none.Resource(scope.Resolver{}, archive("http://169.254.169.254/x.tar.gz"), "")).Reason).To(ContainSubstring("cloud metadata"))
+			Expect(verdict(none.Resource(scope.Resolver{}, archive("https://repo.example.com/x.tar.gz"), "")).Allowed).To(BeTrue())
+			files, err := scope.Compile(&scope.Rules{File: &scope.Files{Paths: []string{"/srv/www"}}}, nil, []string{"archive"})
+			Expect(err).ToNot(HaveOccurred())
+			Expect(verdict(files.Resource(scope.Resolver{}, archive("http://[::1]/x.tar.gz"), "")).Rule).To(Equal("net.urls (not set)"))
+		})
+		It("allows only what a net.urls prefix holds, and nothing a deny prefix holds", func() {
+			s, err := scope.Compile(&scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/releases/", "http://127.0.0.1:8080/releases/"}}},
+				&scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/releases/old/"}}}, []string{"archive"})
+			Expect(err).ToNot(HaveOccurred())
+			for url, want := range map[string]string{
+				"https://repo.example.com/releases/a.tar.gz":      `net.urls[0] "https://repo.example.com/releases/"`,
+				"http://127.0.0.1:8080/releases/a.tar.gz":         `net.urls[1] "http://127.0.0.1:8080/releases/"`,
+				"https://repo.example.com/releases-evil/a.tar.gz": "default deny",
+				"https://repo.example.com.evil/releases/a.tar.gz": "default deny",
+				"https://repo.example.com/releases/old/a.tar.gz":  `deny.net.urls[0] "https://repo.example.com/releases/old/"`,
+				"http://127.0.0.1:9/releases/a.tar.gz":            "default deny",
+			} {
+				d := verdict(s.Resource(scope.Resolver{}, archive(url), ""))
+				Expect(d.Rule).To(ContainSubstring(want), url)
+				Expect(d.Allowed).To(Equal(want[0] == 'n'), url)
+				Expect(d.Check).To(Equal("url"))
+			}
+		})
+	})
+
 	Describe("hosts", func() {
 		It("allows hosts whose facts match, refuses others and those deny.hosts matches", func() {
 			s, err := scope.Compile(&scope.Rules{Hosts: []string{"role=web"}}, &scope.Rules{Hosts: []string{"env=prod"}}, []string{"file"})

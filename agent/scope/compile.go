@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // compiled is one side of a Scope, each part nil when not set.
@@ -21,6 +23,7 @@ type compiled struct {
 	reads   []entry
 	pkgs    []entry
 	svcs    []entry
+	urls    []urlscope.Prefix
 	hasExec bool
 }
 
@@ -79,7 +82,55 @@ func compileSide(prefix string, r *Rules, types []string, allow bool) (compiled,
 	if err := c.compileNames("package", r.Package, types, &c.pkgs); err != nil {
 		return c, err
 	}
-	return c, c.compileNames("service", r.Service, types, &c.svcs)
+	if err := c.compileNames("service", r.Service, types, &c.svcs); err != nil {
+		return c, err
+	}
+	return c, c.compileNet(r.Net, types)
+}
+
+// compileNet compiles the network scope when set: URL prefixes.
+func (c *compiled) compileNet(n *Net, types []string) error {
+	if n == nil {
+		return nil
+	}
+	if err := c.needs(types, "net", urlTypes()...); err != nil {
+		return err
+	}
+	if len(n.URLs) == 0 {
+		return bad("%snet: empty; give urls (or leave net out)", c.side)
+	}
+	rule := c.side + "net.urls"
+	if len(n.URLs) > MaxEntries {
+		return bad("%s: %d entries, at most %d", rule, len(n.URLs), MaxEntries)
+	}
+	for i, raw := range n.URLs {
+		where := fmt.Sprintf("%s[%d]", rule, i)
+		if len(raw) > MaxEntryBytes {
+			return bad("%s: longer than %d bytes", where, MaxEntryBytes)
+		}
+		p, err := urlscope.ParsePrefix(where, raw)
+		if err != nil {
+			return bad("%s %.80q: %s", where, raw, err)
+		}
+		for _, q := range c.urls {
+			if q.Same(p) {
+				return bad("%s %.80q: the same as %s, so it can never decide anything", where, raw, q.Rule)
+			}
+		}
+		c.urls = append(c.urls, p)
+	}
+	return nil
+}
+
+// urlTypes are the resource types that declare URLs they fetch.
+func urlTypes() []string {
+	var out []string
+	for _, e := range catalog.Entries() {
+		if e.FetchesURLs {
+			out = append(out, e.Name)
+		}
+	}
+	return out
 }
 
 // needs refuses the rule what of this side unless the signer is allowed
@@ -197,6 +248,13 @@ func (s *Scope) shadows() error {
 		for _, q := range d.cmds {
 			if q.covers(p) {
 				return bad("%s %q: every command it allows is denied by %s %q", p.rule, p.raw, q.rule, q.raw)
+			}
+		}
+	}
+	for _, au := range a.urls {
+		for _, du := range d.urls {
+			if du.Covers(au) {
+				return bad("%s: everything it allows is denied by %s", au, du)
 			}
 		}
 	}

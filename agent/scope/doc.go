@@ -2,7 +2,9 @@
 // the resource types it is allowed: on which hosts (a --where filter the
 // agent's facts must match), which commands (argv patterns), which paths
 // it writes (file.paths) and reads (file.read_paths, else file.paths),
-// which packages and services (globs), with deny rules that beat the allow
+// which packages and services (globs), which URLs a resource fetches
+// (net.urls prefixes, see internal/urlscope; without them no loopback,
+// link-local or metadata address), with deny rules that beat the allow
 // rules and a default of deny for a type once a scope is set for it. A
 // noop_only signer reads only the paths its scope lists: a dry run's diff
 // shows what it read.

@@ -55,6 +55,21 @@ type Rules struct {
 	Package *Names `json:"package,omitempty" yaml:"package"`
 	// Service restricts service names.
 	Service *Names `json:"service,omitempty" yaml:"service"`
+	// Net restricts the URLs a resource fetches (an archive's url, each
+	// redirect hop).
+	Net *Net `json:"net,omitempty" yaml:"net"`
+}
+
+// Net is the network scope.
+type Net struct {
+	// URLs are http or https URL prefixes: scheme, host and port (the
+	// scheme's default when left out) must be equal, host names compared
+	// in lower case, and the path must be the prefix's path or below it,
+	// component by component. Unset: any URL except those whose host is
+	// (or resolves to) a loopback, link-local, unspecified or cloud
+	// metadata address; set, such an address is fetched only when a
+	// prefix names it.
+	URLs []string `json:"urls,omitempty" yaml:"urls"`
 }
 
 // Exec is the exec scope.
@@ -111,5 +126,5 @@ func NoopOnly() Option { return func(s *Scope) { s.noopOnly = true } }
 
 // Set reports whether r restricts anything.
 func (r *Rules) Set() bool {
-	return r != nil && (r.Hosts != nil || r.Exec != nil || r.File != nil || r.Package != nil || r.Service != nil)
+	return r != nil && (r.Hosts != nil || r.Exec != nil || r.File != nil || r.Package != nil || r.Service != nil || r.Net != nil)
 }

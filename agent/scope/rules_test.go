@@ -75,6 +75,13 @@ var _ = Describe("Compile", func() {
 		Entry("glob shadowed by a wider glob", &scope.Rules{Package: &scope.Names{Names: []string{"nginx-*"}}}, &scope.Rules{Package: &scope.Names{Names: []string{"nginx*"}}}, all, `package.names[0] "nginx-*": everything it allows is denied by deny.package.names[0] "nginx*"`),
 		Entry("name denied by *", &scope.Rules{Service: &scope.Names{Names: []string{"nginx"}}}, &scope.Rules{Service: &scope.Names{Names: []string{"*"}}}, all, "deny.service.names[0]"),
 		Entry("environment shadowed", &scope.Rules{Exec: &scope.Exec{Commands: []string{"/bin/true"}, Environment: []string{"LANG=C"}}}, &scope.Rules{Exec: &scope.Exec{Environment: []string{"LANG=*"}}}, all, "deny.exec.environment[0]"),
+		Entry("a URL prefix with user information", &scope.Rules{Net: &scope.Net{URLs: []string{"https://u:p@repo.example.com/"}}}, nil, all, `net.urls[0] "https://u:p@repo.example.com/": user information`),
+		Entry("a URL prefix of another scheme", &scope.Rules{Net: &scope.Net{URLs: []string{"ftp://repo.example.com/"}}}, nil, all, "only http and https"),
+		Entry("empty net scope", &scope.Rules{Net: &scope.Net{}}, nil, all, "net: empty"),
+		Entry("net scope without archive", &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/"}}}, nil, []string{"file"}, "net: the signer is not allowed archive"),
+		Entry("the same URL prefix twice (ports normalised)", &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/r", "https://REPO.example.com:443/r/"}}}, nil, all, `net.urls[1] "https://REPO.example.com:443/r/": the same as net.urls[0]`),
+		Entry("a URL prefix shadowed by a deny of its parent", &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/r/"}}}, &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/"}}}, all,
+			`net.urls[0] "https://repo.example.com/r/": everything it allows is denied by deny.net.urls[0] "https://repo.example.com/"`),
 		Entry("hosts refused by a narrower deny", &scope.Rules{Hosts: []string{"role=web", "os=debian"}}, &scope.Rules{Hosts: []string{"role=web"}}, all, "every host it allows is refused by deny.hosts"),
 	)
 
@@ -89,6 +96,7 @@ var _ = Describe("Compile", func() {
 		Entry("deny ** of another executable", &scope.Rules{Exec: &scope.Exec{Commands: []string{"/usr/bin/systemctl restart *"}}}, &scope.Rules{Exec: &scope.Exec{Commands: []string{"/bin/sh **"}}}),
 		Entry("narrower name glob denied", &scope.Rules{Package: &scope.Names{Names: []string{"nginx*"}}}, &scope.Rules{Package: &scope.Names{Names: []string{"nginx-*"}}}),
 		Entry("a glob whose star a literal deny cannot take", &scope.Rules{Package: &scope.Names{Names: []string{"ng*"}}}, &scope.Rules{Package: &scope.Names{Names: []string{"ng*x"}}}),
+		Entry("deny below an allowed URL prefix", &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/"}}}, &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/private/"}}}),
 		Entry("deny hosts with a term more", &scope.Rules{Hosts: []string{"role=web"}}, &scope.Rules{Hosts: []string{"role=web", "env=prod"}}),
 	)
 })

@@ -44,7 +44,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 	// On "ensure" itself, so that it may come before the type as in CCM
 	// ("ensure --noop file ...") or after it.
 	noop := ens.Flag("noop", "Report what would change without changing anything").Bool()
-	data := &dataFlags{}
+	data := &dataFlags{warn: a.Stderr}
 	data.register(ens)
 	store := registerSessionStore(ens)
 	for _, t := range resflags.Table {

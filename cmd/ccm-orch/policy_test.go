@@ -103,6 +103,43 @@ var _ = Describe("ccm-orch policy check", func() {
 		Expect(out).To(ContainSubstring(`denied name "` + dir + `/nginx/ssl/key.pem" by deny.file.paths[0] "` + dir + `/nginx/ssl"`))
 	})
 
+	It("answers forbidden for an archive whose URL is out of scope, naming the URL and the rule (issue 39 finding 5)", func() {
+		archive := func(url string) string {
+			return write("archive.yaml", "protocol: io.choria.ccm.v1.resource.ensure.request\ntype: archive\nproperties:\n  name: "+dir+"/www/app.tar.gz\n  url: "+url+"\n  owner: root\n  group: root\n")
+		}
+		// Without net.urls, a loopback or metadata host is refused.
+		code, out, _ := check("--key", "ops", "--request", archive("http://127.0.0.1:8080/releases/app.tar.gz"), "--facts", webFacts)
+		Expect(code).To(Equal(2), out)
+		Expect(out).To(ContainSubstring(`archive#` + dir + `/www/app.tar.gz: denied url "http://127.0.0.1:8080/releases/app.tar.gz" by net.urls (not set): 127.0.0.1 is a loopback address: only a net.urls prefix naming it allows it`))
+		code, out, _ = check("--key", "ops", "--request", archive("http://169.254.169.254/latest/app.tar.gz"), "--facts", webFacts)
+		Expect(code).To(Equal(2), out)
+		Expect(out).To(ContainSubstring("a cloud metadata address"))
+		code, out, _ = check("--key", "ops", "--request", archive("https://repo.example.com/releases/app.tar.gz"), "--facts", webFacts)
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(ContainSubstring(`allowed url "https://repo.example.com/releases/app.tar.gz" by net.urls (not restricted)`))
+
+		// With net.urls, only what a prefix holds.
+		policy = write("policy-net.yaml", `signers:
+  - name: fetch
+    public_key: `+pub()+`
+    allow: [archive]
+    net:
+      urls: ["http://127.0.0.1:8080/releases/"]
+    deny:
+      net:
+        urls: ["http://127.0.0.1:8080/releases/old/"]
+`)
+		for url, want := range map[string]string{
+			"http://127.0.0.1:8080/releases/app.tar.gz":      `allowed url "http://127.0.0.1:8080/releases/app.tar.gz" by net.urls[0] "http://127.0.0.1:8080/releases/"`,
+			"http://127.0.0.1:8080/releases-evil/app.tar.gz": `denied url "http://127.0.0.1:8080/releases-evil/app.tar.gz" by net.urls (no prefix holds it: default deny)`,
+			"http://127.0.0.1:8080/releases/old/app.tar.gz":  `denied url "http://127.0.0.1:8080/releases/old/app.tar.gz" by deny.net.urls[0] "http://127.0.0.1:8080/releases/old/"`,
+		} {
+			code, out, _ = check("--key", "fetch", "--request", archive(url), "--facts", webFacts)
+			Expect(out).To(ContainSubstring(want))
+			Expect(code).To(Equal(map[bool]int{true: 0, false: 2}[strings.HasPrefix(want, "allowed")]), out)
+		}
+	})
+
 	It("judges noop_only with --noop and a fleet request's own noop", func() {
 		req := write("svc.json", `{"protocol":"io.choria.ccm.v1.resource.ensure.request","type":"service","properties":{"name":"nginx","ensure":"running"}}`)
 		code, out, _ := check("--key", "auditors", "--request", req, "--facts", webFacts)

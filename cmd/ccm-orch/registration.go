@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
 
+	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/cmd/internal/provision"
@@ -26,7 +27,23 @@ type registrationFilter struct {
 	cluster, protocol, service, address string
 	stream                              string
 	json                                bool
+	policy                              string
 	conn                                *connflags.Flags
+}
+
+// trust is whose entries the reader accepts: the keys the --policy file's
+// registration.publishers pins, else the node registry's, else the
+// hosts' bindings.
+func (f *registrationFilter) trust(js jetstream.JetStream) (*registration.Trust, error) {
+	t := &registration.Trust{JS: js, Stream: f.stream, Registry: true}
+	if f.policy != "" {
+		p, err := policy.LoadPolicy(f.policy)
+		if err != nil {
+			return nil, program.Exit(protocol.ExitError, err)
+		}
+		t.Pinned = p.RegistrationPublishers()
+	}
+	return t, nil
 }
 
 func (f *registrationFilter) register(cmd *fisk.CmdClause) {
@@ -36,6 +53,7 @@ func (f *registrationFilter) register(cmd *fisk.CmdClause) {
 	cmd.Arg("address", "Address, * for any").Default("*").StringVar(&f.address)
 	cmd.Flag("registration", "The registration stream").Short('R').Default(registration.DefaultStream).StringVar(&f.stream)
 	cmd.Flag("json", "Print JSON").UnNegatableBoolVar(&f.json)
+	cmd.Flag("policy", "Policy file whose registration.publishers pins hosts' registration keys").PlaceHolder("FILE").StringVar(&f.policy)
 	f.conn = connflags.Register(cmd)
 }
 
@@ -44,7 +62,7 @@ func (a *app) registerRegistration(cli *fisk.Application) {
 
 	q := &registrationFilter{}
 	var asYAML bool
-	query := reg.Command("query", "List the registered entries whose signature verifies, sorted by cluster, protocol and service").Alias("q")
+	query := reg.Command("query", "List the registered entries signed by the key of the host each names, sorted by cluster, protocol and service; refused entries are counted on stderr with the reason").Alias("q")
 	q.register(query)
 	query.Flag("yaml", "Print YAML").UnNegatableBoolVar(&asYAML)
 	query.Action(func(*fisk.ParseContext) error { return a.registrationQuery(q, asYAML) })
@@ -69,6 +87,20 @@ func (a *app) registerRegistration(cli *fisk.Application) {
 	rm.Flag("registration", "The registration stream").Short('R').Default(registration.DefaultStream).StringVar(&stream)
 	rmConn := connflags.Register(rm)
 	rm.Action(func(*fisk.ParseContext) error { return a.registrationRm(&e, stream, force, rmConn) })
+
+	var (
+		unbindHost   string
+		unbindStream string
+		unbindForce  bool
+	)
+	unbind := reg.Command("unbind", "Free a host name bound to a registration key (after the host's key changed): the next key to publish for it is bound")
+	unbind.Arg("host", "The host's identity").Required().StringVar(&unbindHost)
+	unbind.Flag("force", "Do not ask for confirmation").UnNegatableBoolVar(&unbindForce)
+	unbind.Flag("registration", "The registration stream").Short('R').Default(registration.DefaultStream).StringVar(&unbindStream)
+	unbindConn := connflags.Register(unbind)
+	unbind.Action(func(*fisk.ParseContext) error {
+		return a.registrationUnbind(unbindHost, unbindStream, unbindForce, unbindConn)
+	})
 
 	var (
 		initStream   string
@@ -129,7 +161,11 @@ func (a *app) registrationQuery(f *registrationFilter, asYAML bool) error {
 		return err
 	}
 	defer done()
-	recs, skipped, err := registration.Query(ctx, js, f.stream, f.cluster, f.protocol, f.service, f.address)
+	trust, err := f.trust(js)
+	if err != nil {
+		return err
+	}
+	recs, skipped, err := registration.Query(ctx, js, f.stream, trust, f.cluster, f.protocol, f.service, f.address)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
@@ -153,7 +189,7 @@ func (a *app) registrationQuery(f *registrationFilter, asYAML bool) error {
 				fmt.Fprintf(a.Stdout, "%s:\n", head)
 				last = head
 			}
-			fmt.Fprintf(a.Stdout, "  %s://%s%s priority %d%s\n", r.Protocol, r.Address, portText(r.Port), r.Priority, ttlText(r.TTL))
+			fmt.Fprintf(a.Stdout, "  %s://%s%s priority %d%s host %s\n", r.Protocol, r.Address, portText(r.Port), r.Priority, ttlText(r.TTL), r.Host)
 		}
 		if len(recs) == 0 {
 			fmt.Fprintln(a.Stdout, "no registrations")
@@ -162,6 +198,34 @@ func (a *app) registrationQuery(f *registrationFilter, asYAML bool) error {
 	for _, s := range skipped {
 		fmt.Fprintf(a.Stderr, "warning: entry %s dropped: %s\n", s.Subject, s.Reason)
 	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(a.Stderr, "warning: %d %s refused and not listed (reasons above)\n", len(skipped), plural(len(skipped), "entry", "entries"))
+	}
+	return nil
+}
+
+func (a *app) registrationUnbind(host, stream string, force bool, c *connflags.Flags) error {
+	if err := protocol.ValidateIdentity(host); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	if !force {
+		fmt.Fprintf(a.Stdout, "Free the host name %s for the next key that registers it? [y/N] ", host)
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return program.Exit(protocol.ExitError, fmt.Errorf("not unbound"))
+		}
+	}
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	js, done, err := a.registrationJS(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := registration.Unbind(ctx, js, stream, host); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	fmt.Fprintf(a.Stdout, "unbound %s\n", host)
 	return nil
 }
 
@@ -187,7 +251,11 @@ func (a *app) registrationWatch(f *registrationFilter) error {
 		return err
 	}
 	defer done()
-	err = registration.Watch(ctx, js, f.stream, f.cluster, f.protocol, f.service, f.address, func(ev registration.Event) error {
+	trust, err := f.trust(js)
+	if err != nil {
+		return err
+	}
+	err = registration.Watch(ctx, js, f.stream, trust, f.cluster, f.protocol, f.service, f.address, func(ev registration.Event) error {
 		if f.json {
 			b, _ := json.Marshal(ev)
 			fmt.Fprintln(a.Stdout, string(b))
@@ -199,7 +267,7 @@ func (a *app) registrationWatch(f *registrationFilter) error {
 		}
 		if ev.Record != nil {
 			r := ev.Record
-			fmt.Fprintf(a.Stdout, "registered %s in %s: %s://%s%s priority %d%s\n", r.Service, r.Cluster, r.Protocol, r.Address, portText(r.Port), r.Priority, ttlText(r.TTL))
+			fmt.Fprintf(a.Stdout, "registered %s in %s: %s://%s%s priority %d%s host %s\n", r.Service, r.Cluster, r.Protocol, r.Address, portText(r.Port), r.Priority, ttlText(r.TTL), r.Host)
 		} else {
 			fmt.Fprintf(a.Stdout, "removed %s: %s\n", ev.Subject, ev.Removed)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ func (a *app) registerUI(cli *fisk.Application) {
 	var (
 		listen, tokenFile, certFile, keyFile string
 		maxRuns                              int
+		proxies                              []string
 		sessionIdle, sessionLifetime         time.Duration
 	)
 	cmd := cli.Command("ui", "Serve a read-only web dashboard of the fleet: hosts, runs, drift and health, updated live")
@@ -33,6 +35,7 @@ func (a *app) registerUI(cli *fisk.Application) {
 	program.DurationVar(cmd.Flag("session-lifetime", "A login session ends this long after the login, used or not").Default(ui.DefaultSessionLifetime.String()), &sessionLifetime)
 	cmd.Flag("https-cert", "Serve HTTPS with this certificate (PEM); --tlscert is the NATS connection's").PlaceHolder("FILE").StringVar(&certFile)
 	cmd.Flag("https-key", "Private key of --https-cert (PEM)").PlaceHolder("FILE").StringVar(&keyFile)
+	cmd.Flag("trusted-proxy", "A reverse proxy in front of the dashboard (an address or a CIDR, repeatable): its X-Forwarded-For names the client whose wrong tokens are throttled; nobody else's is read").PlaceHolder("CIDR").StringsVar(&proxies)
 	cmd.Flag("max-runs", "Most runs kept in memory from the history, the newest").Default("10000").IntVar(&maxRuns)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
@@ -49,8 +52,12 @@ func (a *app) registerUI(cli *fisk.Application) {
 		if sessionIdle <= 0 || sessionLifetime <= 0 {
 			return program.Exit(protocol.ExitError, fmt.Errorf("ui: --session-idle %s and --session-lifetime %s must be longer than 0", sessionIdle, sessionLifetime))
 		}
+		trusted, err := trustedProxies(proxies)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
 		opts := ui.Options{Log: a.Logger(), MaxRuns: maxRuns, AuthToken: token, SecureCookie: certFile != "",
-			SessionIdle: sessionIdle, SessionLifetime: sessionLifetime}
+			SessionIdle: sessionIdle, SessionLifetime: sessionLifetime, TrustedProxies: trusted}
 		if err := opts.Validate(); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -135,4 +142,30 @@ func (a *app) serveUI(ctx context.Context, l net.Listener, srv *ui.Server, certF
 		return program.Exit(protocol.ExitError, fmt.Errorf("ui: %w", err))
 	}
 	return nil
+}
+
+// trustedProxies reads --trusted-proxy values: CIDRs, or single addresses
+// (a /32 or /128).
+func trustedProxies(values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			if p.Masked() != p {
+				return nil, fmt.Errorf("ui: --trusted-proxy %q has host bits set; did you mean %s?", v, p.Masked())
+			}
+			if p.Addr().Is4In6() {
+				// Masked above, a mapped prefix is at least /96.
+				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
+			out = append(out, p)
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("ui: --trusted-proxy %q is neither an IP address nor a CIDR such as 10.0.0.0/24", v)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

@@ -65,6 +65,10 @@ var _ = Describe("ccm-orch ui", func() {
 		}, "the session idle time 2h0m0s is longer than the session lifetime 1h0m0s"),
 		Entry("a session that never lasts", func() []string { return []string{"--auth-token", token, "--session-lifetime", "0s"} },
 			"--session-idle 30m0s and --session-lifetime 0s must be longer than 0"),
+		Entry("a trusted proxy that is no address", func() []string { return []string{"--trusted-proxy", "proxy.example"} },
+			`--trusted-proxy "proxy.example" is neither an IP address nor a CIDR such as 10.0.0.0/24`),
+		Entry("a trusted proxy CIDR with host bits", func() []string { return []string{"--trusted-proxy", "10.0.0.7/24"} },
+			`--trusted-proxy "10.0.0.7/24" has host bits set; did you mean 10.0.0.0/24?`),
 	)
 
 	It("serves HTTPS behind the token on any address, and stops on a signal", func() {

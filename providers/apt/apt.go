@@ -131,7 +131,7 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 		if candidate == "" {
 			return fmt.Errorf("%w for %s: apt-cache policy reports Candidate: (none)", ErrNoCandidate, pkg)
 		}
-		p.log.Debug("latest candidate", "package", pkg, "candidate", candidate)
+		resources.Logger(ctx, p.log).Debug("latest candidate", "package", pkg, "candidate", candidate)
 		args = append(args, "--", pkg+"="+candidate)
 	default:
 		args = append(args, "--allow-downgrades", "--", pkg+"="+version)

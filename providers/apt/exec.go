@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
 )
 
@@ -32,7 +33,7 @@ const maxTail = 1024
 // an error.
 func (p *Provider) runLocked(ctx context.Context, extraEnv []string, name string, args ...string) (*runner.Result, error) {
 	cmd := runner.Command{Path: name, Args: args, Env: append(Env(), extraEnv...), SearchPath: SearchPath}
-	p.log.Debug("running package command", "command", cmd.String())
+	resources.Logger(ctx, p.log).Debug("running package command", "command", cmd.String())
 	res, err := p.runner.Run(ctx, cmd)
 	if err != nil {
 		return nil, err

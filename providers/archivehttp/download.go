@@ -12,7 +12,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/providers/internal/safefs"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 )
 
@@ -33,8 +35,11 @@ const maxDrain = 64 << 10
 // untouched. Basic authentication uses props.Username and props.Password
 // (or the URL's userinfo); props.Headers are added to the request. A
 // status other than 200 wraps ErrHTTPStatus, a wrong checksum
-// ErrChecksumMismatch, an oversized body ErrDownloadTooLarge. Errors never
-// contain credentials. Without a deadline on ctx the provider's timeout
+// ErrChecksumMismatch, an oversized body ErrDownloadTooLarge, a body that
+// does not begin as an archive of the name's format ErrNotArchive. The URL
+// guards of ctx (urlscope.Guards: a signer's net.urls, set by the agent)
+// judge the URL, each redirect hop and each address dialled; a refusal
+// wraps resources.ErrForbidden. Errors never contain credentials. Without a deadline on ctx the provider's timeout
 // applies.
 func (p *Provider) Download(ctx context.Context, props *archivetype.Properties) error {
 	if _, ok := archivetype.FormatOf(props.Name); !ok {
@@ -63,10 +68,23 @@ func (p *Provider) Download(ctx context.Context, props *archivetype.Properties) 
 		req.Header.Add(k, v)
 	}
 
-	log := p.log.With("name", props.Name, "url", safeURL)
-	log.Debug("downloading archive")
-	resp, err := p.cfg.client.Do(req)
+	// A signer's resource fetches only what its scopes allow: the URL,
+	// every redirect hop and every address dialled are judged.
+	guards := urlscope.Guards(ctx)
+	if err := urlscope.Check(guards, props.URL, safeURL); err != nil {
+		return fmt.Errorf("GET %s: %w: %w", safeURL, resources.ErrForbidden, err)
+	}
+	client, err := urlscope.Client(p.cfg.client, guards)
 	if err != nil {
+		return fmt.Errorf("GET %s: %w: %w", safeURL, resources.ErrForbidden, err)
+	}
+	log := resources.Logger(ctx, p.log).With("name", props.Name, "url", safeURL)
+	log.Debug("downloading archive")
+	resp, err := client.Do(req)
+	if err != nil {
+		if urlscope.IsRefused(err) {
+			return fmt.Errorf("GET %s: %w: %w", safeURL, resources.ErrForbidden, unwrapURLError(err))
+		}
 		return fmt.Errorf("GET %s: %w", safeURL, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
@@ -114,7 +132,8 @@ func (p *Provider) writeAtomic(props *archivetype.Properties, body io.Reader, ui
 		return "", 0, fmt.Errorf("set mode of %s: %w", shown, err)
 	}
 	h := sha256.New()
-	size, err = io.Copy(io.MultiWriter(tmp, h), io.LimitReader(body, p.cfg.maxDownload+1))
+	head := &headWriter{}
+	size, err = io.Copy(io.MultiWriter(tmp, h, head), io.LimitReader(body, p.cfg.maxDownload+1))
 	if err != nil {
 		return "", 0, fmt.Errorf("write %s: %w", shown, err)
 	}
@@ -131,11 +150,26 @@ func (p *Provider) writeAtomic(props *archivetype.Properties, body io.Reader, ui
 	if props.Checksum != "" && !strings.EqualFold(sum, props.Checksum) {
 		return "", 0, fmt.Errorf("%w, expected %q got %q", ErrChecksumMismatch, strings.ToLower(props.Checksum), sum)
 	}
+	if f, _ := archivetype.FormatOf(props.Name); !f.Looks(head.b) {
+		// Kept, it would be read back (a diff, a checksum): what a server
+		// answered is not an archive the signer may keep.
+		return "", 0, fmt.Errorf("%w (%s, by its name)", ErrNotArchive, f)
+	}
 	if err := d.Rename(tmpName, base); err != nil {
 		return "", 0, fmt.Errorf("rename into place: %w", err)
 	}
 	renamed = true
 	return sum, size, nil
+}
+
+// headWriter keeps the first archivetype.HeadBytes bytes written.
+type headWriter struct{ b []byte }
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if n := archivetype.HeadBytes - len(w.b); n > 0 {
+		w.b = append(w.b, p[:min(n, len(p))]...)
+	}
+	return len(p), nil
 }
 
 // unwrapURLError drops the *url.Error wrapper the HTTP client adds: it

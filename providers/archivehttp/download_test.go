@@ -3,6 +3,7 @@ package archivehttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/providers/archivehttp"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 )
 
@@ -232,6 +235,97 @@ var _ = Describe("Provider Download", func() {
 		prov, _ := newProvider(archivehttp.WithHTTPClient(&http.Client{Transport: rt}))
 		Expect(prov.Download(ctx, p)).To(Succeed())
 		Expect(rt.n).To(Equal(1))
+	})
+})
+
+// What a signer's resource downloads is judged by the guards of its
+// context (the agent puts them there: see agent/scope_agree_test.go and
+// integration/urlscope_test.go for the policy end to end).
+var _ = Describe("Provider Download under a signer's URL scope", func() {
+	var (
+		srv  *archiveServer
+		base string
+		data []byte
+	)
+	BeforeEach(func() {
+		srv = newServer()
+		base = GinkgoT().TempDir()
+		data = buildTar(true, file("app/bin/app", "v1"))
+	})
+	guarded := func(allow ...string) context.Context {
+		g := &urlscope.Guard{Who: "signer web"}
+		for i, a := range allow {
+			p, err := urlscope.ParsePrefix(fmt.Sprintf("net.urls[%d]", i), a)
+			Expect(err).ToNot(HaveOccurred())
+			g.Allow = append(g.Allow, p)
+		}
+		return urlscope.WithGuards(context.Background(), g)
+	}
+
+	It("refuses a loopback URL without net.urls, requesting nothing", func() {
+		url := srv.put("/releases/app.tar.gz", data)
+		p := props(base, "app.tar.gz", url)
+		prov, _ := newProvider()
+		before := tree(base)
+		err := prov.Download(guarded(), p)
+		Expect(err).To(MatchError(resources.ErrForbidden))
+		Expect(err.Error()).To(ContainSubstring(`signer web: denied url "` + url + `" by net.urls (not set): 127.0.0.1 is a loopback address`))
+		Expect(srv.hits.Load()).To(BeZero())
+		Expect(tree(base)).To(Equal(before))
+	})
+
+	It("downloads below a net.urls prefix naming the address, and refuses a sibling", func() {
+		url := srv.put("/releases/app.tar.gz", data)
+		evil := srv.put("/releases-evil/app.tar.gz", data)
+		prov, _ := newProvider()
+		ctx := guarded(srv.URL + "/releases/")
+		Expect(prov.Download(ctx, props(base, "app.tar.gz", url))).To(Succeed())
+		err := prov.Download(ctx, props(base, "evil.tar.gz", evil))
+		Expect(err).To(MatchError(resources.ErrForbidden))
+		Expect(err.Error()).To(ContainSubstring("by net.urls (no prefix holds it: default deny)"))
+		Expect(srv.requested()).To(Equal([]string{"/releases/app.tar.gz"}))
+		Expect(filepath.Join(base, "evil.tar.gz")).ToNot(BeAnExistingFile())
+	})
+
+	It("refuses a redirect out of scope at the hop, never requesting it", func() {
+		srv.put("/secret/app.tar.gz", data)
+		url := srv.redirect("/releases/app.tar.gz", "/secret/app.tar.gz")
+		prov, _ := newProvider()
+		before := tree(base)
+		err := prov.Download(guarded(srv.URL+"/releases/"), props(base, "app.tar.gz", url))
+		Expect(err).To(MatchError(resources.ErrForbidden))
+		Expect(err.Error()).To(ContainSubstring(`redirect: signer web: denied url "` + srv.URL + `/secret/app.tar.gz" by net.urls (no prefix holds it: default deny)`))
+		Expect(srv.requested()).To(Equal([]string{"/releases/app.tar.gz"}))
+		Expect(tree(base)).To(Equal(before))
+	})
+})
+
+var _ = Describe("Provider Download of what is not an archive", func() {
+	It("removes it and fails, leaving nothing", func() {
+		srv := newServer()
+		base := GinkgoT().TempDir()
+		for _, name := range []string{"page.tar.gz", "page.tgz", "page.zip", "page.tar"} {
+			url := srv.put("/"+name, []byte("<!DOCTYPE html><html><body>admin console: secret-token-123</body></html>\n"))
+			prov, _ := newProvider()
+			before := tree(base)
+			err := prov.Download(context.Background(), props(base, name, url))
+			Expect(err).To(MatchError(archivehttp.ErrNotArchive), name)
+			Expect(err.Error()).ToNot(ContainSubstring("secret-token"))
+			Expect(tree(base)).To(Equal(before), name)
+		}
+	})
+
+	It("keeps archives of each format", func() {
+		srv := newServer()
+		base := GinkgoT().TempDir()
+		for name, data := range map[string][]byte{
+			"a.tar.gz": buildTar(true, file("x", "1")),
+			"a.tar":    buildTar(false, file("x", "1")),
+			"a.zip":    buildZip(file("x", "1")),
+		} {
+			prov, _ := newProvider()
+			Expect(prov.Download(context.Background(), props(base, name, srv.put("/"+name, data)))).To(Succeed(), name)
+		}
 	})
 })
 

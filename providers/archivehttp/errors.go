@@ -12,6 +12,10 @@ var (
 	// ErrDownloadTooLarge is returned when a download exceeds the provider's
 	// maximum download size.
 	ErrDownloadTooLarge = errors.New("download exceeds the size limit")
+	// ErrNotArchive is returned, the download removed, when what was
+	// downloaded does not begin as an archive of the format its name
+	// declares (an HTML page, an error document, another file).
+	ErrNotArchive = errors.New("the download is not an archive of its declared format")
 	// ErrUnsafeEntry is returned, before anything is extracted, when an
 	// archive holds an entry that would land outside extract_parent or is a
 	// device, fifo or other special file.

@@ -10,6 +10,7 @@ import (
 	"path"
 
 	"github.com/ccm-fleet/ccm/providers/internal/safefs"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 )
 
@@ -84,7 +85,7 @@ func (p *Provider) Extract(ctx context.Context, props *archivetype.Properties) e
 	if err != nil {
 		return fmt.Errorf("%s: extract into %s: %w", props.Name, props.ExtractParent, err)
 	}
-	p.log.Info("extracted archive", "name", props.Name, "extract_parent", props.ExtractParent, "entries", len(entries), "bytes", w.written)
+	resources.Logger(ctx, p.log).Info("extracted archive", "name", props.Name, "extract_parent", props.ExtractParent, "entries", len(entries), "bytes", w.written)
 	return nil
 }
 

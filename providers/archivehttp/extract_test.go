@@ -154,7 +154,9 @@ var _ = Describe("Provider Extract", func() {
 	It("fails on a corrupt archive without writing", func() {
 		srv := newServer()
 		base := GinkgoT().TempDir()
-		url := srv.put("/x.tar.gz", []byte("this is not gzip"))
+		// It begins as gzip does (a download that does not is removed: see
+		// Download), then is not.
+		url := srv.put("/x.tar.gz", []byte("\x1f\x8b\x08this is not gzip"))
 		p := props(base, "x.tar.gz", url, func(p *archivetype.Properties) { p.ExtractParent = filepath.Join(base, "out") })
 		prov, _ := newProvider()
 		Expect(prov.Download(context.Background(), p)).To(Succeed())

@@ -162,10 +162,29 @@ type archiveServer struct {
 	mu    sync.Mutex
 	files map[string][]byte
 	hits  atomic.Int64
+	// redirects maps a path to where it redirects; seen are the paths
+	// requested, in order.
+	redirects map[string]string
+	seen      []string
+}
+
+// redirect makes path redirect to to.
+func (s *archiveServer) redirect(path, to string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.redirects[path] = to
+	return s.URL + path
+}
+
+// requested returns the paths requested so far.
+func (s *archiveServer) requested() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
 }
 
 func newServer() *archiveServer {
-	s := &archiveServer{files: map[string][]byte{}}
+	s := &archiveServer{files: map[string][]byte{}, redirects: map[string]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	DeferCleanup(s.Close)
 	return s
@@ -180,6 +199,14 @@ func (s *archiveServer) put(path string, data []byte) string {
 
 func (s *archiveServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.hits.Add(1)
+	s.mu.Lock()
+	s.seen = append(s.seen, r.URL.Path)
+	to, redirect := s.redirects[r.URL.Path]
+	s.mu.Unlock()
+	if redirect {
+		http.Redirect(w, r, to, http.StatusFound)
+		return
+	}
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/private/"):
 		u, p, ok := r.BasicAuth()

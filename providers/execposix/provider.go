@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 )
 
@@ -114,7 +115,7 @@ func (b *base) run(ctx context.Context, props *exectype.Properties, path string,
 		Timeout:    props.TimeoutDuration(),
 		MaxOutput:  exectype.MaxOutput,
 	}
-	b.log.Debug("running command", "resource", protocol.TypeExec+"#"+props.Name, "executable", path, "cwd", props.Cwd, "timeout", cmd.Timeout)
+	resources.Logger(ctx, b.log).Debug("running command", "executable", path, "cwd", props.Cwd, "timeout", cmd.Timeout)
 	res, err := b.runner.Run(ctx, cmd)
 	var out *exectype.Result
 	if res != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/internal/safefs"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
@@ -51,7 +52,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 	case errors.Is(err, fs.ErrNotExist):
 		return st, nil
 	case errors.Is(err, fs.ErrPermission):
-		p.log.Warn("cannot look at file, reporting it absent", "file", name, "error", err)
+		resources.Logger(ctx, p.log).Warn("cannot look at file, reporting it absent", "file", name, "error", err)
 		return st, nil
 	case err != nil:
 		return nil, fmt.Errorf("status: %w", err)

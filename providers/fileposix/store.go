@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/ccm-fleet/ccm/providers/internal/safefs"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
@@ -107,7 +108,7 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 		return fmt.Errorf("could not rename temporary file: %w", err)
 	}
 	renamed = true
-	p.log.Debug("stored file", "file", name, "owner", owner, "group", group, "mode", mode)
+	resources.Logger(ctx, p.log).Debug("stored file", "file", name, "owner", owner, "group", group, "mode", mode)
 	return nil
 }
 
@@ -158,7 +159,7 @@ func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode 
 	if err := setAttributes(parent, base, uid, gid, perm, true); err != nil {
 		return err
 	}
-	p.log.Debug("created directory", "dir", dir, "owner", owner, "group", group, "mode", mode)
+	resources.Logger(ctx, p.log).Debug("created directory", "dir", dir, "owner", owner, "group", group, "mode", mode)
 	return nil
 }
 
@@ -179,7 +180,7 @@ func (p *Provider) SetAttributes(ctx context.Context, name, owner, group, mode s
 	if err := setAttributes(d, base, uid, gid, perm, false); err != nil {
 		return err
 	}
-	p.log.Debug("set attributes", "file", name, "owner", owner, "group", group, "mode", mode)
+	resources.Logger(ctx, p.log).Debug("set attributes", "file", name, "owner", owner, "group", group, "mode", mode)
 	return nil
 }
 
@@ -207,7 +208,7 @@ func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 		if err := d.RemoveAll(base); err != nil {
 			return fmt.Errorf("could not remove directory: %w", err)
 		}
-		p.log.Debug("removed directory tree", "dir", name)
+		resources.Logger(ctx, p.log).Debug("removed directory tree", "dir", name)
 		return nil
 	}
 	if err := d.Remove(base); err != nil {
@@ -216,7 +217,7 @@ func (p *Provider) Remove(ctx context.Context, name string, force bool) error {
 		}
 		return err
 	}
-	p.log.Debug("removed", "file", name)
+	resources.Logger(ctx, p.log).Debug("removed", "file", name)
 	return nil
 }
 

@@ -13,7 +13,9 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/internal/safefs"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
+	"log/slog"
 )
 
 // Remove deletes the files the scaffold manages (state's Changed, then
@@ -49,6 +51,7 @@ func (p *Provider) Remove(ctx context.Context, props *scaffoldtype.Properties, s
 	}
 	defer tgt.Close()
 
+	log := resources.Logger(ctx, p.log)
 	dirs := map[string]bool{}
 	for _, f := range files {
 		rel, err := filepath.Rel(target, f)
@@ -57,14 +60,14 @@ func (p *Provider) Remove(ctx context.Context, props *scaffoldtype.Properties, s
 		}
 		rel = filepath.ToSlash(rel)
 		if err := removeIn(tgt, rel); err != nil {
-			p.log.Error("could not remove scaffold file", "scaffold", target, "file", f, "error", err)
+			log.Error("could not remove scaffold file", "scaffold", target, "file", f, "error", err)
 		} else {
-			p.log.Debug("removed scaffold file", "scaffold", target, "file", f)
+			log.Debug("removed scaffold file", "scaffold", target, "file", f)
 		}
 		dirs[path.Dir(rel)] = true
 	}
 
-	p.removeEmptyDirs(tgt, target, dirs)
+	removeEmptyDirs(log, tgt, target, dirs)
 
 	parent, base, err := safefs.OpenParent(target)
 	if err == nil {
@@ -72,7 +75,7 @@ func (p *Provider) Remove(ctx context.Context, props *scaffoldtype.Properties, s
 		_ = parent.Close()
 	}
 	if err != nil {
-		p.log.Debug("scaffold target kept", "scaffold", target, "error", err)
+		log.Debug("scaffold target kept", "scaffold", target, "error", err)
 	}
 	return nil
 }
@@ -82,7 +85,7 @@ func (p *Provider) Remove(ctx context.Context, props *scaffoldtype.Properties, s
 // removed directory's parent, until a pass removes nothing. Each is removed
 // with rmdir relative to a handle on its parent, opened from tgt with
 // O_NOFOLLOW; a directory that is not empty is kept.
-func (p *Provider) removeEmptyDirs(tgt *safefs.Dir, target string, dirs map[string]bool) {
+func removeEmptyDirs(log *slog.Logger, tgt *safefs.Dir, target string, dirs map[string]bool) {
 	for range maxTreeDepth + 1 {
 		candidates := make([]string, 0, len(dirs))
 		for d := range dirs {
@@ -112,10 +115,10 @@ func (p *Provider) removeEmptyDirs(tgt *safefs.Dir, target string, dirs map[stri
 			case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 				continue
 			default:
-				p.log.Error("could not remove empty scaffold directory", "scaffold", target, "dir", path.Join(target, d), "error", err)
+				log.Error("could not remove empty scaffold directory", "scaffold", target, "dir", path.Join(target, d), "error", err)
 				continue
 			}
-			p.log.Debug("removed empty scaffold directory", "scaffold", target, "dir", path.Join(target, d))
+			log.Debug("removed empty scaffold directory", "scaffold", target, "dir", path.Join(target, d))
 			dirs[path.Dir(d)] = true
 			removed = true
 		}

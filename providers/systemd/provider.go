@@ -9,6 +9,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/runner"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/servicetype"
 )
 
@@ -110,7 +111,7 @@ func (p *Provider) change(ctx context.Context, verb, service string) error {
 	if err := p.prepare(ctx, service); err != nil {
 		return err
 	}
-	p.log.Info("running systemctl", "verb", verb, "service", service)
+	resources.Logger(ctx, p.log).Info("running systemctl", "verb", verb, "service", service)
 	res, err := p.unitCommand(ctx, verb, service)
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func (p *Provider) run(ctx context.Context, args []string) (*runner.Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", commandLine(args), err)
 	}
-	p.log.Debug("ran systemctl", "args", args, "exit", res.ExitCode)
+	resources.Logger(ctx, p.log).Debug("ran systemctl", "args", args, "exit", res.ExitCode)
 	return res, nil
 }
 

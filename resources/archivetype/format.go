@@ -1,6 +1,9 @@
 package archivetype
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // Format is an archive format, named by its canonical extension.
 type Format string
@@ -50,4 +53,25 @@ func FormatOf(name string) (Format, bool) {
 		}
 	}
 	return "", false
+}
+
+// HeadBytes is how many of a file's first bytes Looks needs: a tar
+// header's magic ends at byte 263.
+const HeadBytes = 512
+
+// Looks reports whether head, the first bytes of a file (HeadBytes of
+// them when it has that many), begin as an archive of format f: the gzip
+// magic number for tar.gz, a zip local file header (or the end record of
+// an empty zip) for zip, the ustar magic of a POSIX or GNU tar header for
+// tar.
+func (f Format) Looks(head []byte) bool {
+	switch f {
+	case FormatTarGz:
+		return bytes.HasPrefix(head, []byte{0x1f, 0x8b, 0x08})
+	case FormatZip:
+		return bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06"))
+	case FormatTar:
+		return len(head) >= 263 && bytes.Equal(head[257:262], []byte("ustar"))
+	}
+	return false
 }

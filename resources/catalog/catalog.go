@@ -46,6 +46,9 @@ type Entry struct {
 	// to drift from: an ensure request of it (ccm-orch ensure exec) runs
 	// a command, and the dashboard's drift page leaves it out.
 	OneOff bool
+	// FetchesURLs reports whether the type fetches http or https URLs
+	// (declared as URL host objects), which a signer's net.urls judge.
+	FetchesURLs bool
 	// declare lists the host objects of properties of this type (its
 	// own: Objects adds the shared ones).
 	declare func(props resources.Properties, workingDir string) []HostObject
@@ -56,7 +59,7 @@ type Entry struct {
 var entries = []Entry{
 	{Name: "apply", Type: applytype.Type{}, Providers: []string{applytype.ProviderName}, declare: typed(applyObjects)},
 	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects),
-		Command:    archiveCommand,
+		Command: archiveCommand, FetchesURLs: true,
 		Positional: &Positional{Property: "url", Help: "or the URL, as in CCM", sets: isURL}},
 	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects),
 		Command: execCommand, Refreshes: true, OneOff: true,

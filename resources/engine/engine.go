@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
@@ -111,7 +112,12 @@ type Prepared struct {
 	// WorkingDir is the directory its relative sources resolve against
 	// (the run's), "" when none.
 	WorkingDir string
-	factory    resources.Factory
+	// Fetch are the guards that judge what the resource fetches when it
+	// is applied (every URL, redirect hop and address dialled); a Guard
+	// of RunOptions sets them for a signer's resources. None: what it
+	// fetches is not judged (the host's own manifests).
+	Fetch   []*urlscope.Guard
+	factory resources.Factory
 	// selectErr is a provider selection failure that fails the resource
 	// (rather than the request) when it is applied.
 	selectErr error
@@ -407,7 +413,10 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		Log:        log,
 		DiffLimit:  s.opts.DiffLimit,
 	}
-	out, err := p.Type.Apply(ctx, ac, p.Properties, prov)
+	// The providers log through the same redacting logger as the engine,
+	// and fetch only what the signer's URL scopes allow.
+	actx := urlscope.WithGuards(resources.WithLogger(ctx, log), p.Fetch...)
+	out, err := p.Type.Apply(actx, ac, p.Properties, prov)
 	if out == nil {
 		out = &resources.Outcome{}
 	}
