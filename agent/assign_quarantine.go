@@ -42,8 +42,9 @@ const (
 	// in flight, revisions stopped on, quarantined ones); a new one past
 	// it drops the oldest.
 	MaxQuarantineEntries = 1024
-	// MaxQuarantineBytes bounds the journal file.
-	MaxQuarantineBytes = 1 << 20
+	// MaxQuarantineBytes bounds the journal file: room for
+	// MaxQuarantineEntries entries of the longest source and bundle names.
+	MaxQuarantineBytes = 8 << 20
 )
 
 // DecisionQuarantined is the audit decision of a revision quarantined at
