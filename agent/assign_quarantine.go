@@ -132,10 +132,10 @@ type quarantine struct {
 	mu      sync.Mutex
 	path    string
 	entries map[string]*inflight
-	// recorded is the digest whose quarantine was recorded in history by
-	// this run of the agent, per name (once per start is enough: a
-	// restart records it again, so status shows it after history is
-	// trimmed)
+	// recorded is the digest whose quarantine this run of the agent has
+	// reported, per name: it is logged once per start, and a manifest
+	// source's (tried again under backoff) recorded in history once per
+	// start
 	recorded map[string]string
 }
 
@@ -265,7 +265,12 @@ func (q *quarantine) begin(name string, revision uint64, digest, bundle string, 
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	e := q.entries[name]
+	old, had := q.entries[name]
+	var kept inflight
+	if had {
+		kept = *old
+	}
+	e := old
 	if e != nil && e.Digest != digest {
 		if !e.Quarantined.IsZero() {
 			old := *e
@@ -280,12 +285,14 @@ func (q *quarantine) begin(name string, revision uint64, digest, bundle string, 
 		}
 		q.evictFor(name)
 	}
-	prev := *e
 	e.Revision, e.Running, e.Started = revision, true, now.UTC()
 	q.entries[name] = e
 	if err := q.save(); err != nil {
-		*e = prev
-		if prev.Digest == "" {
+		// The file is as it was; so is name's entry in memory.
+		if had {
+			*old = kept
+			q.entries[name] = old
+		} else {
 			delete(q.entries, name)
 		}
 		return nil, err

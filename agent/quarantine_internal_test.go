@@ -94,6 +94,24 @@ var _ = Describe("the assignment run journal (quarantine)", func() {
 		Expect(q.entries).ToNot(HaveKey("a0"))
 	})
 
+	It("refuses to start a run it cannot journal, leaving what it held as it was", func() {
+		q, _ := open()
+		_, err := q.begin("web", 3, "d3", "", now)
+		Expect(err).ToNot(HaveOccurred())
+		q, _ = open()
+		_, err = q.begin("web", 3, "d3", "", now)
+		Expect(err).ToNot(HaveOccurred())
+		q, _ = open()
+		Expect(q.held("web", "d3")).ToNot(BeNil())
+		q.path = filepath.Join(filepath.Dir(path), "gone", QuarantineFileName)
+		_, err = q.begin("web", 4, "d4", "", now)
+		Expect(err).To(MatchError(ContainSubstring("run journal")))
+		Expect(q.held("web", "d3")).ToNot(BeNil(), "the quarantine stays when the newer revision could not be journaled")
+		_, err = q.begin("db", 1, "d1", "", now)
+		Expect(err).To(HaveOccurred())
+		Expect(q.entries).ToNot(HaveKey("db"))
+	})
+
 	It("moves aside a journal that does not decode and goes on with an empty one", func() {
 		Expect(os.WriteFile(path, []byte("{not json"), 0o600)).To(Succeed())
 		q, _, err := openQuarantine(path, now)
