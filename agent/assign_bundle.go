@@ -46,7 +46,7 @@ func (s *assigner) bundleBody(ref *protocol.AssignmentBundle) (*body, *protocol.
 	case f.Signature == nil:
 		return nil, protocol.NewError(protocol.CodeUnauthenticated, "bundle %s: %s: bundles are run only when signed by a key the policy trusts", src, f.SignatureErr)
 	}
-	if err := f.Signature.Verify(f.Data, src.BundleName()); err != nil {
+	if err := f.Signature.Verify(f.Data, src.Location()); err != nil {
 		return nil, protocol.NewError(protocol.CodeUnauthenticated, "bundle %s: %s", src, err)
 	}
 	vouch, ok := a.setup.policy.SignerByKey(f.Signature.Signer)

@@ -111,6 +111,9 @@ func (s *assigner) remove(name string, revision uint64, digest string, signed *p
 		s.unwatch(cur)
 	}
 	delete(s.known, name)
+	if err := s.q.forget(name); err != nil {
+		a.log.Error("could not update the run journal", "assignment", name, "error", err)
+	}
 	st := s.state[name]
 	st.Created, st.Accepted, st.Digest, st.Owner, st.Removed = r.Created, revision, digest, "", true
 	st.LastRun, st.Revision = time.Time{}, 0

@@ -39,6 +39,13 @@ func (s *assigner) runDue(ctx context.Context) {
 		// while it ran, a failed repair to try again): kept when due
 		// before the schedule.
 		as.next = time.Time{}
+		if held := s.q.held(as.name, as.digest); held != nil {
+			// Not run: only a newer revision runs. The quarantine is
+			// recorded again every interval, so status keeps showing it.
+			s.skipQuarantined(as, held, started)
+			as.next, as.trigger = s.after(as, started), protocol.TriggerSchedule
+			continue
+		}
 		if msg, ok := conflicts[as.name]; ok {
 			s.a.log.Error("assignment not run: it declares a resource another assignment declares", "assignment", as.name, "error", msg)
 			s.answer(as, started, protocol.NewError(protocol.CodeBadRequest, "%s", msg))
@@ -133,8 +140,13 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 			run.watchFailures, run.watchError, run.watchFailedAt = ws.failures, ws.lastError, ws.failedAt
 		}
 	}
+	if !s.beginRun(as, started) {
+		return
+	}
 	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.id(), "signer", r.audit.Signer.Key)
-	if reply := a.exec.run(ctx, r); reply != nil {
+	reply := a.exec.run(ctx, r)
+	s.finishRun(as)
+	if reply != nil {
 		s.rewatch(as, reply, r.watched, r.wants)
 	}
 }

@@ -93,10 +93,20 @@ func saveAssignmentState(path string, state map[string]assignmentState) error {
 	if len(data) > MaxAssignmentStateBytes {
 		return fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrAssignmentState, path, len(data), MaxAssignmentStateBytes)
 	}
+	if err := writeDurably(path, data); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+	}
+	return nil
+}
+
+// writeDurably writes data to path atomically and durably: a temporary
+// file in the same directory, mode 0600, synced, renamed over path, and
+// the directory synced.
+func writeDurably(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+		return err
 	}
 	done := false
 	defer func() {
@@ -106,28 +116,25 @@ func saveAssignmentState(path string, state map[string]assignmentState) error {
 		}
 	}()
 	if err := tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+		return err
 	}
 	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+		return err
 	}
 	done = true
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
+		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAssignmentState, path, err)
-	}
-	return nil
+	return d.Sync()
 }

@@ -126,6 +126,9 @@ type assigner struct {
 	facts map[string]any
 	// w watches the files of watch: true resources (nil until needed)
 	w *watcher
+	// q is the run journal: runs in flight, revisions the agent stopped
+	// on, quarantined ones (see assign_quarantine.go)
+	q *quarantine
 }
 
 func newAssigner(a *Agent) *assigner {
@@ -133,7 +136,7 @@ func newAssigner(a *Agent) *assigner {
 	if state == nil {
 		state = map[string]assignmentState{}
 	}
-	return &assigner{
+	s := &assigner{
 		a:       a,
 		path:    filepath.Join(a.cfg.StateDir, AssignmentStateFileName),
 		state:   state,
@@ -141,6 +144,8 @@ func newAssigner(a *Agent) *assigner {
 		refused: map[string]uint64{},
 		facts:   a.facts.current().all,
 	}
+	s.q = a.journal
+	return s
 }
 
 // run follows the store until ctx is done; runs see jobs (cancelled when

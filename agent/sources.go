@@ -62,7 +62,7 @@ func newSources(a *Agent) (*continuous.Agent, error) {
 	}
 	return continuous.New(continuous.Options{
 		Config:    cfg,
-		Applier:   &sourceApplier{x: a.exec, jobs: func() context.Context { return a.queue.ctx }},
+		Applier:   &sourceApplier{x: a.exec, jobs: func() context.Context { return a.queue.ctx }, journal: func() *quarantine { return a.journal }},
 		Facts:     func(context.Context) (map[string]any, error) { return a.facts.current().all, nil },
 		JS:        a.setup.js,
 		Policy:    a.setup.policy,
@@ -104,6 +104,9 @@ type sourceApplier struct {
 	// agent's jobs context: a run finishes as a fleet request's does when
 	// the agent stops); nil or giving nil, the run goes on Apply's
 	jobs func() context.Context
+	// journal, when set, gives the run journal: a source's bundle or
+	// manifest the agent stopped during twice in a row is quarantined
+	journal func() *quarantine
 }
 
 var _ continuous.Applier = (*sourceApplier)(nil)
@@ -113,6 +116,9 @@ var _ continuous.Applier = (*sourceApplier)(nil)
 func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts continuous.ApplyOptions) (*manifest.Report, error) {
 	x := s.x
 	if opts.MonitorOnly {
+		if s.journal != nil && s.journal().held(sourceKey(opts.Source), opts.Version) != nil {
+			return nil, fmt.Errorf("manifest %s: quarantined: its health checks are not run either", opts.Source)
+		}
 		return manifest.Run(ctx, x.eng, m, sourceRunOptions(x, opts))
 	}
 	started := x.now()
@@ -136,13 +142,35 @@ func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts co
 	if data, err := json.Marshal(hr); err == nil {
 		run.request = string(data)
 	}
+	var q *quarantine
+	if s.journal != nil {
+		q = s.journal()
+	}
+	key := sourceKey(opts.Source)
+	if e := q.held(key, opts.Version); e != nil {
+		msg := e.reason(key)
+		if q.firstReport(key, opts.Version) {
+			x.log.Error("manifest source not applied: quarantined", "manifest", opts.Source, "sha256", opts.Version, "error", msg)
+			x.fin.refuse(r, protocol.NewError(protocol.CodeQuarantined, "%s", msg))
+		}
+		return nil, fmt.Errorf("manifest %s: %s", opts.Source, msg)
+	}
+	if _, err := q.begin(key, 0, opts.Version, "", started); err != nil {
+		x.log.Error("manifest source not applied: its start could not be journaled", "manifest", opts.Source, "error", err)
+		x.fin.refuse(r, protocol.NewError(protocol.CodeInternal, "not run: the start of the run could not be journaled (%s)", err))
+		return nil, fmt.Errorf("manifest %s: not run: %w", opts.Source, err)
+	}
 	x.log.Info("applying a manifest source", "manifest", opts.Source, "trigger", opts.Trigger, "request", id)
 	if s.jobs != nil {
 		if jobs := s.jobs(); jobs != nil {
 			ctx = jobs
 		}
 	}
-	if x.run(ctx, r) == nil && run.err == nil {
+	ran := x.run(ctx, r)
+	if err := q.finish(key, opts.Version); err != nil {
+		x.log.Error("could not journal the end of a manifest source's run: a restart counts it as a stop", "manifest", opts.Source, "error", err)
+	}
+	if ran == nil && run.err == nil {
 		return nil, fmt.Errorf("manifest %s: not run: the audit log cannot be written", opts.Source)
 	}
 	return run.report, run.err

@@ -170,7 +170,7 @@ func (h *harness) put(key, doc string, kp nkeys.KeyPair, created time.Time) {
 	Expect(err).NotTo(HaveOccurred())
 	meta := jetstream.ObjectMeta{Name: key}
 	if kp != nil {
-		sig, err := sources.SignBundle(data, filepath.Base(key), created, kp)
+		sig, err := sources.SignBundle(data, "obj://ccm-manifests/"+key, created, kp)
 		Expect(err).NotTo(HaveOccurred())
 		meta.Metadata = sig.Metadata()
 	}
@@ -334,12 +334,12 @@ var _ = Describe("Agent", func() {
 			target := filepath.Join(h.dir, "app.conf")
 			data, err := sources.Pack(h.bundleDir(fileManifest(target, "renamed-canary\n", "")))
 			Expect(err).NotTo(HaveOccurred())
-			sig, err := sources.SignBundle(data, "db.tar.gz", time.Now(), h.ops)
+			sig, err := sources.SignBundle(data, "obj://ccm-manifests/db.tar.gz", time.Now(), h.ops)
 			Expect(err).NotTo(HaveOccurred())
 			_, err = h.obs.Put(context.Background(), jetstream.ObjectMeta{Name: "app.tar.gz", Metadata: sig.Metadata()}, bytes.NewReader(data))
 			Expect(err).NotTo(HaveOccurred())
 			h.start("interval: 1h\nmanifests: [obj://ccm-manifests/app.tar.gz]\n", policyTrusting(h.ops, "file"), time.Hour)
-			Eventually(h.auditLines).WithTimeout(20 * time.Second).Should(ContainSubstring(`signed as bundle \"db.tar.gz\"`))
+			Eventually(h.auditLines).WithTimeout(20 * time.Second).Should(ContainSubstring(`signed for \"obj://ccm-manifests/db.tar.gz\", fetched from \"obj://ccm-manifests/app.tar.gz\"`))
 			Expect(target).NotTo(BeAnExistingFile())
 		})
 	})

@@ -29,6 +29,10 @@ type ApplyOptions struct {
 	// Trigger says why it runs: TriggerStart, TriggerChange,
 	// TriggerSchedule, TriggerRemediation or TriggerHealth.
 	Trigger string
+	// Version is the SHA-256 of what runs: the remote bundle, or a local
+	// manifest's document. An applier that journals runs keys them by
+	// Source and Version (a new version is a new manifest).
+	Version string
 }
 
 // Why a manifest runs.

@@ -160,6 +160,11 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool, trigger string) 
 		m = b.m
 	}
 	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.localTmplOpts, Prepared: regs.collect, Trigger: trigger}
+	if b != nil {
+		opts.Version = b.digest
+	} else {
+		opts.Version = sources.Digest(m.Document())
+	}
 	if b != nil && b.signer != nil {
 		opts.TemplateOptions = a.tmplOpts
 	}
@@ -478,7 +483,7 @@ func (w *worker) verify(f *sources.Fetched) (*policy.Signer, string, error) {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w: remote bundles are applied only when signed by a key the policy trusts or pinned by a checksum", ErrRefused, f.SignatureErr)
 	}
 	sig := f.Signature
-	if err := sig.Verify(f.Data, w.src.BundleName()); err != nil {
+	if err := sig.Verify(f.Data, w.src.Location()); err != nil {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	s, ok := w.a.opts.Policy.SignerByKey(sig.Signer)

@@ -173,7 +173,7 @@ var _ = Describe("Assignments of object store bundles", Ordered, func() {
 		// this one, the signature does not verify.
 		data, err := sources.Pack(d)
 		Expect(err).ToNot(HaveOccurred())
-		sig, err := sources.SignBundle(data, "ccm-manifests/other.tar.gz", time.Now(), ops.kp)
+		sig, err := sources.SignBundle(data, "obj://ccm-manifests/other.tar.gz", time.Now(), ops.kp)
 		Expect(err).ToNot(HaveOccurred())
 		obs, err := js.ObjectStore(context.Background(), "ccm-manifests")
 		Expect(err).ToNot(HaveOccurred())
@@ -192,6 +192,40 @@ var _ = Describe("Assignments of object store bundles", Ordered, func() {
 		Consistently(exists(forged)).WithTimeout(3 * time.Second).Should(BeFalse())
 		Expect(exists(untrusted)()).To(BeFalse())
 		Expect(agentProc.Err.Contents()).ToNot(ContainSubstring(canary))
+	})
+
+	It("refuses a bundle signed for one location at another: the signature covers the bucket and key, not the base name alone", func() {
+		ctx := context.Background()
+		canary := fmt.Sprintf("CANARY-BUNDLE-MOVED-%d", time.Now().UnixNano())
+		path := filepath.Join(target, "web.conf")
+		put(bundleDir("web", fileDoc(path, "payload"), map[string]string{"payload": canary + "\n"}), "staging/web.tar.gz", ops)
+
+		// The normal case: applied from where it was signed for.
+		assign("web-staging", "staging/web.tar.gz")
+		Eventually(func() ([]byte, error) { return os.ReadFile(path) }).WithTimeout(30 * time.Second).Should(Equal([]byte(canary + "\n")))
+		Expect(os.Remove(path)).To(Succeed())
+
+		// The same object, its signature metadata included, copied to
+		// another bucket and key with the same base name.
+		src, err := js.ObjectStore(ctx, "ccm-manifests")
+		Expect(err).ToNot(HaveOccurred())
+		info, err := src.GetInfo(ctx, "staging/web.tar.gz")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(info.Metadata).To(HaveKeyWithValue(sources.MetaLocation, "obj://ccm-manifests/staging/web.tar.gz"))
+		data, err := src.GetBytes(ctx, "staging/web.tar.gz")
+		Expect(err).ToNot(HaveOccurred())
+		other, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "other"})
+		Expect(err).ToNot(HaveOccurred())
+		_, err = other.Put(ctx, jetstream.ObjectMeta{Name: "prod/web.tar.gz", Metadata: info.Metadata}, bytes.NewReader(data))
+		Expect(err).ToNot(HaveOccurred())
+
+		code, out, errOut := runOrch("assign", "web-prod", "--bundle", "obj://other/prod/web.tar.gz", "--host", identity, "--interval", "1h", "--key", ops.seedFile, "--server", url)
+		Expect(code).To(Equal(0), out+errOut)
+		Eventually(errorsOf("web-prod")).WithTimeout(20 * time.Second).Should(ContainElement(
+			`unauthenticated: bundle obj://other/prod/web.tar.gz: bundle signature does not verify: signed for "obj://ccm-manifests/staging/web.tar.gz", fetched from "obj://other/prod/web.tar.gz": a bundle runs only from the location it was signed for`))
+		Consistently(exists(path)).WithTimeout(3 * time.Second).Should(BeFalse())
+		// ccm-orch assign said so already.
+		Expect(errOut).To(ContainSubstring(`warning: bundle obj://other/prod/web.tar.gz: bundle signature does not verify: signed for "obj://ccm-manifests/staging/web.tar.gz", fetched from "obj://other/prod/web.tar.gz"`))
 	})
 
 	It("refuses a bundle with a resource its signer may not use, applying none of it", func() {

@@ -28,6 +28,10 @@ const (
 	// StateRefused: the host's policy refuses the assignment (signer not
 	// trusted, or a type it may not use).
 	StateRefused = "refused"
+	// StateQuarantined: the agent stopped (was killed, crashed) twice in
+	// a row while applying the current revision, so it does not run it
+	// again until a newer revision is assigned.
+	StateQuarantined = "quarantined"
 	// StatePending: the host's last run is of an older revision.
 	StatePending = "pending"
 	// StateStale: the host reported no run within twice the interval.
@@ -87,7 +91,8 @@ type AssignmentStatus struct {
 type StatusReport struct {
 	Time        time.Time          `json:"time"`
 	Assignments []AssignmentStatus `json:"assignments"`
-	// ExitCode: 2 when a host failed or refuses, 5 when one drifted, is
+	// ExitCode: 2 when a host failed, refuses or quarantined the
+	// revision, 5 when one drifted, is
 	// pending or stale, else 0.
 	ExitCode protocol.ExitCode `json:"exit_code"`
 }
@@ -182,6 +187,10 @@ func hostStatus(id string, e AssignmentEntry, run *lastRun, now time.Time) HostS
 		}
 	}
 	switch {
+	case run.reply.Error != nil && run.reply.Error.Code == protocol.CodeQuarantined && run.revision == e.Revision:
+		h.State, h.Message = StateQuarantined, run.reply.Error.Message
+	case run.reply.Error != nil && run.reply.Error.Code == protocol.CodeQuarantined:
+		h.State, h.Message = StatePending, fmt.Sprintf("last ran revision %d, quarantined there: %s", run.revision, run.reply.Error.Message)
 	case run.reply.Error != nil && (run.reply.Error.Code == protocol.CodeForbidden || run.reply.Error.Code == protocol.CodeUnauthenticated):
 		h.State, h.Message = StateRefused, run.reply.Error.Message
 	case run.reply.Error != nil:
@@ -237,7 +246,7 @@ func laterAudit(h *HostStatus, run, audit *lastRun) {
 // stateExit is a host state's exit code.
 func stateExit(state string) protocol.ExitCode {
 	switch state {
-	case StateFailed, StateRefused:
+	case StateFailed, StateRefused, StateQuarantined:
 		return protocol.ExitFailed
 	case StateDrift, StateStale, StatePending:
 		return protocol.ExitDrift

@@ -71,6 +71,29 @@ var _ = Describe("StatusOf over AssignmentRuns", func() {
 		Expect(rep.ExitCode).To(Equal(protocol.ExitFailed))
 	})
 
+	It("shows a host that quarantined the current revision as quarantined, with the reason, and one that quarantined an older revision as pending", func() {
+		quarantined := func(rev uint64, host string) jsstore.Record {
+			GinkgoHelper()
+			r := record("web", rev, host, now.Add(-time.Minute), false, false)
+			reply := protocol.NewFleetReply(r.RequestID, host, now.Add(-time.Minute))
+			reply.Error = protocol.NewError(protocol.CodeQuarantined, "the agent stopped 2 times while applying revision %d of assignment web", rev)
+			data, err := reply.Encode()
+			Expect(err).NotTo(HaveOccurred())
+			r.Data = data
+			return r
+		}
+		runs := orchestrator.NewAssignmentRuns()
+		runs.Add(quarantined(3, "a"))
+		runs.Add(quarantined(2, "b"))
+		rep, err := orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry}, map[string]map[string]any{"a": {}, "b": {}}, runs, now, orchestrator.StatusOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rep.Assignments[0].Hosts).To(ConsistOf(
+			And(HaveField("Identity", "a"), HaveField("State", orchestrator.StateQuarantined), HaveField("Message", "the agent stopped 2 times while applying revision 3 of assignment web")),
+			And(HaveField("Identity", "b"), HaveField("State", orchestrator.StatePending), HaveField("Message", ContainSubstring("last ran revision 2, quarantined there")))))
+		Expect(rep.Assignments[0].Counts).To(HaveKeyWithValue(orchestrator.StateQuarantined, 1))
+		Expect(rep.ExitCode).To(Equal(protocol.ExitFailed))
+	})
+
 	It("names an assignment it does not have", func() {
 		_, err := orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry}, live, orchestrator.NewAssignmentRuns(), now, orchestrator.StatusOptions{Assignment: "db"})
 		Expect(errors.Is(err, orchestrator.ErrNoAssignment)).To(BeTrue(), "%v", err)

@@ -19,11 +19,15 @@ const (
 	// CodeInterrupted: the receiver stopped (crashed or was killed) while
 	// the request was queued or running; it may have run in part.
 	CodeInterrupted Code = "interrupted"
+	// CodeQuarantined: the receiver stopped (crashed or was killed) twice
+	// in a row while running this assignment revision; it is not run
+	// again there until a newer revision is assigned.
+	CodeQuarantined Code = "quarantined"
 )
 
 // Codes lists every error code, for those who count by code (metrics).
 var Codes = []Code{CodeBadRequest, CodeExpired, CodeBusy, CodeForbidden, CodeInternal,
-	CodeUnauthenticated, CodeClockSkew, CodeDuplicate, CodeInterrupted, CodeTooLarge}
+	CodeUnauthenticated, CodeClockSkew, CodeDuplicate, CodeInterrupted, CodeTooLarge, CodeQuarantined}
 
 // NewError builds a request-level error with a stable code and a message.
 func NewError(code Code, format string, args ...any) *Error {

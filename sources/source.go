@@ -127,17 +127,21 @@ func Parse(s string) (*Source, error) {
 // Remote reports whether the source is a bundle fetched from elsewhere.
 func (s *Source) Remote() bool { return s.Kind != KindFile }
 
-// BundleName is the name a remote bundle's signature must carry: the last
-// element of its key or URL path ("app.tar.gz"), so a bundle signed for one
-// name cannot be served under another.
-func (s *Source) BundleName() string {
+// Location is where a remote bundle's signature says it is kept, and
+// must be fetched from: obj://bucket/key, or the URL without credentials
+// or fragment (scheme, host, port, path and query), so a bundle signed
+// for one bucket, key or address is refused at any other. A local file's
+// location is its path.
+func (s *Source) Location() string {
 	switch s.Kind {
 	case KindObject:
-		return path.Base(s.Key)
+		return "obj://" + s.Bucket + "/" + s.Key
 	case KindHTTP:
-		return path.Base(s.URL.Path)
+		u := *s.URL
+		u.User, u.Fragment, u.RawFragment = nil, "", ""
+		return u.String()
 	}
-	return filepath.Base(s.Path)
+	return s.Path
 }
 
 // String is the source with any password and the fragment removed: what

@@ -46,17 +46,17 @@ func reg(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar
 
 var _ = Describe("Parse", func() {
 	DescribeTable("accepts CCM's sources",
-		func(in string, kind sources.Kind, shown, bundleName string) {
+		func(in string, kind sources.Kind, shown, location string) {
 			s, err := sources.Parse(in)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(s.Kind).To(Equal(kind))
 			Expect(s.String()).To(Equal(shown))
-			Expect(s.BundleName()).To(Equal(bundleName))
+			Expect(s.Location()).To(Equal(location))
 		},
-		Entry("a local file", "/etc/choria/ccm/manifests/base.yaml", sources.KindFile, "/etc/choria/ccm/manifests/base.yaml", "base.yaml"),
-		Entry("an object", "obj://ccm-manifests/app.tar.gz", sources.KindObject, "obj://ccm-manifests/app.tar.gz", "app.tar.gz"),
-		Entry("https", "https://config.example.com/manifests/web.tar.gz", sources.KindHTTP, "https://config.example.com/manifests/web.tar.gz", "web.tar.gz"),
-		Entry("https with basic auth, the password never shown", "https://user:s3cret-canary@config.example.com/web.tar.gz", sources.KindHTTP, "https://user:xxxxx@config.example.com/web.tar.gz", "web.tar.gz"),
+		Entry("a local file", "/etc/choria/ccm/manifests/base.yaml", sources.KindFile, "/etc/choria/ccm/manifests/base.yaml", "/etc/choria/ccm/manifests/base.yaml"),
+		Entry("an object", "obj://ccm-manifests/app.tar.gz", sources.KindObject, "obj://ccm-manifests/app.tar.gz", "obj://ccm-manifests/app.tar.gz"),
+		Entry("https", "https://config.example.com/manifests/web.tar.gz", sources.KindHTTP, "https://config.example.com/manifests/web.tar.gz", "https://config.example.com/manifests/web.tar.gz"),
+		Entry("https with basic auth, the password never shown", "https://user:s3cret-canary@config.example.com/web.tar.gz", sources.KindHTTP, "https://user:xxxxx@config.example.com/web.tar.gz", "https://config.example.com/web.tar.gz"),
 	)
 
 	It("takes a sha256 pin from the fragment and leaves it out of the URL fetched", func() {
@@ -157,31 +157,60 @@ var _ = Describe("Signature", func() {
 	})
 
 	It("verifies what it signed, through its metadata", func() {
-		sig, err := sources.SignBundle(data, "app.tar.gz", time.Now(), kp)
+		sig, err := sources.SignBundle(data, "obj://ccm-manifests/app.tar.gz", time.Now(), kp)
 		Expect(err).NotTo(HaveOccurred())
 		meta := sig.Metadata()
+		Expect(meta).To(HaveKeyWithValue(sources.MetaLocation, "obj://ccm-manifests/app.tar.gz"))
 		got, err := sources.SignatureFrom(func(k string) string { return meta[k] })
 		Expect(err).NotTo(HaveOccurred())
-		Expect(got.Verify(data, "app.tar.gz")).To(Succeed())
+		Expect(got.Verify(data, "obj://ccm-manifests/app.tar.gz")).To(Succeed())
 		pub, _ := kp.PublicKey()
 		Expect(got.Signer).To(Equal(pub))
 	})
 
-	It("refuses other bytes, another name, another signer and a forged time", func() {
-		sig, err := sources.SignBundle(data, "app.tar.gz", time.Now(), kp)
+	It("refuses other bytes, another location, another signer and a forged time", func() {
+		const at = "obj://ccm-manifests/staging/app.tar.gz"
+		sig, err := sources.SignBundle(data, at, time.Now(), kp)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(sig.Verify(append(bytes.Clone(data), 0), "app.tar.gz")).To(MatchError(sources.ErrBadSignature))
-		Expect(sig.Verify(data, "db.tar.gz")).To(MatchError(sources.ErrBadSignature))
+		Expect(sig.Verify(append(bytes.Clone(data), 0), at)).To(MatchError(sources.ErrBadSignature))
+		Expect(sig.Verify(data, "obj://ccm-manifests/staging/db.tar.gz")).To(MatchError(sources.ErrBadSignature))
+		// The same base name in another bucket or below another key.
+		err = sig.Verify(data, "obj://other/prod/app.tar.gz")
+		Expect(err).To(MatchError(sources.ErrBadSignature))
+		Expect(err).To(MatchError(ContainSubstring(`signed for "obj://ccm-manifests/staging/app.tar.gz", fetched from "obj://other/prod/app.tar.gz"`)))
+		Expect(sig.Verify(data, "obj://ccm-manifests/prod/app.tar.gz")).To(MatchError(sources.ErrBadSignature))
+		Expect(sig.Verify(data, "https://cdn.example/staging/app.tar.gz")).To(MatchError(sources.ErrBadSignature))
 
 		other, _ := nkeys.CreateUser()
 		pub, _ := other.PublicKey()
 		forged := *sig
 		forged.Signer = pub
-		Expect(forged.Verify(data, "app.tar.gz")).To(MatchError(sources.ErrBadSignature))
+		Expect(forged.Verify(data, at)).To(MatchError(sources.ErrBadSignature))
 
 		later := *sig
 		later.Created = sig.Created.Add(time.Hour)
-		Expect(later.Verify(data, "app.tar.gz")).To(MatchError(sources.ErrBadSignature))
+		Expect(later.Verify(data, at)).To(MatchError(sources.ErrBadSignature))
+
+		// A location edited in the metadata does not verify either.
+		moved := *sig
+		moved.Location = "obj://other/prod/app.tar.gz"
+		Expect(moved.Verify(data, moved.Location)).To(MatchError(sources.ErrBadSignature))
+	})
+
+	It("refuses a signature of the base name alone, as signed before, saying to sign it again", func() {
+		sig, err := sources.SignBundle(data, "obj://ccm-manifests/app.tar.gz", time.Now(), kp)
+		Expect(err).NotTo(HaveOccurred())
+		meta := sig.Metadata()
+		delete(meta, sources.MetaLocation)
+		meta["Ccm-Bundle-Name"] = "app.tar.gz"
+		got, err := sources.SignatureFrom(func(k string) string { return meta[k] })
+		Expect(err).NotTo(HaveOccurred())
+		err = got.Verify(data, "obj://ccm-manifests/app.tar.gz")
+		Expect(err).To(MatchError(sources.ErrBadSignature))
+		Expect(err).To(MatchError(ContainSubstring(`signed for the name "app.tar.gz" only`)))
+
+		_, err = sources.SignBundle(data, "app.tar.gz", time.Now(), kp)
+		Expect(err).To(MatchError(ContainSubstring("the location must be obj://bucket/key or a URL")))
 	})
 
 	It("says unsigned when there is no signature at all", func() {
@@ -194,8 +223,7 @@ var _ = Describe("Fetcher", func() {
 	It("fetches an https bundle with basic auth from the URL and its signature from the headers", func() {
 		kp, _ := nkeys.CreateUser()
 		data := tarball(reg("manifest.yaml"), "ccm: {}")
-		sig, err := sources.SignBundle(data, "web.tar.gz", time.Now(), kp)
-		Expect(err).NotTo(HaveOccurred())
+		var sig *sources.Signature
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if u, p, ok := r.BasicAuth(); !ok || u != "ops" || p != "pw-canary" {
 				http.Error(w, "no", http.StatusUnauthorized)
@@ -209,12 +237,15 @@ var _ = Describe("Fetcher", func() {
 		defer srv.Close()
 		src, err := sources.Parse(strings.Replace(srv.URL, "https://", "https://ops:pw-canary@", 1) + "/b/web.tar.gz")
 		Expect(err).NotTo(HaveOccurred())
+		// Signed for the URL without its credentials.
+		sig, err = sources.SignBundle(data, srv.URL+"/b/web.tar.gz", time.Now(), kp)
+		Expect(err).NotTo(HaveOccurred())
 		f := &sources.Fetcher{HTTP: srv.Client()}
 		got, err := f.Fetch(context.Background(), src)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Data).To(Equal(data))
 		Expect(got.Signature).NotTo(BeNil())
-		Expect(got.Signature.Verify(got.Data, src.BundleName())).To(Succeed())
+		Expect(got.Signature.Verify(got.Data, src.Location())).To(Succeed())
 
 		bad, _ := sources.Parse(srv.URL + "/b/web.tar.gz")
 		_, err = f.Fetch(context.Background(), bad)

@@ -106,7 +106,7 @@ func (s *Server) status(opts orchestrator.StatusOptions) (*orchestrator.StatusRe
 
 // statusStates are the states of a host for an assignment, worst first,
 // as ccm-orch status shows them.
-var statusStates = []string{orchestrator.StateFailed, orchestrator.StateRefused, orchestrator.StateStale,
+var statusStates = []string{orchestrator.StateFailed, orchestrator.StateQuarantined, orchestrator.StateRefused, orchestrator.StateStale,
 	orchestrator.StateDrift, orchestrator.StatePending, orchestrator.StateConverged}
 
 // stateHosts are the hosts of an assignment in one state with one

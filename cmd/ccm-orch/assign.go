@@ -271,6 +271,8 @@ func (a *app) assignBundle(c *assignFlags, flt *protocol.Filter, kp nkeys.KeyPai
 	}
 	if f.Signature == nil {
 		fmt.Fprintf(a.Stderr, "warning: bundle %s is not signed (%s): agents will refuse it\n", src, f.SignatureErr)
+	} else if err := f.Signature.Verify(f.Data, src.Location()); err != nil {
+		fmt.Fprintf(a.Stderr, "warning: bundle %s: %s: agents will refuse it\n", src, err)
 	}
 	return a.storeAssignment(ctx, orchestrator.New(nc, orchestrator.WithLogger(a.Logger())), c, as, kp)
 }

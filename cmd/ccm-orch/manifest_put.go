@@ -57,7 +57,7 @@ func (a *app) manifestPut(c *manifestPutFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	sig, err := sources.SignBundle(data, src.BundleName(), time.Now(), kp)
+	sig, err := sources.SignBundle(data, src.Location(), time.Now(), kp)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // statusStates is the order states are shown in, worst first.
-var statusStates = []string{orchestrator.StateFailed, orchestrator.StateRefused, orchestrator.StateStale, orchestrator.StateDrift, orchestrator.StatePending, orchestrator.StateConverged}
+var statusStates = []string{orchestrator.StateFailed, orchestrator.StateQuarantined, orchestrator.StateRefused, orchestrator.StateStale, orchestrator.StateDrift, orchestrator.StatePending, orchestrator.StateConverged}
 
 // maxStatusHosts is how many identities one line names before "and N more".
 const maxStatusHosts = 10
@@ -28,7 +28,7 @@ func (a *app) registerStatus(cli *fisk.Application) {
 		name string
 		js   bool
 	)
-	cmd := cli.Command("status", "Each assignment's state on the hosts it selects, as of each host's last run of that assignment, or of a later audit that found its resources would change: converged, drift, failed, refused, pending, stale (exit 0 converged, 5 drift or stale, 2 failed)")
+	cmd := cli.Command("status", "Each assignment's state on the hosts it selects, as of each host's last run of that assignment, or of a later audit that found its resources would change: converged, drift, failed, quarantined, refused, pending, stale (exit 0 converged, 5 drift or stale, 2 failed or quarantined)")
 	flt.register(cmd)
 	cmd.Flag("assignment", "Only this assignment").PlaceHolder("NAME").StringVar(&name)
 	cmd.Flag("json", "Print the report as JSON").BoolVar(&js)
