@@ -37,9 +37,6 @@ type Agent struct {
 	fin   *finisher
 	// sources applies Config.Sources, nil without them
 	sources *continuous.Agent
-	// journal is the run journal of assignments and manifest sources
-	// (see assign_quarantine.go), opened by Run
-	journal *quarantine
 	// setup is what New was given and loaded, handed on to Run
 	setup setup
 }

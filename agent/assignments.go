@@ -144,7 +144,7 @@ func newAssigner(a *Agent) *assigner {
 		refused: map[string]uint64{},
 		facts:   a.facts.current().all,
 	}
-	s.q = a.journal
+	s.q = a.exec.journal
 	return s
 }
 

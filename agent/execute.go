@@ -26,6 +26,9 @@ type executor struct {
 	diffLimit int64
 	log       *slog.Logger
 	now       func() time.Time
+	// journal is the run journal of assignments and manifest sources
+	// (see assign_quarantine.go), opened by Run
+	journal *quarantine
 }
 
 // run does an admitted job, whatever brought it (a fleet request, an

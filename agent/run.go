@@ -56,7 +56,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		// The assigner follows the assignment store while the agent
 		// serves; it counts as a worker, so the shutdown waits for its
 		// run like for a request's.
-		a.openJournal()
+		a.exec.openJournal(a.cfg.StateDir)
 		asg := newAssigner(a)
 		a.queue.workers.Add(1)
 		go func() {

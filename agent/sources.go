@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -62,7 +63,7 @@ func newSources(a *Agent) (*continuous.Agent, error) {
 	}
 	return continuous.New(continuous.Options{
 		Config:    cfg,
-		Applier:   &sourceApplier{x: a.exec, jobs: func() context.Context { return a.queue.ctx }, journal: func() *quarantine { return a.journal }},
+		Applier:   &sourceApplier{x: a.exec, jobs: func() context.Context { return a.queue.ctx }},
 		Facts:     func(context.Context) (map[string]any, error) { return a.facts.current().all, nil },
 		JS:        a.setup.js,
 		Policy:    a.setup.policy,
@@ -104,9 +105,6 @@ type sourceApplier struct {
 	// agent's jobs context: a run finishes as a fleet request's does when
 	// the agent stops); nil or giving nil, the run goes on Apply's
 	jobs func() context.Context
-	// journal, when set, gives the run journal: a source's bundle or
-	// manifest the agent stopped during twice in a row is quarantined
-	journal func() *quarantine
 }
 
 var _ continuous.Applier = (*sourceApplier)(nil)
@@ -115,13 +113,48 @@ var _ continuous.Applier = (*sourceApplier)(nil)
 // (marked with the source and trigger) and the agent's metrics.
 func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts continuous.ApplyOptions) (*manifest.Report, error) {
 	x := s.x
+	q, key := x.journal, sourceKey(opts.Source)
 	if opts.MonitorOnly {
-		if s.journal != nil && s.journal().held(sourceKey(opts.Source), opts.Version) != nil {
+		if q.held(key, opts.Version) != nil {
 			return nil, fmt.Errorf("manifest %s: quarantined: its health checks are not run either", opts.Source)
 		}
 		return manifest.Run(ctx, x.eng, m, sourceRunOptions(x, opts))
 	}
 	started := x.now()
+	r, run := newSourceJob(x, m, opts, started)
+	if e := q.held(key, opts.Version); e != nil {
+		msg := e.reason(key)
+		if q.firstReport(key, opts.Version) {
+			x.log.Error("manifest source not applied: quarantined", "manifest", opts.Source, "sha256", opts.Version, "error", msg)
+			x.fin.refuse(r, protocol.NewError(protocol.CodeQuarantined, "%s", msg))
+		}
+		return nil, fmt.Errorf("manifest %s: %s", opts.Source, msg)
+	}
+	if _, err := q.begin(key, 0, opts.Version, "", started); err != nil {
+		x.log.Error("manifest source not applied: its start could not be journaled", "manifest", opts.Source, "error", err)
+		x.fin.refuse(r, protocol.NewError(protocol.CodeInternal, "not run: the start of the run could not be journaled (%s)", err))
+		return nil, fmt.Errorf("manifest %s: not run: %w", opts.Source, err)
+	}
+	x.log.Info("applying a manifest source", "manifest", opts.Source, "trigger", opts.Trigger, "request", r.audit.RequestID)
+	if s.jobs != nil {
+		if jobs := s.jobs(); jobs != nil {
+			ctx = jobs
+		}
+	}
+	ran := x.run(ctx, r)
+	if err := q.finish(key, opts.Version); err != nil {
+		x.log.Error("could not journal the end of a manifest source's run: a restart counts it as a stop", "manifest", opts.Source, "error", err)
+	}
+	if ran == nil && run.err == nil {
+		return nil, fmt.Errorf("manifest %s: not run: the audit log cannot be written", opts.Source)
+	}
+	return run.report, run.err
+}
+
+// newSourceJob is the job of one run of a manifest source's manifest m,
+// started at started, with its audit line and the history request its
+// record answers.
+func newSourceJob(x *executor, m *manifest.Manifest, opts continuous.ApplyOptions, started time.Time) (*job, *sourceRun) {
 	id := sourceRunID()
 	run := &sourceRun{source: opts.Source, trigger: opts.Trigger, opts: opts}
 	b, _ := newBody(policy.ManifestBody(nil, m), nil)
@@ -142,38 +175,7 @@ func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts co
 	if data, err := json.Marshal(hr); err == nil {
 		run.request = string(data)
 	}
-	var q *quarantine
-	if s.journal != nil {
-		q = s.journal()
-	}
-	key := sourceKey(opts.Source)
-	if e := q.held(key, opts.Version); e != nil {
-		msg := e.reason(key)
-		if q.firstReport(key, opts.Version) {
-			x.log.Error("manifest source not applied: quarantined", "manifest", opts.Source, "sha256", opts.Version, "error", msg)
-			x.fin.refuse(r, protocol.NewError(protocol.CodeQuarantined, "%s", msg))
-		}
-		return nil, fmt.Errorf("manifest %s: %s", opts.Source, msg)
-	}
-	if _, err := q.begin(key, 0, opts.Version, "", started); err != nil {
-		x.log.Error("manifest source not applied: its start could not be journaled", "manifest", opts.Source, "error", err)
-		x.fin.refuse(r, protocol.NewError(protocol.CodeInternal, "not run: the start of the run could not be journaled (%s)", err))
-		return nil, fmt.Errorf("manifest %s: not run: %w", opts.Source, err)
-	}
-	x.log.Info("applying a manifest source", "manifest", opts.Source, "trigger", opts.Trigger, "request", id)
-	if s.jobs != nil {
-		if jobs := s.jobs(); jobs != nil {
-			ctx = jobs
-		}
-	}
-	ran := x.run(ctx, r)
-	if err := q.finish(key, opts.Version); err != nil {
-		x.log.Error("could not journal the end of a manifest source's run: a restart counts it as a stop", "manifest", opts.Source, "error", err)
-	}
-	if ran == nil && run.err == nil {
-		return nil, fmt.Errorf("manifest %s: not run: the audit log cannot be written", opts.Source)
-	}
-	return run.report, run.err
+	return r, run
 }
 
 // sourceRunOptions are the manifest run options of a source's run
