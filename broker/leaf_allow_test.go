@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -73,6 +77,39 @@ var _ = Describe("A hub that sites cannot touch", func() {
 			}
 			return string(m.Data), nil
 		}).Should(Equal("pong"))
+
+		// More than a flow control window (1 MiB pending) at once, both
+		// ways: the history sourced from the site, the assignments
+		// mirrored from the hub. Without the flow control replies
+		// crossing, both would stall.
+		big := make([]byte, 4<<10)
+		for i := range big {
+			big[i] = 'x'
+		}
+		const backlog = 600 // 2.4 MiB
+		var acks []jetstream.PubAckFuture
+		for i := range backlog {
+			host := fmt.Sprintf("bulk%d", i)
+			f, err := fraJS.PublishAsync(protocol.HistorySubject(id, host), big, jetstream.WithMsgID(protocol.HistoryMsgID(id, host)))
+			Expect(err).NotTo(HaveOccurred())
+			acks = append(acks, f)
+		}
+		for i := range backlog {
+			f, err := hubJS.PublishAsync(fmt.Sprintf("$KV.%s.bulk%d", protocol.AssignmentsBucket, i), big)
+			Expect(err).NotTo(HaveOccurred())
+			acks = append(acks, f)
+		}
+		for _, f := range acks {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				Fail(err.Error())
+			case <-ctx.Done():
+				Fail("publishing the backlog timed out")
+			}
+		}
+		Eventually(func() uint64 { return streamMsgs(hubJS, protocol.HistoryStream) }).WithTimeout(60*time.Second).Should(BeNumerically(">=", uint64(backlog+1)), "the site's backlog sourced into the hub")
+		Eventually(func() uint64 { return streamMsgs(fraJS, "KV_"+protocol.AssignmentsBucket) }).WithTimeout(60*time.Second).Should(Equal(streamMsgs(hubJS, "KV_"+protocol.AssignmentsBucket)), "the hub's backlog mirrored at the site")
 
 		historyMsgs := streamMsgs(hubJS, protocol.HistoryStream)
 		Expect(historyMsgs).To(BeNumerically(">=", 1))
@@ -155,5 +192,74 @@ var _ = Describe("A hub that sites cannot touch", func() {
 		_, err = hubKV.Put(ctx, "after", []byte(`{"from":"the hub"}`))
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() error { _, err := fraKV.Get(ctx, "after"); return err }).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+})
+
+// The site brokers' users are client users that may connect as leaf nodes
+// only, and they alone may: a hub's other users (its auth file's) and
+// clients without credentials cannot log in as a leaf node.
+var _ = Describe("Who may connect to a hub as a leaf node", func() {
+	siteWith := func(hub *broker.Broker, site, user, password string) *broker.Broker {
+		GinkgoHelper()
+		return brokertest.StartConfig(GinkgoT(), broker.Config{Site: site,
+			Hub: broker.HubConfig{URLs: []string{hub.LeafURL()}, User: user, Password: password}})
+	}
+
+	It("is a site broker's user only: not a user of the hub's auth file, not a client without credentials", func() {
+		dir := GinkgoT().TempDir()
+		auth := filepath.Join(dir, "auth.yaml")
+		Expect(os.WriteFile(auth, []byte("users:\n  - user: admin\n    password: admin-pw\n"), 0o600)).To(Succeed())
+		hub := brokertest.StartConfig(GinkgoT(), broker.Config{AuthFile: auth,
+			LeafNodes: broker.LeafNodesConfig{Listen: "127.0.0.1:-1", Users: []broker.LeafUser{siteUser}}})
+		admin := siteWith(hub, "ams1", "admin", "admin-pw")
+		anonymous := siteWith(hub, "lon1", "", "")
+		good := siteWith(hub, "fra1", siteUser.User, siteUser.Password)
+		Eventually(good.LeafConnections).WithTimeout(10 * time.Second).Should(Equal(1))
+		Consistently(hub.LeafConnections, 2*time.Second, 200*time.Millisecond).Should(Equal(1))
+		Expect(admin.LeafConnections()).To(BeZero())
+		Expect(anonymous.LeafConnections()).To(BeZero())
+		// The site broker's user is no client user either.
+		_, err := nats.Connect(hub.ClientURL(), nats.UserInfo(siteUser.User, siteUser.Password))
+		Expect(err).To(MatchError(nats.ErrAuthorization))
+		nc := connect(hub.ClientURL(), nats.UserInfo("admin", "admin-pw"))
+		Expect(nc.Flush()).To(Succeed())
+		// Reloading keeps it so.
+		Expect(hub.Reload(context.Background())).To(Succeed())
+		Consistently(hub.LeafConnections, time.Second, 200*time.Millisecond).Should(Equal(1))
+	})
+
+	It("keeps a hub without an auth file open to clients without credentials, not to leaf nodes without them", func() {
+		hub := startHub()
+		anonymous := siteWith(hub, "lon1", "", "")
+		good := startSite("fra1", hub)
+		Eventually(good.LeafConnections).WithTimeout(10 * time.Second).Should(Equal(1))
+		Consistently(hub.LeafConnections, 2*time.Second, 200*time.Millisecond).Should(Equal(1))
+		Expect(anonymous.LeafConnections()).To(BeZero())
+		nc := connect(hub.ClientURL())
+		js, err := jetstream.New(nc)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = js.AccountInfo(context.Background())
+		Expect(err).NotTo(HaveOccurred(), "an anonymous client of the hub may do everything, as before")
+		Expect(hub.Reload(context.Background())).To(Succeed())
+		Expect(nc.Flush()).To(Succeed())
+		Consistently(hub.LeafConnections, time.Second, 200*time.Millisecond).Should(Equal(1))
+	})
+
+	It("refuses to start a hub whose site broker's user is also a user of its auth file, naming it", func() {
+		dir := GinkgoT().TempDir()
+		auth := filepath.Join(dir, "auth.yaml")
+		Expect(os.WriteFile(auth, []byte("users:\n  - user: site\n    password: other-pw\n"), 0o600)).To(Succeed())
+		b, err := broker.New(broker.Config{Listen: "127.0.0.1:-1", StoreDir: GinkgoT().TempDir(), AuthFile: auth,
+			LeafNodes: broker.LeafNodesConfig{Listen: "127.0.0.1:-1", Users: []broker.LeafUser{siteUser}}})
+		Expect(err).NotTo(HaveOccurred())
+		err = b.Start(context.Background())
+		Expect(err).To(MatchError(broker.ErrInvalidConfig))
+		Expect(err.Error()).To(ContainSubstring("leafnodes.users[0] (user site): also a user of the auth file " + auth))
+	})
+
+	It("refuses the reserved name of a hub's anonymous clients as a site broker's user", func() {
+		err := broker.Config{LeafNodes: broker.LeafNodesConfig{Listen: ":7422", Users: []broker.LeafUser{{User: "ccm-broker-anonymous", Password: "pw"}}}}.Validate()
+		Expect(err).To(MatchError(broker.ErrInvalidConfig))
+		Expect(err.Error()).To(ContainSubstring("leafnodes.users[0] (user ccm-broker-anonymous): the name is reserved"))
 	})
 })

@@ -283,6 +283,8 @@ func redactURL(s string) string {
 //   - the hub's sources of each site's history and registry: the same with
 //     the roles swapped, for CCM_HISTORY and KV_CCM_NODES in any site's
 //     domain ($JS.*.API...), deliveries on $JS.S.>.
+//   - nats-server's loop detection ($LDS.>: the interest in it crosses
+//     from the hub to the sites, which would publish there).
 //
 // No other JetStream API subject (no purge, delete, update, message get or
 // delete, consumer delete), no $KV.> and no $O.> crosses: a client of a
@@ -306,6 +308,9 @@ func LeafPermissions(hub string) *AuthPermissions {
 				"$JS.FC." + hub + ".*." + assignments + ".>",
 				"$JS.S.>",
 				"$JSC.R.>",
+				// nats-server's loop detection: the hub tells a site of
+				// the other leaf nodes' interest in these (no messages)
+				"$LDS.>",
 			},
 			Deny: SiteLocalSubjects,
 		},
