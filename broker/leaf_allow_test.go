@@ -160,6 +160,11 @@ var _ = Describe("A hub that sites cannot touch", func() {
 		refused("$JS.hub.API.STREAM.UPDATE.KV_"+protocol.AssignmentsBucket, []byte(`{"name":"KV_CCM_ASSIGNMENTS","subjects":["$KV.CCM_ASSIGNMENTS.>"]}`))
 		refused("$JS.hub.API.STREAM.DELETE.KV_"+protocol.AssignmentsBucket, nil)
 		refused("$JS.ams1.API.STREAM.PURGE."+protocol.HistoryStream, nil)
+		// The hub's own clients reach a site's JetStream only to set up
+		// and check the hub's sources.
+		if m, err := orch.Request("$JS.fra1.API.STREAM.PURGE."+protocol.HistoryStream, nil, 2*time.Second); err == nil {
+			through = append(through, "a hub client's $JS.fra1.API.STREAM.PURGE.CCM_HISTORY answered "+string(m.Data))
+		}
 		// A consumer of the hub's assignments may be created (the site's
 		// mirror needs that, and reads nothing the site does not mirror
 		// anyway), but one that delivers into the hub's JetStream API
@@ -186,6 +191,8 @@ var _ = Describe("A hub that sites cannot touch", func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = hubJS.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
 		Expect(err).NotTo(HaveOccurred())
+
+		Expect(streamMsgs(fraJS, protocol.HistoryStream)).To(BeNumerically(">=", uint64(backlog+1)), "site fra1's history is not purged")
 
 		// And the link still works: the site was not cut off.
 		Expect(hub.LeafConnections()).To(Equal(2))

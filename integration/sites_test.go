@@ -501,6 +501,18 @@ var _ = Describe("Sites with the shipped locked-down users", func() {
 		Expect(w1.nc.Publish(forged, []byte("canary-web1-forged-history-b47"))).To(Succeed())
 		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + forged + `"`))))
 		Expect(w1.nc.Flush()).To(Succeed())
+		// Nor may a locked-down client of a site purge or delete the
+		// site's streams, or the hub's through domain hub (issue 39,
+		// finding 3): web1, and the orchestrator's user logged in at the
+		// site.
+		so := login(fra.ClientURL(), orch, "_INBOX.orch")
+		for _, c := range []conn{w1, so} {
+			for _, subj := range []string{"$JS.API.STREAM.PURGE.CCM_HISTORY", "$JS.API.STREAM.DELETE.KV_CCM_NODES",
+				"$JS.hub.API.STREAM.PURGE.CCM_HISTORY", "$JS.hub.API.STREAM.DELETE.KV_CCM_NODES", "$JS.hub.API.$KV.CCM_ASSIGNMENTS.canary-site"} {
+				Expect(c.nc.Publish(subj, nil)).To(Succeed())
+				Eventually(c.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + subj + `"`))))
+			}
+		}
 
 		// The orchestrator's request to web1 was seen by the watchers, so
 		// anything web1 sent before it has been delivered too.
