@@ -144,13 +144,13 @@ var _ = Describe("A hub that sites cannot touch", func() {
 		refused("$KV."+protocol.AssignmentsBucket+".canary-raw", []byte(`{"canary":"raw"}`))
 		hubDomain, err := jetstream.NewWithDomain(plain, broker.DefaultHubDomain)
 		Expect(err).NotTo(HaveOccurred())
-		if kv, err := hubDomain.KeyValue(ctx, protocol.AssignmentsBucket); err == nil {
-			short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+		short, cancelShort := context.WithTimeout(ctx, 4*time.Second)
+		if kv, err := hubDomain.KeyValue(short, protocol.AssignmentsBucket); err == nil {
 			if _, err := kv.Put(short, "canary-kv", []byte(`{"canary":"kv"}`)); err == nil {
 				through = append(through, "nats.go KeyValue.Put in domain hub")
 			}
-			cancelShort()
 		}
+		cancelShort()
 		// (b) a purge of the hub's history, (c) a delete of its registry.
 		refused("$JS.hub.API.STREAM.PURGE."+protocol.HistoryStream, nil)
 		refused("$JS.hub.API.STREAM.DELETE.KV_"+protocol.NodesBucket, nil)
@@ -177,6 +177,55 @@ var _ = Describe("A hub that sites cannot touch", func() {
 			_, _ = plain.Request("$JS.hub.API.CONSUMER.CREATE.KV_"+protocol.AssignmentsBucket, req, 2*time.Second)
 		}
 		Expect(through).To(BeEmpty(), "what a plain client of a site broker did to the hub's JetStream")
+
+		// Nor may it read the replies of the hub's clients: it listens to
+		// every inbox while a client of the hub asks another, and the
+		// hub's JetStream, for something.
+		overheard := make(chan string, 64)
+		_, err = plain.Subscribe("_INBOX.>", func(m *nats.Msg) { overheard <- string(m.Data) })
+		Expect(err).NotTo(HaveOccurred())
+		marker := make(chan struct{}, 16)
+		_, err = plain.Subscribe("ccm.v1.req.node.canary-marker", func(*nats.Msg) { marker <- struct{}{} })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(plain.Flush()).To(Succeed())
+		// Its interest crosses in order: once the marker's has, so has
+		// the inboxes'.
+		Eventually(func() bool {
+			Expect(orch.Publish("ccm.v1.req.node.canary-marker", nil)).To(Succeed())
+			select {
+			case <-marker:
+				return true
+			case <-time.After(100 * time.Millisecond):
+				return false
+			}
+		}).Should(BeTrue())
+		svc := connect(hub.ClientURL())
+		_, err = svc.Subscribe("canary.hub.svc", func(m *nats.Msg) { _ = m.Respond([]byte("canary-hub-reply-3c9")) })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(svc.Flush()).To(Succeed())
+		m, err := orch.Request("canary.hub.svc", nil, 2*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(m.Data)).To(Equal("canary-hub-reply-3c9"))
+		_, err = hubJS.Stream(ctx, protocol.HistoryStream)
+		Expect(err).NotTo(HaveOccurred())
+		// The hub broker's own lookups neither (the site brokers' cross).
+		inproc, err := hub.InProcessConn()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(inproc.Close)
+		inprocJS, err := jetstream.New(inproc)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = inprocJS.Stream(ctx, protocol.HistoryStream)
+		Expect(err).NotTo(HaveOccurred())
+		siteInproc, err := fra.InProcessConn()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(siteInproc.Close)
+		siteToHub, err := jetstream.NewWithDomain(siteInproc, broker.DefaultHubDomain)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = siteToHub.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
+		Expect(err).NotTo(HaveOccurred(), "the site broker asks the hub whether it answers for the assignments")
+		// (It hears its own site broker's lookup, of the assignments.)
+		Consistently(overheard, time.Second).ShouldNot(Receive(Or(ContainSubstring("canary-hub-reply"),
+			And(ContainSubstring("stream_info_response"), ContainSubstring(`"name":"`+protocol.HistoryStream+`"`)))))
 
 		// Nothing of the hub's changed.
 		Consistently(func() uint64 { return streamMsgs(hubJS, protocol.HistoryStream) }, 2*time.Second, 200*time.Millisecond).Should(Equal(historyMsgs))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -271,8 +272,10 @@ func redactURL(s string) string {
 //   - fleet traffic: requests, discovery and the agents' micro service
 //     (ccm.v1.req.>, ccm.v1.disc.>, $SRV.>, ccm.v1.agent.*.stats) go from
 //     the hub to the sites only, so an orchestrator at a site reaches its
-//     own site alone; replies go back to _INBOX.> inboxes (both ways: the
-//     brokers' own JetStream lookups across the link answer there too);
+//     own site alone; replies go back to _INBOX.> inboxes at the hub, and
+//     to a site only those of the site brokers' own lookups (InboxPrefix,
+//     not the hub broker's), so that no client of a site reads the
+//     replies of the hub's clients;
 //     registrations (choria.ccm.registration.v1.>) cross both ways as
 //     before.
 //   - the site's mirror of the hub's assignments: its consumer is created
@@ -320,7 +323,7 @@ func LeafPermissions(hub string) *AuthPermissions {
 				protocol.DiscoverySubjectPrefix + ".>",
 				"$SRV.>",
 				protocol.SubjectRoot + ".agent.*.stats",
-				"_INBOX.>",
+				InboxPrefix + ".>",
 				registrationSubjects,
 				"$JS.*.API.CONSUMER.CREATE." + history,
 				"$JS.*.API.CONSUMER.CREATE." + history + ".>",
@@ -335,7 +338,8 @@ func LeafPermissions(hub string) *AuthPermissions {
 				"$JS.M.>",
 				"$JSC.R.>",
 			},
-			Deny: SiteLocalSubjects,
+			// the hub broker's own lookups are answered at the hub
+			Deny: append(slices.Clone(SiteLocalSubjects), InboxPrefix+"."+hub+".>"),
 		},
 	}
 }
