@@ -137,8 +137,10 @@ const anonymousUser = "ccm-broker-anonymous"
 
 // clientConnections are the connection types of every user of a hub that
 // is not a site broker's: a leaf node must log in as one of
-// leafnodes.users.
-var clientConnections = map[string]struct{}{jwt.ConnectionTypeStandard: {}, jwt.ConnectionTypeInProcess: {}}
+// leafnodes.users. A new map for each user (nats-server's options own it).
+func clientConnections() map[string]struct{} {
+	return map[string]struct{}{jwt.ConnectionTypeStandard: {}, jwt.ConnectionTypeInProcess: {}}
+}
 
 // applyLeafUsers adds the site brokers' users (leafnodes.users) of a hub
 // to the client users of opts, after applyAuth, each with
@@ -157,16 +159,16 @@ func applyLeafUsers(opts *server.Options, c Config, anonymousPW string) error {
 	for _, u := range opts.Users {
 		taken[u.Username] = true
 		if len(u.AllowedConnectionTypes) == 0 {
-			u.AllowedConnectionTypes = clientConnections
+			u.AllowedConnectionTypes = clientConnections()
 		}
 	}
 	for _, u := range opts.Nkeys {
 		if len(u.AllowedConnectionTypes) == 0 {
-			u.AllowedConnectionTypes = clientConnections
+			u.AllowedConnectionTypes = clientConnections()
 		}
 	}
 	if len(opts.Users) == 0 && len(opts.Nkeys) == 0 {
-		opts.Users = []*server.User{{Username: anonymousUser, Password: anonymousPW, AllowedConnectionTypes: clientConnections}}
+		opts.Users = []*server.User{{Username: anonymousUser, Password: anonymousPW, AllowedConnectionTypes: clientConnections()}}
 		opts.NoAuthUser = anonymousUser
 	}
 	perms := LeafPermissions(c.JetStreamDomain()).server()
