@@ -293,7 +293,10 @@ func redactURL(s string) string {
 // delete, consumer delete), no $KV.> and no $O.> crosses: a client of a
 // site broker can neither write nor remove anything of the hub's through
 // the JetStream domain, nor reach another site's JetStream, and the
-// site-local subjects (SiteLocalSubjects) stay denied as well.
+// site-local subjects (SiteLocalSubjects) stay denied as well. What the
+// list cannot stop, a consumer of the hub's assignments that a site's
+// client creates to deliver elsewhere, ccm-broker's hub deletes (its
+// consumer guard).
 func LeafPermissions(hub string) *AuthPermissions {
 	api := "$JS." + hub + ".API."
 	assignments := "KV_" + protocol.AssignmentsBucket
