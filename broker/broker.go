@@ -43,6 +43,7 @@ type Broker struct {
 	noJetStream bool          // the current run has JetStream off (RestartJetStream)
 	auth        *AuthFile     // users in force, nil without Config.AuthFile
 	internalPW  string        // password of internalUser while auth is on
+	anonymousPW string        // password of anonymousUser (a hub without auth)
 	storeLimit  int64         // JetStream file store limit of the current run; 0: none
 	watch       *storeWatch   // the store usage check of the current run
 }

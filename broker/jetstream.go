@@ -10,19 +10,33 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// InboxPrefix starts the inbox prefix of the broker's own in-process
+// connections (InProcessConn): InboxPrefix.<its JetStream domain>, or
+// InboxPrefix without a domain. The replies a hub sends to a site broker
+// are those of the sites' broker inboxes only (LeafPermissions): a site
+// broker asks the hub's JetStream whether it answers for the assignments
+// the site mirrors, and no client of a site can read the replies of the
+// hub's clients, the hub broker's own included.
+const InboxPrefix = "_INBOX.ccm-broker"
+
 // InProcessConn opens a client connection to the running server that does
 // not go through the network (nor TLS), for provisioning streams from the
 // process that runs the broker. It does not survive Restart. With an auth
 // file it authenticates as the broker's own user, which has every right
-// and accepts in-process connections only.
+// and accepts in-process connections only. Its inbox prefix is
+// InboxPrefix.<domain> unless opts set another.
 func (b *Broker) InProcessConn(opts ...nats.Option) (*nats.Conn, error) {
 	b.mu.Lock()
-	s, pw := b.srv, b.internalPW
+	s, pw, domain := b.srv, b.internalPW, b.cfg.JetStreamDomain()
 	b.mu.Unlock()
 	if s == nil {
 		return nil, ErrNotRunning
 	}
-	base := []nats.Option{nats.InProcessServer(s)}
+	inbox := InboxPrefix
+	if domain != "" {
+		inbox += "." + domain
+	}
+	base := []nats.Option{nats.InProcessServer(s), nats.CustomInboxPrefix(inbox)}
 	if pw != "" {
 		base = append(base, nats.UserInfo(internalUser, pw))
 	}

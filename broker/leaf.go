@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -93,9 +94,9 @@ func hubTLSConfig(t HubTLSConfig) (*tls.Config, error) {
 	return tc, nil
 }
 
-// hubOptions opens the leaf node listener with its users. Each user may
-// neither send nor receive the site-local subjects (the sites deny them
-// too): a site's records reach the hub by sourcing only.
+// hubOptions opens the leaf node listener. Its users are not
+// opts.LeafNode.Users, whose permissions nats-server does not apply:
+// applyLeafUsers adds them to the client users, where they are.
 func hubOptions(opts *server.Options, c Config, leafPort int) error {
 	l := c.LeafNodes
 	host, port, err := parseListen(l.Listen)
@@ -108,16 +109,6 @@ func hubOptions(opts *server.Options, c Config, leafPort int) error {
 	opts.LeafNode.Host = host
 	opts.LeafNode.Port = port
 	opts.LeafNode.Users = nil
-	for _, u := range l.Users {
-		opts.LeafNode.Users = append(opts.LeafNode.Users, &server.User{
-			Username: u.User,
-			Password: u.Password,
-			Permissions: &server.Permissions{
-				Publish:   &server.SubjectPermission{Deny: SiteLocalSubjects},
-				Subscribe: &server.SubjectPermission{Deny: SiteLocalSubjects},
-			},
-		})
-	}
 	if l.TLS.Enabled() {
 		if err := checkTLSFiles(l.TLS); err != nil {
 			return fmt.Errorf("leafnodes: %w", err)
@@ -132,6 +123,65 @@ func hubOptions(opts *server.Options, c Config, leafPort int) error {
 			return fmt.Errorf("leafnodes: %w", tlsFileError(l.TLS, err))
 		}
 		opts.LeafNode.TLSConfig = tc
+	}
+	return nil
+}
+
+// anonymousUser is the user a hub without an auth file gives the clients
+// that connect without credentials (nats-server's no_auth_user): adding
+// the site brokers' users to the client users turns authentication on,
+// and clients of such a hub never needed any. It may do everything, as
+// before, over client and in-process connections only; never as a leaf
+// node. The name is reserved.
+const anonymousUser = "ccm-broker-anonymous"
+
+// clientConnections are the connection types of every user of a hub that
+// is not a site broker's: a leaf node must log in as one of
+// leafnodes.users. A new map for each user (nats-server's options own it).
+func clientConnections() map[string]struct{} {
+	return map[string]struct{}{jwt.ConnectionTypeStandard: {}, jwt.ConnectionTypeInProcess: {}}
+}
+
+// applyLeafUsers adds the site brokers' users (leafnodes.users) of a hub
+// to the client users of opts, after applyAuth, each with
+// LeafPermissions and allowed leaf node connections only. nats-server
+// applies a user's permissions to a leaf node connection only when it
+// logs in as a client user: the permissions of leafnodes' own users
+// (server.LeafNodeOpts.Users) were never applied, and the sites could use
+// everything of the hub (issue 39, finding 3). Every other user may no
+// longer connect as a leaf node. Without an auth file, clients without
+// credentials stay welcome as anonymousUser (password anonymousPW).
+func applyLeafUsers(opts *server.Options, c Config, anonymousPW string) error {
+	if !c.IsHub() {
+		return nil
+	}
+	taken := map[string]bool{}
+	for _, u := range opts.Users {
+		taken[u.Username] = true
+		if len(u.AllowedConnectionTypes) == 0 {
+			u.AllowedConnectionTypes = clientConnections()
+		}
+	}
+	for _, u := range opts.Nkeys {
+		if len(u.AllowedConnectionTypes) == 0 {
+			u.AllowedConnectionTypes = clientConnections()
+		}
+	}
+	if len(opts.Users) == 0 && len(opts.Nkeys) == 0 {
+		opts.Users = []*server.User{{Username: anonymousUser, Password: anonymousPW, AllowedConnectionTypes: clientConnections()}}
+		opts.NoAuthUser = anonymousUser
+	}
+	perms := LeafPermissions(c.JetStreamDomain()).server()
+	for i, u := range c.LeafNodes.Users {
+		if taken[u.User] {
+			return fmt.Errorf("%w: leafnodes.users[%d] (user %s): also a user of the auth file %s; give the site brokers users of their own", ErrInvalidConfig, i, u.User, c.AuthFile)
+		}
+		opts.Users = append(opts.Users, &server.User{
+			Username:               u.User,
+			Password:               u.Password,
+			Permissions:            perms,
+			AllowedConnectionTypes: map[string]struct{}{jwt.ConnectionTypeLeafnode: {}},
+		})
 	}
 	return nil
 }

@@ -84,5 +84,15 @@ func (b *Broker) optionsLocked(dir string, clientPort, clusterPort, leafPort int
 	if b.auth != nil {
 		applyAuth(opts, b.auth, b.internalPW)
 	}
+	if b.cfg.IsHub() && b.anonymousPW == "" {
+		pw, err := newInternalPassword()
+		if err != nil {
+			return nil, err
+		}
+		b.anonymousPW = pw
+	}
+	if err := applyLeafUsers(opts, b.cfg, b.anonymousPW); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	return opts, nil
 }

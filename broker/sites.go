@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/registration"
 )
 
 // DefaultHubDomain is the JetStream domain of a hub whose Config.Domain is
@@ -199,7 +201,7 @@ func (c Config) validateSites(add func(string, ...any)) {
 			add("leafnodes.users[%d]: user is required, without whitespace", i)
 		case u.Password == "":
 			add("leafnodes.users[%d] (user %s): password is required", i, u.User)
-		case u.User == internalUser:
+		case u.User == internalUser || u.User == anonymousUser:
 			add("leafnodes.users[%d] (user %s): the name is reserved for the broker itself", i, u.User)
 		case seen[u.User]:
 			add("leafnodes.users[%d] (user %s): listed twice", i, u.User)
@@ -259,3 +261,91 @@ func redactURL(s string) string {
 	}
 	return u.Redacted()
 }
+
+// LeafPermissions are the permissions of every site broker's user at a hub
+// whose JetStream domain is hub: an allow-list, from the site's side.
+// Publish is what may cross from a site to the hub, Subscribe what may
+// cross from the hub to a site; nothing else crosses either way. They were
+// taken from nats-server's trace of a hub and its sites at work (see
+// docs/security.md, "Leaf connections are an allow-list"):
+//
+//   - fleet traffic: requests, discovery and the agents' micro service
+//     (ccm.v1.req.>, ccm.v1.disc.>, $SRV.>, ccm.v1.agent.*.stats) go from
+//     the hub to the sites only, so an orchestrator at a site reaches its
+//     own site alone; replies go back to _INBOX.> inboxes at the hub, and
+//     to a site only those of the site brokers' own lookups (InboxPrefix,
+//     not the hub broker's), so that no client of a site reads the
+//     replies of the hub's clients;
+//     registrations (choria.ccm.registration.v1.>) cross both ways as
+//     before.
+//   - the site's mirror of the hub's assignments: its consumer is created
+//     and the hub's bucket looked up with $JS.<hub>.API.CONSUMER.CREATE and
+//     STREAM.INFO of KV_CCM_ASSIGNMENTS only; the hub delivers on $JS.M.>
+//     and answers on $JSC.R.>; the site answers the flow control on
+//     $JS.FC.[<hub>.<account>.]KV_CCM_ASSIGNMENTS.>.
+//   - the hub's sources of each site's history and registry: the same with
+//     the roles swapped, for CCM_HISTORY and KV_CCM_NODES in any site's
+//     domain ($JS.*.API...), deliveries on $JS.S.>.
+//   - nats-server's loop detection ($LDS.>: the interest in it crosses
+//     from the hub to the sites, which would publish there).
+//
+// No other JetStream API subject (no purge, delete, update, message get or
+// delete, consumer delete), no $KV.> and no $O.> crosses: a client of a
+// site broker can neither write nor remove anything of the hub's through
+// the JetStream domain, nor reach another site's JetStream, and the
+// site-local subjects (SiteLocalSubjects) stay denied as well. What the
+// list cannot stop, a consumer of the hub's assignments that a site's
+// client creates to deliver elsewhere, ccm-broker's hub deletes (its
+// consumer guard).
+func LeafPermissions(hub string) *AuthPermissions {
+	api := "$JS." + hub + ".API."
+	assignments := "KV_" + protocol.AssignmentsBucket
+	nodes := "KV_" + protocol.NodesBucket
+	history := protocol.HistoryStream
+	return &AuthPermissions{
+		Publish: &SubjectRules{
+			Allow: []string{
+				"_INBOX.>",
+				registrationSubjects,
+				api + "CONSUMER.CREATE." + assignments,
+				api + "CONSUMER.CREATE." + assignments + ".>",
+				api + "STREAM.INFO." + assignments,
+				"$JS.FC." + assignments + ".>",
+				"$JS.FC." + hub + ".*." + assignments + ".>",
+				"$JS.S.>",
+				"$JSC.R.>",
+				// nats-server's loop detection: the hub tells a site of
+				// the other leaf nodes' interest in these (no messages)
+				"$LDS.>",
+			},
+			Deny: SiteLocalSubjects,
+		},
+		Subscribe: &SubjectRules{
+			Allow: []string{
+				protocol.RequestSubjectPrefix + ".>",
+				protocol.DiscoverySubjectPrefix + ".>",
+				"$SRV.>",
+				protocol.SubjectRoot + ".agent.*.stats",
+				InboxPrefix + ".>",
+				registrationSubjects,
+				"$JS.*.API.CONSUMER.CREATE." + history,
+				"$JS.*.API.CONSUMER.CREATE." + history + ".>",
+				"$JS.*.API.CONSUMER.CREATE." + nodes,
+				"$JS.*.API.CONSUMER.CREATE." + nodes + ".>",
+				"$JS.*.API.STREAM.INFO." + history,
+				"$JS.*.API.STREAM.INFO." + nodes,
+				"$JS.FC." + history + ".>",
+				"$JS.FC.*.*." + history + ".>",
+				"$JS.FC." + nodes + ".>",
+				"$JS.FC.*.*." + nodes + ".>",
+				"$JS.M.>",
+				"$JSC.R.>",
+			},
+			// the hub broker's own lookups are answered at the hub
+			Deny: append(slices.Clone(SiteLocalSubjects), InboxPrefix+"."+hub+".>"),
+		},
+	}
+}
+
+// registrationSubjects are the subjects of the registration stream.
+const registrationSubjects = registration.SubjectPrefix + ".>"

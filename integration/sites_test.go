@@ -1,7 +1,9 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
@@ -274,6 +277,75 @@ var _ = Describe("Sites: a hub of three brokers with three site brokers as leaf 
 		Eventually(get("/api/v1/assignments")).WithTimeout(30 * time.Second).Should(ContainSubstring("everywhere"))
 	})
 
+	// Issue 39, finding 3: a plain client of a site broker reached the
+	// hub's JetStream through the domain hub across the leaf connection.
+	// The hub's leaf users are an allow-list now (docs/security.md).
+	It("refuses a plain client of a site broker a put into the hub's assignments, a purge of its history and a delete of its registry, through domain hub", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		hubNC, err := nats.Connect(hub.url)
+		Expect(err).ToNot(HaveOccurred())
+		defer hubNC.Close()
+		hubJS, err := jetstream.New(hubNC)
+		Expect(err).ToNot(HaveOccurred())
+		msgs := func(stream string) uint64 {
+			GinkgoHelper()
+			s, err := hubJS.Stream(ctx, stream)
+			Expect(err).ToNot(HaveOccurred(), "the hub's %s", stream)
+			return s.CachedInfo().State.Msgs
+		}
+		historyBefore := msgs(protocol.HistoryStream)
+		Expect(historyBefore).To(BeNumerically(">", 0))
+		nodesBefore := msgs("KV_" + protocol.NodesBucket)
+		Expect(nodesBefore).To(BeNumerically(">", 0))
+
+		site, err := nats.Connect(sites[0].fleet.url)
+		Expect(err).ToNot(HaveOccurred())
+		defer site.Close()
+		var through []string
+		try := func(subject string, body []byte) {
+			m, err := site.Request(subject, body, 2*time.Second)
+			switch {
+			case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout):
+			case err != nil:
+				through = append(through, subject+": "+err.Error())
+			case !strings.Contains(string(m.Data), `"error"`):
+				through = append(through, subject+" answered "+string(m.Data))
+			}
+		}
+		// (a) a put into the hub's CCM_ASSIGNMENTS (mirrored to every
+		// site), through the domain and raw
+		try("$JS.hub.API.$KV."+protocol.AssignmentsBucket+".canary-leaf-a", []byte("canary-leaf-a"))
+		try("$KV."+protocol.AssignmentsBucket+".canary-leaf-raw", []byte("canary-leaf-raw"))
+		// (b) a purge of CCM_HISTORY, (c) a delete of the registry's stream
+		try("$JS.hub.API.STREAM.PURGE."+protocol.HistoryStream, nil)
+		try("$JS.hub.API.STREAM.DELETE.KV_"+protocol.NodesBucket, nil)
+		// another site's JetStream, through the hub
+		try("$JS.s2.API.STREAM.PURGE."+protocol.HistoryStream, nil)
+		Expect(through).To(BeEmpty(), "what a plain client of site s1's broker did to the hub's JetStream")
+
+		// The hub's data is unchanged: the keys absent, the history not
+		// purged, the registry still there. (Agents may add history and
+		// registry entries meanwhile, never fewer.)
+		kv, err := hubJS.KeyValue(ctx, protocol.AssignmentsBucket)
+		Expect(err).ToNot(HaveOccurred())
+		for _, key := range []string{"canary-leaf-a", "canary-leaf-raw"} {
+			_, err = kv.Get(ctx, key)
+			Expect(errors.Is(err, jetstream.ErrKeyNotFound)).To(BeTrue(), "key %s at the hub: %v", key, err)
+		}
+		Expect(msgs(protocol.HistoryStream)).To(BeNumerically(">=", historyBefore))
+		Expect(msgs("KV_" + protocol.NodesBucket)).To(BeNumerically(">=", nodesBefore))
+		Expect(fleettest.WaitRegistered(hub.url, all)).To(Succeed())
+		// Site s2's history is not purged either.
+		Expect(runRecords(sites[1].fleet.url, changeID)).To(Equal(exactlyOnceHosts(changeID, sites[1].fleet.identitiesOf())))
+		// And the sites' mirrors still hold the hub's assignments (site
+		// s3 ran again only for the specs before).
+		for _, s := range sites[:2] {
+			_, out, errOut := s.fleet.orch("assignments", "list")
+			Expect(out+errOut).To(ContainSubstring("everywhere"), "site %s's mirror", s.name)
+		}
+	})
+
 	It("runs an orchestrator at a site on that site alone while the hub is up", func() {
 		site := sites[1].fleet
 		target := filepath.Join(dir, "s2-only-{{ lookup('facts.identity') }}")
@@ -429,6 +501,18 @@ var _ = Describe("Sites with the shipped locked-down users", func() {
 		Expect(w1.nc.Publish(forged, []byte("canary-web1-forged-history-b47"))).To(Succeed())
 		Eventually(w1.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + forged + `"`))))
 		Expect(w1.nc.Flush()).To(Succeed())
+		// Nor may a locked-down client of a site purge or delete the
+		// site's streams, or the hub's through domain hub (issue 39,
+		// finding 3): web1, and the orchestrator's user logged in at the
+		// site.
+		so := login(fra.ClientURL(), orch, "_INBOX.orch")
+		for _, c := range []conn{w1, so} {
+			for _, subj := range []string{"$JS.API.STREAM.PURGE.CCM_HISTORY", "$JS.API.STREAM.DELETE.KV_CCM_NODES",
+				"$JS.hub.API.STREAM.PURGE.CCM_HISTORY", "$JS.hub.API.STREAM.DELETE.KV_CCM_NODES", "$JS.hub.API.$KV.CCM_ASSIGNMENTS.canary-site"} {
+				Expect(c.nc.Publish(subj, nil)).To(Succeed())
+				Eventually(c.errs).Should(Receive(MatchError(ContainSubstring(`Permissions Violation for Publish to "` + subj + `"`))))
+			}
+		}
 
 		// The orchestrator's request to web1 was seen by the watchers, so
 		// anything web1 sent before it has been delivered too.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -114,8 +115,13 @@ func (a *app) runBroker(f *brokerFlags) error {
 			return
 		}
 		switch {
-		case cfg.IsHub() && len(sites) > 0 && replicas > 1:
-			a.watchSourcing(ctx, b, cfg.ServerName)
+		case cfg.IsHub():
+			var watches sync.WaitGroup
+			watches.Go(func() { a.guardConsumers(ctx, b) })
+			if len(sites) > 0 && replicas > 1 {
+				a.watchSourcing(ctx, b, cfg.ServerName)
+			}
+			watches.Wait()
 		case cfg.IsSite():
 			a.watchMirror(ctx, b, jsstore.AssignmentsConfig{Replicas: replicas, Hub: cfg.HubDomain()})
 		}
