@@ -41,6 +41,26 @@ type Env struct {
 	sensitive []string
 	// funcs are the caller's functions (WithFunction) that New took.
 	funcs map[string]Function
+	// budget is the sandbox budget of the render this Env belongs to (see
+	// sandboxed); nil in an Env as New makes it.
+	budget *Budget
+}
+
+// sandboxed returns e with a budget: e itself when it has one, otherwise a
+// copy with a new budget whose template() and jet() share it.
+func (e *Env) sandboxed() *Env {
+	if e.budget != nil {
+		return e
+	}
+	c := *e
+	c.budget = NewBudget()
+	c.vars = make(map[string]any, len(e.vars))
+	for k, v := range e.vars {
+		c.vars[k] = v
+	}
+	c.vars["template"] = c.templateFunc
+	c.vars["jet"] = c.jetFunc
+	return &c
 }
 
 // Option exposes more to expressions than facts and data.

@@ -120,6 +120,9 @@ func compile(src string) (*vm.Program, error) {
 	if ok {
 		return p, nil
 	}
+	if err := checkNesting(src); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrExpression, err)
+	}
 	p, err := expr.Compile(src)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %s", ErrExpression, src, exprMessage(err))
