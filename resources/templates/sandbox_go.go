@@ -316,14 +316,15 @@ func count(start, stop, step int) int64 {
 	return 0
 }
 
-// boundedInts is Sprig's untilStep charging its length first.
+// boundedInts is Sprig's untilStep charging its length first (as values:
+// ranging over it charges the steps).
 func boundedInts(b *Budget, start, stop, step int) ([]int, error) {
 	if step == 0 {
 		return []int{}, nil
 	}
 	n := count(start, stop, step)
-	if err := b.Step(n); err != nil {
-		return nil, err
+	if n > MaxRenderValues/8 {
+		return nil, b.fail(&LimitError{Limit: "values", Max: MaxRenderValues})
 	}
 	if err := b.Values(n * 8); err != nil {
 		return nil, err
