@@ -197,6 +197,17 @@ func (pw *panicWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// ErrEngine is wrapped by the error of a render whose template engine
+// panicked (a bug in the engine that the template found).
+var ErrEngine = errors.New("the template engine failed")
+
+// recoverEngine turns a panic of a template engine into an error in *err.
+func recoverEngine(name string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("template %s: %w: %v", name, ErrEngine, r)
+	}
+}
+
 // checkNesting refuses a template source whose brackets nest deeper than
 // MaxTemplateNesting (counted without regard to quotes: a bound, not a
 // parse).

@@ -49,7 +49,8 @@ const heavyCost = 1000
 // until, untilStep, seq, indent, nindent, rand*, replace, join …)
 // bounded; templates that call each other in a cycle are refused; output,
 // range iterations, calls and the values functions build are charged to b.
-func SandboxGo(w io.Writer, b *Budget, r GoRender) error {
+func SandboxGo(w io.Writer, b *Budget, r GoRender) (err error) {
+	defer recoverEngine(r.Name, &err)
 	if err := b.Err(); err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func SandboxGo(w io.Writer, b *Budget, r GoRender) error {
 	if r.Left != "" && r.Right != "" {
 		t.Delims(r.Left, r.Right)
 	}
-	t, err := t.Parse(r.Body)
+	t, err = t.Parse(r.Body)
 	if err != nil {
 		return fmt.Errorf("parsing template %v failed: %w", name, err)
 	}

@@ -41,7 +41,10 @@ type JetRender struct {
 // include, import, extends, try or exec, or if its blocks call each other
 // in a cycle; its output, loops, calls and the values its + and its
 // functions build are charged to b.
-func SandboxJet(w io.Writer, b *Budget, r JetRender) error {
+func SandboxJet(w io.Writer, b *Budget, r JetRender) (err error) {
+	// Jet re-panics Go runtime errors (a nil pointer in its own code, as
+	// [[ range _ ]] gives); no template may end the process.
+	defer recoverEngine(r.Name, &err)
 	if err := b.Err(); err != nil {
 		return err
 	}

@@ -69,6 +69,13 @@ var _ = Describe("Template sandbox (issue 39 findings 1, 2, 6)", func() {
 			expandFails("{{ "+deep+" }}", templates.ErrLimit, "nesting limit")
 			expandFails(`{{ jet("[[ `+deep+` ]]") }}`, templates.ErrLimit, "nesting limit")
 		})
+		It("turns a panic in Jet's own code into an error rather than a crash (found by FuzzRenderJet)", func() {
+			for _, body := range []string{`[[range _]][[end ]]`, `[[ lookup(_) ]]`} {
+				var buf bytes.Buffer
+				err := env.RenderJetTo(&buf, "x.jet", body, "[[", "]]")
+				Expect(errors.Is(err, templates.ErrEngine)).To(BeTrue(), "%s: %v", body, err)
+			}
+		})
 		It("keeps blocks, yields with content, ranges and + working", func() {
 			v, err := env.Expand(`{{ jet("[[ block b(x=0) ]]<[[ x ]][[ yield content ]]>[[ end ]][[ yield b(x=1) content ]]c[[ end ]] [[ range _, v := data.list ]][[ v + \"!\" ]][[ end ]] [[ range i := ints(0, 3) ]][[ i ]][[ end ]] [[ repeat(\"ab\", 2) ]] [[ replace(\"aXa\", \"a\", \"b\", -1) ]]") }}`)
 			Expect(err).ToNot(HaveOccurred())
