@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
@@ -78,6 +79,39 @@ var _ = Describe("ccm-agent templates in the sandbox (real binary, issue 39)", O
 		Expect(out).To(ContainSubstring("expandenv is not allowed in the template sandbox"))
 		Expect(out).NotTo(ContainSubstring("canary-env-5b7d"))
 		Expect(filepath.Join(target, "a.conf")).NotTo(BeAnExistingFile())
+	})
+
+	It("ccm-orch policy check refuses a manifest holding the same content instead of crashing (finding 1)", func() {
+		orch, err := gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-orch")
+		Expect(err).ToNot(HaveOccurred())
+		kp, err := nkeys.CreateUser()
+		Expect(err).ToNot(HaveOccurred())
+		pub, err := kp.PublicKey()
+		Expect(err).ToNot(HaveOccurred())
+		policy := filepath.Join(dir, "policy.yaml")
+		Expect(os.WriteFile(policy, []byte("signers:\n  - name: ops\n    public_key: "+pub+"\n    allow: [file]\n"), 0o644)).To(Succeed())
+		facts := filepath.Join(dir, "facts.yaml")
+		Expect(os.WriteFile(facts, []byte("identity: web1\n"), 0o644)).To(Succeed())
+		target := filepath.Join(dir, "motd")
+		site := filepath.Join(dir, "site.yaml")
+		Expect(os.WriteFile(site, []byte(`ccm:
+  resources:
+    - file:
+        - `+target+`:
+            content: '{{ jet("[[ block r() ]][[ yield r() ]][[ end ]]") }}'
+            owner: root
+            group: root
+            mode: "0644"
+`), 0o644)).To(Succeed())
+		cmd := exec.Command(orch, "policy", "check", policy, "--key", "ops", "--manifest", site, "--facts", facts, "--noop")
+		s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).ToNot(HaveOccurred())
+		Eventually(s).WithTimeout(120 * time.Second).Should(gexec.Exit())
+		out := string(s.Out.Contents()) + string(s.Err.Contents())
+		Expect(out).NotTo(ContainSubstring("fatal error"))
+		Expect(s.ExitCode()).To(Equal(1), out)
+		Expect(out).To(ContainSubstring("block r calls itself (recursion) and is not allowed in the template sandbox"))
+		Expect(target).NotTo(BeAnExistingFile())
 	})
 
 	It("bounds a huge repeat and a loop over ints(0, 1e12) under noop (finding 6)", func() {
