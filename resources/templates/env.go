@@ -60,6 +60,7 @@ func (e *Env) sandboxed() *Env {
 	}
 	c.vars["template"] = c.templateFunc
 	c.vars["jet"] = c.jetFunc
+	c.vars[exprValueFunc] = c.valueFunc
 	return &c
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"reflect"
 	"time"
+
+	"github.com/expr-lang/expr/ast"
 )
 
 // The template sandbox: every engine (expressions, jet(), template(),
@@ -303,4 +305,46 @@ func rangeCost(v reflect.Value) (int64, bool) {
 		return 0, false
 	}
 	return 1, true
+}
+
+// exprValueFunc is the function the sandbox wraps an expression's + and
+// its builtins that build strings or lists in (exprCharges), so that what
+// they build is charged as values: expr's own memory budget does not count
+// strings, and reduce(1..40, #acc + #acc, "xx") doubles one 40 times.
+const exprValueFunc = jetReserved + "value"
+
+// exprGrowing are expr's builtins whose result may be larger than their
+// arguments.
+var exprGrowing = map[string]bool{"join": true, "replace": true, "repeat": true, "toJSON": true, "toBase64": true,
+	"concat": true, "flatten": true, "upper": true, "lower": true, "split": true, "splitAfter": true}
+
+// exprCharges patches compiled expressions: every + and every growing
+// builtin passes its result through exprValueFunc.
+type exprCharges struct{}
+
+func (exprCharges) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.BinaryNode:
+		if n.Operator != "+" {
+			return
+		}
+	case *ast.BuiltinNode:
+		if !exprGrowing[n.Name] {
+			return
+		}
+	default:
+		return
+	}
+	ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: exprValueFunc}, Arguments: []ast.Node{*node}})
+}
+
+// valueFunc is exprValueFunc over e's budget.
+func (e *Env) valueFunc(params ...any) (any, error) {
+	if len(params) != 1 {
+		return nil, fmt.Errorf("%s takes one argument", exprValueFunc)
+	}
+	if err := e.budget.Values(sizeOf(reflect.ValueOf(params[0]))); err != nil {
+		return nil, err
+	}
+	return params[0], nil
 }

@@ -93,6 +93,10 @@ var _ = Describe("Template sandbox (issue 39 findings 1, 2, 6)", func() {
 		It("bounds a string doubled in a loop (+ is charged)", func() {
 			expandFails(`{{ jet("[[ s := \"xx\" ]][[ range i := ints(0, 60) ]][[ s = s + s ]][[ end ]][[ len(s) ]]") }}`, templates.ErrLimit, "values limit")
 		})
+		It("bounds a string doubled by reduce in an expression, which expr's memory budget does not count", func() {
+			expandFails(`{{ len(reduce(1..40, #acc + #acc, "xx")) }}`, templates.ErrLimit, "values limit")
+			expandFails(`{{ len(reduce(1..40, join([#acc, #acc]), "xx")) }}`, templates.ErrLimit, "values limit")
+		})
 		It("bounds replace that grows its input", func() {
 			expandFails(`{{ jet("[[ replace(repeat(\"x\", 1000000), \"\", repeat(\"y\", 1000), -1) ]]") }}`, templates.ErrLimit, "values limit")
 		})
