@@ -95,9 +95,12 @@ type Budget struct {
 	err      error
 }
 
+// renderTime is MaxRenderTime, shortened by tests.
+var renderTime = MaxRenderTime
+
 // NewBudget starts the budget of one render.
 func NewBudget() *Budget {
-	return &Budget{deadline: time.Now().Add(MaxRenderTime)}
+	return &Budget{deadline: time.Now().Add(renderTime)}
 }
 
 // Err is the limit the render passed, nil while within its budget.
@@ -142,7 +145,7 @@ func (b *Budget) Step(n int64) error {
 	}
 	b.steps += n
 	if time.Now().After(b.deadline) {
-		return b.fail(&LimitError{Limit: "time", Max: int64(MaxRenderTime)})
+		return b.fail(&LimitError{Limit: "time", Max: int64(renderTime)})
 	}
 	return nil
 }

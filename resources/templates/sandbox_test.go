@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -102,6 +103,10 @@ var _ = Describe("Template sandbox (issue 39 findings 1, 2, 6)", func() {
 		})
 		It("bounds what a render writes", func() {
 			expandFails(`{{ jet("[[ range i := ints(0, 900000) ]]0123456789012345678901234567890123456789[[ end ]]") }}`, templates.ErrLimit, "output limit")
+		})
+		It("ends a render that runs past the time limit", func() {
+			DeferCleanup(templates.SetRenderTime(50 * time.Millisecond))
+			expandFails(`{{ jet("[[ range i := ints(0, 999000) ]][[ x := repeat(\"ab\", 3) + \"c\" ]][[ end ]]") }}`, templates.ErrLimit, "ran longer than 50ms (time limit)")
 		})
 		It("bounds nested ranges over data by steps", func() {
 			big := make([]any, 2000)
