@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	gotemplate "text/template"
 	"text/template/parse"
@@ -43,6 +45,10 @@ var goHeavy = []string{"genPrivateKey", "buildCustomCert", "genCA", "genCAWithKe
 	"genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey", "bcrypt", "htpasswd", "derivePassword"}
 
 const heavyCost = 1000
+
+// randCost is what one byte of random text (randAlpha …, randBytes) costs
+// the values budget: at most 1 MiB of it per render.
+const randCost = MaxRenderValues >> 20
 
 // SandboxGo renders r to w within b: Sprig without env, expandenv and
 // getHostByName, with the functions that allocate by an argument (repeat,
@@ -166,7 +172,6 @@ func chargeGo(b *Budget, name string, f any, cost int64) any {
 // that build a value whose size an argument chooses: they charge it first.
 func boundedGoFuncs(b *Budget) gotemplate.FuncMap {
 	sp := sprig.TxtFuncMap()
-	seq := sp["seq"].(func(...int) string)
 	join := sp["join"].(func(string, any) string)
 	regexReplace := map[string]any{}
 	for _, n := range []string{"regexReplaceAll", "regexReplaceAllLiteral"} {
@@ -190,7 +195,8 @@ func boundedGoFuncs(b *Budget) gotemplate.FuncMap {
 	rand := func(name string) any {
 		f := sp[name].(func(int) string)
 		return func(n int) (string, error) {
-			if err := chargeProduct(b, n, 4, 0); err != nil {
+			// Random text is slow to make: each byte costs randCost.
+			if err := chargeProduct(b, n, randCost, 0); err != nil {
 				return "", err
 			}
 			return f(n), nil
@@ -221,32 +227,8 @@ func boundedGoFuncs(b *Budget) gotemplate.FuncMap {
 			}
 			return boundedInts(b, 0, n, step)
 		},
-		"untilStep": func(start, stop, step int) ([]int, error) { return boundedInts(b, start, stop, step) },
-		"seq": func(params ...int) (string, error) {
-			var start, stop, step int
-			switch len(params) {
-			case 1:
-				start, stop, step = 1, params[0], 1
-			case 2:
-				start, stop, step = params[0], params[1], 1
-			case 3:
-				start, stop, step = params[0], params[2], params[1]
-			default:
-				return seq(params...), nil
-			}
-			if step == 0 {
-				step = 1
-			}
-			if n := count(start, stop, step); n > 0 {
-				if err := b.Step(n); err != nil {
-					return "", err
-				}
-				if err := b.Values(n * 21); err != nil {
-					return "", err
-				}
-			}
-			return seq(params...), nil
-		},
+		"untilStep":    func(start, stop, step int) ([]int, error) { return boundedInts(b, start, stop, step) },
+		"seq":          func(params ...int) (string, error) { return boundedSeq(b, params...) },
 		"indent":       indent(false),
 		"nindent":      indent(true),
 		"randAlphaNum": rand("randAlphaNum"),
@@ -254,7 +236,7 @@ func boundedGoFuncs(b *Budget) gotemplate.FuncMap {
 		"randAscii":    rand("randAscii"),
 		"randNumeric":  rand("randNumeric"),
 		"randBytes": func(n int) (string, error) {
-			if err := chargeProduct(b, n, 2, 0); err != nil {
+			if err := chargeProduct(b, n, randCost, 0); err != nil {
 				return "", err
 			}
 			return sp["randBytes"].(func(int) (string, error))(n)
@@ -306,15 +288,75 @@ func chargeProduct(b *Budget, n, size, extra int) error {
 	return b.Values(int64(n)*int64(size) + int64(extra))
 }
 
-// count is how many values start, start+step … before stop holds.
+// count is how many values start, start+step … come before stop
+// (math.MaxInt64 at most).
 func count(start, stop, step int) int64 {
+	var diff, by uint64
 	switch {
 	case step > 0 && stop > start:
-		return (int64(stop)-int64(start)-1)/int64(step) + 1
+		diff, by = uint64(stop)-uint64(start), uint64(step)
 	case step < 0 && stop < start:
-		return (int64(start)-int64(stop)-1)/int64(-step) + 1
+		diff, by = uint64(start)-uint64(stop), -uint64(step)
+	default:
+		return 0
 	}
-	return 0
+	n := (diff-1)/by + 1
+	if n > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
+}
+
+// boundedSeq is Sprig's seq (seq END, seq START END, seq START STEP END:
+// the numbers from START to END inclusive, counting down when END is
+// smaller) charging what it builds first.
+func boundedSeq(b *Budget, params ...int) (string, error) {
+	var start, end, step int
+	switch len(params) {
+	case 1:
+		start, end, step = 1, params[0], 1
+		if end < start {
+			step = -1
+		}
+		end += step
+	case 2:
+		start, end, step = params[0], params[1], 1
+		if end < start {
+			step = -1
+		}
+		end += step
+	case 3:
+		start, step, end = params[0], params[1], params[2]
+		inc := 1
+		if end < start {
+			inc = -1
+			if step > 0 {
+				return "", nil
+			}
+		}
+		end += inc
+	default:
+		return "", nil
+	}
+	n := count(start, end, step)
+	if n > MaxRenderValues/24 {
+		return "", b.fail(&LimitError{Limit: "values", Max: MaxRenderValues})
+	}
+	ints, err := boundedInts(b, start, end, step)
+	if err != nil {
+		return "", err
+	}
+	if err := b.Values(n * 16); err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for i, v := range ints {
+		if i > 0 {
+			out.WriteByte(' ')
+		}
+		out.WriteString(strconv.Itoa(v))
+	}
+	return out.String(), nil
 }
 
 // boundedInts is Sprig's untilStep charging its length first (as values:
