@@ -143,7 +143,7 @@ var _ = Describe("Template sandbox (issue 39 findings 1, 2, 6)", func() {
 				`{{ range until 100000000000 }}{{ end }}`:                                 "values limit",
 				`{{ range untilStep 0 100000000000 1 }}{{ end }}`:                         "values limit",
 				`{{ range until 2000 }}{{ range until 2000 }}{{ end }}{{ end }}`:          "steps limit",
-				`{{ seq 100000000000 }}`:                                                  "steps limit",
+				`{{ seq 100000000000 }}`:                                                  "values limit",
 				`{{ range $i := 100000000000 }}{{ end }}`:                                 "steps limit",
 				`{{ $s := "xx" }}{{ range until 60 }}{{ $s = cat $s $s }}{{ end }}`:       "values limit",
 				`{{ indent 100000000000 "x" }}`:                                           "values limit",
