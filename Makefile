@@ -29,7 +29,7 @@ BENCH_FLAGS  ?=
 FUZZ_TARGETS := ./protocol:FuzzDecodeFleetRequest ./protocol:FuzzDecodeFleetReply \
 	./protocol:FuzzParseFilter ./protocol:FuzzTokenRoundTrip \
 	./resources/templates:FuzzRenderJet ./resources/templates:FuzzExpand \
-	./resources/templates:FuzzSandboxGo
+	./resources/templates:FuzzSandboxGo ./providers/scaffoldchoria:FuzzScaffold
 FUZZTIME     ?= 2m
 SMOKE_FUZZTIME ?= 5s
 
