@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/CloudyKit/jet/v6"
@@ -57,6 +58,9 @@ func SandboxJet(w io.Writer, b *Budget, r JetRender) (err error) {
 	left, right := r.Left, r.Right
 	if left == "" || right == "" {
 		left, right = "[[", "]]"
+	}
+	if err := checkJetLexer(r.Body, left, right); err != nil {
+		return err
 	}
 	// An empty loader: import, extends, include and exec find no template,
 	// never this one again.
@@ -264,6 +268,31 @@ func (r *intsRanger) Range() (reflect.Value, reflect.Value, bool) {
 }
 
 func (r *intsRanger) ProvidesIndex() bool { return true }
+
+// checkJetLexer refuses what Jet's lexer cannot read without a panic in
+// its own goroutine, which no recover reaches and which ends the process:
+// inside an action, "_" followed by a letter or digit of more than one byte
+// ([[_ߧ ]], found by FuzzRenderJet) makes it step back past the start of
+// the identifier.
+func checkJetLexer(body, left, right string) error {
+	for rest := body; ; {
+		i := strings.Index(rest, left)
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i+len(left):]
+		action := rest
+		if j := strings.Index(rest, right); j >= 0 {
+			action = rest[:j]
+		}
+		for k := strings.IndexByte(action, '_'); k >= 0; k = strings.IndexByte(action, '_') {
+			action = action[k+1:]
+			if r, w := utf8.DecodeRuneInString(action); w > 1 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				return refused("an identifier starting with _ and a non-ASCII letter (%q) is", "_"+string(r))
+			}
+		}
+	}
+}
 
 var jetExpressionType = reflect.TypeOf((*jet.Expression)(nil)).Elem()
 

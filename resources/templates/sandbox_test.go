@@ -77,6 +77,17 @@ var _ = Describe("Template sandbox (issue 39 findings 1, 2, 6)", func() {
 				Expect(errors.Is(err, templates.ErrEngine)).To(BeTrue(), "%s: %v", body, err)
 			}
 		})
+		It("refuses what makes Jet's lexer panic in its own goroutine, which would end the process (found by FuzzRenderJet)", func() {
+			expandFails(`{{ jet("[[_ߧ ]]") }}`, templates.ErrSandbox, "non-ASCII letter")
+			var buf bytes.Buffer
+			err := env.RenderJetTo(&buf, "x.jet", "[[_ߧ", "[[", "]]")
+			Expect(errors.Is(err, templates.ErrSandbox)).To(BeTrue(), "%v", err)
+			v, err := env.Expand(`{{ jet("naïve_été [[ \"_é\" + \"x\" ]]_é") }}`)
+			Expect(err).To(HaveOccurred(), "inside an action even a string is refused: the check is a bound, not a parse (%v)", v)
+			v, err = env.Expand(`{{ jet("naïve _été [[ data.list[0] ]]") }}`)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(v).To(Equal("naïve _été a"))
+		})
 		It("keeps blocks, yields with content, ranges and + working", func() {
 			v, err := env.Expand(`{{ jet("[[ block b(x=0) ]]<[[ x ]][[ yield content ]]>[[ end ]][[ yield b(x=1) content ]]c[[ end ]] [[ range _, v := data.list ]][[ v + \"!\" ]][[ end ]] [[ range i := ints(0, 3) ]][[ i ]][[ end ]] [[ repeat(\"ab\", 2) ]] [[ replace(\"aXa\", \"a\", \"b\", -1) ]]") }}`)
 			Expect(err).ToNot(HaveOccurred())
