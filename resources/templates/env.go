@@ -46,6 +46,14 @@ type Env struct {
 	budget *Budget
 }
 
+// step charges one step to e's budget, when it has one.
+func (e *Env) step() error {
+	if e.budget == nil {
+		return nil
+	}
+	return e.budget.Step(1)
+}
+
 // sandboxed returns e with a budget: e itself when it has one, otherwise a
 // copy with a new budget whose template() and jet() share it.
 func (e *Env) sandboxed() *Env {
@@ -60,6 +68,9 @@ func (e *Env) sandboxed() *Env {
 	}
 	c.vars["template"] = c.templateFunc
 	c.vars["jet"] = c.jetFunc
+	c.vars["file"] = c.fileFunc
+	c.vars["readFile"] = c.fileFunc
+	c.vars["kvGet"] = c.kvGetFunc
 	c.vars[exprValueFunc] = c.valueFunc
 	return &c
 }
@@ -241,6 +252,9 @@ func (e *Env) lookupFunc(params ...any) (any, error) {
 }
 
 func (e *Env) fileFunc(params ...any) (any, error) {
+	if err := e.step(); err != nil {
+		return nil, err
+	}
 	if e.fileRoot == "" {
 		return nil, fmt.Errorf("file(): reading files is %w", ErrDisabled)
 	}

@@ -41,6 +41,9 @@ func WithKV(r KVReader, timeout time.Duration) Option {
 }
 
 func (e *Env) kvGetFunc(params ...any) (any, error) {
+	if err := e.step(); err != nil {
+		return nil, err
+	}
 	if len(params) != 2 {
 		return nil, fmt.Errorf("kvGet takes a bucket and a key, got %d arguments", len(params))
 	}
@@ -77,6 +80,9 @@ func (e *Env) templateFunc(params ...any) (any, error) {
 		return nil, fmt.Errorf("template: the argument must be a string, got %T", params[0])
 	}
 	e = e.sandboxed()
+	if err := e.budget.Step(1); err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
 	leave, err := e.budget.Enter()
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
@@ -126,6 +132,9 @@ func (e *Env) jetFunc(params ...any) (any, error) {
 		return nil, fmt.Errorf("jet takes a template and optionally two delimiters, got %d arguments", len(params))
 	}
 	e = e.sandboxed()
+	if err := e.budget.Step(1); err != nil {
+		return nil, fmt.Errorf("jet: %w", err)
+	}
 	leave, err := e.budget.Enter()
 	if err != nil {
 		return nil, fmt.Errorf("jet: %w", err)

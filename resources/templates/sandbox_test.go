@@ -119,6 +119,13 @@ var _ = Describe("Template sandbox (issue 39 findings 1, 2, 6)", func() {
 			DeferCleanup(templates.SetRenderTime(50 * time.Millisecond))
 			expandFails(`{{ jet("[[ range i := ints(0, 999000) ]][[ x := repeat(\"ab\", 3) + \"c\" ]][[ end ]]") }}`, templates.ErrLimit, "ran longer than 50ms (time limit)")
 		})
+		It("charges template(), jet() and file() calls in an expression's loop, so the time limit ends them", func() {
+			write("x.templ", "x")
+			DeferCleanup(templates.SetRenderTime(50 * time.Millisecond))
+			expandFails(`{{ len(map(1..1000, map(1..1000, template("x.templ")))) }}`, templates.ErrLimit, "(time limit)")
+			expandFails(`{{ len(map(1..1000, map(1..1000, jet("x")))) }}`, templates.ErrLimit, "(time limit)")
+			expandFails(`{{ len(map(1..1000, map(1..1000, file("x.templ")))) }}`, templates.ErrLimit, "(time limit)")
+		})
 		It("bounds nested ranges over data by steps", func() {
 			big := make([]any, 2000)
 			env = templates.New(nil, map[string]any{"big": big})
