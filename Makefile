@@ -23,11 +23,13 @@ BENCH_FLAGS  ?=
 
 .PHONY: all build package test vet lint deps demo bench clean fuzz fuzz-smoke
 
-# Fuzz targets, run one at a time: briefly in make test (fuzz-smoke), for
-# FUZZTIME each in make fuzz. A crasher is saved under the package's
-# testdata/fuzz and replayed by every later go test.
-FUZZ_TARGETS := FuzzDecodeFleetRequest FuzzDecodeFleetReply FuzzParseFilter FuzzTokenRoundTrip
-FUZZ_PKG     := ./protocol
+# Fuzz targets, each PACKAGE:TARGET, run one at a time: briefly in make test
+# (fuzz-smoke), for FUZZTIME each in make fuzz. A crasher is saved under the
+# package's testdata/fuzz and replayed by every later go test.
+FUZZ_TARGETS := ./protocol:FuzzDecodeFleetRequest ./protocol:FuzzDecodeFleetReply \
+	./protocol:FuzzParseFilter ./protocol:FuzzTokenRoundTrip \
+	./resources/templates:FuzzRenderJet ./resources/templates:FuzzExpand \
+	./resources/templates:FuzzSandboxGo ./providers/scaffoldchoria:FuzzScaffold
 FUZZTIME     ?= 2m
 SMOKE_FUZZTIME ?= 5s
 
@@ -90,13 +92,16 @@ test: deps lint
 ## failure prints its whole output, and a run that ends with no failing input
 ## written (a fuzzing engine fault on a loaded machine) is tried once more
 fuzz-smoke:
-	@GO=$(GO) bash scripts/fuzz-smoke.sh $(FUZZ_PKG) $(SMOKE_FUZZTIME) $(FUZZ_TARGETS)
+	@for pt in $(FUZZ_TARGETS); do \
+		GO=$(GO) bash scripts/fuzz-smoke.sh "$${pt%%:*}" $(SMOKE_FUZZTIME) "$${pt#*:}" || exit 1; \
+	done
 
 ## fuzz: each fuzz target for FUZZTIME (default 2m), one at a time
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
-		echo "go test -fuzz $$t -fuzztime $(FUZZTIME) $(FUZZ_PKG)"; \
-		$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $(FUZZ_PKG) || exit 1; \
+	@for pt in $(FUZZ_TARGETS); do \
+		pkg="$${pt%%:*}"; t="$${pt#*:}"; \
+		echo "go test -fuzz $$t -fuzztime $(FUZZTIME) $$pkg"; \
+		$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
 	done
 
 ## lint: formatting, vet and staticcheck

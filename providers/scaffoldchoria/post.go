@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"time"
 
@@ -78,11 +77,3 @@ type boundedError struct {
 
 func (e *boundedError) Error() string { return e.msg }
 func (e *boundedError) Unwrap() error { return e.err }
-
-// logAdapter gives the library's Debugf/Infof logger a slog destination.
-type logAdapter struct {
-	log *slog.Logger
-}
-
-func (l *logAdapter) Debugf(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Infof(format string, v ...any)  { l.log.Info(fmt.Sprintf(format, v...)) }

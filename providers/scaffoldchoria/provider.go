@@ -127,36 +127,29 @@ func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *sc
 
 	post, limit := p.boundPost(ctx, props.Post)
 	left, right := delimiters(props)
-	cfg := scaffold.Config{
-		TargetDirectory:      stage,
-		SourceDirectory:      copied,
-		MergeTargetDirectory: true,
-		Post:                 post,
-		SkipEmpty:            props.SkipEmpty,
-		CustomLeftDelimiter:  left,
-		CustomRightDelimiter: right,
+	r := &renderer{
+		log:       p.log.With("scaffold", props.Name),
+		engine:    props.Engine,
+		source:    copied,
+		stage:     stage,
+		left:      left,
+		right:     right,
+		skipEmpty: props.SkipEmpty,
+		post:      post,
 	}
-
-	var (
-		s    *scaffold.Scaffold
-		data any
-	)
 	switch props.Engine {
 	case scaffoldtype.EngineGo:
-		s, err = scaffold.New(cfg, goFuncs(env))
-		data = goData(env)
+		r.goFuncs = goFuncs(env)
+		r.data = goData(env)
 	case scaffoldtype.EngineJet:
-		s, err = scaffold.NewJet(cfg, jetFuncs(env))
-		data = jetData(env)
+		r.jetFuncs = jetFuncs(env)
+		r.data = jetData(env)
 	default:
 		return nil, fmt.Errorf("scaffold %s: %w %q", props.Name, ErrUnknownEngine, props.Engine)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("scaffold %s: %w", props.Name, err)
-	}
-	s.Logger(&logAdapter{log: p.log.With("scaffold", props.Name)})
-
-	if _, err := s.Render(data); err != nil {
+	// Every template renders in the template sandbox (one budget per
+	// file, shared with the partials it renders).
+	if err := r.run(); err != nil {
 		return nil, fmt.Errorf("scaffold %s: %w", props.Name, renderError(err, limit))
 	}
 

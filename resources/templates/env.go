@@ -41,6 +41,38 @@ type Env struct {
 	sensitive []string
 	// funcs are the caller's functions (WithFunction) that New took.
 	funcs map[string]Function
+	// budget is the sandbox budget of the render this Env belongs to (see
+	// sandboxed); nil in an Env as New makes it.
+	budget *Budget
+}
+
+// step charges one step to e's budget, when it has one.
+func (e *Env) step() error {
+	if e.budget == nil {
+		return nil
+	}
+	return e.budget.Step(1)
+}
+
+// sandboxed returns e with a budget: e itself when it has one, otherwise a
+// copy with a new budget whose template() and jet() share it.
+func (e *Env) sandboxed() *Env {
+	if e.budget != nil {
+		return e
+	}
+	c := *e
+	c.budget = NewBudget()
+	c.vars = make(map[string]any, len(e.vars))
+	for k, v := range e.vars {
+		c.vars[k] = v
+	}
+	c.vars["template"] = c.templateFunc
+	c.vars["jet"] = c.jetFunc
+	c.vars["file"] = c.fileFunc
+	c.vars["readFile"] = c.fileFunc
+	c.vars["kvGet"] = c.kvGetFunc
+	c.vars[exprValueFunc] = c.valueFunc
+	return &c
 }
 
 // Option exposes more to expressions than facts and data.
@@ -220,6 +252,9 @@ func (e *Env) lookupFunc(params ...any) (any, error) {
 }
 
 func (e *Env) fileFunc(params ...any) (any, error) {
+	if err := e.step(); err != nil {
+		return nil, err
+	}
 	if e.fileRoot == "" {
 		return nil, fmt.Errorf("file(): reading files is %w", ErrDisabled)
 	}

@@ -120,7 +120,13 @@ func compile(src string) (*vm.Program, error) {
 	if ok {
 		return p, nil
 	}
-	p, err := expr.Compile(src)
+	if err := checkNesting(src); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrExpression, err)
+	}
+	if strings.Contains(src, jetReserved) {
+		return nil, fmt.Errorf("%w: %q: %w", ErrExpression, src, refused("the names %s… are reserved:", jetReserved))
+	}
+	p, err := expr.Compile(src, expr.Patch(exprCharges{}))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %s", ErrExpression, src, exprMessage(err))
 	}
@@ -147,8 +153,10 @@ func exprMessage(err error) string {
 	return fmt.Sprintf("%s (%d:%d)", fe.Message, fe.Line, fe.Column+1) // Column counts from 0
 }
 
-// Eval runs one expression and returns its value.
+// Eval runs one expression and returns its value, in the template sandbox:
+// with e's budget, or a new one.
 func (e *Env) Eval(src string) (any, error) {
+	e = e.sandboxed()
 	p, err := compile(src)
 	if err != nil {
 		return nil, err
@@ -158,7 +166,7 @@ func (e *Env) Eval(src string) (any, error) {
 	}
 	v, err := expr.Run(p, e.vars)
 	if err != nil {
-		return nil, &exprError{src: src, cause: err}
+		return nil, &exprError{src: src, cause: e.budget.flatten(err)}
 	}
 	return v, nil
 }

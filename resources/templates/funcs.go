@@ -41,6 +41,9 @@ func WithKV(r KVReader, timeout time.Duration) Option {
 }
 
 func (e *Env) kvGetFunc(params ...any) (any, error) {
+	if err := e.step(); err != nil {
+		return nil, err
+	}
 	if len(params) != 2 {
 		return nil, fmt.Errorf("kvGet takes a bucket and a key, got %d arguments", len(params))
 	}
@@ -76,6 +79,15 @@ func (e *Env) templateFunc(params ...any) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("template: the argument must be a string, got %T", params[0])
 	}
+	e = e.sandboxed()
+	if err := e.budget.Step(1); err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	leave, err := e.budget.Enter()
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	defer leave()
 	switch filepath.Ext(s) {
 	case ".templ":
 		body, err := e.fileFunc(s)
@@ -86,7 +98,11 @@ func (e *Env) templateFunc(params ...any) (any, error) {
 	case ".jet":
 		return e.jetFunc(s)
 	}
-	return e.Expand(s)
+	v, err := e.Expand(s)
+	if err != nil {
+		return nil, e.budget.flatten(err)
+	}
+	return v, nil
 }
 
 // jetFunc is jet(body) or jet(body, left, right): body rendered as a Jet
@@ -115,6 +131,15 @@ func (e *Env) jetFunc(params ...any) (any, error) {
 	default:
 		return nil, fmt.Errorf("jet takes a template and optionally two delimiters, got %d arguments", len(params))
 	}
+	e = e.sandboxed()
+	if err := e.budget.Step(1); err != nil {
+		return nil, fmt.Errorf("jet: %w", err)
+	}
+	leave, err := e.budget.Enter()
+	if err != nil {
+		return nil, fmt.Errorf("jet: %w", err)
+	}
+	defer leave()
 	if strings.HasSuffix(body, ".jet") {
 		b, err := e.fileFunc(body)
 		if err != nil {
@@ -122,7 +147,11 @@ func (e *Env) jetFunc(params ...any) (any, error) {
 		}
 		body = b.(string)
 	}
-	return e.RenderJet(body, left, right)
+	v, err := e.RenderJet(body, left, right)
+	if err != nil {
+		return nil, e.budget.flatten(err)
+	}
+	return v, nil
 }
 
 // RenderJet renders body as a Jet template with the given delimiters over
@@ -139,27 +168,20 @@ func (e *Env) RenderJet(body, left, right string) (string, error) {
 
 // RenderJetTo is RenderJet writing to w, with the template called name in
 // Jet's errors, which it returns as Jet gives them (a name Jet does not
-// know, such as a misspelt variable, is one). Jet ends the render on a
-// write error of w only for the template's own text, not for what an
-// expression writes: a writer that bounds the output should remember that
-// it refused a write.
+// know, such as a misspelt variable, is one). It renders in the template
+// sandbox (SandboxJet) with e's budget, or a new one: a render that passes
+// a limit fails with an error wrapping ErrLimit, a template using what the
+// sandbox refuses (include, exec, recursive blocks) with ErrSandbox. A
+// write error of w ends the render.
 func (e *Env) RenderJetTo(w io.Writer, name, body, left, right string) error {
-	set := jet.NewSet(jet.NewInMemLoader(), jet.WithDelims(left, right),
-		jet.WithSafeWriter(func(w io.Writer, b []byte) { _, _ = w.Write(b) }))
-	for fname, f := range e.jetFuncs() {
-		set.AddGlobalFunc(fname, f)
-	}
-	tpl, err := set.Parse(name, body)
-	if err != nil {
-		return err
-	}
+	e = e.sandboxed()
 	vars := jet.VarMap{}
 	for _, v := range []string{"facts", "Facts", "data", "Data", "environ", "Environ"} {
 		if val, ok := e.vars[v]; ok {
 			vars.Set(v, val)
 		}
 	}
-	return tpl.Execute(w, vars, nil)
+	return SandboxJet(w, e.budget, JetRender{Name: name, Body: body, Left: left, Right: right, Funcs: e.jetFuncs(), Vars: vars})
 }
 
 // jetFuncs wraps the expression functions for Jet.
