@@ -128,7 +128,7 @@ func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *sc
 	post, limit := p.boundPost(ctx, props.Post)
 	left, right := delimiters(props)
 	r := &renderer{
-		log:       p.log.With("scaffold", props.Name),
+		log:       resources.Logger(ctx, p.log).With("scaffold", props.Name),
 		engine:    props.Engine,
 		source:    copied,
 		stage:     stage,
@@ -187,7 +187,7 @@ func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *sc
 		}
 	}
 	if props.Purge {
-		if err := p.purge(tgt, props.Name, md.Purged, noop); err != nil {
+		if err := purge(resources.Logger(ctx, p.log), tgt, props.Name, md.Purged, noop); err != nil {
 			return st, err
 		}
 	}
@@ -196,13 +196,13 @@ func (p *Provider) renderThen(ctx context.Context, env *templates.Env, props *sc
 
 // purge deletes files the source does not render, through handles on their
 // directories opened from tgt; under noop it only logs.
-func (p *Provider) purge(tgt *safefs.Dir, target string, files []string, noop bool) error {
+func purge(log *slog.Logger, tgt *safefs.Dir, target string, files []string, noop bool) error {
 	for _, f := range files {
 		if !inside(target, f) {
 			return fmt.Errorf("scaffold %s: purge %s: %w", target, f, ErrOutsideTarget)
 		}
 		if noop || tgt == nil {
-			p.log.Info("would have purged file", "scaffold", target, "file", f)
+			log.Info("would have purged file", "scaffold", target, "file", f)
 			continue
 		}
 		rel, err := filepath.Rel(target, f)
@@ -212,7 +212,7 @@ func (p *Provider) purge(tgt *safefs.Dir, target string, files []string, noop bo
 		if err := removeIn(tgt, filepath.ToSlash(rel)); err != nil {
 			return fmt.Errorf("scaffold %s: purge: %w", target, err)
 		}
-		p.log.Info("purged file", "scaffold", target, "file", f)
+		log.Info("purged file", "scaffold", target, "file", f)
 	}
 	return nil
 }
