@@ -208,12 +208,8 @@ func (a *app) registrationUnbind(host, stream string, force bool, c *connflags.F
 	if err := protocol.ValidateIdentity(host); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	if !force {
-		fmt.Fprintf(a.Stdout, "Free the host name %s for the next key that registers it? [y/N] ", host)
-		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			return program.Exit(protocol.ExitError, fmt.Errorf("not unbound"))
-		}
+	if !force && !a.confirm(fmt.Sprintf("Free the host name %s for the next key that registers it?", host)) {
+		return program.Exit(protocol.ExitError, fmt.Errorf("not unbound"))
 	}
 	ctx, cancel := a.signalContext()
 	defer cancel()
@@ -284,12 +280,8 @@ func (a *app) registrationRm(e *registration.Entry, stream string, force bool, c
 	if err := e.Validate(); err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	if !force {
-		fmt.Fprintf(a.Stdout, "Remove %s %s://%s:%d from %s? [y/N] ", e.Service, e.Protocol, e.Address, e.Port, e.Cluster)
-		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			return program.Exit(protocol.ExitError, fmt.Errorf("not removed"))
-		}
+	if !force && !a.confirm(fmt.Sprintf("Remove %s %s://%s:%d from %s?", e.Service, e.Protocol, e.Address, e.Port, e.Cluster)) {
+		return program.Exit(protocol.ExitError, fmt.Errorf("not removed"))
 	}
 	ctx, cancel := a.signalContext()
 	defer cancel()
@@ -303,4 +295,13 @@ func (a *app) registrationRm(e *registration.Entry, stream string, force bool, c
 	}
 	fmt.Fprintf(a.Stdout, "removed %s\n", e.Subject())
 	return nil
+}
+
+// confirm asks question on standard output and reports whether the answer
+// read from standard input is yes.
+func (a *app) confirm(question string) bool {
+	fmt.Fprintf(a.Stdout, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes"
 }
