@@ -279,6 +279,33 @@ var _ = Describe("Assignments only move forward", func() {
 		stillRuns("motd", "ops's")
 	})
 
+	// Issue 39, finding 10: an agent that first started after a rival
+	// trusted signer overwrote a name took the rival as the owner, since
+	// the first revision it saw was the rival's. The owner now comes from
+	// the store's history of the key.
+	It("takes a name's owner from the store's history, not from the first revision it sees", func() {
+		store("motd", "ops's", ops)
+		store("motd", "CANARY-RIVAL-OVERWRITE", web) // refused by every agent watching then
+		store("site", "web's", web)
+		store("site", "ops's fix", ops) // an administrator's replacement: web still owns site
+		store("free", "ops's", ops)
+		removal("free", ops) // the name is free again
+		store("free", "web's", web)
+		fa.start()
+
+		Eventually(func() []string { return decisions("motd") }).Should(ContainElement(
+			"forbidden: assignment motd revision 2 by signer web (" + web.pub + ") refused: the assignment belongs to signer ops (" + ops.pub + "), and only it or a signer with assignments_admin: true may replace or remove it"))
+		Consistently(content).WithTimeout(2 * time.Second).ShouldNot(ContainSubstring("CANARY"))
+		store("motd", "ops's again", ops)
+		Eventually(content).WithTimeout(10*time.Second).Should(Equal("ops's again"), "the owner's next revision runs")
+
+		Eventually(contentOf("site")).WithTimeout(10 * time.Second).Should(Equal("ops's fix"))
+		store("site", "web's again", web)
+		Eventually(contentOf("site")).WithTimeout(10*time.Second).Should(Equal("web's again"), "web still owns site")
+
+		Eventually(contentOf("free")).WithTimeout(10*time.Second).Should(Equal("web's"), "after a signed removal the name went to its next signer")
+	})
+
 	It("lets an assignments administrator replace and remove another signer's assignment", func() {
 		fa.start()
 		site := contentOf("site")

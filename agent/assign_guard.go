@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"time"
+
+	"github.com/ccm-fleet/ccm/jsstore"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,12 +37,24 @@ func (s *assigner) mayReplace(name, what string, revision uint64, digest string,
 	if known && st.Digest == digest && !st.Removed {
 		return nil
 	}
+	if !known {
+		// The first this agent sees of the name: its owner is what the
+		// store's own history of it says, not whichever revision this
+		// agent happened to see first.
+		st.Owner = s.historyOwner(name, revision)
+		if st.Owner != "" && len(s.owners) < MaxAssignmentStates {
+			if s.owners == nil {
+				s.owners = map[string]string{}
+			}
+			s.owners[name] = st.Owner
+		}
+	}
 	if known && !st.Created.IsZero() && !created.After(st.Created) {
 		audit.Rule, audit.Value = "high-water mark", created.Format(time.RFC3339Nano)
 		return protocol.NewError(protocol.CodeForbidden, "assignment %s %s %d was signed at %s, not after revision %d already run here (signed at %s): an older revision stored again is not run (assign it anew to roll back)",
 			name, what, revision, created.Format(time.RFC3339Nano), st.Accepted, st.Created.Format(time.RFC3339Nano))
 	}
-	if known && st.Owner != "" && !st.Removed && st.Owner != signerKey && (signer == nil || !signer.AssignmentsAdmin) {
+	if st.Owner != "" && !st.Removed && st.Owner != signerKey && (signer == nil || !signer.AssignmentsAdmin) {
 		audit.Rule, audit.Value = "assignment owner", signerKey
 		return protocol.NewError(protocol.CodeForbidden, "assignment %s %s %d by signer %s refused: the assignment belongs to signer %s, and only it or a signer with assignments_admin: true may replace or remove it",
 			name, what, revision, s.signerName(signerKey), s.signerName(st.Owner))
@@ -222,4 +237,82 @@ func (s *assigner) rejudge(as *assigned) bool {
 		as.next, as.trigger = a.now(), protocol.TriggerFacts
 	}
 	return true
+}
+
+// historyOwner is the owner of name as the store's history of its key
+// says, read from the oldest revision kept up to (not including)
+// revision: the signer of the first trusted revision after the last
+// removal the owner or an administrator signed. A later revision by a
+// signer that is neither the owner nor an assignments administrator does
+// not change it (an agent watching then refused it); unsigned deletes and
+// purges are not removals. "" when the history holds no earlier trusted
+// revision (revision is the name's first), or cannot be read (then the
+// first revision seen owns the name, as before). Each kept revision costs
+// one direct read of the stream, no consumer; the first is usually the
+// only one.
+func (s *assigner) historyOwner(name string, revision uint64) string {
+	a := s.a
+	if !s.following || revision <= 1 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.HistoryTimeout)
+	defer cancel()
+	stream, err := a.setup.js.Stream(ctx, "KV_"+protocol.AssignmentsBucket)
+	if err != nil {
+		a.log.Warn("cannot read the history of an assignment to find its owner: the first revision seen owns it", "assignment", name, "error", err)
+		return ""
+	}
+	subject := "$KV." + protocol.AssignmentsBucket + "." + name
+	limits := protocol.Limits{MaxBytes: jsstore.MaxAssignmentValueSize + 1}
+	owner := ""
+	for seq, n := uint64(1), 0; seq < revision && n < jsstore.AssignmentHistory; n++ {
+		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if err != nil || m.Sequence >= revision {
+			if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				a.log.Warn("cannot read the history of an assignment to find its owner: the first revision seen owns it", "assignment", name, "error", err)
+				return ""
+			}
+			break
+		}
+		seq = m.Sequence + 1
+		if op := m.Header.Get(kvOperationHeader); op != "" {
+			continue // a delete or purge: not a removal
+		}
+		owner = s.replayOwner(name, owner, m.Data, limits)
+	}
+	return owner
+}
+
+// kvOperationHeader marks a KV delete or purge in the stream.
+const kvOperationHeader = "KV-Operation"
+
+// replayOwner is the owner of name after the stored value, given the
+// owner before it: the same ownership rules the live agent applies, with
+// the policy's trust, and nothing run.
+func (s *assigner) replayOwner(name, owner string, value []byte, limits protocol.Limits) string {
+	signed, err := protocol.DecodeSignedAssignment(value, limits)
+	if err != nil || signed.Signer == "" {
+		return owner
+	}
+	payload := signed.Assignment
+	if len(signed.Removal) > 0 {
+		payload = signed.Removal
+	}
+	signer, _, e := s.a.gate.auth.authenticate(payload, signed.Signer, signed.Signature)
+	if e != nil {
+		return owner
+	}
+	mayChange := owner == "" || owner == signed.Signer || (signer != nil && signer.AssignmentsAdmin)
+	if len(signed.Removal) > 0 {
+		r, err := protocol.DecodeAssignmentRemoval(signed.Removal, limits)
+		if err == nil && r.Name == name && r.Sender == signed.Signer && mayChange {
+			return ""
+		}
+		return owner
+	}
+	spec, err := protocol.DecodeAssignment(signed.Assignment, limits)
+	if err != nil || spec.Name != name || spec.Sender != signed.Signer || owner != "" {
+		return owner
+	}
+	return signed.Signer
 }

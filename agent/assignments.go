@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"path/filepath"
@@ -117,6 +118,9 @@ type assigner struct {
 	// refused is the revision whose refusal was recorded of each name
 	// without a high-water mark (kept in memory only)
 	refused map[string]uint64
+	// owners are the owners the store's history gave names this agent
+	// had no mark of (see historyOwner), until a revision is accepted
+	owners map[string]string
 	// kv is the assignment store once open (see store): a revision this
 	// agent accepted is fetched from its history when the current value
 	// is not one to run; following is set once the store is followed
@@ -349,8 +353,9 @@ func (s *assigner) take(name string, revision uint64, value []byte, restoring bo
 	s.known[name] = as
 	if !same || st.Accepted != revision {
 		if st.Owner == "" || st.Removed {
-			st.Owner = as.signerKey
+			st.Owner = cmp.Or(s.owners[name], as.signerKey)
 		}
+		delete(s.owners, name)
 		st.Created, st.Accepted, st.Digest, st.Removed = as.spec.Created, revision, as.digest, false
 		s.state[name] = st
 		s.save()
