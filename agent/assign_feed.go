@@ -298,3 +298,20 @@ func (f *assignFeed) send(ctx context.Context, e jetstream.KeyValueEntry) bool {
 		return false
 	}
 }
+
+// takeDelivered takes every update updates already holds.
+func (s *assigner) takeDelivered(updates <-chan jetstream.KeyValueEntry) {
+	for {
+		select {
+		case e, ok := <-updates:
+			if !ok {
+				return
+			}
+			if e != nil {
+				s.update(e)
+			}
+		default:
+			return
+		}
+	}
+}

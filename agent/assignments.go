@@ -282,23 +282,6 @@ func (s *assigner) store(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-// takeDelivered takes every update updates already holds.
-func (s *assigner) takeDelivered(updates <-chan jetstream.KeyValueEntry) {
-	for {
-		select {
-		case e, ok := <-updates:
-			if !ok {
-				return
-			}
-			if e != nil {
-				s.update(e)
-			}
-		default:
-			return
-		}
-	}
-}
-
 // wait is how long until the next scheduled run (an hour at most).
 func (s *assigner) wait() time.Duration {
 	d := time.Hour
