@@ -97,20 +97,10 @@ func (e *inflight) reason(name string) string {
 
 // joinAnd joins words with commas and a final "and".
 func joinAnd(words []string) string {
-	switch len(words) {
-	case 0:
-		return ""
-	case 1:
-		return words[0]
+	if len(words) < 2 {
+		return strings.Join(words, "")
 	}
-	out := ""
-	for i, w := range words[:len(words)-1] {
-		if i > 0 {
-			out += ", "
-		}
-		out += w
-	}
-	return out + " and " + words[len(words)-1]
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // stopped is one run the agent found, at start, that it had stopped on.
