@@ -21,7 +21,7 @@ BENCH_AGENTS ?=
 BENCH_ROUNDS ?=
 BENCH_FLAGS  ?=
 
-.PHONY: all build package test vet lint deps demo bench clean fuzz fuzz-smoke
+.PHONY: all build package test vet lint deps demo lab bench clean fuzz fuzz-smoke
 
 # Fuzz targets, each PACKAGE:TARGET, run one at a time: briefly in make test
 # (fuzz-smoke), for FUZZTIME each in make fuzz. A crasher is saved under the
@@ -50,12 +50,12 @@ package:
 	$(GO) run ./dist/packager --out dist/out --arch $(PACKAGE_ARCH) \
 		--version $(VERSION) --commit $(COMMIT) --date $(DATE)
 
-## deps: install what the tests need (Go modules; Debian packages for the real package tests, rpm to read the built .rpm, chromium for the dashboard tests, python3-jsonschema for the offline schema tests, zsh and fish to check the completion scripts)
+## deps: install what the tests need (Go modules; Debian packages for the real package tests, rpm to read the built .rpm, chromium for the dashboard tests, python3-jsonschema for the offline schema tests, zsh and fish to check the completion scripts, curl for the lab's health checks), and download (not install) nginx for the lab hosts, which install it from the machine's apt cache
 deps:
 	$(GO) mod download
 	@if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 		missing=""; \
-		for t in dpkg-deb:dpkg apt-get:apt systemd-analyze:systemd chromium:chromium rpm:rpm zsh:zsh fish:fish; do \
+		for t in dpkg-deb:dpkg apt-get:apt systemd-analyze:systemd unshare:util-linux nsenter:util-linux curl:curl chromium:chromium rpm:rpm zsh:zsh fish:fish; do \
 			command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; \
 		done; \
 		/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing="$$missing python3-jsonschema"; \
@@ -63,6 +63,8 @@ deps:
 			echo "installing Debian packages:$$missing"; \
 			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 		fi; \
+		apt-cache policy nginx 2>/dev/null | grep -q 'Candidate: [0-9]' || apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --download-only nginx >/dev/null; \
 	fi
 
 ## demo: a broker, six simulated agents and an orchestrated change, drift and
@@ -71,6 +73,18 @@ deps:
 ## fails at once); DEMO_NO_UI=1 skips the dashboard, DEMO_NO_WAIT=1 does not wait
 demo: build
 	@bash scripts/demo.sh
+
+## lab: boot LAB_HOSTS lab hosts (default 4; real systemd as PID 1 in
+## private namespaces, as root), install the project's .deb in each and start
+## ccm-agent as its unit (the first LAB_WEB, default 2, get role=web), with a
+## broker and a signing key; print the ccm-orch commands to try and tear it
+## all down on Ctrl-C
+LAB_HOSTS ?= 4
+LAB_WEB   ?= 2
+lab:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ccm-lab ./cmd/ccm-lab
+	$(BIN)/ccm-lab --hosts $(LAB_HOSTS) --web $(LAB_WEB)
 
 ## bench: build, then measure fleet runs against the raw NATS floor with
 ## bin/ccm-bench (timing bin/ccm-orch and bin/ccm-agent beside it); prints a

@@ -100,7 +100,10 @@ In another shell:
   ccm-orch ensure package nginx --where os=debian --where role=web
   ccm-orch apply examples/lab/nginx.yaml --where role=web
   ccm-orch apply examples/lab/nginx.yaml --where role=web --noop
-  nsenter -t %d -m -u -i -p -C -r -w systemctl status nginx    # a shell on lab1: drop "systemctl ..."
+  ccm-orch assign web-nginx examples/lab/nginx.yaml --where role=web --interval 10s --data examples/lab/health.yaml
+  ccm-orch status
+
+  nsenter -t %d -m -u -i -p -C -r -w bash     # a root shell on lab1 (systemctl stop nginx, ...)
 
 Press Ctrl-C to stop the lab.
 `, f.Server, f.Key, f.Bin, f.Hosts()[0].PID())
