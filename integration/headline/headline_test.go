@@ -194,6 +194,24 @@ var _ = Describe("ccm-orch ensure service nginx --where os=debian, end to end on
 		Expect(body).To(HavePrefix("lab2 on "))
 	}, SpecTimeout(3*time.Minute))
 
+	It("after the broker crashes and comes back, the agents (systemd units) answer again and a run counts all 4 hosts exactly", func(ctx SpecContext) {
+		f.KillBroker()
+		res, err := f.Orch(ctx, "discover", "--json")
+		Expect(err).To(HaveOccurred(), "discover with no broker: %s", res.Stdout)
+		Expect(f.StartBroker(ctx)).To(Succeed())
+		restarted := time.Now()
+		Eventually(func(g Gomega) {
+			res, _ := f.Orch(ctx, "ensure", "package", "nginx", "--where", "os=debian", "--where", "role=web", "--json")
+			var r report
+			g.Expect(json.Unmarshal([]byte(res.Stdout), &r)).To(Succeed(), res.Stdout+res.Stderr)
+			g.Expect(r.outcomes()).To(Equal(map[string]string{"lab1": "ok", "lab2": "ok"}))
+		}).WithContext(ctx).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
+		AddReportEntry("agents answering again after the broker restarted", time.Since(restarted).Round(time.Millisecond).String())
+		all := orch(ctx, 5, "ensure", "package", "nginx", "--where", "os=debian", "--noop")
+		Expect(all.outcomes()).To(Equal(map[string]string{"lab1": "ok", "lab2": "ok", "lab3": "would_change", "lab4": "would_change"}))
+		Expect(all.Summary.Hosts.NoReply).To(BeZero())
+	}, SpecTimeout(3*time.Minute))
+
 	It("an assignment with an HTTP health check brings a stopped nginx back on its own", func(ctx SpecContext) {
 		health := filepath.Join(filepath.Dir(manifest), "health.yaml")
 		res, err := f.Orch(ctx, "assign", "web-nginx", manifest, "--where", "role=web", "--interval", "3s", "--data", health)

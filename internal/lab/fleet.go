@@ -115,10 +115,35 @@ signers:
 	return f, f.waitDiscovered(ctx, o.Hosts)
 }
 
-// startBroker runs the package's ccm-broker on a free loopback port with a
-// JetStream store in the fleet's directory.
+// KillBroker kills the broker with SIGKILL, as a crash would, and waits for
+// it to be gone.
+func (f *Fleet) KillBroker() {
+	if f.broker == nil {
+		return
+	}
+	_ = f.broker.Process.Kill()
+	<-f.done
+	f.broker = nil
+}
+
+// StartBroker starts the broker again after KillBroker, on the same port
+// with the same store.
+func (f *Fleet) StartBroker(ctx context.Context) error {
+	if f.broker != nil {
+		return fmt.Errorf("lab: the broker is running")
+	}
+	return f.startBroker(ctx)
+}
+
+// startBroker runs the package's ccm-broker with a JetStream store in the
+// fleet's directory: on a free loopback port the first time, on the same
+// port after that.
 func (f *Fleet) startBroker(ctx context.Context) error {
-	cmd := exec.Command(filepath.Join(f.Bin, "ccm-broker"), "--listen", "127.0.0.1:0", "--store", filepath.Join(f.dir, "store"))
+	listen := "127.0.0.1:0"
+	if f.Server != "" {
+		listen = strings.TrimPrefix(f.Server, "nats://")
+	}
+	cmd := exec.Command(filepath.Join(f.Bin, "ccm-broker"), "--listen", listen, "--store", filepath.Join(f.dir, "store"))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
@@ -143,6 +168,7 @@ func (f *Fleet) startBroker(ctx context.Context) error {
 	}()
 	timeout := time.After(30 * time.Second)
 	var seen []string
+	listening := false
 	for {
 		select {
 		case l, ok := <-lines:
@@ -151,9 +177,9 @@ func (f *Fleet) startBroker(ctx context.Context) error {
 			}
 			seen = append(seen, l)
 			if url, ok := strings.CutPrefix(l, "broker listening on "); ok {
-				f.Server = strings.TrimSpace(url)
+				f.Server, listening = strings.TrimSpace(url), true
 			}
-			if f.Server != "" && strings.Contains(l, " ready (") {
+			if listening && strings.Contains(l, " ready (") {
 				return nil
 			}
 		case <-timeout:
