@@ -19,7 +19,8 @@ import (
 const holdLockEnv = "CCM_APT_TEST_HOLD_LOCK"
 
 // holdLock takes an fcntl write lock on the whole of path, as dpkg and apt
-// do, says "locked" on stdout and holds the lock until stdin closes.
+// do (waiting while another process holds it), says "locked" on stdout and
+// holds the lock until stdin closes.
 func holdLock(path string) int {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
 	if err != nil {
@@ -27,7 +28,7 @@ func holdLock(path string) int {
 		return 1
 	}
 	lk := unix.Flock_t{Type: unix.F_WRLCK}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLKW, &lk); err != nil {
 		fmt.Fprintf(os.Stderr, "lock %s: %v\n", path, err)
 		return 1
 	}
