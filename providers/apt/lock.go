@@ -184,6 +184,10 @@ func (e *LockedError) Error() string {
 		lock += " " + e.Lock
 	}
 	h := holder{pid: e.PID, command: e.Command}
+	if e.Waited < time.Second {
+		return fmt.Sprintf("package %s: %s held by %s, and the request's deadline left no time to wait for it, so apt-get changed nothing: %v",
+			e.Package, lock, h, e.Err)
+	}
 	return fmt.Sprintf("package %s: %s held by %s for longer than %s, so apt-get changed nothing: %v",
 		e.Package, lock, h, e.Waited, e.Err)
 }

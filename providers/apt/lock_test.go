@@ -158,5 +158,19 @@ var _ = Describe("Waiting for the dpkg lock", func() {
 			defer cancel()
 			Expect(uninstall(spent)).To(Equal(0), "no wait at all when less than a second is left")
 		})
+
+		It("says when the request's deadline left no time to wait", func(ctx context.Context) {
+			spent, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_2.0-1.txt", "")
+			fake.Add(runner.Expectation{
+				Argv:   []string{"apt-get", "-o", "DPkg::Lock::Timeout=0", "-q", "-y", "-o", "APT::Cmd::Pattern-Only=true", "remove", "--", "ccm-fleet-testpkg"},
+				Env:    aptEnv,
+				Result: runner.Result{ExitCode: 100, Stderr: fixture("apt_get_lock_held_stderr.txt")},
+			})
+			err := prov.Uninstall(spent, "ccm-fleet-testpkg")
+			Expect(err).To(MatchError(apt.ErrLocked))
+			Expect(err).To(MatchError(ContainSubstring("package ccm-fleet-testpkg: dpkg lock /var/lib/dpkg/lock-frontend held by process 48213 (apt-get), and the request's deadline left no time to wait for it, so apt-get changed nothing")))
+		})
 	})
 })
