@@ -41,6 +41,8 @@ const (
 	MinRegistryTTL     = time.Second
 	MaxSpoolMaxRecords = 1000000
 	MaxSpoolMaxBytes   = 1 << 30
+	// MaxPackageLockTimeout bounds package_lock_timeout.
+	MaxPackageLockTimeout = time.Hour
 )
 
 // Config is the agent's configuration file (YAML). Zero fields take the
@@ -101,6 +103,11 @@ type Config struct {
 	// HistoryRetry is how often records kept in the spool while JetStream
 	// was unavailable are retried; default 10s.
 	HistoryRetry time.Duration `json:"history_retry" yaml:"history_retry"`
+	// PackageLockTimeout is how long a package install or removal waits
+	// for the package manager's lock another process holds (apt:
+	// DPkg::Lock::Timeout) before it fails; never past the request's
+	// deadline. Zero: the provider's default, 2m.
+	PackageLockTimeout time.Duration `json:"package_lock_timeout" yaml:"package_lock_timeout"`
 	// SpoolMaxRecords bounds the history spool's records (the oldest are
 	// dropped first); default 1000.
 	SpoolMaxRecords int `json:"spool_max_records" yaml:"spool_max_records"`
@@ -321,6 +328,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: history_timeout %s is longer than 1m", ErrConfig, c.HistoryTimeout)
 	case c.HistoryRetry > time.Hour:
 		return fmt.Errorf("%w: history_retry %s is longer than 1h", ErrConfig, c.HistoryRetry)
+	case c.PackageLockTimeout < 0 || c.PackageLockTimeout > MaxPackageLockTimeout:
+		return fmt.Errorf("%w: package_lock_timeout %s must be between 0 (the default, 2m) and %s", ErrConfig, c.PackageLockTimeout, MaxPackageLockTimeout)
 	case c.SpoolMaxRecords > MaxSpoolMaxRecords:
 		return fmt.Errorf("%w: spool_max_records %d is more than %d", ErrConfig, c.SpoolMaxRecords, MaxSpoolMaxRecords)
 	case c.SpoolMaxBytes > MaxSpoolMaxBytes:

@@ -54,6 +54,7 @@ var _ = Describe("Config", func() {
 		Expect(c.Site).To(Equal("fra1"))
 		Expect(c.MetricsListen).To(Equal("127.0.0.1:9100"))
 		Expect(c.Log).To(Equal(agent.LogConfig{Format: "text", Level: "info"}))
+		Expect(c.PackageLockTimeout).To(Equal(2 * time.Minute))
 		c = c.WithDefaults()
 		Expect(c.Validate()).To(Succeed())
 	})
@@ -76,6 +77,8 @@ var _ = Describe("Config", func() {
 		Entry("wrong type, named by key", "identity: a\nqueue_length: lots\n", "queue_length: expected a whole number, got string"),
 		Entry("a heartbeat too short", "identity: a\nheartbeat: 10ms\n", "heartbeat 10ms must be between 100ms and 1h0m0s"),
 		Entry("a registry ttl under two heartbeats", "identity: a\nheartbeat: 10s\nregistry_ttl: 15s\n", "registry_ttl 15s must be at least 1s and at least two heartbeats (20s)"),
+		Entry("a negative package lock timeout", "identity: a\npackage_lock_timeout: -1s\n", "package_lock_timeout -1s must be between 0 (the default, 2m) and 1h0m0s"),
+		Entry("a package lock timeout over an hour", "identity: a\npackage_lock_timeout: 2h\n", "package_lock_timeout 2h0m0s must be between"),
 		Entry("a spool too large", "identity: a\nspool_max_bytes: 2000000000\n", "spool_max_bytes"),
 		Entry("a site that is not one subject token", "site: fra.1\n", `site: bad_request: site name "fra.1": character at position 3 is not allowed`),
 		Entry("a site that is not a string", "site: [fra1]\n", "site"),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/ccm-fleet/ccm/providers/apt"
 	"github.com/ccm-fleet/ccm/providers/archivehttp"
@@ -24,6 +25,9 @@ type Options struct {
 	Runner runner.Runner
 	// Log receives provider messages; nil discards.
 	Log *slog.Logger
+	// PackageLockTimeout is how long apt-get waits for the dpkg lock
+	// another process holds; zero is apt.DefaultLockTimeout.
+	PackageLockTimeout time.Duration
 }
 
 // Builtin returns a registry holding every resource type and provider of
@@ -49,7 +53,7 @@ func Builtin(opts Options) (*resources.Registry, error) {
 		execposix.NewPosixFactory(opts.Runner, log),
 		execposix.NewShellFactory(opts.Runner, log),
 		fileposix.NewFactory(log),
-		apt.NewFactory(opts.Runner, log, packageLock),
+		apt.NewFactory(opts.Runner, log, packageLock, apt.WithLockTimeout(opts.PackageLockTimeout)),
 		dnf.NewFactory(opts.Runner, log, packageLock),
 		scaffoldchoria.NewFactory(log),
 		systemd.NewFactory(opts.Runner, log),

@@ -54,6 +54,7 @@ func (a *app) registerApply(cli *fisk.Application) {
 	c.facts.register(cmd)
 	c.diff.register(cmd)
 	c.conn = connflags.Register(cmd)
+	a.registerPackageLockTimeout(cmd)
 	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
 }
 
@@ -102,7 +103,7 @@ func (a *app) apply(c *applyFlags) error {
 
 	ex, unsupervise := superviseCommands(ctx, log, localInstance)
 	defer unsupervise()
-	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
+	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log, PackageLockTimeout: a.packageLockTimeout})
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}

@@ -47,6 +47,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 	data := &dataFlags{warn: a.Stderr}
 	data.register(ens)
 	store := registerSessionStore(ens)
+	a.registerPackageLockTimeout(ens)
 	for _, t := range resflags.Table {
 		cmd := ens.Command(t.Type, t.Help)
 		c := &commonFlags{noop: noop, data: data, session: sessionFlags{dir: store}}
@@ -86,7 +87,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance)
+	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance, a.packageLockTimeout)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}

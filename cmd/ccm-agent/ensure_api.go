@@ -116,7 +116,7 @@ func (a *app) apiEnsure(ctx context.Context, f *apiPipeFlags, noop bool) (*proto
 	if err != nil {
 		return nil, err
 	}
-	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance)
+	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance, a.packageLockTimeout)
 	if err != nil {
 		return nil, err
 	}

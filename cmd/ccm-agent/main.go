@@ -6,6 +6,7 @@ package main
 import (
 	"io"
 	"os"
+	"time"
 
 	"github.com/choria-io/fisk"
 
@@ -25,6 +26,9 @@ type app struct {
 	// in is standard input ("ensure api pipe" reads its request there); nil
 	// is os.Stdin.
 	in io.Reader
+	// packageLockTimeout is --package-lock-timeout of run, ensure and
+	// apply; zero leaves it to the configuration file or the provider.
+	packageLockTimeout time.Duration
 }
 
 // stdin returns the standard input the commands read.

@@ -6,6 +6,11 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"path/filepath"
+	"time"
+
+	"github.com/choria-io/fisk"
+
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
 
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/providers/gossrun"
@@ -45,12 +50,20 @@ func superviseCommands(ctx context.Context, log *slog.Logger, instance string) (
 	return runner.Exec{Supervisor: sup}, func() { _ = sup.Close() }
 }
 
+// registerPackageLockTimeout adds --package-lock-timeout to cmd.
+func (a *app) registerPackageLockTimeout(cmd *fisk.CmdClause) {
+	program.DurationVar(cmd.Flag("package-lock-timeout",
+		"How long a package install or removal waits for the package manager's lock while another process holds it, e.g. apt's dpkg lock during unattended-upgrades, before it fails naming the holder (default 2m, at most 1h)").
+		Envar("CCM_PACKAGE_LOCK_TIMEOUT").PlaceHolder("DURATION"), &a.packageLockTimeout)
+}
+
 // localEngine is the engine of a command run on this host: its providers'
-// commands, health checks included, run supervised for instance. stop
-// ends the supervision.
-func localEngine(ctx context.Context, log *slog.Logger, instance string) (eng *engine.Engine, stop func(), err error) {
+// commands, health checks included, run supervised for instance, package
+// commands waiting up to lockTimeout for the package manager's lock (zero:
+// the provider's default). stop ends the supervision.
+func localEngine(ctx context.Context, log *slog.Logger, instance string, lockTimeout time.Duration) (eng *engine.Engine, stop func(), err error) {
 	ex, stop := superviseCommands(ctx, log, instance)
-	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
+	reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log, PackageLockTimeout: lockTimeout})
 	if err != nil {
 		stop()
 		return nil, nil, err

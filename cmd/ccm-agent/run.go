@@ -50,6 +50,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	ff.register(cmd)
 	sec.register(cmd, true)
 	conn := connflags.Register(cmd)
+	a.registerPackageLockTimeout(cmd)
 
 	cmd.Action(func(*fisk.ParseContext) error {
 		cfg := ccmagent.Config{}
@@ -85,6 +86,9 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		if metricsListen != "" {
 			cfg.MetricsListen = metricsListen
+		}
+		if a.packageLockTimeout > 0 {
+			cfg.PackageLockTimeout = a.packageLockTimeout
 		}
 		connOpts, err := conn.Options("", nil, natsconn.Options{
 			Servers: strings.Join(cfg.Servers, ","), Context: cfg.Context, Creds: cfg.Creds, NKey: cfg.NKey,
@@ -146,7 +150,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		ex, unsupervise := superviseCommands(ctx, log, stateInstance("agent", dir))
 		defer unsupervise()
-		reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log})
+		reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log, PackageLockTimeout: cfg.PackageLockTimeout})
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}

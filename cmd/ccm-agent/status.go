@@ -59,7 +59,7 @@ func (a *app) status(typeName, name string, js bool, ff *factFlags) error {
 			return program.Exit(protocol.ExitError, err)
 		}
 	}
-	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance)
+	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance, a.packageLockTimeout)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/runner"
@@ -38,6 +39,10 @@ type Provider struct {
 	log    *slog.Logger
 	// lock is held while a package command runs
 	lock *sync.Mutex
+	// lockTimeout is how long apt-get waits for the dpkg lock.
+	lockTimeout time.Duration
+	// lockPaths are dpkg's lock files (DpkgLocks).
+	lockPaths []string
 }
 
 var _ pkgtype.Resolver = (*Provider)(nil)
@@ -136,14 +141,7 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	default:
 		args = append(args, "--allow-downgrades", "--", pkg+"="+version)
 	}
-	res, err := p.runLocked(ctx, nil, "apt-get", args...)
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 {
-		return failed(res, "apt-get", args...)
-	}
-	return nil
+	return p.aptGet(ctx, pkg, args)
 }
 
 // Resolve reports whether Install(ctx, pkg, version) could start, asking
@@ -198,15 +196,7 @@ func (p *Provider) Uninstall(ctx context.Context, pkg string) error {
 	if st.Ensure == pkgtype.EnsureAbsent {
 		return fmt.Errorf("%w %s: dpkg has no package of exactly that name installed", pkgtype.ErrNoSuchPackage, pkg)
 	}
-	args := []string{"-q", "-y", "-o", patternOnly, "remove", "--", pkg}
-	res, err = p.runLocked(ctx, nil, "apt-get", args...)
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 {
-		return failed(res, "apt-get", args...)
-	}
-	return nil
+	return p.aptGet(ctx, pkg, []string{"-q", "-y", "-o", patternOnly, "remove", "--", pkg})
 }
 
 // VersionCmp compares two Debian versions (CompareVersions); the Debian

@@ -34,11 +34,11 @@ func policyArgv(pkg string) []string {
 }
 
 func installArgv(operands ...string) []string {
-	return append([]string{"apt-get", "install", "-y", "-q", "--no-remove", "-o", "APT::Cmd::Pattern-Only=true", "-o", "DPkg::Options::=--force-confold"}, operands...)
+	return append([]string{"apt-get", "-o", "DPkg::Lock::Timeout=120", "install", "-y", "-q", "--no-remove", "-o", "APT::Cmd::Pattern-Only=true", "-o", "DPkg::Options::=--force-confold"}, operands...)
 }
 
 func removeArgv(pkg string) []string {
-	return []string{"apt-get", "-q", "-y", "-o", "APT::Cmd::Pattern-Only=true", "remove", "--", pkg}
+	return []string{"apt-get", "-o", "DPkg::Lock::Timeout=120", "-q", "-y", "-o", "APT::Cmd::Pattern-Only=true", "remove", "--", pkg}
 }
 
 // expectResolved scripts the apt-cache policy call that finds the test
@@ -69,6 +69,8 @@ func expect(f *runner.Fake, argv []string, exit int, stdout, stderr string, extr
 func newProvider(f runner.Runner) *apt.Provider {
 	p, err := apt.NewFactory(f, nil, &sync.Mutex{}).New()
 	Expect(err).NotTo(HaveOccurred())
+	// No holder of the host's dpkg lock shows in specs with a fake runner.
+	apt.SetLockPaths(p.(*apt.Provider), []string{filepath.Join(GinkgoT().TempDir(), "no-lock")})
 	return p.(*apt.Provider)
 }
 
@@ -231,7 +233,7 @@ var _ = Describe("Provider", func() {
 			expect(fake, removeArgv("ccm-fleet-testpkg"), 100, "", "apt_get_lock_held_stderr.txt")
 			err := prov.Uninstall(ctx, "ccm-fleet-testpkg")
 			Expect(err).To(MatchError(pkgtype.ErrCommandFailed))
-			Expect(err).To(MatchError(ContainSubstring("apt-get -q -y -o APT::Cmd::Pattern-Only=true remove -- ccm-fleet-testpkg exited with status 100")))
+			Expect(err).To(MatchError(ContainSubstring("apt-get -o DPkg::Lock::Timeout=120 -q -y -o APT::Cmd::Pattern-Only=true remove -- ccm-fleet-testpkg exited with status 100")))
 		})
 
 		It("removes nothing when dpkg has no package of exactly that name installed", func(ctx context.Context) {

@@ -3,7 +3,9 @@ package apt
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources"
@@ -49,4 +51,40 @@ func (p *Provider) runLocked(ctx context.Context, extraEnv []string, name string
 func failed(res *runner.Result, name string, args ...string) error {
 	return fmt.Errorf("%w: %s exited with status %d: %s", pkgtype.ErrCommandFailed,
 		strings.Join(append([]string{name}, args...), " "), res.ExitCode, res.Tail(maxTail))
+}
+
+// aptGet runs apt-get with args for pkg, the caller holding p.lock. apt-get
+// waits up to the provider's lock timeout (never past ctx's deadline) for
+// the dpkg lock: -o DPkg::Lock::Timeout=N comes first. When another process
+// holds the lock as it starts, the wait is logged with the holder; when
+// apt-get gives up on the lock, the error is a *LockedError naming it.
+func (p *Provider) aptGet(ctx context.Context, pkg string, args []string) error {
+	log := resources.Logger(ctx, p.log)
+	secs := lockSeconds(ctx, p.lockTimeout)
+	wait := time.Duration(secs) * time.Second
+	args = append([]string{"-o", "DPkg::Lock::Timeout=" + strconv.Itoa(secs)}, args...)
+	var before *holder
+	if h, ok := findHolder(p.lockPaths); ok {
+		before = &h
+		log.Info("waiting for the dpkg lock", "package", pkg, "lock", h.lock, "holder", h.String(), "pid", h.pid, "timeout", wait)
+	}
+	res, err := p.runLocked(ctx, nil, "apt-get", args...)
+	if err != nil {
+		if before != nil {
+			return fmt.Errorf("package %s: waiting for the dpkg lock %s held by %s: %w", pkg, before.lock, before, err)
+		}
+		return err
+	}
+	if res.ExitCode == 0 {
+		if before == nil && waitingRE.Match(res.Stdout) {
+			h, _ := lastHolder(res.Stdout)
+			log.Info("apt-get waited for the dpkg lock", "package", pkg, "lock", h.lock, "holder", h.String(), "pid", h.pid)
+		}
+		return nil
+	}
+	cmdErr := failed(res, "apt-get", args...)
+	if h, ok := lockFailure(res, before, p.lockPaths); ok {
+		return &LockedError{Package: pkg, Lock: h.lock, PID: h.pid, Command: h.command, Waited: wait, Err: cmdErr}
+	}
+	return cmdErr
 }
