@@ -114,10 +114,21 @@ func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
 
 var _ pkgtype.Resolver = (*Provider)(nil)
 
-// Upgrade installs pkg at version (see Install); dnf install upgrades an
-// installed package.
+// Upgrade runs dnf upgrade -y pkg for latest (and present), which installs
+// the newest version the repositories have: dnf install leaves an
+// installed package as it is. For a version it runs dnf install -y
+// pkg-version, which moves an installed package to exactly that version.
+// Like Install, it first checks with dnf repoquery that the operand means
+// packages named exactly pkg.
 func (p *Provider) Upgrade(ctx context.Context, pkg, version string) error {
-	return p.Install(ctx, pkg, version)
+	operand, err := operand(pkg, version)
+	if err != nil {
+		return err
+	}
+	if operand == pkg {
+		return p.runResolved(ctx, pkg, operand, "dnf", "upgrade", "-y", operand)
+	}
+	return p.runResolved(ctx, pkg, operand, "dnf", "install", "-y", operand)
 }
 
 // Downgrade runs dnf downgrade -y pkg-version; it needs a specific version.

@@ -128,9 +128,13 @@ var _ = Describe("Provider", func() {
 			[]string{"dnf", "install", "-y", "zsh"}, "dnf_install_zsh.txt"),
 		Entry("install a version", func(ctx context.Context, p *dnf.Provider) error { return p.Install(ctx, "zsh", "5.8-9.el9") },
 			[]string{"dnf", "install", "-y", "zsh-5.8-9.el9"}, "dnf_install_zsh.txt"),
-		Entry("upgrade to latest delegates to install", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "latest") },
-			[]string{"dnf", "install", "-y", "zsh"}, "dnf_install_zsh.txt"),
-		Entry("upgrade to a version delegates to install", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "5.8-9.el9") },
+		// dnf install leaves an installed package as it is: latest needs
+		// dnf upgrade (found by the real dnf, real_test.go).
+		Entry("upgrade to latest uses dnf upgrade", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "latest") },
+			[]string{"dnf", "upgrade", "-y", "zsh"}, "dnf_install_zsh.txt"),
+		Entry("upgrade for present uses dnf upgrade", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "present") },
+			[]string{"dnf", "upgrade", "-y", "zsh"}, "dnf_install_zsh.txt"),
+		Entry("upgrade to a version installs exactly that version", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "5.8-9.el9") },
 			[]string{"dnf", "install", "-y", "zsh-5.8-9.el9"}, "dnf_install_zsh.txt"),
 		Entry("downgrade uses dnf downgrade", func(ctx context.Context, p *dnf.Provider) error { return p.Downgrade(ctx, "zsh", "5.8-7.el9") },
 			[]string{"dnf", "downgrade", "-y", "zsh-5.8-7.el9"}, "dnf_downgrade_zsh.txt"),
