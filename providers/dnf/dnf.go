@@ -36,8 +36,11 @@ type Provider struct {
 func (p *Provider) Name() string { return ProviderName }
 
 // Status runs rpm -q. A zero exit reports the package present at
-// VERSION-RELEASE, with the epoch and release also in Metadata.Extended; a
-// non-zero exit ("package foo is not installed") reports it absent.
+// VERSION-RELEASE, or EPOCH:VERSION-RELEASE when it has an epoch other
+// than 0 (as rpm's %{EVR} prints it, so that an ensured version with an
+// epoch can match), with the epoch and release also in
+// Metadata.Extended; a non-zero exit ("package foo is not installed")
+// reports it absent.
 func (p *Provider) Status(ctx context.Context, pkg string) (*protocol.PackageState, error) {
 	if err := pkgtype.ValidateName(pkg); err != nil {
 		return nil, err
@@ -77,6 +80,9 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 		}, nil
 	}
 	evr := version + "-" + release
+	if epoch != "0" {
+		evr = epoch + ":" + evr
+	}
 	return &protocol.PackageState{
 		CommonState: protocol.NewCommonState(protocol.TypePackage, pkg, evr),
 		Metadata: &protocol.PackageMetadata{
@@ -165,8 +171,8 @@ func (p *Provider) Uninstall(ctx context.Context, pkg string) error {
 	return p.checkedLocked(ctx, "dnf", "remove", "-y", pkg)
 }
 
-// VersionCmp compares two versions with the generic algorithm of the
-// package-level VersionCmp; it never fails.
+// VersionCmp compares two versions as rpm orders them (the package-level
+// VersionCmp); it never fails.
 func (p *Provider) VersionCmp(a, b string, ignoreTrailingZeroes bool) (int, error) {
 	return VersionCmp(a, b, ignoreTrailingZeroes), nil
 }

@@ -84,11 +84,14 @@ var _ = Describe("Provider", func() {
 			}))
 		})
 
-		It("keeps a non-zero epoch in extended only", func(ctx context.Context) {
+		// With the epoch left out, ensure 1:3.0.7-27.el9 never matched
+		// (found by the real dnf, real_test.go).
+		It("reports a non-zero epoch before the version, as rpm's EVR does, and in extended", func(ctx context.Context) {
 			expect(fake, rpmArgv("openssl"), 0, "rpm_q_installed_epoch.txt", "")
 			st, err := prov.Status(ctx, "openssl")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(st.Ensure).To(Equal("3.0.7-27.el9"))
+			Expect(st.Ensure).To(Equal("1:3.0.7-27.el9"))
+			Expect(st.Metadata.Version).To(Equal("1:3.0.7-27.el9"))
 			Expect(st.Metadata.Extended).To(Equal(map[string]any{"epoch": "1", "release": "27.el9"}))
 		})
 
@@ -166,11 +169,14 @@ var _ = Describe("Provider", func() {
 		Expect(fake.Calls()).To(BeEmpty())
 	})
 
-	It("compares versions generically and never fails", func() {
+	It("compares versions as rpm does and never fails", func() {
 		c, err := prov.VersionCmp("1.0.0", "1.0", true)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c).To(Equal(0))
 		c, err = prov.VersionCmp("5.8-9.el9", "5.8-10.el9", false)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c).To(Equal(-1))
+		c, err = prov.VersionCmp("1.0~rc1", "1.0", false)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c).To(Equal(-1))
 	})
