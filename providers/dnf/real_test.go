@@ -150,11 +150,24 @@ var _ = Describe("Provider on this host", Label("real"), func() {
 		Expect(out.Changed).To(BeFalse())
 	})
 
-	It("fails a version no repository has with dnf's message, changing nothing", func() {
+	It("fails a version no repository has, naming it, and changes nothing", func() {
 		converge(helloPkg, "1.0-1", "1.0-1")
-		_, err := apply(helloPkg, "9.9-1", false)
-		Expect(err).To(MatchError(pkgtype.ErrNoSuchPackage))
+		for _, noop := range []bool{true, false} {
+			_, err := apply(helloPkg, "9.9-1", noop)
+			Expect(err).To(MatchError(pkgtype.ErrNoSuchPackage))
+			Expect(err).To(MatchError(ContainSubstring("no such package " + helloPkg + ": dnf knows no package of that name at version 9.9-1")))
+		}
 		Expect(installedTestPackages(ctx)).To(Equal([]string{helloPkg, "1.0-1"}))
+	})
+
+	It("fails a version without the installed package's epoch, changing nothing", func() {
+		converge(epochPkg, "2:1.0-1", "2:1.0-1")
+		// To rpm, 1.0-1 is 0:1.0-1, older than 2:1.0-1; dnf reads the
+		// same operand as 1.0-1 at any epoch, which is installed.
+		_, err := apply(epochPkg, "1.0-1", false)
+		Expect(err).To(MatchError(resources.ErrDesiredStateFailed))
+		Expect(err).To(MatchError(ContainSubstring("wanted 1.0-1, found 2:1.0-1")))
+		Expect(rpmEVR(ctx, epochPkg)).To(Equal("2:1.0-1"))
 	})
 
 	It("under noop changes nothing whatever it is asked", func() {
