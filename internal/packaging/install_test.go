@@ -229,6 +229,7 @@ var built struct {
 	sync.Mutex
 	deb, rpm string
 	debB     string // the upgrade's .deb (buildUpgrade)
+	rpmB     string // the upgrade's .rpm (buildUpgrade)
 }
 
 // buildPackages builds the amd64 .deb and .rpm with the test's stamp, once
@@ -267,13 +268,15 @@ func packager(ctx context.Context, out, version, formats string) []string {
 	return strings.Fields(string(stdout))
 }
 
-// packagesDir is where buildPackages put the packages, removed after the
-// suite.
-var packagesDir string
+// packagesDir and upgradeDir are where buildPackages and buildUpgrade put
+// the packages, removed after the suite.
+var packagesDir, upgradeDir string
 
 var _ = AfterSuite(func() {
-	if packagesDir != "" {
-		Expect(os.RemoveAll(packagesDir)).To(Succeed())
+	for _, dir := range []string{packagesDir, upgradeDir} {
+		if dir != "" {
+			Expect(os.RemoveAll(dir)).To(Succeed())
+		}
 	}
 })
 
