@@ -170,6 +170,22 @@ var _ = Describe("Provider on this host", Label("real"), func() {
 		Expect(rpmEVR(ctx, epochPkg)).To(Equal("2:1.0-1"))
 	})
 
+	It("installs and removes only a package of exactly the name asked for", func() {
+		converge(helloPkg, "1.0-1", "1.0-1")
+		// dnf reads ccmtest-hello-2.0-1 as ccmtest-hello at 2.0-1, and
+		// rpm -q ccmtest-hello-1.0-1 as the installed ccmtest-hello.
+		for _, ensure := range []string{"present", "latest"} {
+			_, err := apply(helloPkg+"-2.0-1", ensure, false)
+			Expect(err).To(MatchError(pkgtype.ErrNoSuchPackage))
+			Expect(err).To(MatchError(ContainSubstring("dnf reads " + helloPkg + "-2.0-1 as " + helloPkg + ", not as a package of exactly that name")))
+		}
+		st, err := prov.Status(ctx, helloPkg+"-1.0-1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Ensure).To(Equal(pkgtype.EnsureAbsent))
+		Expect(prov.Uninstall(ctx, helloPkg+"-1.0-1")).To(MatchError(pkgtype.ErrNoSuchPackage))
+		Expect(installedTestPackages(ctx)).To(Equal([]string{helloPkg, "1.0-1"}))
+	})
+
 	It("under noop changes nothing whatever it is asked", func() {
 		for _, ensure := range []string{"present", "latest", "1.0-1", "2.0-1"} {
 			Expect(apply(helloPkg, ensure, true)).Error().NotTo(HaveOccurred())
