@@ -180,6 +180,8 @@ var _ = Describe("the ccm-fleet .rpm", Label("real"), func() {
 		Expect(files).To(HaveKeyWithValue(packaging.RPMLicenseDir+"/LICENSE", rpmLicenseFile))
 		Expect(files).To(HaveKeyWithValue(packaging.RPMLicenseDir+"/NOTICE", rpmLicenseFile))
 		Expect(files).NotTo(HaveKey(packaging.Copyright), "the Debian copyright file is Debian's")
+		Expect(files).To(HaveKey(packaging.ConfigDir), "owned, so that rpm -e removes it")
+		Expect(files).To(HaveKey(packaging.RPMLicenseDir), "owned, so that rpm -e removes it")
 		for _, cmd := range packaging.Commands {
 			Expect(files).To(HaveKey("/usr/share/man/man1/" + cmd + ".1.gz"))
 			Expect(files).To(HaveKey("/usr/share/bash-completion/completions/" + cmd))
