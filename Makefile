@@ -50,12 +50,12 @@ package:
 	$(GO) run ./dist/packager --out dist/out --arch $(PACKAGE_ARCH) \
 		--version $(VERSION) --commit $(COMMIT) --date $(DATE)
 
-## deps: install what the tests need (Go modules; Debian packages for the real package tests, rpm to read the built .rpm, chromium for the dashboard tests, python3-jsonschema for the offline schema tests, zsh and fish to check the completion scripts, curl for the lab's health checks), and download (not install) nginx for the lab hosts, which install it from the machine's apt cache
+## deps: install what the tests need (Go modules; Debian packages for the real package tests, rpm, rpmbuild, dnf and createrepo_c for the real rpm and dnf tests, chromium for the dashboard tests, python3-jsonschema for the offline schema tests, zsh and fish to check the completion scripts, curl for the lab's health checks), and download (not install) nginx for the lab hosts, which install it from the machine's apt cache
 deps:
 	$(GO) mod download
 	@if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 		missing=""; \
-		for t in dpkg-deb:dpkg apt-get:apt systemd-analyze:systemd unshare:util-linux nsenter:util-linux curl:curl chromium:chromium rpm:rpm zsh:zsh fish:fish; do \
+		for t in dpkg-deb:dpkg apt-get:apt systemd-analyze:systemd unshare:util-linux nsenter:util-linux curl:curl chromium:chromium rpm:rpm rpmbuild:rpm dnf:dnf createrepo_c:createrepo-c zsh:zsh fish:fish; do \
 			command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; \
 		done; \
 		/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing="$$missing python3-jsonschema"; \

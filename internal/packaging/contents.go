@@ -12,8 +12,10 @@ import (
 // Installed paths the package owns. Where Debian and RPM-based systems
 // differ, the plain name is Debian's and the RPM name says so.
 const (
-	AgentUnit    = "/lib/systemd/system/ccm-agent.service"
-	BrokerUnit   = "/lib/systemd/system/ccm-broker.service"
+	AgentUnit  = "/lib/systemd/system/ccm-agent.service"
+	BrokerUnit = "/lib/systemd/system/ccm-broker.service"
+	// ConfigDir holds the agent's configuration.
+	ConfigDir    = "/etc/ccm"
 	AgentConfig  = "/etc/ccm/agent.yaml"
 	PolicyConfig = "/etc/ccm/policy.yaml"
 	AgentEnv     = "/etc/default/ccm-agent"
@@ -113,6 +115,15 @@ func Info(c Config, arch, format, binDir, docDir string) *nfpm.Info {
 			FileInfo: &files.ContentFileInfo{Mode: 0o700, MTime: mtime}},
 	}
 	if format == "rpm" {
+		// rpm removes on erase only the directories a package owns: own
+		// the two it makes (dpkg owns the directories in a .deb without
+		// being told). The directories above the other files belong to
+		// other packages on RPM-based systems (filesystem, systemd, the
+		// shells).
+		for _, dir := range []string{ConfigDir, RPMLicenseDir} {
+			contents = append(contents, &files.Content{Destination: dir, Type: files.TypeDir,
+				FileInfo: &files.ContentFileInfo{Mode: 0o755, MTime: mtime}})
+		}
 		for _, name := range []string{"LICENSE", "NOTICE"} {
 			f := file(filepath.Join(c.Root, name), RPMLicenseDir+"/"+name, 0o644)
 			f.Type = files.TypeRPMLicense

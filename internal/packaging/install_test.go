@@ -50,13 +50,21 @@ func dpkgStatus(ctx context.Context) string {
 	return string(out)
 }
 
-// runningFrom lists the processes whose executable is one of paths.
+// runningFrom lists the processes in this process's mount namespace whose
+// executable is one of paths. Processes in other mount namespaces (such
+// as the hosts of a lab another test boots) name their executables by
+// paths in their own file systems, so they are not counted.
 func runningFrom(paths ...string) []string {
 	GinkgoHelper()
 	exes, err := filepath.Glob("/proc/[0-9]*/exe")
 	Expect(err).NotTo(HaveOccurred())
+	ourNS, err := os.Readlink("/proc/self/ns/mnt")
+	Expect(err).NotTo(HaveOccurred())
 	var found []string
 	for _, exe := range exes {
+		if ns, err := os.Readlink(filepath.Join(filepath.Dir(exe), "ns", "mnt")); err != nil || ns != ourNS {
+			continue // gone, not ours to read, or another mount namespace
+		}
 		target, err := os.Readlink(exe)
 		if err != nil {
 			continue // gone, or not ours to read
@@ -229,6 +237,7 @@ var built struct {
 	sync.Mutex
 	deb, rpm string
 	debB     string // the upgrade's .deb (buildUpgrade)
+	rpmB     string // the upgrade's .rpm (buildUpgrade)
 }
 
 // buildPackages builds the amd64 .deb and .rpm with the test's stamp, once
@@ -267,13 +276,15 @@ func packager(ctx context.Context, out, version, formats string) []string {
 	return strings.Fields(string(stdout))
 }
 
-// packagesDir is where buildPackages put the packages, removed after the
-// suite.
-var packagesDir string
+// packagesDir and upgradeDir are where buildPackages and buildUpgrade put
+// the packages, removed after the suite.
+var packagesDir, upgradeDir string
 
 var _ = AfterSuite(func() {
-	if packagesDir != "" {
-		Expect(os.RemoveAll(packagesDir)).To(Succeed())
+	for _, dir := range []string{packagesDir, upgradeDir} {
+		if dir != "" {
+			Expect(os.RemoveAll(dir)).To(Succeed())
+		}
 	}
 })
 

@@ -97,18 +97,24 @@ func (f *fakeSystemd) calls() []string {
 	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 }
 
-// buildUpgrade builds the amd64 .deb of testVersionB, once per suite run.
-func buildUpgrade(ctx context.Context) string {
+// buildUpgrade builds the amd64 .deb and .rpm of testVersionB, once per
+// suite run (one packager run builds the binaries for both).
+func buildUpgrade(ctx context.Context) (deb, rpm string) {
 	GinkgoHelper()
 	built.Lock()
 	defer built.Unlock()
 	if built.debB != "" {
-		return built.debB
+		return built.debB, built.rpmB
 	}
-	files := packager(ctx, GinkgoT().TempDir(), testVersionB, "deb")
-	Expect(files).To(HaveLen(1))
-	built.debB = files[0]
-	return built.debB
+	// Not the spec's TempDir: the packages outlive the spec that built
+	// them, for the next spec that upgrades. AfterSuite removes them.
+	out, err := os.MkdirTemp("", "ccm-packages-upgrade-")
+	Expect(err).NotTo(HaveOccurred())
+	upgradeDir = out
+	files := packager(ctx, out, testVersionB, "deb,rpm")
+	Expect(files).To(HaveLen(2))
+	built.debB, built.rpmB = files[0], files[1]
+	return built.debB, built.rpmB
 }
 
 // gunzip is the content of a gzipped file.
@@ -174,6 +180,8 @@ var _ = Describe("the ccm-fleet .rpm", Label("real"), func() {
 		Expect(files).To(HaveKeyWithValue(packaging.RPMLicenseDir+"/LICENSE", rpmLicenseFile))
 		Expect(files).To(HaveKeyWithValue(packaging.RPMLicenseDir+"/NOTICE", rpmLicenseFile))
 		Expect(files).NotTo(HaveKey(packaging.Copyright), "the Debian copyright file is Debian's")
+		Expect(files).To(HaveKey(packaging.ConfigDir), "owned, so that rpm -e removes it")
+		Expect(files).To(HaveKey(packaging.RPMLicenseDir), "owned, so that rpm -e removes it")
 		for _, cmd := range packaging.Commands {
 			Expect(files).To(HaveKey("/usr/share/man/man1/" + cmd + ".1.gz"))
 			Expect(files).To(HaveKey("/usr/share/bash-completion/completions/" + cmd))
@@ -220,7 +228,7 @@ var _ = Describe("the ccm-fleet .deb's lifecycle", Label("real"), func() {
 			}
 		})
 		debA, _ := buildPackages(ctx)
-		debB := buildUpgrade(ctx)
+		debB, _ := buildUpgrade(ctx)
 		sd := newFakeSystemd()
 		units := "ccm-agent.service ccm-broker.service"
 

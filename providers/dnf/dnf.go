@@ -36,8 +36,11 @@ type Provider struct {
 func (p *Provider) Name() string { return ProviderName }
 
 // Status runs rpm -q. A zero exit reports the package present at
-// VERSION-RELEASE, with the epoch and release also in Metadata.Extended; a
-// non-zero exit ("package foo is not installed") reports it absent.
+// VERSION-RELEASE, or EPOCH:VERSION-RELEASE when it has an epoch other
+// than 0 (as rpm's %{EVR} prints it, so that an ensured version with an
+// epoch can match), with the epoch and release also in
+// Metadata.Extended; a non-zero exit ("package foo is not installed")
+// reports it absent.
 func (p *Provider) Status(ctx context.Context, pkg string) (*protocol.PackageState, error) {
 	if err := pkgtype.ValidateName(pkg); err != nil {
 		return nil, err
@@ -77,6 +80,9 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 		}, nil
 	}
 	evr := version + "-" + release
+	if epoch != "0" {
+		evr = epoch + ":" + evr
+	}
 	return &protocol.PackageState{
 		CommonState: protocol.NewCommonState(protocol.TypePackage, pkg, evr),
 		Metadata: &protocol.PackageMetadata{
@@ -114,10 +120,21 @@ func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
 
 var _ pkgtype.Resolver = (*Provider)(nil)
 
-// Upgrade installs pkg at version (see Install); dnf install upgrades an
-// installed package.
+// Upgrade runs dnf upgrade -y pkg for latest (and present), which installs
+// the newest version the repositories have: dnf install leaves an
+// installed package as it is. For a version it runs dnf install -y
+// pkg-version, which moves an installed package to exactly that version.
+// Like Install, it first checks with dnf repoquery that the operand means
+// packages named exactly pkg.
 func (p *Provider) Upgrade(ctx context.Context, pkg, version string) error {
-	return p.Install(ctx, pkg, version)
+	operand, err := operand(pkg, version)
+	if err != nil {
+		return err
+	}
+	if operand == pkg {
+		return p.runResolved(ctx, pkg, operand, "dnf", "upgrade", "-y", operand)
+	}
+	return p.runResolved(ctx, pkg, operand, "dnf", "install", "-y", operand)
 }
 
 // Downgrade runs dnf downgrade -y pkg-version; it needs a specific version.
@@ -154,8 +171,8 @@ func (p *Provider) Uninstall(ctx context.Context, pkg string) error {
 	return p.checkedLocked(ctx, "dnf", "remove", "-y", pkg)
 }
 
-// VersionCmp compares two versions with the generic algorithm of the
-// package-level VersionCmp; it never fails.
+// VersionCmp compares two versions as rpm orders them (the package-level
+// VersionCmp); it never fails.
 func (p *Provider) VersionCmp(a, b string, ignoreTrailingZeroes bool) (int, error) {
 	return VersionCmp(a, b, ignoreTrailingZeroes), nil
 }

@@ -84,11 +84,14 @@ var _ = Describe("Provider", func() {
 			}))
 		})
 
-		It("keeps a non-zero epoch in extended only", func(ctx context.Context) {
+		// With the epoch left out, ensure 1:3.0.7-27.el9 never matched
+		// (found by the real dnf, real_test.go).
+		It("reports a non-zero epoch before the version, as rpm's EVR does, and in extended", func(ctx context.Context) {
 			expect(fake, rpmArgv("openssl"), 0, "rpm_q_installed_epoch.txt", "")
 			st, err := prov.Status(ctx, "openssl")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(st.Ensure).To(Equal("3.0.7-27.el9"))
+			Expect(st.Ensure).To(Equal("1:3.0.7-27.el9"))
+			Expect(st.Metadata.Version).To(Equal("1:3.0.7-27.el9"))
 			Expect(st.Metadata.Extended).To(Equal(map[string]any{"epoch": "1", "release": "27.el9"}))
 		})
 
@@ -128,9 +131,13 @@ var _ = Describe("Provider", func() {
 			[]string{"dnf", "install", "-y", "zsh"}, "dnf_install_zsh.txt"),
 		Entry("install a version", func(ctx context.Context, p *dnf.Provider) error { return p.Install(ctx, "zsh", "5.8-9.el9") },
 			[]string{"dnf", "install", "-y", "zsh-5.8-9.el9"}, "dnf_install_zsh.txt"),
-		Entry("upgrade to latest delegates to install", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "latest") },
-			[]string{"dnf", "install", "-y", "zsh"}, "dnf_install_zsh.txt"),
-		Entry("upgrade to a version delegates to install", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "5.8-9.el9") },
+		// dnf install leaves an installed package as it is: latest needs
+		// dnf upgrade (found by the real dnf, real_test.go).
+		Entry("upgrade to latest uses dnf upgrade", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "latest") },
+			[]string{"dnf", "upgrade", "-y", "zsh"}, "dnf_install_zsh.txt"),
+		Entry("upgrade for present uses dnf upgrade", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "present") },
+			[]string{"dnf", "upgrade", "-y", "zsh"}, "dnf_install_zsh.txt"),
+		Entry("upgrade to a version installs exactly that version", func(ctx context.Context, p *dnf.Provider) error { return p.Upgrade(ctx, "zsh", "5.8-9.el9") },
 			[]string{"dnf", "install", "-y", "zsh-5.8-9.el9"}, "dnf_install_zsh.txt"),
 		Entry("downgrade uses dnf downgrade", func(ctx context.Context, p *dnf.Provider) error { return p.Downgrade(ctx, "zsh", "5.8-7.el9") },
 			[]string{"dnf", "downgrade", "-y", "zsh-5.8-7.el9"}, "dnf_downgrade_zsh.txt"),
@@ -162,11 +169,14 @@ var _ = Describe("Provider", func() {
 		Expect(fake.Calls()).To(BeEmpty())
 	})
 
-	It("compares versions generically and never fails", func() {
+	It("compares versions as rpm does and never fails", func() {
 		c, err := prov.VersionCmp("1.0.0", "1.0", true)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c).To(Equal(0))
 		c, err = prov.VersionCmp("5.8-9.el9", "5.8-10.el9", false)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c).To(Equal(-1))
+		c, err = prov.VersionCmp("1.0~rc1", "1.0", false)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c).To(Equal(-1))
 	})

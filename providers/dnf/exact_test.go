@@ -41,6 +41,7 @@ var _ = Describe("exact package names", func() {
 		Entry("nothing of that name", "nginx-.", "latest", "nginx-.", "dnf_repoquery_none.txt", "dnf knows no package of that name"),
 		Entry("two packages at once", "foo-1", "present", "foo-1", "dnf_repoquery_two_names.txt", "dnf reads foo-1 as foo, foo-1"),
 		Entry("a version making the operand another package's", "foo", "1", "foo-1", "dnf_repoquery_two_names.txt", "dnf reads foo-1 as foo, foo-1"),
+		Entry("a version no repository has", "zsh", "9.9-1", "zsh-9.9-1", "dnf_repoquery_none.txt", "dnf knows no package of that name at version 9.9-1"),
 	)
 
 	It("reports a name rpm -q reads as another package at a version absent, and removes nothing", func(ctx context.Context) {

@@ -59,6 +59,8 @@ func (p *Provider) resolveLocked(ctx context.Context, pkg, operand string) error
 		}
 	}
 	switch {
+	case len(names) == 0 && operand != pkg:
+		return fmt.Errorf("%w %s: dnf knows no package of that name at version %s", pkgtype.ErrNoSuchPackage, pkg, strings.TrimPrefix(operand, pkg+"-"))
 	case len(names) == 0:
 		return fmt.Errorf("%w %s: dnf knows no package of that name", pkgtype.ErrNoSuchPackage, pkg)
 	case len(names) > 1 || names[0] != pkg:

@@ -51,7 +51,7 @@ type Repo struct {
 }
 
 // Available reports whether Setup can work on this host. When it cannot,
-// reason says why, in words fit for a Skip.
+// reason says why, in words fit for the failure of a spec that needs it.
 func Available() (reason string, ok bool) {
 	if uid := os.Geteuid(); uid != 0 {
 		return fmt.Sprintf("installing packages needs root; this test runs as uid %d", uid), false
