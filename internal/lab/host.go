@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ccm-fleet/ccm/providers/apt/apttest"
 )
 
 // sigPowerOff is systemd's "power off now" signal, SIGRTMIN+4 as the C
@@ -163,8 +165,17 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// InstallDeb installs a .deb inside the host with dpkg -i.
+// InstallDeb installs a .deb inside the host with dpkg -i. It holds the
+// machine-wide lock of the specs that install packages on the machine
+// itself (apttest.LockHost) meanwhile: the host's dpkg database is the
+// machine's until the host's first write, so a package those specs have
+// installed at that moment would be seen as installed in the host too.
 func (h *Host) InstallDeb(ctx context.Context, deb string) error {
+	release, err := apttest.LockHost(ctx)
+	if err != nil {
+		return fmt.Errorf("lab: %s: %w", h.name, err)
+	}
+	defer release()
 	in := "/var/cache/ccm-lab/" + filepath.Base(deb)
 	data, err := os.ReadFile(deb)
 	if err != nil {

@@ -17,8 +17,8 @@
 // repository directories are removed.
 //
 // Available says whether this host can do any of that (root, and dpkg-deb,
-// dpkg, dpkg-query, apt-get and apt-cache installed); tests skip with its
-// reason when it cannot.
+// dpkg, dpkg-query, apt-get and apt-cache installed); tests report its
+// reason when it cannot (and fail: a spec that needs it never skips).
 //
 // The package owns nothing else: it neither runs apt-get update for other
 // sources nor installs any other package.
