@@ -199,20 +199,7 @@ func (f *Fleet) Orch(ctx context.Context, args ...string) (Result, error) {
 	if f.Key != "" {
 		cmd.Env = append(cmd.Env, "CCM_KEY="+f.Key)
 	}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.As(err, &exit):
-		res.Exit = exit.ExitCode()
-		return res, fmt.Errorf("%w: ccm-orch %s exited %d: %s", ErrCommand, strings.Join(args, " "), res.Exit, strings.TrimSpace(res.Stderr))
-	default:
-		return res, fmt.Errorf("%w: ccm-orch %s: %v", ErrCommand, strings.Join(args, " "), err)
-	}
+	return run(cmd, "ccm-orch "+strings.Join(args, " "))
 }
 
 // waitDiscovered waits (bounded) until discover lists every host.

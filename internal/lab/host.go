@@ -68,28 +68,36 @@ func (h *Host) Run(ctx context.Context, argv ...string) (Result, error) {
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8", "DEBIAN_FRONTEND=noninteractive"}
 	cmd.Dir = "/"
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Start it in the host's cgroup, so closing the host ends it too.
 	if cgfd, err := os.Open(h.cg); err == nil {
 		defer cgfd.Close()
 		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cgfd.Fd())}
 	}
+	return run(cmd, h.name+": "+strings.Join(argv, " "))
+}
+
+// run runs cmd, collecting its output. A command that cannot start, or
+// exits non-zero, returns an error wrapping ErrCommand that says what ran
+// (what) and quotes the end of its standard error.
+func run(cmd *exec.Cmd, what string) (Result, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
-	if err == nil {
-		return res, nil
-	}
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		return res, fmt.Errorf("%w: %s: %s: %v", ErrCommand, h.name, strings.Join(argv, " "), err)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &exit):
+		res.Exit = exit.ExitCode()
+		msg := strings.TrimSpace(res.Stderr)
+		if len(msg) > 2048 {
+			msg = msg[len(msg)-2048:]
+		}
+		return res, fmt.Errorf("%w: %s exited %d: %s", ErrCommand, what, res.Exit, msg)
+	default:
+		return res, fmt.Errorf("%w: %s: %v", ErrCommand, what, err)
 	}
-	res.Exit = exit.ExitCode()
-	msg := strings.TrimSpace(res.Stderr)
-	if len(msg) > 2048 {
-		msg = msg[len(msg)-2048:]
-	}
-	return res, fmt.Errorf("%w: %s: %s exited %d: %s", ErrCommand, h.name, strings.Join(argv, " "), res.Exit, msg)
 }
 
 // Systemctl runs systemctl inside the host.
