@@ -67,6 +67,7 @@ func (a *app) apply(c *applyFlags) error {
 	if err != nil {
 		return a.applyError(c, err)
 	}
+	manifest.LogAnnotationWarnings(a.warnLogger(), m.AnnotationWarnings())
 	fs, err := c.facts.gather(ctx)
 	if err != nil {
 		return err
@@ -76,7 +77,7 @@ func (a *app) apply(c *applyFlags) error {
 		return a.applyError(c, err)
 	}
 	if c.hiera != "" {
-		over, err := hieraData(c.hiera, fs)
+		over, err := hieraData(c.hiera, fs, a.warnLogger())
 		if err != nil {
 			return a.applyError(c, err)
 		}

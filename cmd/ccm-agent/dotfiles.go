@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"regexp"
 	"syscall"
@@ -33,6 +34,9 @@ type dataFlags struct {
 	// warn receives the line that says why a working-directory file was
 	// skipped; nil is standard error.
 	warn io.Writer
+	// log receives the warnings CCM logs about the data (an unknown
+	// annotation); nil discards them.
+	log *slog.Logger
 }
 
 func (d *dataFlags) register(cmd *fisk.CmdClause) {
@@ -51,7 +55,7 @@ func (d *dataFlags) data(facts map[string]any) (map[string]any, error) {
 		if _, err := os.Stat(d.hiera); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return hieraData(d.hiera, facts)
+		return hieraData(d.hiera, facts, d.log)
 	}
 	body, err := d.readTrusted(defaultHieraFile, manifest.DefaultMaxBytes)
 	if body == nil || err != nil {
@@ -65,20 +69,22 @@ func (d *dataFlags) data(facts map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--hiera %s: %w", defaultHieraFile, err)
 	}
-	return resolveHiera(defaultHieraFile, m, facts)
+	return resolveHiera(defaultHieraFile, m, facts, d.log)
 }
 
 // hieraData resolves a hierarchical data file with facts.
-func hieraData(path string, facts map[string]any) (map[string]any, error) {
+func hieraData(path string, facts map[string]any, log *slog.Logger) (map[string]any, error) {
 	m, err := manifest.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("--hiera %s: %w", path, err)
 	}
-	return resolveHiera(path, m, facts)
+	return resolveHiera(path, m, facts, log)
 }
 
-// resolveHiera resolves the data of m, read from path, with facts.
-func resolveHiera(path string, m *manifest.Manifest, facts map[string]any) (map[string]any, error) {
+// resolveHiera resolves the data of m, read from path, with facts; the
+// annotations it does not understand are logged to log, as CCM does.
+func resolveHiera(path string, m *manifest.Manifest, facts map[string]any, log *slog.Logger) (map[string]any, error) {
+	manifest.LogAnnotationWarnings(log, m.AnnotationWarnings())
 	r, err := m.Resolve(manifest.RunOptions{Facts: facts})
 	if err != nil {
 		return nil, fmt.Errorf("--hiera %s: %w", path, err)

@@ -131,6 +131,7 @@ func (a *app) hieraParse(h *hieraFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("hiera %s: %w", h.input, err))
 	}
+	manifest.LogAnnotationWarnings(a.warnLogger(), m.AnnotationWarnings())
 	fs, err := h.resolveFacts(ctx)
 	if err != nil {
 		return err
