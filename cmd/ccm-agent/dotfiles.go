@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
 )
 
@@ -50,6 +52,10 @@ func (d *dataFlags) data(facts map[string]any) (map[string]any, error) {
 	if d.hiera == "" {
 		return nil, nil
 	}
+	if isRemoteRef(d.hiera) {
+		// A URL is fetched, pinned, or refused: never skipped.
+		return hieraData(d.hiera, facts, d.log)
+	}
 	if d.hiera != defaultHieraFile {
 		// A file the operator named (--hiera, CCM_HIERA_DATA) is read as given.
 		if _, err := os.Stat(d.hiera); errors.Is(err, fs.ErrNotExist) {
@@ -72,13 +78,18 @@ func (d *dataFlags) data(facts map[string]any) (map[string]any, error) {
 	return resolveHiera(defaultHieraFile, m, facts, d.log)
 }
 
-// hieraData resolves a hierarchical data file with facts.
+// hieraData resolves the hierarchical data of --hiera with facts: a file,
+// or an http(s) URL pinned with #sha256= (see hieraRef).
 func hieraData(path string, facts map[string]any, log *slog.Logger) (map[string]any, error) {
-	m, err := manifest.Load(path)
+	m, err := hieraRef{flag: "--hiera", requirePin: true}.load(context.Background(), path)
 	if err != nil {
-		return nil, fmt.Errorf("--hiera %s: %w", path, err)
+		return nil, err
 	}
-	return resolveHiera(path, m, facts, log)
+	name := path
+	if u, err := continuous.ParseDataURL(path); err == nil && isRemoteRef(path) {
+		name = u.String() // no password
+	}
+	return resolveHiera(name, m, facts, log)
 }
 
 // resolveHiera resolves the data of m, read from path, with facts; the
