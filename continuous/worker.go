@@ -466,32 +466,39 @@ func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 	return true, nil
 }
 
-// verify decides whether a fetched bundle may be applied: a checksum
-// pinned in the source must match; then either the pin alone vouches for
-// an unsigned bundle, or the signature must verify, name a signer the
-// policy trusts and be newer than the last bundle taken from this source.
-// It returns the signer (nil when the pin vouches) or the audit decision
-// and an error wrapping ErrRefused.
+// verify decides whether a fetched bundle may be applied (see
+// VerifyBundle), newer than the last bundle taken from this source.
 func (w *worker) verify(f *sources.Fetched) (*policy.Signer, string, error) {
-	if pin := w.src.SHA256; pin != "" && f.SHA256 != pin {
+	return VerifyBundle(w.src, f, w.a.opts.Policy, w.highWater)
+}
+
+// VerifyBundle decides whether a bundle fetched from src may be applied:
+// a checksum pinned in the source must match; then either the pin alone
+// vouches for an unsigned bundle, or the signature must verify for the
+// source's location, name a signer pol trusts and, when highWater is not
+// zero, be newer than it. It returns the signer (nil when the pin
+// vouches) or the audit decision and an error wrapping ErrRefused (and
+// sources.ErrChecksum, ErrUnsigned or ErrBadSignature where they apply).
+func VerifyBundle(src *sources.Source, f *sources.Fetched, pol *policy.Policy, highWater time.Time) (*policy.Signer, string, error) {
+	if pin := src.SHA256; pin != "" && f.SHA256 != pin {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w: sha256 %s, pinned %s", ErrRefused, sources.ErrChecksum, f.SHA256, pin)
 	}
 	if f.Signature == nil {
-		if w.src.SHA256 != "" {
+		if src.SHA256 != "" {
 			return nil, "", nil
 		}
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w: remote bundles are applied only when signed by a key the policy trusts or pinned by a checksum", ErrRefused, f.SignatureErr)
 	}
 	sig := f.Signature
-	if err := sig.Verify(f.Data, w.src.Location()); err != nil {
+	if err := sig.Verify(f.Data, src.Location()); err != nil {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
-	s, ok := w.a.opts.Policy.SignerByKey(sig.Signer)
+	s, ok := pol.SignerByKey(sig.Signer)
 	if !ok {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: signer %s is not trusted by this agent's policy", ErrRefused, sig.Signer)
 	}
-	if !w.highWater.IsZero() && !sig.Created.After(w.highWater) {
-		return nil, DecisionStale, fmt.Errorf("%w: signed at %s, not after the bundle already taken (%s)", ErrRefused, sig.Created.Format(time.RFC3339Nano), w.highWater.Format(time.RFC3339Nano))
+	if !highWater.IsZero() && !sig.Created.After(highWater) {
+		return nil, DecisionStale, fmt.Errorf("%w: signed at %s, not after the bundle already taken (%s)", ErrRefused, sig.Created.Format(time.RFC3339Nano), highWater.Format(time.RFC3339Nano))
 	}
 	return s, "", nil
 }

@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/ccm-fleet/ccm/agent/policy"
+	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/sources"
 )
 
 // ErrUnpinned is wrapped when a remote document that changes this host
@@ -79,4 +85,79 @@ func (h hieraRef) load(ctx context.Context, ref string) (*manifest.Manifest, err
 		return nil, fmt.Errorf("%s %s: %w", h.flag, u, err)
 	}
 	return m, nil
+}
+
+// appliedBundle is a remote manifest bundle fetched, verified and
+// unpacked for "apply".
+type appliedBundle struct {
+	m *manifest.Manifest
+	// signer is the policy's signer of the bundle; nil when its
+	// #sha256= pin vouches for it.
+	signer *policy.Signer
+	// name is the source without password or fragment, for messages.
+	name string
+}
+
+// fetchBundle reads the bundle ref names (obj://bucket/key, or an
+// http(s) URL of a gzipped tar with manifest.yaml at its top), as CCM's
+// apply does, with the continuous agent's fetcher and verification:
+// bounded in size and time, every redirect hop judged by the URL scopes,
+// and applied only when pinned with #sha256= (https) or signed by a key
+// of pol. It is unpacked below a new temporary directory, removed by the
+// returned cleanup. Errors wrap sources.ErrSource, sources.ErrFetch,
+// continuous.ErrRefused, sources.ErrBundle or ErrNoConnection.
+func fetchBundle(ctx context.Context, ref string, pol *policy.Policy, conn *lazyKV) (*appliedBundle, func(), error) {
+	src, err := sources.Parse(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := &sources.Fetcher{}
+	if src.Kind == sources.KindObject {
+		if f.JS, err = conn.jetStream(ctx, src.String()); err != nil {
+			return nil, nil, err
+		}
+	}
+	got, err := f.Fetch(ctx, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, _, err := continuous.VerifyBundle(src, got, pol, time.Time{})
+	if errors.Is(err, sources.ErrUnsigned) {
+		return nil, nil, fmt.Errorf("manifest %s: %w (pin an https:// bundle with #sha256=HEX, or sign it with ccm-orch manifest put --key and give --policy)", src, err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest %s: %w", src, err)
+	}
+	tmp, err := os.MkdirTemp("", "ccm-apply-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest %s: %w", src, err)
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	dir := filepath.Join(tmp, "bundle")
+	if err := sources.Unpack(got.Data, dir); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("manifest %s: %w", src, err)
+	}
+	m, err := manifest.Load(filepath.Join(dir, sources.ManifestFile))
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("manifest %s: %w", src, err)
+	}
+	return &appliedBundle{m: m, signer: signer, name: src.String()}, cleanup, nil
+}
+
+// signerGuard is the guard of a signed bundle's run, as the continuous
+// agent's: the request as a whole (noop_only, hosts), then every resource
+// as it will run, by the signer's scopes.
+func signerGuard(s *policy.Signer, noop bool, facts map[string]any) (func(*engine.Prepared) error, error) {
+	if d, refused := policy.FirstRefusal(s.CheckRequest(noop, facts)); refused {
+		return nil, fmt.Errorf("%w: %s", continuous.ErrRefused, s.RefusalMessage("", d))
+	}
+	r := scope.HostResolver()
+	return func(p *engine.Prepared) error {
+		if d, refused := policy.FirstRefusal(s.Arm(p, r)); refused {
+			return fmt.Errorf("%w: %s", continuous.ErrRefused, s.RefusalMessage(p.Type.Name()+"#"+p.Name(), d))
+		}
+		return nil
+	}, nil
 }
