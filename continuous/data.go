@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -59,8 +60,12 @@ func (d *DataURL) String() string {
 // (user:password@ for basic auth, optionally #sha256=HEX to pin the
 // document's digest). Errors wrap ErrDataURL.
 func ParseDataURL(s string) (*DataURL, error) {
+	shown := s
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		shown = u.Redacted() // errors never show a password
+	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %.80q: %s", ErrDataURL, s, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %.80q: %s", ErrDataURL, shown, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case s == "":
@@ -117,6 +122,9 @@ type DataSource struct {
 	URL  *DataURL
 	JS   jetstream.JetStream
 	HTTP *http.Client
+	// Log receives the warnings CCM logs about the document (an
+	// annotation it does not understand); nil discards them.
+	Log *slog.Logger
 }
 
 // Resolve reads the document and resolves it against facts as a
@@ -131,6 +139,7 @@ func (d *DataSource) Resolve(ctx context.Context, facts map[string]any) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("external data %s: %w", d.URL, err)
 	}
+	manifest.LogAnnotationWarnings(d.Log, m.AnnotationWarnings())
 	r, err := m.Resolve(manifest.RunOptions{Facts: facts})
 	if err != nil {
 		return nil, fmt.Errorf("external data %s: %w", d.URL, err)

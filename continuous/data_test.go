@@ -1,7 +1,9 @@
 package continuous_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -99,6 +101,24 @@ var _ = Describe("DataSource", func() {
 		_, err = (&continuous.DataSource{URL: u}).Read(ctx)
 		Expect(err).To(MatchError(continuous.ErrData))
 		Expect(err).To(MatchError(context.DeadlineExceeded))
+	})
+
+	It("never shows a URL's password in a parse error", func() {
+		_, err := continuous.ParseDataURL("https://ops:pw-canary@example.net/d.yaml#md5=00")
+		Expect(err).To(MatchError(continuous.ErrDataURL))
+		Expect(err.Error()).NotTo(ContainSubstring("pw-canary"))
+		Expect(err.Error()).To(ContainSubstring("the only fragment taken is #sha256="))
+	})
+
+	It("logs an annotation it does not understand as CCM does (issue 41 item 12)", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "data.yaml")
+		Expect(os.WriteFile(p, []byte("data:\n  # @requiired\n  user: bob\n"), 0o600)).To(Succeed())
+		u, err := continuous.ParseDataURL(p)
+		Expect(err).NotTo(HaveOccurred())
+		var buf bytes.Buffer
+		_, err = (&continuous.DataSource{URL: u, Log: slog.New(slog.NewTextHandler(&buf, nil))}).Resolve(context.Background(), facts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(buf.String()).To(ContainSubstring(`level=WARN msg="Unrecognized annotation in hiera data" key=user annotation=@requiired`))
 	})
 
 	It("reads a kv://bucket/key document", func() {
