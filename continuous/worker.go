@@ -83,12 +83,33 @@ func newWorker(a *Agent, src *sources.Source) *worker {
 // highWaterPath keeps the creation time of the newest signed bundle taken
 // from the source, so a restart does not accept an older one again.
 func (w *worker) highWaterPath() string {
-	return filepath.Join(w.a.cfg.CacheDir, w.src.CacheName()+".taken")
+	return HighWaterPath(w.a.cfg.CacheDir, w.src)
 }
 
 // readHighWater reads the kept time; zero when there is none.
 func (w *worker) readHighWater() time.Time {
-	b, err := os.ReadFile(w.highWaterPath())
+	return ReadHighWater(w.a.cfg.CacheDir, w.src)
+}
+
+// keepHighWater records t; a failure is logged (the mark still holds
+// until the agent restarts).
+func (w *worker) keepHighWater(t time.Time) {
+	w.highWater = t
+	if err := KeepHighWater(w.a.cfg.CacheDir, w.src, t); err != nil {
+		w.a.log.Error("could not keep the newest bundle's time: a restart would accept an older signed bundle again", "manifest", w.src.String(), "path", w.highWaterPath())
+	}
+}
+
+// HighWaterPath is the file below cacheDir keeping the creation time of
+// the newest signed bundle taken from src (by the agent or by
+// "ccm-agent apply").
+func HighWaterPath(cacheDir string, src *sources.Source) string {
+	return filepath.Join(cacheDir, src.CacheName()+".taken")
+}
+
+// ReadHighWater reads the kept time; zero when there is none.
+func ReadHighWater(cacheDir string, src *sources.Source) time.Time {
+	b, err := os.ReadFile(HighWaterPath(cacheDir, src))
 	if err != nil || len(b) > 64 {
 		return time.Time{}
 	}
@@ -99,19 +120,18 @@ func (w *worker) readHighWater() time.Time {
 	return t
 }
 
-// keepHighWater records t; a failure is logged (the mark still holds
-// until the agent restarts).
-func (w *worker) keepHighWater(t time.Time) {
-	w.highWater = t
-	p := w.highWaterPath()
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err == nil {
-		err = os.Rename(tmp, p)
-		if err == nil {
-			return
-		}
+// KeepHighWater records t as the newest signed bundle's time taken from
+// src, replacing the file whole.
+func KeepHighWater(cacheDir string, src *sources.Source, t time.Time) error {
+	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+		return err
 	}
-	w.a.log.Error("could not keep the newest bundle's time: a restart would accept an older signed bundle again", "manifest", w.src.String(), "path", p)
+	p := HighWaterPath(cacheDir, src)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }
 
 // takePending makes the bundle the watch found the current one.

@@ -16,6 +16,7 @@ import (
 	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
@@ -38,8 +39,10 @@ type applyFlags struct {
 	// policy is the policy file whose keys a signed remote bundle must
 	// be signed by.
 	policy string
-	facts  factFlags
-	diff   diffFlags
+	// cacheDir keeps the newest signed bundle's time per source.
+	cacheDir string
+	facts    factFlags
+	diff     diffFlags
 	// conn is the NATS connection kvGet() reads buckets with, made at
 	// its first call.
 	conn *connflags.Flags
@@ -49,6 +52,7 @@ func (a *app) registerApply(cli *fisk.Application) {
 	c := &applyFlags{}
 	cmd := cli.Command("apply", "Apply a manifest (many resources, data and hierarchy) on this host")
 	cmd.Arg("manifest", "Manifest file (YAML or JSON; relative sources resolve against its directory), or a bundle (gzipped tar with manifest.yaml): https://host/m.tar.gz#sha256=HEX, or obj://BUCKET/KEY or https:// signed by a --policy key").Required().StringVar(&c.path)
+	cmd.Flag("cache-dir", "Where the time of the newest signed bundle taken from each source is kept (shared with ccm-agent agent's cache_dir): an older signed bundle is refused").Default(continuous.DefaultCacheDir).PlaceHolder("DIR").StringVar(&c.cacheDir)
 	cmd.Flag("policy", "Policy file (YAML): the keys a remote bundle may be signed by, and what each may do (an unsigned https:// bundle must be pinned with #sha256=)").PlaceHolder("FILE").StringVar(&c.policy)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
 	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
@@ -83,7 +87,7 @@ func (a *app) apply(c *applyFlags) error {
 			}
 			pol = p
 		}
-		b, cleanup, err := fetchBundle(ctx, c.path, pol, kv)
+		b, cleanup, err := fetchBundle(ctx, c.path, pol, kv, c.cacheDir, a.warnLogger())
 		if err != nil {
 			return a.applyError(c, err)
 		}

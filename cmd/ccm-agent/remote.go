@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,7 +107,11 @@ type appliedBundle struct {
 // of pol. It is unpacked below a new temporary directory, removed by the
 // returned cleanup. Errors wrap sources.ErrSource, sources.ErrFetch,
 // continuous.ErrRefused, sources.ErrBundle or ErrNoConnection.
-func fetchBundle(ctx context.Context, ref string, pol *policy.Policy, conn *lazyKV) (*appliedBundle, func(), error) {
+//
+// A signed bundle older than the newest one taken from the same source
+// (by this command or by ccm-agent agent, kept below cacheDir) is refused:
+// signed state never goes backwards. The same bundle again is taken.
+func fetchBundle(ctx context.Context, ref string, pol *policy.Policy, conn *lazyKV, cacheDir string, log *slog.Logger) (*appliedBundle, func(), error) {
 	src, err := sources.Parse(ref)
 	if err != nil {
 		return nil, nil, err
@@ -127,6 +132,16 @@ func fetchBundle(ctx context.Context, ref string, pol *policy.Policy, conn *lazy
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("manifest %s: %w", src, err)
+	}
+	// The bundle taken last may be applied again, an older one not.
+	taken := continuous.ReadHighWater(cacheDir, src)
+	if signer != nil && got.Signature.Created.Before(taken) {
+		return nil, nil, fmt.Errorf("manifest %s: %w: signed at %s, before the bundle already taken (%s)", src, continuous.ErrRefused, got.Signature.Created.Format(time.RFC3339Nano), taken.Format(time.RFC3339Nano))
+	}
+	if signer != nil && got.Signature.Created.After(taken) {
+		if err := continuous.KeepHighWater(cacheDir, src, got.Signature.Created); err != nil {
+			log.Warn("could not keep the signed bundle's time: an older signed bundle of this source would be taken again", "manifest", src.String(), "path", continuous.HighWaterPath(cacheDir, src), "error", err)
+		}
 	}
 	tmp, err := os.MkdirTemp("", "ccm-apply-")
 	if err != nil {

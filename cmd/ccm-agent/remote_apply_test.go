@@ -120,14 +120,14 @@ var _ = Describe("ccm-agent apply of a remote bundle over https (issue 41 item 4
 	})
 
 	It("applies a bundle signed by a key of --policy for its URL", func() {
-		code, out, errOut := runBinary(bin, env, "apply", srv.URL+"/signed.tar.gz", "--policy", policyFile(ops, "file"))
+		code, out, errOut := runBinary(bin, env, "apply", srv.URL+"/signed.tar.gz", "--policy", policyFile(ops, "file"), "--cache-dir", GinkgoT().TempDir())
 		Expect(code).To(Equal(0), out+errOut)
 		Expect(os.ReadFile(target)).To(Equal([]byte("signed\n")))
 	})
 
 	DescribeTable("refuses, naming the problem, and changes nothing",
 		func(args func() []string, want string) {
-			code, out, errOut := runBinary(bin, env, append([]string{"apply"}, args()...)...)
+			code, out, errOut := runBinary(bin, env, append([]string{"apply", "--cache-dir", GinkgoT().TempDir()}, args()...)...)
 			Expect(code).To(Equal(1), out)
 			Expect(errOut).To(ContainSubstring(want))
 			Expect(strings.Count(strings.TrimSpace(errOut), "\n")).To(BeZero(), "one line: "+errOut)
@@ -194,15 +194,42 @@ var _ = Describe("ccm-agent apply obj:// (issue 41 item 4)", func() {
 
 	It("applies a bundle signed by a key of --policy, as CCM's page shows with --context", func() {
 		put("manifest.tgz", bundleOf(target, "from the bucket\n"), ops)
-		code, out, errOut := agent("apply", "obj://CCM/manifest.tgz", "--server", url, "--policy", policyFile(ops, "file"))
+		code, out, errOut := agent("apply", "obj://CCM/manifest.tgz", "--server", url, "--policy", policyFile(ops, "file"), "--cache-dir", GinkgoT().TempDir())
 		Expect(code).To(Equal(0), out+errOut)
 		Expect(os.ReadFile(target)).To(Equal([]byte("from the bucket\n")))
+	})
+
+	It("refuses an older signed bundle after a newer one was taken (signed state never goes backwards), and takes the same one again", func() {
+		cache := filepath.Join(GinkgoT().TempDir(), "cache")
+		pol := policyFile(ops, "file")
+		data := bundleOf(target, "v2\n")
+		sig, err := sources.SignBundle(data, "obj://CCM/manifest.tgz", time.Now(), ops)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = obs.Put(context.Background(), jetstream.ObjectMeta{Name: "manifest.tgz", Metadata: sig.Metadata()}, bytes.NewReader(data))
+		Expect(err).NotTo(HaveOccurred())
+		args := []string{"apply", "obj://CCM/manifest.tgz", "--server", url, "--policy", pol, "--cache-dir", cache}
+		code, out, errOut := agent(args...)
+		Expect(code).To(Equal(0), out+errOut)
+		Expect(os.ReadFile(target)).To(Equal([]byte("v2\n")))
+		code, out, errOut = agent(args...)
+		Expect(code).To(Equal(0), out+errOut)
+
+		old := bundleOf(target, "replayed-canary\n")
+		oldSig, err := sources.SignBundle(old, "obj://CCM/manifest.tgz", time.Now().Add(-time.Hour), ops)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = obs.Put(context.Background(), jetstream.ObjectMeta{Name: "manifest.tgz", Metadata: oldSig.Metadata()}, bytes.NewReader(old))
+		Expect(err).NotTo(HaveOccurred())
+		code, _, errOut = agent(args...)
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("bundle refused: signed at "))
+		Expect(errOut).To(ContainSubstring("before the bundle already taken"))
+		Expect(os.ReadFile(target)).To(Equal([]byte("v2\n")))
 	})
 
 	DescribeTable("refuses, naming the problem, and changes nothing",
 		func(setup func() []string, want string) {
 			args := setup()
-			code, out, errOut := agent(append([]string{"apply"}, args...)...)
+			code, out, errOut := agent(append([]string{"apply", "--cache-dir", GinkgoT().TempDir()}, args...)...)
 			Expect(code).To(Equal(1), out)
 			Expect(errOut).To(ContainSubstring(want))
 			Expect(target).NotTo(BeAnExistingFile())
