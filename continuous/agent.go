@@ -120,7 +120,7 @@ func New(opts Options) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: external_data_url: %w", ErrConfig, err)
 		}
-		a.data = &DataSource{URL: du, JS: opts.JS, HTTP: opts.HTTP}
+		a.data = &DataSource{URL: du, JS: opts.JS, HTTP: opts.HTTP, Log: opts.Log}
 	}
 	if opts.JS != nil {
 		stream := opts.RegistrationStream

@@ -51,6 +51,17 @@ var _ = Describe("Config", func() {
 		Expect(c.MonitorPort).To(BeZero())
 	})
 
+	It("takes external_data_url as a plain absolute path, as CCM writes it, and as file:// (issue 41 item 2)", func() {
+		for _, u := range []string{"/etc/ccm/data.yaml", "file:///etc/ccm/data.yaml"} {
+			c, err := continuous.ParseConfig([]byte("external_data_url: " + u + "\n"))
+			Expect(err).NotTo(HaveOccurred(), u)
+			d, err := continuous.ParseDataURL(c.ExternalDataURL)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(d.Scheme).To(Equal("file"))
+			Expect(d.Path).To(Equal("/etc/ccm/data.yaml"))
+		}
+	})
+
 	It("takes CCM's day durations", func() {
 		c, err := continuous.ParseConfig([]byte("interval: 1d\n"))
 		Expect(err).NotTo(HaveOccurred())
@@ -73,5 +84,7 @@ var _ = Describe("Config", func() {
 		Entry("a relative manifest", "manifests: [base.yaml]\n", "manifests[0]"),
 		Entry("the same manifest twice", "manifests: [/a.yaml, /a.yaml]\n", "is also manifests[0]"),
 		Entry("a bad data URL", "external_data_url: ftp://x/y\n", "external_data_url"),
+		Entry("a relative data path", "external_data_url: data.yaml\n", `external_data_url: invalid data location: "data.yaml": a path must be absolute`),
+		Entry("a data URL with another fragment", "external_data_url: https://x/d.yaml#md5=00\n", "the only fragment taken is #sha256="),
 	)
 })

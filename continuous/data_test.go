@@ -1,11 +1,15 @@
 package continuous_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/continuous"
+	"github.com/ccm-fleet/ccm/sources"
 )
 
 // hieraDoc is an external data document: data with a hierarchy resolved
@@ -47,6 +52,73 @@ var _ = Describe("DataSource", func() {
 		p := filepath.Join(GinkgoT().TempDir(), "data.yaml")
 		Expect(os.WriteFile(p, []byte(hieraDoc), 0o600)).To(Succeed())
 		check("file://"+p, nil)
+	})
+
+	It("resolves a document named by a plain absolute path, as CCM's agent takes it (issue 41 item 2)", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "data.yaml")
+		Expect(os.WriteFile(p, []byte(hieraDoc), 0o600)).To(Succeed())
+		check(p, nil)
+	})
+
+	It("checks an http(s) document against its #sha256= pin, and refuses another digest", func() {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(hieraDoc)) }))
+		defer srv.Close()
+		check(srv.URL+"/data.yaml#sha256="+sources.Digest([]byte(hieraDoc)), nil)
+		u, err := continuous.ParseDataURL(srv.URL + "/data.yaml#sha256=" + strings.Repeat("0", 64))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = (&continuous.DataSource{URL: u}).Read(context.Background())
+		Expect(err).To(MatchError(continuous.ErrData))
+		Expect(err).To(MatchError(sources.ErrChecksum))
+		Expect(err.Error()).To(ContainSubstring("pinned " + strings.Repeat("0", 64)))
+	})
+
+	It("refuses an http document larger than MaxDataBytes", func() {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(strings.Repeat("#", continuous.MaxDataBytes+10)))
+		}))
+		defer srv.Close()
+		u, err := continuous.ParseDataURL(srv.URL + "/data.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = (&continuous.DataSource{URL: u}).Read(context.Background())
+		Expect(err).To(MatchError(continuous.ErrData))
+		Expect(err.Error()).To(ContainSubstring("larger than"))
+	})
+
+	It("gives up on a server that never answers when the context ends", func() {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		u, err := continuous.ParseDataURL(srv.URL + "/data.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, err = (&continuous.DataSource{URL: u}).Read(ctx)
+		Expect(err).To(MatchError(continuous.ErrData))
+		Expect(err).To(MatchError(context.DeadlineExceeded))
+	})
+
+	It("never shows a URL's password in a parse error", func() {
+		_, err := continuous.ParseDataURL("https://ops:pw-canary@example.net/d.yaml#md5=00")
+		Expect(err).To(MatchError(continuous.ErrDataURL))
+		Expect(err.Error()).NotTo(ContainSubstring("pw-canary"))
+		Expect(err.Error()).To(ContainSubstring("the only fragment taken is #sha256="))
+	})
+
+	It("logs an annotation it does not understand as CCM does (issue 41 item 12)", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "data.yaml")
+		Expect(os.WriteFile(p, []byte("data:\n  # @requiired\n  user: bob\n"), 0o600)).To(Succeed())
+		u, err := continuous.ParseDataURL(p)
+		Expect(err).NotTo(HaveOccurred())
+		var buf bytes.Buffer
+		_, err = (&continuous.DataSource{URL: u, Log: slog.New(slog.NewTextHandler(&buf, nil))}).Resolve(context.Background(), facts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(buf.String()).To(ContainSubstring(`level=WARN msg="Unrecognized annotation in hiera data" key=user annotation=@requiired`))
 	})
 
 	It("reads a kv://bucket/key document", func() {

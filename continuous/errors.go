@@ -23,3 +23,12 @@ var ErrSensitive = errors.New("registration would publish sensitive data")
 // source or kv:// data, and ccm-agent agent was given no --server,
 // --context, NATS_URL or NATS_CONTEXT.
 var ErrNoNATS = errors.New("registrations(): this agent is not connected to NATS (no registration, obj:// source or kv:// data in its configuration, and no --server, --context, NATS_URL or NATS_CONTEXT)")
+
+// ErrDataURL is wrapped by every error parsing a data document's location
+// (external_data_url, --hiera).
+var ErrDataURL = errors.New("invalid data location")
+
+// ErrData is wrapped when a data document cannot be read: missing, too
+// large, too slow, refused by the URL scopes, or not the digest it is
+// pinned to.
+var ErrData = errors.New("data document could not be read")

@@ -83,12 +83,33 @@ func newWorker(a *Agent, src *sources.Source) *worker {
 // highWaterPath keeps the creation time of the newest signed bundle taken
 // from the source, so a restart does not accept an older one again.
 func (w *worker) highWaterPath() string {
-	return filepath.Join(w.a.cfg.CacheDir, w.src.CacheName()+".taken")
+	return HighWaterPath(w.a.cfg.CacheDir, w.src)
 }
 
 // readHighWater reads the kept time; zero when there is none.
 func (w *worker) readHighWater() time.Time {
-	b, err := os.ReadFile(w.highWaterPath())
+	return ReadHighWater(w.a.cfg.CacheDir, w.src)
+}
+
+// keepHighWater records t; a failure is logged (the mark still holds
+// until the agent restarts).
+func (w *worker) keepHighWater(t time.Time) {
+	w.highWater = t
+	if err := KeepHighWater(w.a.cfg.CacheDir, w.src, t); err != nil {
+		w.a.log.Error("could not keep the newest bundle's time: a restart would accept an older signed bundle again", "manifest", w.src.String(), "path", w.highWaterPath())
+	}
+}
+
+// HighWaterPath is the file below cacheDir keeping the creation time of
+// the newest signed bundle taken from src (by the agent or by
+// "ccm-agent apply").
+func HighWaterPath(cacheDir string, src *sources.Source) string {
+	return filepath.Join(cacheDir, src.CacheName()+".taken")
+}
+
+// ReadHighWater reads the kept time; zero when there is none.
+func ReadHighWater(cacheDir string, src *sources.Source) time.Time {
+	b, err := os.ReadFile(HighWaterPath(cacheDir, src))
 	if err != nil || len(b) > 64 {
 		return time.Time{}
 	}
@@ -99,19 +120,18 @@ func (w *worker) readHighWater() time.Time {
 	return t
 }
 
-// keepHighWater records t; a failure is logged (the mark still holds
-// until the agent restarts).
-func (w *worker) keepHighWater(t time.Time) {
-	w.highWater = t
-	p := w.highWaterPath()
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err == nil {
-		err = os.Rename(tmp, p)
-		if err == nil {
-			return
-		}
+// KeepHighWater records t as the newest signed bundle's time taken from
+// src, replacing the file whole.
+func KeepHighWater(cacheDir string, src *sources.Source, t time.Time) error {
+	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+		return err
 	}
-	w.a.log.Error("could not keep the newest bundle's time: a restart would accept an older signed bundle again", "manifest", w.src.String(), "path", p)
+	p := HighWaterPath(cacheDir, src)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }
 
 // takePending makes the bundle the watch found the current one.
@@ -466,32 +486,39 @@ func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 	return true, nil
 }
 
-// verify decides whether a fetched bundle may be applied: a checksum
-// pinned in the source must match; then either the pin alone vouches for
-// an unsigned bundle, or the signature must verify, name a signer the
-// policy trusts and be newer than the last bundle taken from this source.
-// It returns the signer (nil when the pin vouches) or the audit decision
-// and an error wrapping ErrRefused.
+// verify decides whether a fetched bundle may be applied (see
+// VerifyBundle), newer than the last bundle taken from this source.
 func (w *worker) verify(f *sources.Fetched) (*policy.Signer, string, error) {
-	if pin := w.src.SHA256; pin != "" && f.SHA256 != pin {
+	return VerifyBundle(w.src, f, w.a.opts.Policy, w.highWater)
+}
+
+// VerifyBundle decides whether a bundle fetched from src may be applied:
+// a checksum pinned in the source must match; then either the pin alone
+// vouches for an unsigned bundle, or the signature must verify for the
+// source's location, name a signer pol trusts and, when highWater is not
+// zero, be newer than it. It returns the signer (nil when the pin
+// vouches) or the audit decision and an error wrapping ErrRefused (and
+// sources.ErrChecksum, ErrUnsigned or ErrBadSignature where they apply).
+func VerifyBundle(src *sources.Source, f *sources.Fetched, pol *policy.Policy, highWater time.Time) (*policy.Signer, string, error) {
+	if pin := src.SHA256; pin != "" && f.SHA256 != pin {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w: sha256 %s, pinned %s", ErrRefused, sources.ErrChecksum, f.SHA256, pin)
 	}
 	if f.Signature == nil {
-		if w.src.SHA256 != "" {
+		if src.SHA256 != "" {
 			return nil, "", nil
 		}
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w: remote bundles are applied only when signed by a key the policy trusts or pinned by a checksum", ErrRefused, f.SignatureErr)
 	}
 	sig := f.Signature
-	if err := sig.Verify(f.Data, w.src.Location()); err != nil {
+	if err := sig.Verify(f.Data, src.Location()); err != nil {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
-	s, ok := w.a.opts.Policy.SignerByKey(sig.Signer)
+	s, ok := pol.SignerByKey(sig.Signer)
 	if !ok {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: signer %s is not trusted by this agent's policy", ErrRefused, sig.Signer)
 	}
-	if !w.highWater.IsZero() && !sig.Created.After(w.highWater) {
-		return nil, DecisionStale, fmt.Errorf("%w: signed at %s, not after the bundle already taken (%s)", ErrRefused, sig.Created.Format(time.RFC3339Nano), w.highWater.Format(time.RFC3339Nano))
+	if !highWater.IsZero() && !sig.Created.After(highWater) {
+		return nil, DecisionStale, fmt.Errorf("%w: signed at %s, not after the bundle already taken (%s)", ErrRefused, sig.Created.Format(time.RFC3339Nano), highWater.Format(time.RFC3339Nano))
 	}
 	return s, "", nil
 }

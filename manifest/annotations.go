@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"sort"
@@ -37,10 +38,41 @@ type Rule struct {
 	Validation string
 }
 
+// AnnotationWarning is an annotation of the data that is not understood:
+// a comment line starting with "@" that is neither @require, @required nor
+// @validate (a misspelt "@requiired"). It is not an error; CCM logs it.
+type AnnotationWarning struct {
+	// Key is the dotted path below data ("web.listen_port").
+	Key string
+	// Annotation is the comment line as written, without "#".
+	Annotation string
+}
+
+// String is the warning as one line: data.KEY: unknown annotation "@x".
+func (w AnnotationWarning) String() string {
+	return fmt.Sprintf("data.%s: unknown annotation %q", w.Key, w.Annotation)
+}
+
+// UnknownAnnotationMessage is the message CCM logs, at warning level, for
+// an annotation it does not understand, with the attributes key and
+// annotation.
+const UnknownAnnotationMessage = "Unrecognized annotation in hiera data"
+
+// LogAnnotationWarnings logs each warning as CCM does: UnknownAnnotationMessage
+// at warning level, with key and annotation. A nil log discards them.
+func LogAnnotationWarnings(log *slog.Logger, ws []AnnotationWarning) {
+	if log == nil {
+		return
+	}
+	for _, w := range ws {
+		log.Warn(UnknownAnnotationMessage, "key", w.Key, "annotation", w.Annotation)
+	}
+}
+
 // parseAnnotations reads the annotations of a YAML document's data section
 // (JSON has no comments, so a JSON document has none). It runs after the
 // strict decode accepted b, and reads only comments and key names.
-func parseAnnotations(b []byte) ([]Rule, []string, error) {
+func parseAnnotations(b []byte) ([]Rule, []AnnotationWarning, error) {
 	if protocol.DetectEncoding(b) != protocol.EncodingYAML || !bytes.Contains(b, []byte("@")) {
 		return nil, nil, nil
 	}
@@ -53,7 +85,7 @@ func parseAnnotations(b []byte) ([]Rule, []string, error) {
 		return nil, nil, nil
 	}
 	var rules []Rule
-	var warnings []string
+	var warnings []AnnotationWarning
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "data" && root.Content[i+1].Kind == yaml.MappingNode {
 			var err error
@@ -67,7 +99,7 @@ func parseAnnotations(b []byte) ([]Rule, []string, error) {
 	return rules, warnings, nil
 }
 
-func walkAnnotations(m *yaml.Node, prefix string, rules []Rule, warnings []string) ([]Rule, []string, error) {
+func walkAnnotations(m *yaml.Node, prefix string, rules []Rule, warnings []AnnotationWarning) ([]Rule, []AnnotationWarning, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		key := prefix + k.Value
@@ -86,7 +118,9 @@ func walkAnnotations(m *yaml.Node, prefix string, rules []Rule, warnings []strin
 					r.Validation = e
 				}
 			default:
-				warnings = append(warnings, fmt.Sprintf("data.%s: unknown annotation %q", key, line))
+				if len(warnings) < maxRules {
+					warnings = append(warnings, AnnotationWarning{Key: key, Annotation: line})
+				}
 			}
 		}
 		if r.Required || r.Validation != "" {

@@ -30,6 +30,8 @@ type Hiera struct {
 	// Warnings name annotations that were not understood (a misspelt
 	// @requiire); they are not errors.
 	Warnings []string
+	// Unrecognized are those annotations, as CCM logs them.
+	Unrecognized []AnnotationWarning
 }
 
 // HieraResult is resolved data.
@@ -80,8 +82,19 @@ func ParseHiera(b []byte) (*Hiera, error) {
 // Hiera returns the manifest's hierarchical data (shared, not copied: do not
 // change it).
 func (m *Manifest) Hiera() *Hiera {
-	return &Hiera{Data: m.data, Order: m.order, Merge: m.merge, Overrides: m.overrides, Rules: m.rules, Warnings: m.ruleWarnings}
+	var ws []string
+	if len(m.ruleWarnings) > 0 {
+		ws = make([]string, len(m.ruleWarnings))
+	}
+	for i, w := range m.ruleWarnings {
+		ws[i] = w.String()
+	}
+	return &Hiera{Data: m.data, Order: m.order, Merge: m.merge, Overrides: m.overrides, Rules: m.rules, Warnings: ws, Unrecognized: m.ruleWarnings}
 }
+
+// AnnotationWarnings are the annotations of the manifest's data that were
+// not understood (see AnnotationWarning), in document order.
+func (m *Manifest) AnnotationWarnings() []AnnotationWarning { return m.ruleWarnings }
 
 // Resolve resolves the data for facts, as CCM does:
 //

@@ -52,7 +52,7 @@ type Manifest struct {
 	// rules are the data's @require/@validate annotations; ruleWarnings
 	// name the annotations not understood.
 	rules        []Rule
-	ruleWarnings []string
+	ruleWarnings []AnnotationWarning
 }
 
 // ParseOptions bound parsing.

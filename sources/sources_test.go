@@ -295,6 +295,26 @@ var _ = Describe("Fetcher", func() {
 		Expect(otherHits).To(BeZero())
 	})
 
+	It("gives up on a server that stops sending when the fetch's time is up", func() {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte("\x1f\x8b"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		src, _ := sources.Parse(srv.URL + "/slow.tar.gz")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := (&sources.Fetcher{}).Fetch(ctx, src)
+		Expect(err).To(MatchError(sources.ErrFetch))
+		Expect(err).To(MatchError(context.DeadlineExceeded))
+	})
+
 	It("refuses a body larger than MaxBundleBytes", func() {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			chunk := bytes.Repeat([]byte("x"), 1<<20)

@@ -8,12 +8,15 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
@@ -33,8 +36,13 @@ type applyFlags struct {
 	// hiera is CCM's --hiera: a hierarchical data file resolved with the
 	// facts, its data over the manifest's (--data over both).
 	hiera string
-	facts factFlags
-	diff  diffFlags
+	// policy is the policy file whose keys a signed remote bundle must
+	// be signed by.
+	policy string
+	// cacheDir keeps the newest signed bundle's time per source.
+	cacheDir string
+	facts    factFlags
+	diff     diffFlags
 	// conn is the NATS connection kvGet() reads buckets with, made at
 	// its first call.
 	conn *connflags.Flags
@@ -43,7 +51,9 @@ type applyFlags struct {
 func (a *app) registerApply(cli *fisk.Application) {
 	c := &applyFlags{}
 	cmd := cli.Command("apply", "Apply a manifest (many resources, data and hierarchy) on this host")
-	cmd.Arg("manifest", "Manifest file (YAML or JSON); relative sources resolve against its directory").Required().StringVar(&c.path)
+	cmd.Arg("manifest", "Manifest file (YAML or JSON; relative sources resolve against its directory), or a bundle (gzipped tar with manifest.yaml): https://host/m.tar.gz#sha256=HEX, or obj://BUCKET/KEY or https:// signed by a --policy key").Required().StringVar(&c.path)
+	cmd.Flag("cache-dir", "Where the time of the newest signed bundle taken from each source is kept (shared with ccm-agent agent's cache_dir): an older signed bundle is refused").Default(continuous.DefaultCacheDir).PlaceHolder("DIR").StringVar(&c.cacheDir)
+	cmd.Flag("policy", "Policy file (YAML): the keys a remote bundle may be signed by, and what each may do (an unsigned https:// bundle must be pinned with #sha256=)").PlaceHolder("FILE").StringVar(&c.policy)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
 	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
@@ -63,10 +73,34 @@ func (a *app) apply(c *applyFlags) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	m, err := manifest.Load(c.path)
-	if err != nil {
-		return a.applyError(c, err)
+	log := a.Logger()
+	kv := &lazyKV{flags: c.conn, log: log}
+	defer kv.Close()
+	var m *manifest.Manifest
+	var signer *policy.Signer
+	if isRemoteRef(c.path) && !strings.HasPrefix(c.path, "file://") {
+		var pol *policy.Policy
+		if c.policy != "" {
+			p, err := policy.LoadPolicy(c.policy)
+			if err != nil {
+				return a.applyError(c, err)
+			}
+			pol = p
+		}
+		b, cleanup, err := fetchBundle(ctx, c.path, pol, kv, c.cacheDir, a.warnLogger())
+		if err != nil {
+			return a.applyError(c, err)
+		}
+		defer cleanup()
+		m, signer = b.m, b.signer
+	} else {
+		path := strings.TrimPrefix(c.path, "file://")
+		var err error
+		if m, err = manifest.Load(path); err != nil {
+			return a.applyError(c, err)
+		}
 	}
+	manifest.LogAnnotationWarnings(a.warnLogger(), m.AnnotationWarnings())
 	fs, err := c.facts.gather(ctx)
 	if err != nil {
 		return err
@@ -76,17 +110,23 @@ func (a *app) apply(c *applyFlags) error {
 		return a.applyError(c, err)
 	}
 	if c.hiera != "" {
-		over, err := hieraData(c.hiera, fs)
+		over, err := hieraData(c.hiera, fs, a.warnLogger())
 		if err != nil {
 			return a.applyError(c, err)
 		}
 		maps.Copy(over, data)
 		data = over
 	}
-	log := a.Logger()
-	kv := &lazyKV{flags: c.conn, log: log}
-	defer kv.Close()
 	opts := manifest.RunOptions{Noop: c.noop, MonitorOnly: c.monitor, Facts: fs, Data: data, AllowEnviron: true, AllowFiles: true, KV: kv, Log: log, DiffLimit: c.diff.maxBytes}
+	if signer != nil {
+		// A signed bundle runs as the continuous agent runs one: judged
+		// resource by resource by its signer's scopes, seeing facts and
+		// data only (no environment, files outside it, or buckets).
+		if opts.Guard, err = signerGuard(signer, c.noop, fs); err != nil {
+			return a.applyError(c, err)
+		}
+		opts.AllowEnviron, opts.AllowFiles, opts.KV = false, false, nil
+	}
 
 	if c.render {
 		r, err := m.Resolve(opts)

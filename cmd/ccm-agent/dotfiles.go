@@ -3,16 +3,19 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"regexp"
 	"syscall"
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
 )
 
@@ -33,6 +36,9 @@ type dataFlags struct {
 	// warn receives the line that says why a working-directory file was
 	// skipped; nil is standard error.
 	warn io.Writer
+	// log receives the warnings CCM logs about the data (an unknown
+	// annotation); nil discards them.
+	log *slog.Logger
 }
 
 func (d *dataFlags) register(cmd *fisk.CmdClause) {
@@ -46,12 +52,16 @@ func (d *dataFlags) data(facts map[string]any) (map[string]any, error) {
 	if d.hiera == "" {
 		return nil, nil
 	}
+	if isRemoteRef(d.hiera) {
+		// A URL is fetched, pinned, or refused: never skipped.
+		return hieraData(d.hiera, facts, d.log)
+	}
 	if d.hiera != defaultHieraFile {
 		// A file the operator named (--hiera, CCM_HIERA_DATA) is read as given.
 		if _, err := os.Stat(d.hiera); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return hieraData(d.hiera, facts)
+		return hieraData(d.hiera, facts, d.log)
 	}
 	body, err := d.readTrusted(defaultHieraFile, manifest.DefaultMaxBytes)
 	if body == nil || err != nil {
@@ -65,20 +75,27 @@ func (d *dataFlags) data(facts map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--hiera %s: %w", defaultHieraFile, err)
 	}
-	return resolveHiera(defaultHieraFile, m, facts)
+	return resolveHiera(defaultHieraFile, m, facts, d.log)
 }
 
-// hieraData resolves a hierarchical data file with facts.
-func hieraData(path string, facts map[string]any) (map[string]any, error) {
-	m, err := manifest.Load(path)
+// hieraData resolves the hierarchical data of --hiera with facts: a file,
+// or an http(s) URL pinned with #sha256= (see hieraRef).
+func hieraData(path string, facts map[string]any, log *slog.Logger) (map[string]any, error) {
+	m, err := hieraRef{flag: "--hiera", requirePin: true}.load(context.Background(), path)
 	if err != nil {
-		return nil, fmt.Errorf("--hiera %s: %w", path, err)
+		return nil, err
 	}
-	return resolveHiera(path, m, facts)
+	name := path
+	if u, err := continuous.ParseDataURL(path); err == nil && isRemoteRef(path) {
+		name = u.String() // no password
+	}
+	return resolveHiera(name, m, facts, log)
 }
 
-// resolveHiera resolves the data of m, read from path, with facts.
-func resolveHiera(path string, m *manifest.Manifest, facts map[string]any) (map[string]any, error) {
+// resolveHiera resolves the data of m, read from path, with facts; the
+// annotations it does not understand are logged to log, as CCM does.
+func resolveHiera(path string, m *manifest.Manifest, facts map[string]any, log *slog.Logger) (map[string]any, error) {
+	manifest.LogAnnotationWarnings(log, m.AnnotationWarnings())
 	r, err := m.Resolve(manifest.RunOptions{Facts: facts})
 	if err != nil {
 		return nil, fmt.Errorf("--hiera %s: %w", path, err)

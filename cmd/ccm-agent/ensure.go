@@ -92,6 +92,7 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 		return program.Exit(protocol.ExitError, err)
 	}
 	defer unsupervise()
+	c.data.log = a.warnLogger()
 	data, err := c.data.data(fs)
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)

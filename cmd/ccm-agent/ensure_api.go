@@ -95,6 +95,7 @@ func (a *app) apiEnsure(ctx context.Context, f *apiPipeFlags, noop bool) (*proto
 	if err != nil {
 		return nil, errors.Unwrap(err)
 	}
+	f.data.log = a.warnLogger()
 	hiera, err := f.data.data(fs)
 	if err != nil {
 		return nil, err

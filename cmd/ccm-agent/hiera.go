@@ -14,7 +14,9 @@ import (
 	"github.com/choria-io/fisk"
 	goyaml "github.com/goccy/go-yaml"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/facts"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -35,6 +37,8 @@ type hieraFlags struct {
 	envPrefix string
 	data      map[string]string
 	dataFile  string
+	// conn is the NATS connection a kv:// input is read with.
+	conn *connflags.Flags
 }
 
 // registerFactSources adds the fact flags both commands share.
@@ -53,13 +57,14 @@ func (a *app) registerHiera(cli *fisk.Application) {
 
 	p := &hieraFlags{data: map[string]string{}}
 	parse := hiera.Command("parse", "Resolve a YAML or JSON data file with facts and print the data as JSON").Alias("resolve")
-	parse.Arg("input", "YAML or JSON file with data, hierarchy and overrides").Envar("HIERA_INPUT").Required().StringVar(&p.input)
+	parse.Arg("input", "YAML or JSON data, hierarchy and overrides: a file, an http(s):// URL (user:password@ for basic auth, #sha256=HEX to pin it) or kv://bucket/key (with --server or --context)").Envar("HIERA_INPUT").Required().StringVar(&p.input)
 	p.registerFactSources(parse)
 	parse.Flag("data", "Data value key=value over the resolved data (always a string; repeatable)").Short('D').StringMapVar(&p.data)
 	parse.Flag("data-file", "YAML or JSON file of data over the resolved data").PlaceHolder("FILE").StringVar(&p.dataFile)
 	parse.Flag("yaml", "Print YAML instead of JSON").UnNegatableBoolVar(&p.yaml)
 	parse.Flag("env", "Print PREFIX_KEY=value lines, one per top-level key").UnNegatableBoolVar(&p.env)
 	parse.Flag("env-prefix", "Prefix of the --env variable names").Default("HIERA").StringVar(&p.envPrefix)
+	p.conn = connflags.Register(parse)
 	parse.Action(func(*fisk.ParseContext) error { return a.hieraParse(p) })
 
 	f := &hieraFlags{}
@@ -127,10 +132,13 @@ func (a *app) hieraFacts(h *hieraFlags) error {
 
 func (a *app) hieraParse(h *hieraFlags) error {
 	ctx := context.Background()
-	m, err := manifest.Load(h.input)
+	kv := &lazyKV{flags: h.conn, log: a.Logger()}
+	defer kv.Close()
+	m, err := hieraRef{flag: "hiera", conn: kv}.load(ctx, h.input)
 	if err != nil {
-		return program.Exit(protocol.ExitError, fmt.Errorf("hiera %s: %w", h.input, err))
+		return program.Exit(protocol.ExitError, err)
 	}
+	manifest.LogAnnotationWarnings(a.warnLogger(), m.AnnotationWarnings())
 	fs, err := h.resolveFacts(ctx)
 	if err != nil {
 		return err
@@ -147,7 +155,11 @@ func (a *app) hieraParse(h *hieraFlags) error {
 	}
 	r, err := m.Resolve(manifest.RunOptions{Facts: fs, Data: data})
 	if err != nil {
-		return program.Exit(protocol.ExitError, fmt.Errorf("hiera %s: %w", h.input, err))
+		name := h.input
+		if u, perr := continuous.ParseDataURL(h.input); perr == nil && isRemoteRef(h.input) {
+			name = u.String() // no password
+		}
+		return program.Exit(protocol.ExitError, fmt.Errorf("hiera %s: %w", name, err))
 	}
 	res := r.Data
 	if res == nil {

@@ -29,8 +29,27 @@ type lazyKV struct {
 	// guards nc, r and err
 	mu  sync.Mutex
 	nc  *nats.Conn
+	js  jetstream.JetStream
 	r   *natskv.Reader
 	err error
+}
+
+// ErrNoConnection is returned when a kv:// or obj:// source is given but
+// no NATS server or context is.
+var ErrNoConnection = errors.New("no NATS connection")
+
+// jetStream is the command's JetStream connection for what (a kv:// or
+// obj:// source), made at the first call. Errors wrap ErrNoConnection when
+// no server or context is given.
+func (l *lazyKV) jetStream(ctx context.Context, what string) (jetstream.JetStream, error) {
+	_, err := l.reader(ctx)
+	if errors.Is(err, ErrNoKVConnection) {
+		return nil, fmt.Errorf("%w for %s: give --server URL or --context NAME (or set CCM_SERVER, NATS_URL or NATS_CONTEXT)", ErrNoConnection, what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return l.js, nil
 }
 
 var _ templates.KVReader = (*lazyKV)(nil)
@@ -71,7 +90,7 @@ func (l *lazyKV) reader(ctx context.Context) (*natskv.Reader, error) {
 		l.err = fmt.Errorf("kvGet connection: %w", err)
 		return nil, l.err
 	}
-	l.nc, l.r = nc, natskv.New(js)
+	l.nc, l.js, l.r = nc, js, natskv.New(js)
 	return l.r, nil
 }
 

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -51,4 +53,14 @@ func writeHealth(w io.Writer, ev *protocol.TransactionEvent) {
 	for _, h := range ev.HealthChecks {
 		fmt.Fprintf(w, "  health %s: %s %s\n", h.Name, h.Status, h.Message)
 	}
+}
+
+// warnLogger logs, on stderr, the warnings CCM prints by default (an
+// unknown hiera annotation): at warning level unless the global flags
+// (--log-level, --debug, -v) ask for another.
+func (a *app) warnLogger() *slog.Logger {
+	if a.LogLevel != "" || a.Debug || a.Verbose {
+		return a.Logger()
+	}
+	return program.NewLogger(a.Stderr, a.LogFormat, slog.LevelWarn)
 }
