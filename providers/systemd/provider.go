@@ -68,7 +68,10 @@ func (p *Provider) Disable(ctx context.Context, service string) error {
 // and Metadata.Enabled. It fails with ErrServiceNotFound, ErrInvalidIsActive
 // or ErrInvalidIsEnabled when the output says so, or with the runner's error.
 func (p *Provider) Status(ctx context.Context, service string) (*protocol.ServiceState, error) {
-	if err := p.prepare(ctx, service); err != nil {
+	if err := servicetype.ValidateName(service); err != nil {
+		return nil, fmt.Errorf("systemd: %w", err)
+	}
+	if err := p.reloadIfChanged(ctx, service); err != nil {
 		return nil, err
 	}
 
@@ -140,6 +143,41 @@ func (p *Provider) maybeReload(ctx context.Context) error {
 	if p.reloaded {
 		return nil
 	}
+	return p.reload(ctx)
+}
+
+// reloadIfChanged is maybeReload, and after the first reload it asks
+// systemd whether service's unit files changed on disk since it loaded them
+// (systemctl show --property=NeedDaemonReload) and reloads again when they
+// did: a file resource later in the same run may have written them after the
+// provider's first reload, and systemctl would otherwise start or restart
+// the unit as it was (warning that it changed on disk). Status begins every
+// apply of a service, so the check is made there.
+func (p *Provider) reloadIfChanged(ctx context.Context, service string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reloaded {
+		args := []string{"show", "--system", "--property=" + needReloadProperty, "--", service}
+		res, err := p.run(ctx, args)
+		if err != nil {
+			return err
+		}
+		// A unit systemd cannot show needs no reload; Status then says
+		// what is wrong with it.
+		if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != needReloadProperty+"=yes" {
+			return nil
+		}
+		resources.Logger(ctx, p.log).Info("unit files changed on disk since systemd loaded them: reloading", "service", service)
+	}
+	return p.reload(ctx)
+}
+
+// needReloadProperty is systemd's property saying a unit's files changed on
+// disk since they were loaded.
+const needReloadProperty = "NeedDaemonReload"
+
+// reload runs systemctl daemon-reload; p.mu is held.
+func (p *Provider) reload(ctx context.Context) error {
 	args := []string{"daemon-reload"}
 	res, err := p.run(ctx, args)
 	if err != nil {

@@ -76,9 +76,12 @@ var _ = Describe("Provider", func() {
 	})
 
 	Describe("Daemon Reload", func() {
-		It("reloads once per provider instance: two Status calls, one daemon-reload", func() {
+		It("reloads once per provider instance: two Status calls, one daemon-reload (the second asks whether the unit changed on disk)", func() {
 			fake.Expect(daemonReload, 0, "")
-			for range 2 {
+			for i := range 2 {
+				if i > 0 {
+					expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-no")
+				}
 				expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
 				expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
 			}
@@ -97,6 +100,56 @@ var _ = Describe("Provider", func() {
 			}
 			Expect(reloads).To(Equal(1))
 			Expect(argvs(fake)[0]).To(Equal(daemonReload), "the reload comes before the first operation")
+		})
+
+		// Found by the real-host specs: a manifest whose first service made
+		// the provider reload, then whose file resource rewrote another
+		// unit, restarted that unit as it was ("changed on disk").
+		It("reloads again when systemd says a unit changed on disk since the first reload, before reading its state", func() {
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("is-active", "other"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "other"), 0, "is-enabled/enabled")
+			expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-yes")
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+			fake.Expect(unit("restart", "nginx"), 0, "")
+			expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-no")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+
+			p := newProvider(fake)
+			ctx := GinkgoT().Context()
+			_, err := p.Status(ctx, "other")
+			Expect(err).ToNot(HaveOccurred())
+			_, err = p.Status(ctx, "nginx")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(p.Restart(ctx, "nginx")).To(Succeed())
+			_, err = p.Status(ctx, "nginx")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(fake.Verify()).To(Succeed())
+		})
+
+		It("reads the state without a reload when systemd cannot show the unit, and fails when the reload it needs fails", func() {
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+			expectFixture(fake, needReload("nginx"), 1, "daemon-reload/no-bus")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+			expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-yes")
+			expectFixture(fake, daemonReload, 1, "daemon-reload/no-bus")
+
+			p := newProvider(fake)
+			ctx := GinkgoT().Context()
+			for range 2 {
+				_, err := p.Status(ctx, "nginx")
+				Expect(err).ToNot(HaveOccurred())
+			}
+			_, err := p.Status(ctx, "nginx")
+			Expect(err).To(MatchError(systemd.ErrCommandFailed))
+			Expect(err.Error()).To(HavePrefix("systemctl daemon-reload: "))
+			Expect(fake.Verify()).To(Succeed())
 		})
 
 		It("reloads once across different operations and services", func() {
