@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -299,5 +300,44 @@ var _ = Describe("ccm-agent ensure service: units that cannot run", Ordered, fun
 			Expect(eventLine(r, "service#"+unit)).To(Equal("service#nosuchunit failed: service nosuchunit: status: systemctl is-enabled --system -- nosuchunit: service not found"))
 			Expect(summary(r)).To(Equal("1 resources: 0 stable, 0 changed, 1 failed, 0 skipped, 0 refreshed"))
 		})
+	})
+})
+
+var _ = Describe("ccm-agent ensure service: a unit on its way up", Ordered, func() {
+	// A crash-looping unit: it fails at once and systemd starts it again
+	// after RestartSec. Between the two it is "activating" (SubState
+	// auto-restart): not running, but not stopped either.
+	const unit = "crashloop"
+	ref := "service#" + unit
+
+	BeforeAll(func(ctx SpecContext) {
+		writeUnit(ctx, unit, "[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=1h\n")
+	})
+
+	BeforeEach(func(ctx SpecContext) {
+		sh(ctx, "systemctl start "+unit)
+		Eventually(show).WithContext(ctx).WithArguments(unit, "SubState").WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal("auto-restart"))
+		Expect(state(ctx, unit).Active).To(Equal("activating"))
+	})
+
+	It("ensure stopped stops it, so systemd does not start it again; --noop says \"Would have stopped\" first", func(ctx SpecContext) {
+		noop := agent(ctx, "ensure", "--noop", "service", unit, "stopped")
+		Expect(noop.Line).To(Equal(ref+" would change: Would have stopped"), noop.Stdout+noop.Stderr)
+		Expect(noop.Exit).To(Equal(5))
+		Expect(show(ctx, unit, "SubState")).To(Equal("auto-restart"))
+
+		r := agent(ctx, "ensure", "service", unit, "stopped")
+		Expect(r.Line).To(Equal(ref+" changed (stopped)"), r.Stdout+r.Stderr)
+		Expect(r.Exit).To(Equal(0))
+		Expect(show(ctx, unit, "SubState")).To(BeElementOf("dead", "failed"), "systemd will still start it again")
+
+		again := agent(ctx, "ensure", "service", unit, "stopped")
+		Expect(again.Line).To(Equal(ref+" stable (stopped)"), again.Stdout+again.Stderr)
+	})
+
+	It("ensure running starts it, and fails when it does not stay up (exit 2)", func(ctx SpecContext) {
+		r := agent(ctx, "ensure", "service", unit, "running")
+		Expect(r.Exit).To(Equal(2), r.Stdout+r.Stderr)
+		Expect(r.Line).To(Equal(ref + " failed: service crashloop: desired state not achieved: wanted running, found stopped and enabled=true"))
 	})
 })
