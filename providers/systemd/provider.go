@@ -33,7 +33,10 @@ type Provider struct {
 	reloaded bool
 }
 
-var _ servicetype.Provider = (*Provider)(nil)
+var (
+	_ servicetype.Provider     = (*Provider)(nil)
+	_ servicetype.StartPending = (*Provider)(nil)
+)
 
 // Name returns "systemd".
 func (p *Provider) Name() string { return ProviderName }
@@ -106,6 +109,26 @@ func (p *Provider) Status(ctx context.Context, service string) (*protocol.Servic
 			Running:  running,
 		},
 	}, nil
+}
+
+// StartPending reports whether systemd is bringing service up: systemctl
+// is-active --system -- service says "activating" (a start job in progress,
+// or a restart pending after the service exited, as a crash-looping unit
+// with Restart= is between two tries). Status reports such a service
+// stopped, as it is not running yet; the service type stops it when it
+// should be stopped, or systemd would start it again.
+func (p *Provider) StartPending(ctx context.Context, service string) (bool, error) {
+	if err := p.prepare(ctx, service); err != nil {
+		return false, err
+	}
+	res, err := p.unitCommand(ctx, "is-active", service)
+	if err != nil {
+		return false, err
+	}
+	if _, err := parseIsActive(res); err != nil {
+		return false, fmt.Errorf("%s: %w", unitCommandLine("is-active", service), err)
+	}
+	return strings.TrimSpace(string(res.Stdout)) == "activating", nil
 }
 
 // change runs a systemctl verb that changes the unit and fails when it

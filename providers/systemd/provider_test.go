@@ -299,3 +299,38 @@ var _ = Describe("Provider", func() {
 		Entry("over 256 bytes", strings.Repeat("a", 257)),
 	)
 })
+
+var _ = Describe("Provider.StartPending", func() {
+	var fake *runner.Fake
+
+	BeforeEach(func() {
+		fake = &runner.Fake{}
+		fake.Expect(daemonReload, 0, "")
+	})
+
+	DescribeTable("is true only when is-active says activating (a start job, or a restart pending)",
+		func(fixture string, exitCode int, want bool) {
+			expectFixture(fake, unit("is-active", "nginx"), exitCode, "is-active/"+fixture)
+			got, err := newProvider(fake).StartPending(GinkgoT().Context(), "nginx")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(got).To(Equal(want))
+			Expect(fake.Verify()).To(Succeed())
+		},
+		Entry("activating (exit 3)", "activating", 3, true),
+		Entry("inactive (exit 3)", "inactive", 3, false),
+		Entry("failed (exit 3)", "failed", 3, false),
+		Entry("active (exit 0)", "active", 0, false),
+	)
+
+	It("fails on output it does not know, and refuses a bad name before running anything", func() {
+		expectFixture(fake, unit("is-active", "nginx"), 3, "is-active/deactivating")
+		_, err := newProvider(fake).StartPending(GinkgoT().Context(), "nginx")
+		Expect(err).To(MatchError(systemd.ErrInvalidIsActive))
+		Expect(fake.Verify()).To(Succeed())
+
+		fake = &runner.Fake{}
+		_, err = newProvider(fake).StartPending(GinkgoT().Context(), "--now")
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(fake.Calls()).To(BeEmpty())
+	})
+})
