@@ -109,6 +109,7 @@ ccm:
 	It("starts (not restarts) a stopped service whose file changed", func() {
 		fake.Expect([]string{"systemctl", "daemon-reload"}, 0, "")
 		expectStatus(fake, "inactive", 3)
+		fake.ExpectFile([]string{"systemctl", "show", "--system", "--property=SubState", "--", "nginx"}, 0, "testdata/systemctl/show-substate-dead.txt")
 		fake.Expect(systemctl("start", "nginx"), 0, "")
 		expectStatusAgain(fake, "active", 0)
 		rep := run(false, "x")

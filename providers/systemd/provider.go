@@ -41,10 +41,28 @@ var (
 // Name returns "systemd".
 func (p *Provider) Name() string { return ProviderName }
 
-// Start runs systemctl start --system -- service.
+// Start runs systemctl start --system -- service, or restart when systemd
+// is waiting to restart the service after it exited (SubState auto-restart,
+// asked with systemctl show): systemd holds a start job for such a unit
+// until its RestartSec has passed, however long that is, and restarts it at
+// once.
 func (p *Provider) Start(ctx context.Context, service string) error {
+	if err := p.prepare(ctx, service); err != nil {
+		return err
+	}
+	res, err := p.run(ctx, []string{"show", "--system", "--property=" + subStateProperty, "--", service})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode == 0 && strings.TrimSpace(string(res.Stdout)) == subStateProperty+"=auto-restart" {
+		resources.Logger(ctx, p.log).Info("service is waiting to be restarted after it exited: restarting it now", "service", service)
+		return p.change(ctx, "restart", service)
+	}
 	return p.change(ctx, "start", service)
 }
+
+// subStateProperty is systemd's property for a unit's detailed state.
+const subStateProperty = "SubState"
 
 // Stop runs systemctl stop --system -- service.
 func (p *Provider) Stop(ctx context.Context, service string) error {

@@ -306,18 +306,29 @@ var _ = Describe("ccm-agent ensure service: units that cannot run", Ordered, fun
 var _ = Describe("ccm-agent ensure service: a unit on its way up", Ordered, func() {
 	// A crash-looping unit: it fails at once and systemd starts it again
 	// after RestartSec. Between the two it is "activating" (SubState
-	// auto-restart): not running, but not stopped either.
+	// auto-restart): not running, but not stopped either. (Type=oneshot, so
+	// that a start or restart fails as systemctl returns, not a moment after.)
 	const unit = "crashloop"
 	ref := "service#" + unit
 
 	BeforeAll(func(ctx SpecContext) {
-		writeUnit(ctx, unit, "[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=1h\n")
+		writeUnit(ctx, unit, "[Service]\nType=oneshot\nExecStart=/bin/false\nRestart=on-failure\nRestartSec=1h\n")
 	})
 
 	BeforeEach(func(ctx SpecContext) {
-		sh(ctx, "systemctl start "+unit)
+		// restart, not start: a start waits for RestartSec when it is already
+		// waiting to be restarted.
+		sh(ctx, "systemctl restart "+unit+" 2>/dev/null || true")
 		Eventually(show).WithContext(ctx).WithArguments(unit, "SubState").WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal("auto-restart"))
 		Expect(state(ctx, unit).Active).To(Equal("activating"))
+	})
+
+	It("is shown by systemd as the unit tests' captured output says", func(ctx SpecContext) {
+		res := run(ctx, "systemctl", "show", "--system", "--property=SubState", "--", unit)
+		Expect(os.ReadFile("../testdata/show/substate-auto-restart.txt")).To(Equal([]byte(res.Stdout)))
+		res = run(ctx, "systemctl", "is-active", "--system", "--", unit)
+		Expect(os.ReadFile("../testdata/is-active/activating.txt")).To(Equal([]byte(res.Stdout)))
+		Expect(res.Exit).To(Equal(3))
 	})
 
 	It("ensure stopped stops it, so systemd does not start it again; --noop says \"Would have stopped\" first", func(ctx SpecContext) {
@@ -335,9 +346,12 @@ var _ = Describe("ccm-agent ensure service: a unit on its way up", Ordered, func
 		Expect(again.Line).To(Equal(ref+" stable (stopped)"), again.Stdout+again.Stderr)
 	})
 
-	It("ensure running starts it, and fails when it does not stay up (exit 2)", func(ctx SpecContext) {
+	It("ensure running restarts it at once, not after RestartSec (an hour), and fails with systemd's reason (exit 2)", func(ctx SpecContext) {
 		r := agent(ctx, "ensure", "service", unit, "running")
 		Expect(r.Exit).To(Equal(2), r.Stdout+r.Stderr)
-		Expect(r.Line).To(Equal(ref + " failed: service crashloop: desired state not achieved: wanted running, found stopped and enabled=true"))
+		Expect(r.Line).To(Equal(ref + " failed: service crashloop: start: systemctl restart --system -- crashloop: systemctl failed: exit status 1: " +
+			"Job for crashloop.service failed because the control process exited with error code.; " +
+			`See "systemctl status crashloop.service" and "journalctl -xeu crashloop.service" for details.`), r.Stdout)
+		Expect(show(ctx, unit, "SubState")).To(Equal("auto-restart"), "it failed again, and systemd will try again after RestartSec")
 	})
 })
