@@ -349,8 +349,8 @@ var _ = Describe("ccm-agent ensure service: a unit on its way up", Ordered, func
 	It("ensure running restarts it at once, not after RestartSec (an hour), and fails with systemd's reason (exit 2)", func(ctx SpecContext) {
 		r := agent(ctx, "ensure", "service", unit, "running")
 		Expect(r.Exit).To(Equal(2), r.Stdout+r.Stderr)
-		Expect(r.Line).To(Equal(ref + " failed: service crashloop: start: systemctl restart --system -- crashloop: systemctl failed: exit status 1: " +
-			"Job for crashloop.service failed because the control process exited with error code.; " +
+		Expect(r.Line).To(Equal(ref+" failed: service crashloop: start: systemctl restart --system -- crashloop: systemctl failed: exit status 1: "+
+			"Job for crashloop.service failed because the control process exited with error code.; "+
 			`See "systemctl status crashloop.service" and "journalctl -xeu crashloop.service" for details.`), r.Stdout)
 		Expect(show(ctx, unit, "SubState")).To(Equal("auto-restart"), "it failed again, and systemd will try again after RestartSec")
 	})
