@@ -93,7 +93,7 @@ var killedBefore = regexp.MustCompile(`(?m)^service#\S+ failed: service \S+: sta
 // agent runs the installed ccm-agent inside the host.
 //
 // A run whose first status read was killed, having changed nothing, is run
-// again (at most twice), saying so: agents built before the runner judged
+// again (at most four times), saying so: agents built before the runner judged
 // markers by PID namespace (ccm-agent runs of other checkouts on this
 // machine) SIGKILL the commands of an agent in another PID namespace, such
 // as a lab host's, when they start. This suite's agent, built from this
@@ -107,7 +107,7 @@ func agent(ctx context.Context, args ...string) agentRun {
 			line = line[:i]
 		}
 		r := agentRun{Line: line, Stdout: res.Stdout, Stderr: res.Stderr, Exit: res.Exit}
-		if attempt < 3 && killedBefore.MatchString(res.Stdout) && !strings.Contains(res.Stdout, " changed") {
+		if attempt < 5 && killedBefore.MatchString(res.Stdout) && !strings.Contains(res.Stdout, " changed") {
 			GinkgoWriter.Printf("ccm-agent %s: a systemctl was killed from outside the host before anything changed; running it again:\n%s", strings.Join(args, " "), res.Stdout)
 			continue
 		}
