@@ -29,6 +29,13 @@ func expectStatus(f *runner.Fake, active string, activeExit int) {
 	f.ExpectFile(systemctl("is-enabled", "nginx"), 0, "testdata/systemctl/is-enabled-enabled.txt")
 }
 
+// expectStatusAgain scripts the status the service type reads after acting:
+// the provider first asks whether the unit changed on disk since its reload.
+func expectStatusAgain(f *runner.Fake, active string, activeExit int) {
+	f.ExpectFile([]string{"systemctl", "show", "--system", "--property=NeedDaemonReload", "--", "nginx"}, 0, "testdata/systemctl/show-need-daemon-reload-no.txt")
+	expectStatus(f, active, activeExit)
+}
+
 var _ = Describe("Run with a service subscribed to a file", func() {
 	// This host has no systemd as init, so systemctl answers from captured
 	// output through a fake runner; the file is real.
@@ -68,7 +75,7 @@ ccm:
 		fake.Expect([]string{"systemctl", "daemon-reload"}, 0, "")
 		expectStatus(fake, "active", 0)
 		fake.Expect(systemctl("restart", "nginx"), 0, "")
-		expectStatus(fake, "active", 0)
+		expectStatusAgain(fake, "active", 0)
 		rep := run(false, "worker_processes 1;")
 		Expect(fake.Verify()).To(Succeed())
 		svc := rep.Events[1]
@@ -102,8 +109,9 @@ ccm:
 	It("starts (not restarts) a stopped service whose file changed", func() {
 		fake.Expect([]string{"systemctl", "daemon-reload"}, 0, "")
 		expectStatus(fake, "inactive", 3)
+		fake.ExpectFile([]string{"systemctl", "show", "--system", "--property=SubState", "--", "nginx"}, 0, "testdata/systemctl/show-substate-dead.txt")
 		fake.Expect(systemctl("start", "nginx"), 0, "")
-		expectStatus(fake, "active", 0)
+		expectStatusAgain(fake, "active", 0)
 		rep := run(false, "x")
 		Expect(fake.Verify()).To(Succeed())
 		Expect(rep.Events[1].Changed).To(BeTrue())

@@ -233,6 +233,33 @@ var _ = Describe("Supervisor.KillLeftovers", func() {
 		})
 	}
 
+	// An agent in a container (its own PID namespace) marks its commands
+	// with pids of that namespace; seen from the machine, such a pid names
+	// another process or none, so its owner looks gone. The machine's agent
+	// must leave them alone (found when an agent in a lab host had its
+	// systemctl calls killed, exit 137, by ccm-agent runs on the machine).
+	It("leaves alone the commands of an agent in another PID namespace", func() {
+		sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: "leftovers"})
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(sup.Close)
+
+		// PID 1 of a new PID namespace: the agent of its namespace, alive,
+		// whose command it becomes (exec keeps its pid and start time).
+		cmd := exec.Command("/bin/sh", "-c", `read -r stat < /proc/self/stat; set -- $stat; shift 21; exec env `+runner.MarkerEnv+`=leftovers.1.$1.1 /bin/sleep 300`)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		Expect(cmd.Start()).To(Succeed(), "a new PID namespace needs root, as the rest of make test")
+		waited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(waited) }()
+		DeferCleanup(func() { _ = cmd.Process.Kill(); <-waited })
+		environ := fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid)
+		Eventually(func() string { b, _ := os.ReadFile(environ); return string(b) }).Should(ContainSubstring(runner.MarkerEnv + "=leftovers.1."))
+
+		got, err := sup.KillLeftovers(context.Background())
+		Expect(err).ToNot(HaveOccurred())
+		Expect(got.Processes).To(Equal(0))
+		Expect(proctest.Running(cmd.Process.Pid)).To(BeTrue(), "KillLeftovers killed a command of another PID namespace's agent")
+	})
+
 	It("kills and removes a dead agent's exec cgroup", func() {
 		sup, err := runner.NewSupervisor(runner.SupervisorOptions{Instance: "leftovers"})
 		Expect(err).ToNot(HaveOccurred())

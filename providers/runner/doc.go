@@ -53,7 +53,10 @@
 // instance left running when it died mid-command: every process in one of
 // its exec cgroups, and every process carrying its marker, with their
 // descendants. Only agents no longer running count (pid and start time), and
-// nothing without the marker or outside those cgroups is touched.
+// nothing without the marker or outside those cgroups is touched. A marker's
+// pid is one of its agent's PID namespace, so only processes of this
+// agent's own PID namespace are judged by their marker: an agent in a
+// container on the same machine keeps its commands.
 //
 // What each fallback cannot catch:
 //

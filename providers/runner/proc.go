@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -103,6 +104,22 @@ func environValue(pid int, key string, buf []byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ownPIDNamespace is this process's PID namespace, as /proc names it
+// ("pid:[inode]"), or "" when it cannot be read.
+var ownPIDNamespace = sync.OnceValue(func() string {
+	ns, _ := os.Readlink(procRoot + "/self/ns/pid")
+	return ns
+})
+
+// samePIDNamespace reports whether pid is in this process's PID namespace.
+// When either namespace cannot be read, the answer is no: a process is left
+// alone rather than judged by a pid that may be another namespace's.
+func samePIDNamespace(pid int) bool {
+	own := ownPIDNamespace()
+	ns, err := os.Readlink(procRoot + "/" + strconv.Itoa(pid) + "/ns/pid")
+	return own != "" && err == nil && ns == own
 }
 
 func readFull(f *os.File, buf []byte) (int, error) {

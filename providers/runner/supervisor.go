@@ -134,8 +134,10 @@ type Leftovers struct {
 
 // KillLeftovers kills what commands of an earlier agent process of the same
 // instance left running when that agent died mid-command (kill -9, crash):
-// every process still in one of its exec cgroups, and every process whose
-// environment carries its marker (MarkerEnv), with their descendants.
+// every process still in one of its exec cgroups, and every process of this
+// PID namespace whose environment carries its marker (MarkerEnv), with their
+// descendants. The commands of an agent in another PID namespace (a
+// container) are never touched: their markers name pids of that namespace.
 // Commands of agents of this instance that are still alive, and every
 // process without the marker, are never touched. Call it once at start,
 // before commands run. The error joins what could not be cleaned; Leftovers
@@ -186,7 +188,9 @@ func killMarked(ctx context.Context, match func(marker string) bool) (int, error
 			if _, done := stopped[st.pid]; done {
 				continue
 			}
-			if v, ok := environValue(st.pid, MarkerEnv, buf); ok && match(v) {
+			// A marker names its agent by a pid of the agent's own PID
+			// namespace: only this namespace's markers can be judged.
+			if v, ok := environValue(st.pid, MarkerEnv, buf); ok && match(v) && samePIDNamespace(st.pid) {
 				roots[st.pid] = st.start
 			}
 		}

@@ -21,6 +21,17 @@ func unit(verb, service string) []string {
 	return []string{"systemctl", verb, "--system", "--", service}
 }
 
+// needReload is the exact argv that asks systemd whether service's unit
+// files changed on disk since it loaded them.
+func needReload(service string) []string {
+	return []string{"systemctl", "show", "--system", "--property=NeedDaemonReload", "--", service}
+}
+
+// subState is the exact argv that asks systemd for service's SubState.
+func subState(service string) []string {
+	return []string{"systemctl", "show", "--system", "--property=SubState", "--", service}
+}
+
 // expectFixture scripts argv to exit with exitCode and the captured output
 // in testdata/<fixture>.txt (stdout) and testdata/<fixture>.stderr, where
 // they exist.

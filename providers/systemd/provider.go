@@ -33,15 +33,36 @@ type Provider struct {
 	reloaded bool
 }
 
-var _ servicetype.Provider = (*Provider)(nil)
+var (
+	_ servicetype.Provider     = (*Provider)(nil)
+	_ servicetype.StartPending = (*Provider)(nil)
+)
 
 // Name returns "systemd".
 func (p *Provider) Name() string { return ProviderName }
 
-// Start runs systemctl start --system -- service.
+// Start runs systemctl start --system -- service, or restart when systemd
+// is waiting to restart the service after it exited (SubState auto-restart,
+// asked with systemctl show): systemd holds a start job for such a unit
+// until its RestartSec has passed, however long that is, and restarts it at
+// once.
 func (p *Provider) Start(ctx context.Context, service string) error {
+	if err := p.prepare(ctx, service); err != nil {
+		return err
+	}
+	res, err := p.run(ctx, []string{"show", "--system", "--property=" + subStateProperty, "--", service})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode == 0 && strings.TrimSpace(string(res.Stdout)) == subStateProperty+"=auto-restart" {
+		resources.Logger(ctx, p.log).Info("service is waiting to be restarted after it exited: restarting it now", "service", service)
+		return p.change(ctx, "restart", service)
+	}
 	return p.change(ctx, "start", service)
 }
+
+// subStateProperty is systemd's property for a unit's detailed state.
+const subStateProperty = "SubState"
 
 // Stop runs systemctl stop --system -- service.
 func (p *Provider) Stop(ctx context.Context, service string) error {
@@ -68,7 +89,10 @@ func (p *Provider) Disable(ctx context.Context, service string) error {
 // and Metadata.Enabled. It fails with ErrServiceNotFound, ErrInvalidIsActive
 // or ErrInvalidIsEnabled when the output says so, or with the runner's error.
 func (p *Provider) Status(ctx context.Context, service string) (*protocol.ServiceState, error) {
-	if err := p.prepare(ctx, service); err != nil {
+	if err := servicetype.ValidateName(service); err != nil {
+		return nil, fmt.Errorf("systemd: %w", err)
+	}
+	if err := p.reloadIfChanged(ctx, service); err != nil {
 		return nil, err
 	}
 
@@ -103,6 +127,26 @@ func (p *Provider) Status(ctx context.Context, service string) (*protocol.Servic
 			Running:  running,
 		},
 	}, nil
+}
+
+// StartPending reports whether systemd is bringing service up: systemctl
+// is-active --system -- service says "activating" (a start job in progress,
+// or a restart pending after the service exited, as a crash-looping unit
+// with Restart= is between two tries). Status reports such a service
+// stopped, as it is not running yet; the service type stops it when it
+// should be stopped, or systemd would start it again.
+func (p *Provider) StartPending(ctx context.Context, service string) (bool, error) {
+	if err := p.prepare(ctx, service); err != nil {
+		return false, err
+	}
+	res, err := p.unitCommand(ctx, "is-active", service)
+	if err != nil {
+		return false, err
+	}
+	if _, err := parseIsActive(res); err != nil {
+		return false, fmt.Errorf("%s: %w", unitCommandLine("is-active", service), err)
+	}
+	return strings.TrimSpace(string(res.Stdout)) == "activating", nil
 }
 
 // change runs a systemctl verb that changes the unit and fails when it
@@ -140,6 +184,41 @@ func (p *Provider) maybeReload(ctx context.Context) error {
 	if p.reloaded {
 		return nil
 	}
+	return p.reload(ctx)
+}
+
+// reloadIfChanged is maybeReload, and after the first reload it asks
+// systemd whether service's unit files changed on disk since it loaded them
+// (systemctl show --property=NeedDaemonReload) and reloads again when they
+// did: a file resource later in the same run may have written them after the
+// provider's first reload, and systemctl would otherwise start or restart
+// the unit as it was (warning that it changed on disk). Status begins every
+// apply of a service, so the check is made there.
+func (p *Provider) reloadIfChanged(ctx context.Context, service string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reloaded {
+		args := []string{"show", "--system", "--property=" + needReloadProperty, "--", service}
+		res, err := p.run(ctx, args)
+		if err != nil {
+			return err
+		}
+		// A unit systemd cannot show needs no reload; Status then says
+		// what is wrong with it.
+		if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != needReloadProperty+"=yes" {
+			return nil
+		}
+		resources.Logger(ctx, p.log).Info("unit files changed on disk since systemd loaded them: reloading", "service", service)
+	}
+	return p.reload(ctx)
+}
+
+// needReloadProperty is systemd's property saying a unit's files changed on
+// disk since they were loaded.
+const needReloadProperty = "NeedDaemonReload"
+
+// reload runs systemctl daemon-reload; p.mu is held.
+func (p *Provider) reload(ctx context.Context) error {
 	args := []string{"daemon-reload"}
 	res, err := p.run(ctx, args)
 	if err != nil {

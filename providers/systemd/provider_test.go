@@ -37,16 +37,18 @@ var _ = Describe("Provider", func() {
 	DescribeTable("Operations run the exact systemctl command, after one daemon-reload",
 		func(op operation, verb string) {
 			fake.Expect(daemonReload, 0, "")
+			want := [][]string{{"systemctl", "daemon-reload"}}
+			if verb == "start" {
+				expectFixture(fake, subState("nginx"), 0, "show/substate-dead")
+				want = append(want, subState("nginx"))
+			}
 			fake.Expect(unit(verb, "nginx"), 0, "")
 
 			Expect(op(newProvider(fake), GinkgoT().Context(), "nginx")).To(Succeed())
 			Expect(fake.Verify()).To(Succeed())
-			Expect(argvs(fake)).To(Equal([][]string{
-				{"systemctl", "daemon-reload"},
-				{"systemctl", verb, "--system", "--", "nginx"},
-			}))
+			Expect(argvs(fake)).To(Equal(append(want, []string{"systemctl", verb, "--system", "--", "nginx"})))
 		},
-		Entry("Start: systemctl start --system -- <service>", start, "start"),
+		Entry("Start: systemctl start --system -- <service> (after asking its SubState)", start, "start"),
 		Entry("Stop: systemctl stop --system -- <service>", stop, "stop"),
 		Entry("Restart: systemctl restart --system -- <service>", restart, "restart"),
 		Entry("Enable: systemctl enable --system -- <service>", enable, "enable"),
@@ -65,8 +67,28 @@ var _ = Describe("Provider", func() {
 		Expect(st.Metadata.Enabled).To(BeFalse())
 	})
 
+	// Found by the real-host specs: systemd holds a start job for a unit
+	// waiting to be restarted until its RestartSec has passed (an hour in the
+	// spec), so ensure running hung; a restart is done at once.
+	It("restarts, not starts, a service systemd is waiting to restart after it exited (SubState auto-restart)", func() {
+		fake.Expect(daemonReload, 0, "")
+		expectFixture(fake, subState("nginx"), 0, "show/substate-auto-restart")
+		fake.Expect(unit("restart", "nginx"), 0, "")
+		Expect(newProvider(fake).Start(GinkgoT().Context(), "nginx")).To(Succeed())
+		Expect(fake.Verify()).To(Succeed())
+	})
+
+	It("starts a service whose SubState systemd cannot show", func() {
+		fake.Expect(daemonReload, 0, "")
+		expectFixture(fake, subState("nginx"), 1, "daemon-reload/no-bus")
+		fake.Expect(unit("start", "nginx"), 0, "")
+		Expect(newProvider(fake).Start(GinkgoT().Context(), "nginx")).To(Succeed())
+		Expect(fake.Verify()).To(Succeed())
+	})
+
 	It("bounds what it keeps of systemctl's output", func() {
 		fake.Expect(daemonReload, 0, "")
+		expectFixture(fake, subState("nginx"), 0, "show/substate-dead")
 		fake.Expect(unit("start", "nginx"), 0, "")
 		Expect(newProvider(fake).Start(GinkgoT().Context(), "nginx")).To(Succeed())
 		for _, c := range fake.Calls() {
@@ -76,9 +98,12 @@ var _ = Describe("Provider", func() {
 	})
 
 	Describe("Daemon Reload", func() {
-		It("reloads once per provider instance: two Status calls, one daemon-reload", func() {
+		It("reloads once per provider instance: two Status calls, one daemon-reload (the second asks whether the unit changed on disk)", func() {
 			fake.Expect(daemonReload, 0, "")
-			for range 2 {
+			for i := range 2 {
+				if i > 0 {
+					expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-no")
+				}
 				expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
 				expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
 			}
@@ -99,8 +124,59 @@ var _ = Describe("Provider", func() {
 			Expect(argvs(fake)[0]).To(Equal(daemonReload), "the reload comes before the first operation")
 		})
 
+		// Found by the real-host specs: a manifest whose first service made
+		// the provider reload, then whose file resource rewrote another
+		// unit, restarted that unit as it was ("changed on disk").
+		It("reloads again when systemd says a unit changed on disk since the first reload, before reading its state", func() {
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("is-active", "other"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "other"), 0, "is-enabled/enabled")
+			expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-yes")
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+			fake.Expect(unit("restart", "nginx"), 0, "")
+			expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-no")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+
+			p := newProvider(fake)
+			ctx := GinkgoT().Context()
+			_, err := p.Status(ctx, "other")
+			Expect(err).ToNot(HaveOccurred())
+			_, err = p.Status(ctx, "nginx")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(p.Restart(ctx, "nginx")).To(Succeed())
+			_, err = p.Status(ctx, "nginx")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(fake.Verify()).To(Succeed())
+		})
+
+		It("reads the state without a reload when systemd cannot show the unit, and fails when the reload it needs fails", func() {
+			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+			expectFixture(fake, needReload("nginx"), 1, "daemon-reload/no-bus")
+			expectFixture(fake, unit("is-active", "nginx"), 0, "is-active/active")
+			expectFixture(fake, unit("is-enabled", "nginx"), 0, "is-enabled/enabled")
+			expectFixture(fake, needReload("nginx"), 0, "show/need-daemon-reload-yes")
+			expectFixture(fake, daemonReload, 1, "daemon-reload/no-bus")
+
+			p := newProvider(fake)
+			ctx := GinkgoT().Context()
+			for range 2 {
+				_, err := p.Status(ctx, "nginx")
+				Expect(err).ToNot(HaveOccurred())
+			}
+			_, err := p.Status(ctx, "nginx")
+			Expect(err).To(MatchError(systemd.ErrCommandFailed))
+			Expect(err.Error()).To(HavePrefix("systemctl daemon-reload: "))
+			Expect(fake.Verify()).To(Succeed())
+		})
+
 		It("reloads once across different operations and services", func() {
 			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, subState("nginx"), 0, "show/substate-dead")
 			fake.Expect(unit("start", "nginx"), 0, "")
 			fake.Expect(unit("enable", "sshd"), 0, "")
 			p := newProvider(fake)
@@ -124,6 +200,7 @@ var _ = Describe("Provider", func() {
 		It("fails the operation when the reload fails, and tries the reload again next time", func() {
 			expectFixture(fake, daemonReload, 1, "daemon-reload/no-bus")
 			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, subState("nginx"), 0, "show/substate-dead")
 			fake.Expect(unit("start", "nginx"), 0, "")
 			p := newProvider(fake)
 
@@ -140,6 +217,7 @@ var _ = Describe("Provider", func() {
 	Describe("Error Handling", func() {
 		It("fails an operation that exits non-zero, with systemctl's message", func() {
 			fake.Expect(daemonReload, 0, "")
+			expectFixture(fake, subState("nginx"), 0, "show/substate-dead")
 			expectFixture(fake, unit("start", "nginx"), 5, "start/not-found")
 
 			err := newProvider(fake).Start(GinkgoT().Context(), "nginx")
@@ -160,6 +238,9 @@ var _ = Describe("Provider", func() {
 		DescribeTable("propagates the runner's error",
 			func(op operation, argv []string) {
 				fake.Expect(daemonReload, 0, "")
+				if argv[1] == "start" {
+					expectFixture(fake, subState("nginx"), 0, "show/substate-dead")
+				}
 				fake.Add(runner.Expectation{Argv: argv, Err: runner.ErrNotFound})
 
 				err := op(newProvider(fake), GinkgoT().Context(), "nginx")
@@ -245,4 +326,39 @@ var _ = Describe("Provider", func() {
 		Entry("right-to-left override", "nginx\u202e"),
 		Entry("over 256 bytes", strings.Repeat("a", 257)),
 	)
+})
+
+var _ = Describe("Provider.StartPending", func() {
+	var fake *runner.Fake
+
+	BeforeEach(func() {
+		fake = &runner.Fake{}
+		fake.Expect(daemonReload, 0, "")
+	})
+
+	DescribeTable("is true only when is-active says activating (a start job, or a restart pending)",
+		func(fixture string, exitCode int, want bool) {
+			expectFixture(fake, unit("is-active", "nginx"), exitCode, "is-active/"+fixture)
+			got, err := newProvider(fake).StartPending(GinkgoT().Context(), "nginx")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(got).To(Equal(want))
+			Expect(fake.Verify()).To(Succeed())
+		},
+		Entry("activating (exit 3)", "activating", 3, true),
+		Entry("inactive (exit 3)", "inactive", 3, false),
+		Entry("failed (exit 3)", "failed", 3, false),
+		Entry("active (exit 0)", "active", 0, false),
+	)
+
+	It("fails on output it does not know, and refuses a bad name before running anything", func() {
+		expectFixture(fake, unit("is-active", "nginx"), 3, "is-active/deactivating")
+		_, err := newProvider(fake).StartPending(GinkgoT().Context(), "nginx")
+		Expect(err).To(MatchError(systemd.ErrInvalidIsActive))
+		Expect(fake.Verify()).To(Succeed())
+
+		fake = &runner.Fake{}
+		_, err = newProvider(fake).StartPending(GinkgoT().Context(), "--now")
+		Expect(err).To(MatchError(resources.ErrInvalid))
+		Expect(fake.Calls()).To(BeEmpty())
+	})
 })

@@ -94,3 +94,28 @@ func (f *fakeService) Status(_ context.Context, service string) (*protocol.Servi
 type notAService struct{}
 
 func (notAService) Name() string { return "other" }
+
+// pendingService is a fakeService whose service can be on its way up: not
+// running, but started again unless it is stopped (systemd's activating).
+type pendingService struct {
+	*fakeService
+	pending bool
+	// stopKeepsPending makes Stop leave it on its way up.
+	stopKeepsPending bool
+}
+
+var _ servicetype.StartPending = (*pendingService)(nil)
+
+func (f *pendingService) StartPending(_ context.Context, _ string) (bool, error) {
+	var pending bool
+	err := f.do("StartPending", func() { pending = f.pending })
+	return pending, err
+}
+
+func (f *pendingService) Stop(ctx context.Context, service string) error {
+	err := f.fakeService.Stop(ctx, service)
+	if err == nil && !f.stopKeepsPending {
+		f.pending = false
+	}
+	return err
+}

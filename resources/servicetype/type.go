@@ -32,6 +32,17 @@ type Provider interface {
 	Status(ctx context.Context, service string) (*protocol.ServiceState, error)
 }
 
+// StartPending is implemented by providers whose init system can have a
+// service on its way up: not running yet, so Status reports it stopped, but
+// about to run unless it is stopped (systemd: "activating", a start job in
+// progress or a restart pending after the service exited). Apply asks it
+// when ensure is stopped and Status found the service stopped, and stops a
+// service that is on its way up.
+type StartPending interface {
+	// StartPending reports whether service is on its way up.
+	StartPending(ctx context.Context, service string) (bool, error)
+}
+
 // Type is the service resource type.
 type Type struct{}
 
@@ -49,6 +60,7 @@ func (Type) NewProperties() resources.Properties { return &Properties{} }
 // action is one provider call the apply decided on.
 type action struct {
 	verb    string // for errors: "start", "restart", ...
+	from    string // the diff's from, when not the state's ensure
 	doing   string // for logs: "starting service", ...
 	noop    string // the noop message: "Would have started", ...
 	refresh bool   // true for the restart a subscribe refresh asked for
@@ -92,7 +104,11 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	}
 	out := &resources.Outcome{State: initial}
 
-	actions := plan(prop, initial, ac.Refresh, sp)
+	pending, err := startPending(ctx, sp, prop, initial)
+	if err != nil {
+		return out, fmt.Errorf("service %s: %w", prop.Name, err)
+	}
+	actions := plan(prop, initial, ac.Refresh, pending, sp)
 	if len(actions) == 0 {
 		if !isDesiredState(prop, initial) {
 			return out, desiredStateError(prop, initial)
@@ -130,12 +146,32 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	if !isDesiredState(prop, final) {
 		return out, desiredStateError(prop, final)
 	}
+	if pending, err := startPending(ctx, sp, prop, final); err != nil {
+		return out, fmt.Errorf("service %s: after %s: %w", prop.Name, actions[len(actions)-1].verb, err)
+	} else if pending {
+		return out, fmt.Errorf("service %s: %w: wanted stopped, found it starting", prop.Name, resources.ErrDesiredStateFailed)
+	}
 	return out, nil
 }
 
-// plan decides the provider calls for props given the current state and
-// whether a subscribed resource changed.
-func plan(prop *Properties, state *protocol.ServiceState, refresh bool, sp Provider) []action {
+// startPending asks a provider that can tell whether a service that should
+// be stopped, and is, is nonetheless on its way up.
+func startPending(ctx context.Context, sp Provider, prop *Properties, state *protocol.ServiceState) (bool, error) {
+	pp, ok := sp.(StartPending)
+	if !ok || prop.Ensure != EnsureStopped || state.Ensure != EnsureStopped {
+		return false, nil
+	}
+	pending, err := pp.StartPending(ctx, prop.Name)
+	if err != nil {
+		return false, fmt.Errorf("status: %w", err)
+	}
+	return pending, nil
+}
+
+// plan decides the provider calls for props given the current state,
+// whether a subscribed resource changed and whether a stopped service is on
+// its way up.
+func plan(prop *Properties, state *protocol.ServiceState, refresh, pending bool, sp Provider) []action {
 	var actions []action
 	running := state.Ensure == EnsureRunning
 
@@ -149,6 +185,9 @@ func plan(prop *Properties, state *protocol.ServiceState, refresh bool, sp Provi
 	case prop.Ensure == EnsureStopped && running:
 		// A refresh is ignored when the service should be stopped.
 		actions = append(actions, action{verb: "stop", doing: "stopping service", noop: "Would have stopped", call: sp.Stop})
+	case prop.Ensure == EnsureStopped && pending:
+		// Not running yet, but it will unless it is stopped.
+		actions = append(actions, action{verb: "stop", from: "starting", doing: "stopping service on its way up", noop: "Would have stopped", call: sp.Stop})
 	}
 
 	// Phase 2: enabled state, only when enable is set.

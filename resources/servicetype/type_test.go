@@ -243,3 +243,59 @@ func (f *failSecondStatus) Status(ctx context.Context, service string) (*protoco
 type otherProps struct{ resources.CommonProperties }
 
 func (*otherProps) Validate() error { return nil }
+
+// A service on its way up (systemd: activating, a crash-looping unit
+// waiting to be restarted) is not running, but is not stopped either: the
+// real-host specs found ensure stopped calling it stable while systemd went
+// on starting it.
+var _ = Describe("Type.Apply: a service on its way up", func() {
+	pending := func() *pendingService { return &pendingService{fakeService: newFake(stopped, disabled), pending: true} }
+
+	It("ensure stopped stops it, says stopping in the diff, and checks it is no longer on its way up", func() {
+		f := pending()
+		out, err := apply(resources.ApplyContext{}, props("stopped", nil), f)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(f.Calls()).To(Equal([]string{"Status", "StartPending", "Stop", "Status", "StartPending"}))
+		Expect(out.Changed).To(BeTrue())
+		Expect(out.Diff.Changes).To(Equal([]protocol.Change{{Field: "state", From: "starting", To: "stopped"}}))
+		Expect(serviceState(out).Ensure).To(Equal("stopped"))
+	})
+
+	It("under noop says \"Would have stopped\" and only asks", func() {
+		f := pending()
+		out, err := apply(resources.ApplyContext{Noop: true}, props("stopped", nil), f)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(f.Calls()).To(Equal([]string{"Status", "StartPending"}))
+		Expect(out.NoopMessage).To(Equal("Would have stopped"))
+		Expect(out.Changed).To(BeTrue())
+	})
+
+	It("fails with ErrDesiredStateFailed when the stop leaves it on its way up", func() {
+		f := pending()
+		f.stopKeepsPending = true
+		_, err := apply(resources.ApplyContext{}, props("stopped", nil), f)
+		Expect(err).To(MatchError(resources.ErrDesiredStateFailed))
+		Expect(err).To(MatchError(ContainSubstring("service httpd: desired state not achieved: wanted stopped, found it starting")))
+	})
+
+	It("is stable for ensure stopped when the provider says it is not on its way up, and not asked for ensure running", func() {
+		f := &pendingService{fakeService: newFake(stopped, disabled)}
+		out, err := apply(resources.ApplyContext{}, props("stopped", nil), f)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(out.Changed).To(BeFalse())
+		Expect(f.Calls()).To(Equal([]string{"Status", "StartPending"}))
+
+		f = pending()
+		_, err = apply(resources.ApplyContext{}, props("running", nil), f)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(f.Calls()).To(Equal([]string{"Status", "Start", "Status"}))
+	})
+
+	It("fails, changing nothing, when the provider cannot tell", func() {
+		f := pending()
+		f.fail["StartPending"] = errors.New("no bus")
+		_, err := apply(resources.ApplyContext{}, props("stopped", nil), f)
+		Expect(err).To(MatchError("service httpd: status: no bus"))
+		Expect(f.Calls()).To(Equal([]string{"Status", "StartPending"}))
+	})
+})
