@@ -127,7 +127,7 @@ ccm-agent ensure api pipe --data data.yaml --fact role=web
 # Every fact of this host, and one by its dotted path
 ccm-agent facts
 ccm-agent facts host.info.platformFamily
-# With a custom fact, as JSON
-ccm-agent facts --fact role=web --json
+# With a custom fact, as YAML
+ccm-agent facts --fact role=web --yaml
 `,
 }
