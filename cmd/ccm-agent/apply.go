@@ -30,6 +30,9 @@ type applyFlags struct {
 	render   bool
 	report   bool
 	dataFile string
+	// detailed is --detailed-exit-codes: exit 2 on a failed resource
+	// and 5 under noop with changes, as ccm-orch; CCM's apply exits 0.
+	detailed bool
 	// hiera is CCM's --hiera: a hierarchical data file resolved with the
 	// facts, its data over the manifest's (--data over both).
 	hiera string
@@ -45,8 +48,9 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd := cli.Command("apply", "Apply a manifest (many resources, data and hierarchy) on this host")
 	cmd.Arg("manifest", "Manifest file (YAML or JSON); relative sources resolve against its directory").Required().StringVar(&c.path)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
-	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
+	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (with --detailed-exit-codes, exit 2 when a check is not OK)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
+	cmd.Flag("detailed-exit-codes", "Exit 2 when a resource failed and 5 under --noop when something would change, as ccm-orch does; without it the exit status is CCM's: 0 once the manifest ran, 1 when it could not run").UnNegatableBoolVar(&c.detailed)
 	cmd.Flag("report", "Print CCM's run summary after the events: counts by outcome, unmet requirements, health checks by status, errors (--no-report to leave it out)").Default("true").BoolVar(&c.report)
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
@@ -137,6 +141,9 @@ func (a *app) apply(c *applyFlags) error {
 		if c.report {
 			newRunReport(rep.Events, rep.Summary.Duration).write(a.Stdout)
 		}
+	}
+	if !c.detailed {
+		return nil
 	}
 	if code := protocol.EventsExitCode(c.noop, rep.Events...); code != protocol.ExitOK {
 		return program.Exit(code, nil)

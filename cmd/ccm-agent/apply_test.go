@@ -60,14 +60,14 @@ ccm:
 		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")), "no refresh without a change")
 	})
 
-	It("exits 5 under noop when something would change, saying what would refresh, and changes nothing", func() {
+	It("exits 5 under noop with --detailed-exit-codes when something would change, saying what would refresh, and changes nothing", func() {
 		write(subscribed)
 		code, _, _ := agent("apply", site)
 		Expect(code).To(Equal(0))
 		data := filepath.Join(dir, "data.yaml")
 		Expect(os.WriteFile(data, []byte("v: \"2\"\n"), 0o644)).To(Succeed())
 
-		code, out, _ := agent("apply", site, "--noop", "--data", data)
+		code, out, _ := agent("apply", site, "--noop", "--data", data, "--detailed-exit-codes")
 		Expect(code).To(Equal(5))
 		Expect(out).To(ContainSubstring("file#" + dir + "/conf would change: "))
 		Expect(out).To(ContainSubstring("exec#refresh would change: Would have executed via subscribe (would refresh: file#conf would change)"))
@@ -76,7 +76,7 @@ ccm:
 		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")))
 	})
 
-	It("exits 2 when a resource failed, skips what required it and leaves out the post message", func() {
+	It("exits 2 with --detailed-exit-codes when a resource failed, skips what required it and leaves out the post message", func() {
 		write(`
 ccm:
   post_message: "all good"
@@ -85,7 +85,7 @@ ccm:
         - /bin/false: {}
         - "/bin/touch DIR/after": {require: [exec#/bin/false]}
 `)
-		code, out, _ := agent("apply", site)
+		code, out, _ := agent("apply", site, "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
 		Expect(out).To(ContainSubstring("exec#/bin/false failed: "))
 		Expect(out).To(ContainSubstring("exec#/bin/touch " + dir + "/after skipped: unmet requirements exec#/bin/false"))
@@ -101,7 +101,7 @@ ccm:
   resources:
     - exec: [{/bin/false: {}}, {"/bin/touch DIR/after": {}}]
 `)
-		code, out, _ := agent("apply", site)
+		code, out, _ := agent("apply", site, "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
 		Expect(out).To(ContainSubstring("exec#/bin/touch " + dir + "/after skipped: not applied: fail_on_error is set and exec#/bin/false failed"))
 	})
@@ -245,12 +245,12 @@ var _ = Describe("ccm-agent apply with health checks", func() {
 		Expect(filepath.Join(dir, "conf")).ToNot(BeAnExistingFile(), "monitor only changes nothing")
 
 		write(2)
-		code, out, _ = agent("apply", site)
+		code, out, _ = agent("apply", site, "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
 		Expect(out).To(ContainSubstring("  health web: CRITICAL service says hi\n"))
 		Expect(filepath.Join(dir, "conf")).To(BeAnExistingFile(), "the resource applied before its check")
 
-		code, out, _ = agent("apply", site, "--json", "--monitor-only")
+		code, out, _ = agent("apply", site, "--json", "--monitor-only", "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
 		var rep struct {
 			Events []struct {

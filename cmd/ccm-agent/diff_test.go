@@ -86,7 +86,7 @@ ccm:
         - `+a+`: {content: "two\n"}
         - `+b+`: {content: "pw={{ data.secret }}\n"}
 `), 0o644)).To(Succeed())
-		code, out, errOut := agent("apply", m, "--noop", "--diff")
+		code, out, errOut := agent("apply", m, "--noop", "--diff", "--detailed-exit-codes")
 		Expect(code).To(Equal(5), errOut)
 		Expect(out).To(ContainSubstring("file#" + a + " would change: Would have created the file: content differs\n" +
 			"    --- " + a + " (current)\n" +
