@@ -189,6 +189,10 @@ func summaryLine(s manifest.Summary, noop bool) string {
 	if noop {
 		changed, refreshed = "would change", "would refresh"
 	}
-	return fmt.Sprintf("%d resources: %d stable, %d %s, %d failed, %d skipped, %d %s in %dms",
+	line := fmt.Sprintf("%d resources: %d stable, %d %s, %d failed, %d skipped, %d %s in %dms",
 		s.Total, s.Stable, s.Changed, changed, s.Failed, s.Skipped, s.Refreshed, refreshed, s.Duration.Milliseconds())
+	if s.NotApplied > 0 {
+		line += fmt.Sprintf("; %d not applied", s.NotApplied)
+	}
+	return line
 }
