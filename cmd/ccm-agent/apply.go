@@ -97,7 +97,7 @@ func (a *app) apply(c *applyFlags) error {
 		if err != nil {
 			return a.applyError(c, err)
 		}
-		out, err := r.YAML()
+		out, err := renderCCM(r)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}

@@ -144,7 +144,7 @@ ccm:
 		Expect(code).To(Equal(0), errOut)
 		Expect(out).To(ContainSubstring("motd: web\n"))
 		Expect(out).To(ContainSubstring("port: 8080\n"))
-		Expect(out).To(ContainSubstring("- type: file\n"))
+		Expect(out).To(ContainSubstring("  - file:\n"))
 		Expect(out).To(ContainSubstring("content: web:8080\n"))
 		Expect(filepath.Join(dir, "motd")).ToNot(BeAnExistingFile())
 	})
