@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -61,3 +62,57 @@ func ccmOrder(props map[string]any) yaml.MapSlice {
 	return out
 }
 
+// ccmResponseYAML turns a JSON document (an ensure response) into YAML as
+// CCM's "ensure api pipe --yaml" writes it: the JSON's field order, two
+// spaces, every "duration" as Go prints a time.Duration (362.338µs, where
+// JSON has nanoseconds), times unquoted, and an empty line at the end.
+func ccmResponseYAML(js []byte) ([]byte, error) {
+	var doc yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(js, &doc, yaml.UseOrderedMap()); err != nil {
+		return nil, err
+	}
+	b, err := yaml.MarshalWithOptions(durationText(doc), yaml.Indent(2), yaml.UseLiteralStyleIfMultiline(true))
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// durationText replaces the whole-number value of every "duration" key
+// in v by its time.Duration text, and the RFC 3339 text of every
+// "timestamp" and "mtime" by the time, which the encoder writes unquoted
+// as CCM's does.
+func durationText(v any) any {
+	switch t := v.(type) {
+	case yaml.MapSlice:
+		for i, it := range t {
+			if it.Key == "timestamp" || it.Key == "mtime" {
+				// a time.Time in CCM's document: unquoted
+				if str, ok := it.Value.(string); ok {
+					if ts, err := time.Parse(time.RFC3339Nano, str); err == nil && ts.Format(time.RFC3339Nano) == str {
+						t[i].Value = ts
+						continue
+					}
+				}
+			}
+			if it.Key == "duration" {
+				switch n := it.Value.(type) {
+				case uint64:
+					t[i].Value = time.Duration(n).String()
+					continue
+				case int64:
+					t[i].Value = time.Duration(n).String()
+					continue
+				}
+			}
+			t[i].Value = durationText(it.Value)
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = durationText(e)
+		}
+		return t
+	}
+	return v
+}
