@@ -59,7 +59,13 @@ func (a *app) registerApply(cli *fisk.Application) {
 	c.diff.register(cmd)
 	c.conn = connflags.Register(cmd)
 	a.registerPackageLockTimeout(cmd)
-	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
+	noRegistration := registerNoRegistration(cmd)
+	cmd.Action(func(*fisk.ParseContext) error {
+		if err := noRegistration(); err != nil {
+			return err
+		}
+		return a.apply(c)
+	})
 }
 
 // apply loads, resolves and runs one manifest and prints the outcome.

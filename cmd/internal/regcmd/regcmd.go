@@ -176,6 +176,28 @@ func Register(cli *fisk.Application, env *Env) {
 		return a.registrationUnbind(unbindHost, unbindStream, unbindForce, unbindConn)
 	})
 
+	// CCM's "registration create" publishes an entry signed by no host;
+	// here an entry is the agent's, signed with the host's key. The
+	// command takes CCM's flags so that its one line is what is said.
+	var ignored struct {
+		cluster, service, protocol, address, ttl, stream string
+		port, priority                                   int
+		annotations                                      []string
+	}
+	create := reg.Command("create", "CCM's command to publish an entry by hand: refused, entries are published by the agent of the host they name").Alias("c").Hidden()
+	create.Flag("cluster", "").StringVar(&ignored.cluster)
+	create.Flag("service", "").StringVar(&ignored.service)
+	create.Flag("protocol", "").StringVar(&ignored.protocol)
+	create.Flag("address", "").StringVar(&ignored.address)
+	create.Flag("port", "").IntVar(&ignored.port)
+	create.Flag("priority", "").IntVar(&ignored.priority)
+	create.Flag("ttl", "").StringVar(&ignored.ttl)
+	create.Flag("annotation", "").Short('A').StringsVar(&ignored.annotations)
+	create.Flag("registration", "").Short('R').StringVar(&ignored.stream)
+	create.Action(func(*fisk.ParseContext) error {
+		return program.Exit(protocol.ExitError, fmt.Errorf("registration create is not here: an entry is published by the agent of the host it names, signed with that host's key, from a resource's register_when_stable (see docs/ccm-agent.md#registration)"))
+	})
+
 	var (
 		initStream   string
 		initReplicas int
