@@ -123,8 +123,13 @@ func (a *app) apply(c *applyFlags) error {
 				fmt.Fprintln(a.Stdout, pre)
 			}
 		}
+		terminated := false
 		opts.OnEvent = func(ev *protocol.TransactionEvent) {
-			fmt.Fprintln(a.Stdout, describeEvent(ev))
+			if !terminated && manifest.NotApplied(ev) {
+				terminated = true
+				fmt.Fprintln(a.Stdout, ccmLine("WARN", "Terminating manifest execution due to failed resource"))
+			}
+			fmt.Fprintln(a.Stdout, ccmEventLine(ev))
 			c.diff.write(a.Stdout, ev)
 			writeHealth(a.Stdout, ev)
 		}

@@ -28,7 +28,7 @@ var _ = Describe("ccm-agent apply with fail_on_error counts as CCM does", func()
 		code, out, errOut := agent("apply", m)
 		Expect(code).To(Equal(0), errOut)
 		Expect(after).ToNot(BeAnExistingFile())
-		Expect(out).To(ContainSubstring("file#" + after + " skipped: not applied: fail_on_error is set and exec#/bin/false failed\n"))
+		Expect(out).To(ContainSubstring(" WARN  file#" + after + " not applied: fail_on_error is set and exec#/bin/false failed\n"))
 		Expect(out).To(MatchRegexp(`\n1 resources: 0 stable, 0 changed, 1 failed, 0 skipped, 0 refreshed in \d+ms; 1 not applied\n`))
 		Expect(out).To(HaveSuffix(`      Total Resources: 1
      Stable Resources: 0
