@@ -60,9 +60,16 @@ func (a *app) registerApply(cli *fisk.Application) {
 	c.conn = connflags.Register(cmd)
 	a.registerPackageLockTimeout(cmd)
 	noRegistration := registerNoRegistration(cmd)
+	// CCM's spellings: --facts FILE is --facts-file; --read-env (CCM's
+	// default) has no counterpart, apply reads no ./.env.
+	cmd.Flag("facts", "CCM's name for --facts-file").Hidden().PlaceHolder("FILE").ExistingFileVar(&c.facts.file)
+	readEnv := cmd.Flag("read-env", "CCM's .env reading: refused here (--no-read-env is what apply does)").Hidden().Bool()
 	cmd.Action(func(*fisk.ParseContext) error {
 		if err := noRegistration(); err != nil {
 			return err
+		}
+		if *readEnv {
+			return program.Exit(protocol.ExitError, errors.New("--read-env: ccm-agent apply reads no ./.env (Environ is the process environment); export the variables, or use ccm-agent ensure, which reads ./.env"))
 		}
 		return a.apply(c)
 	})

@@ -54,4 +54,37 @@ var _ = Describe("CCM's documented command lines ccm-agent spells otherwise", fu
 		oneLine(errOut)
 		Expect(errOut).To(ContainSubstring("ccm-agent agent"))
 	})
+
+	It("apply --facts FILE (CCM's apply flag) reads the facts file, as --facts-file", func() {
+		dir := GinkgoT().TempDir()
+		ff := filepath.Join(dir, "facts.yaml")
+		Expect(os.WriteFile(ff, []byte("role: from-file\n"), 0o644)).To(Succeed())
+		m := filepath.Join(dir, "manifest.yaml")
+		f := filepath.Join(dir, "out")
+		Expect(os.WriteFile(m, []byte("ccm:\n  resources:\n    - file:\n        - "+f+": {content: \"{{ lookup('facts.role') }}\", owner: root, group: root, mode: \"0644\"}\n"), 0o644)).To(Succeed())
+		code, _, errOut := agent("apply", m, "--facts", ff)
+		Expect(code).To(Equal(0), errOut)
+		Expect(os.ReadFile(f)).To(Equal([]byte("from-file")))
+	})
+
+	It("apply --read-env says apply reads no .env, and --no-read-env is what it does", func() {
+		m := filepath.Join(GinkgoT().TempDir(), "manifest.yaml")
+		Expect(os.WriteFile(m, []byte("ccm:\n  resources: []\n"), 0o644)).To(Succeed())
+		code, _, errOut := agent("apply", m, "--read-env")
+		Expect(code).To(Equal(1))
+		oneLine(errOut)
+		Expect(errOut).To(ContainSubstring("ccm-agent ensure"))
+
+		code, _, errOut = agent("apply", m, "--no-read-env")
+		Expect(code).To(Equal(0), errOut)
+	})
+
+	It("ensure --context NAME (CCM's ensure flag) names apply --context", func() {
+		f := filepath.Join(GinkgoT().TempDir(), "out")
+		code, _, errOut := agent("ensure", "--context", "CCM", "file", f, "--content", "x")
+		Expect(code).To(Equal(1))
+		oneLine(errOut)
+		Expect(errOut).To(ContainSubstring("ccm-agent apply --context"))
+		Expect(f).ToNot(BeAnExistingFile())
+	})
 })

@@ -49,6 +49,8 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 	store := registerSessionStore(ens)
 	a.registerPackageLockTimeout(ens)
 	noRegistration := registerNoRegistration(ens)
+	var natsContext string
+	ens.Flag("context", "CCM's NATS context of ensure: refused here (ccm-agent apply --context)").Hidden().StringVar(&natsContext)
 	for _, t := range resflags.Table {
 		cmd := ens.Command(t.Type, t.Help)
 		c := &commonFlags{noop: noop, data: data, session: sessionFlags{dir: store}}
@@ -59,6 +61,9 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 		cmd.Action(func(*fisk.ParseContext) error {
 			if err := noRegistration(); err != nil {
 				return err
+			}
+			if natsContext != "" {
+				return program.Exit(protocol.ExitError, errors.New("--context: ccm-agent ensure makes no NATS connection (no kvGet() or registrations()); ccm-agent apply --context NAME connects for kvGet()"))
 			}
 			props, err := vals.Properties()
 			if err != nil {
