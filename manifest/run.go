@@ -234,7 +234,7 @@ func (pr *preparedRun) run(ctx context.Context, start time.Time) *Report {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if pr.opts.OnStart != nil {
-		pr.opts.OnStart(pr.pl.pre)
+		pr.opts.OnStart(pr.pl.pre, len(pr.prepared))
 	}
 	r := &runner{pr: pr, sess: pr.sess, noop: pr.opts.Noop, failOnError: pr.m.failOnError, idx: pr.idx, log: log}
 	rep := &Report{PreMessage: pr.pl.pre, Events: make([]*protocol.TransactionEvent, 0, len(pr.prepared))}

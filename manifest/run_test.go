@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -344,11 +345,11 @@ ccm:
 		Expect(err).ToNot(HaveOccurred())
 		var seen []string
 		rep, err := manifest.Run(GinkgoT().Context(), eng, m, manifest.RunOptions{
-			OnStart: func(pre string) { seen = append(seen, "start:"+pre) },
+			OnStart: func(pre string, n int) { seen = append(seen, fmt.Sprintf("start:%s:%d", pre, n)) },
 			OnEvent: func(ev *protocol.TransactionEvent) { seen = append(seen, ev.Outcome()) },
 		})
 		Expect(err).ToNot(HaveOccurred())
-		Expect(seen).To(Equal([]string{"start:starting", "changed", "changed"}))
+		Expect(seen).To(Equal([]string{"start:starting:2", "changed", "changed"}))
 		Expect(rep.Events).To(HaveLen(2))
 	})
 

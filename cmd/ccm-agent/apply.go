@@ -125,10 +125,13 @@ func (a *app) apply(c *applyFlags) error {
 		return program.Exit(protocol.ExitError, err)
 	}
 	if !c.json {
-		opts.OnStart = func(pre string) {
+		opts.OnStart = func(pre string, resources int) {
+			// as CCM: an empty line and the pre_message, then its
+			// logger's line naming the manifest as given
 			if pre != "" {
-				fmt.Fprintln(a.Stdout, pre)
+				fmt.Fprintf(a.Stdout, "\n%s\n", pre)
 			}
+			fmt.Fprintln(a.Stdout, ccmLine("INFO", fmt.Sprintf("Executing manifest manifest=%s resources=%d", c.path, resources)))
 		}
 		terminated := false
 		opts.OnEvent = func(ev *protocol.TransactionEvent) {

@@ -26,6 +26,7 @@ var _ = Describe("ccm-agent apply's per-resource lines as CCM prints them", func
 		Expect(os.WriteFile(m, []byte("ccm:\n  resources:\n    - file:\n        - "+f+": {ensure: present, content: x, owner: root, group: root, mode: \"0644\"}\n    - exec:\n        - /bin/true: {}\n"), 0o644)).To(Succeed())
 		code, out, errOut := agent("apply", m, "--noop", "--no-report")
 		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(HavePrefix(" INFO  Executing manifest manifest=" + m + " resources=2\n"))
 		Expect(out).To(MatchRegexp(`(?m)^ WARN  file#` + q(f) + ` changed ensure=present runtime=\d+m?s provider=posix noop=Would have created the file$`))
 		Expect(out).To(MatchRegexp(`(?m)^ WARN  exec#/bin/true changed ensure=present runtime=\d+m?s provider=posix noop=Would have executed$`))
 
@@ -47,5 +48,12 @@ var _ = Describe("ccm-agent apply's per-resource lines as CCM prints them", func
 		Expect(out).To(MatchRegexp(`(?m)^ ERROR exec#/bin/false failed `))
 		Expect(out).To(ContainSubstring("\n WARN  Terminating manifest execution due to failed resource\n"))
 		Expect(out).To(ContainSubstring(" WARN  exec#/bin/true not applied: fail_on_error is set and exec#/bin/false failed\n"))
+	})
+
+	It("prints the pre message after an empty line, then the Executing line", func() {
+		Expect(os.WriteFile(m, []byte("ccm:\n  pre_message: hello\n  resources:\n    - exec:\n        - /bin/true: {}\n"), 0o644)).To(Succeed())
+		code, out, errOut := agent("apply", m, "--no-report")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(HavePrefix("\nhello\n INFO  Executing manifest manifest=" + m + " resources=1\n WARN  exec#/bin/true changed "))
 	})
 })
