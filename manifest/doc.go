@@ -132,8 +132,9 @@
 //     stopped through its context marks the rest the same way.
 //
 // The Report holds every event in order and a Summary (total, stable,
-// changed, failed, skipped, refreshed, duration); PostMessage is set only
-// when nothing failed.
+// changed, failed, skipped, refreshed, duration) counting, as CCM does,
+// only the resources the run reached (not_applied counts the others);
+// PostMessage is set only when nothing failed.
 //
 // # Bundles
 //

@@ -46,8 +46,9 @@ type RunOptions struct {
 	Prepared func(p *engine.Prepared)
 	// OnStart, when set, is called by Run once every resource has been
 	// validated, before the first is applied, with the templated
-	// pre_message ("" when none).
-	OnStart func(preMessage string)
+	// pre_message ("" when none) and the number of resources the
+	// manifest holds (those of child manifests not counted).
+	OnStart func(preMessage string, resources int)
 	// OnEvent, when set, is called by Run with each event as soon as the
 	// resource is done, in order.
 	OnEvent func(ev *protocol.TransactionEvent)

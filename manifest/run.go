@@ -29,25 +29,35 @@ type Report struct {
 	PostMessage string `json:"post_message,omitempty"`
 }
 
-// Summary counts a run's events. Stable, Changed, Failed and Skipped
-// partition Total by each event's outcome (under noop Changed counts the
-// resources that would change; a refresh that changed nothing counts as
-// changed); Refreshed counts the events with Refreshed set, whatever their
-// outcome.
+// Summary counts a run's events as CCM counts them. Total counts the
+// resources that ran (were applied, or skipped for unmet requirements or
+// control conditions); NotApplied the events of resources never reached
+// because fail_on_error stopped the run after a failure or the run was
+// stopped (see NotApplied), which CCM leaves out of its counts. Stable,
+// Changed, Failed and Skipped partition Total by each event's outcome
+// (under noop Changed counts the resources that would change; a refresh
+// that changed nothing counts as changed); Refreshed counts the events
+// with Refreshed set, whatever their outcome.
 type Summary struct {
-	Total     int           `json:"total"`
-	Stable    int           `json:"stable"`
-	Changed   int           `json:"changed"`
-	Failed    int           `json:"failed"`
-	Skipped   int           `json:"skipped"`
-	Refreshed int           `json:"refreshed"`
-	Duration  time.Duration `json:"duration"`
+	Total      int           `json:"total"`
+	NotApplied int           `json:"not_applied,omitempty"`
+	Stable     int           `json:"stable"`
+	Changed    int           `json:"changed"`
+	Failed     int           `json:"failed"`
+	Skipped    int           `json:"skipped"`
+	Refreshed  int           `json:"refreshed"`
+	Duration   time.Duration `json:"duration"`
 }
 
 // Summarize counts events.
 func Summarize(events []*protocol.TransactionEvent, took time.Duration) Summary {
-	s := Summary{Total: len(events), Duration: took}
+	s := Summary{Duration: took}
 	for _, ev := range events {
+		if NotApplied(ev) {
+			s.NotApplied++
+			continue
+		}
+		s.Total++
 		switch ev.Outcome() {
 		case "failed":
 			s.Failed++
@@ -63,6 +73,18 @@ func Summarize(events []*protocol.TransactionEvent, took time.Duration) Summary 
 		}
 	}
 	return s
+}
+
+// notAppliedPrefix starts the one error of the event of a resource the run
+// never reached (fail_on_error, or the run was stopped).
+const notAppliedPrefix = "not applied: "
+
+// NotApplied reports whether ev is the event of a resource the run never
+// reached: fail_on_error stopped it after a failure, or its context was
+// done. CCM stops there and counts nothing more; these events name what was
+// left.
+func NotApplied(ev *protocol.TransactionEvent) bool {
+	return ev != nil && ev.Skipped && len(ev.UnmetRequirements) == 0 && len(ev.Errors) == 1 && strings.HasPrefix(ev.Errors[0], notAppliedPrefix)
 }
 
 // Run applies (or, with Noop, audits) the manifest through eng in one engine
@@ -212,7 +234,7 @@ func (pr *preparedRun) run(ctx context.Context, start time.Time) *Report {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if pr.opts.OnStart != nil {
-		pr.opts.OnStart(pr.pl.pre)
+		pr.opts.OnStart(pr.pl.pre, len(pr.prepared))
 	}
 	r := &runner{pr: pr, sess: pr.sess, noop: pr.opts.Noop, failOnError: pr.m.failOnError, idx: pr.idx, log: log}
 	rep := &Report{PreMessage: pr.pl.pre, Events: make([]*protocol.TransactionEvent, 0, len(pr.prepared))}
@@ -264,10 +286,10 @@ func (r *runner) apply(ctx context.Context, i int, p *engine.Prepared, n refNode
 	log := r.log.With("resource", p.Ref())
 	if r.failOnError && r.failed != "" {
 		log.Info("not applied: fail_on_error", "failed", r.failed)
-		return r.skipped(p, nil, fmt.Sprintf("not applied: fail_on_error is set and %s failed", r.failed))
+		return r.skipped(p, nil, fmt.Sprintf(notAppliedPrefix+"fail_on_error is set and %s failed", r.failed))
 	}
 	if err := ctx.Err(); err != nil {
-		return r.skipped(p, nil, fmt.Sprintf("not applied: the run was stopped: %v", err))
+		return r.skipped(p, nil, fmt.Sprintf(notAppliedPrefix+"the run was stopped: %v", err))
 	}
 	if unmet := r.unmet(n.require); len(unmet) > 0 {
 		log.Info("skipped: unmet requirements", "requirements", unmet)

@@ -33,6 +33,9 @@ type applyFlags struct {
 	render   bool
 	report   bool
 	dataFile string
+	// detailed is --detailed-exit-codes: exit 2 on a failed resource
+	// and 5 under noop with changes, as ccm-orch; CCM's apply exits 0.
+	detailed bool
 	// hiera is CCM's --hiera: a hierarchical data file resolved with the
 	// facts, its data over the manifest's (--data over both).
 	hiera string
@@ -55,8 +58,9 @@ func (a *app) registerApply(cli *fisk.Application) {
 	cmd.Flag("cache-dir", "Where the time of the newest signed bundle taken from each source is kept (shared with ccm-agent agent's cache_dir): an older signed bundle is refused").Default(continuous.DefaultCacheDir).PlaceHolder("DIR").StringVar(&c.cacheDir)
 	cmd.Flag("policy", "Policy file (YAML): the keys a remote bundle may be signed by, and what each may do (an unsigned https:// bundle must be pinned with #sha256=)").PlaceHolder("FILE").StringVar(&c.policy)
 	cmd.Flag("noop", "Report what would change without changing anything").BoolVar(&c.noop)
-	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (exit 2 when a check is not OK: WARNING, CRITICAL or UNKNOWN, as in CCM)").UnNegatableBoolVar(&c.monitor)
+	cmd.Flag("monitor-only", "Run only the resources' health checks: nothing is checked against its desired state or changed (with --detailed-exit-codes, exit 2 when a check is not OK)").UnNegatableBoolVar(&c.monitor)
 	cmd.Flag("json", "Print every transaction event and the summary as JSON").BoolVar(&c.json)
+	cmd.Flag("detailed-exit-codes", "Exit 2 when a resource failed and 5 under --noop when something would change, as ccm-orch does; without it the exit status is CCM's: 0 once the manifest ran, 1 when it could not run").UnNegatableBoolVar(&c.detailed)
 	cmd.Flag("report", "Print CCM's run summary after the events: counts by outcome, unmet requirements, health checks by status, errors (--no-report to leave it out)").Default("true").BoolVar(&c.report)
 	cmd.Flag("render", "Print the manifest after data resolution and template expansion, and apply nothing").BoolVar(&c.render)
 	cmd.Flag("data", "YAML or JSON file of data merged (deep) over the manifest's resolved data").PlaceHolder("FILE").StringVar(&c.dataFile)
@@ -65,7 +69,20 @@ func (a *app) registerApply(cli *fisk.Application) {
 	c.diff.register(cmd)
 	c.conn = connflags.Register(cmd)
 	a.registerPackageLockTimeout(cmd)
-	cmd.Action(func(*fisk.ParseContext) error { return a.apply(c) })
+	noRegistration := registerNoRegistration(cmd)
+	// CCM's spellings: --facts FILE is --facts-file; --read-env (CCM's
+	// default) has no counterpart, apply reads no ./.env.
+	cmd.Flag("facts", "CCM's name for --facts-file").Hidden().PlaceHolder("FILE").ExistingFileVar(&c.facts.file)
+	readEnv := cmd.Flag("read-env", "CCM's .env reading: refused here (--no-read-env is what apply does)").Hidden().Bool()
+	cmd.Action(func(*fisk.ParseContext) error {
+		if err := noRegistration(); err != nil {
+			return err
+		}
+		if *readEnv {
+			return program.Exit(protocol.ExitError, errors.New("--read-env: ccm-agent apply reads no ./.env (Environ is the process environment); export the variables, or use ccm-agent ensure, which reads ./.env"))
+		}
+		return a.apply(c)
+	})
 }
 
 // apply loads, resolves and runs one manifest and prints the outcome.
@@ -133,7 +150,7 @@ func (a *app) apply(c *applyFlags) error {
 		if err != nil {
 			return a.applyError(c, err)
 		}
-		out, err := r.YAML()
+		out, err := renderCCM(r)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -148,13 +165,21 @@ func (a *app) apply(c *applyFlags) error {
 		return program.Exit(protocol.ExitError, err)
 	}
 	if !c.json {
-		opts.OnStart = func(pre string) {
+		opts.OnStart = func(pre string, resources int) {
+			// as CCM: an empty line and the pre_message, then its
+			// logger's line naming the manifest as given
 			if pre != "" {
-				fmt.Fprintln(a.Stdout, pre)
+				fmt.Fprintf(a.Stdout, "\n%s\n", pre)
 			}
+			fmt.Fprintln(a.Stdout, ccmLine("INFO", fmt.Sprintf("Executing manifest manifest=%s resources=%d", c.path, resources)))
 		}
+		terminated := false
 		opts.OnEvent = func(ev *protocol.TransactionEvent) {
-			fmt.Fprintln(a.Stdout, describeEvent(ev))
+			if !terminated && manifest.NotApplied(ev) {
+				terminated = true
+				fmt.Fprintln(a.Stdout, ccmLine("WARN", "Terminating manifest execution due to failed resource"))
+			}
+			fmt.Fprintln(a.Stdout, ccmEventLine(ev))
 			c.diff.write(a.Stdout, ev)
 			writeHealth(a.Stdout, ev)
 		}
@@ -177,6 +202,9 @@ func (a *app) apply(c *applyFlags) error {
 		if c.report {
 			newRunReport(rep.Events, rep.Summary.Duration).write(a.Stdout)
 		}
+	}
+	if !c.detailed {
+		return nil
 	}
 	if code := protocol.EventsExitCode(c.noop, rep.Events...); code != protocol.ExitOK {
 		return program.Exit(code, nil)
@@ -222,6 +250,10 @@ func summaryLine(s manifest.Summary, noop bool) string {
 	if noop {
 		changed, refreshed = "would change", "would refresh"
 	}
-	return fmt.Sprintf("%d resources: %d stable, %d %s, %d failed, %d skipped, %d %s in %dms",
+	line := fmt.Sprintf("%d resources: %d stable, %d %s, %d failed, %d skipped, %d %s in %dms",
 		s.Total, s.Stable, s.Changed, changed, s.Failed, s.Skipped, s.Refreshed, refreshed, s.Duration.Milliseconds())
+	if s.NotApplied > 0 {
+		line += fmt.Sprintf("; %d not applied", s.NotApplied)
+	}
+	return line
 }

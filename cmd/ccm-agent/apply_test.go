@@ -44,13 +44,15 @@ ccm:
 		write(subscribed)
 		code, out, errOut := agent("apply", site, "--no-report")
 		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(HavePrefix("\napplying 1\n"))
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		Expect(lines).To(HaveLen(5), out)
+		Expect(lines).To(HaveLen(6), out)
 		Expect(lines[0]).To(Equal("applying 1"))
-		Expect(lines[1]).To(HavePrefix("file#" + dir + "/conf changed (present) in "))
-		Expect(lines[2]).To(HavePrefix("exec#refresh changed and refreshed (present) in "))
-		Expect(lines[3]).To(Equal("all good"))
-		Expect(lines[4]).To(MatchRegexp(`^2 resources: 0 stable, 2 changed, 0 failed, 0 skipped, 1 refreshed in \d+ms$`))
+		Expect(lines[1]).To(Equal(" INFO  Executing manifest manifest=" + site + " resources=2"))
+		Expect(lines[2]).To(MatchRegexp(`^ WARN  file#conf \(alias\) changed ensure=present runtime=\d+m?s provider=posix$`), "CCM's line: the alias, as CCM names it")
+		Expect(lines[3]).To(MatchRegexp(`^ WARN  exec#refresh refreshed ensure=present runtime=\d+m?s provider=posix$`))
+		Expect(lines[4]).To(Equal("all good"))
+		Expect(lines[5]).To(MatchRegexp(`^2 resources: 0 stable, 2 changed, 0 failed, 0 skipped, 1 refreshed in \d+ms$`))
 		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")))
 
 		code, out, _ = agent("apply", site)
@@ -60,23 +62,24 @@ ccm:
 		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")), "no refresh without a change")
 	})
 
-	It("exits 5 under noop when something would change, saying what would refresh, and changes nothing", func() {
+	It("exits 5 under noop with --detailed-exit-codes when something would change, saying what would refresh, and changes nothing", func() {
 		write(subscribed)
 		code, _, _ := agent("apply", site)
 		Expect(code).To(Equal(0))
 		data := filepath.Join(dir, "data.yaml")
 		Expect(os.WriteFile(data, []byte("v: \"2\"\n"), 0o644)).To(Succeed())
 
-		code, out, _ := agent("apply", site, "--noop", "--data", data)
+		code, out, _ := agent("apply", site, "--noop", "--data", data, "--detailed-exit-codes")
 		Expect(code).To(Equal(5))
-		Expect(out).To(ContainSubstring("file#" + dir + "/conf would change: "))
-		Expect(out).To(ContainSubstring("exec#refresh would change: Would have executed via subscribe (would refresh: file#conf would change)"))
+		Expect(out).To(MatchRegexp(`(?m)^ WARN  file#conf \(alias\) changed ensure=present runtime=\d+m?s provider=posix noop=Would have `))
+		Expect(out).To(ContainSubstring(" provider=posix noop=Would have executed via subscribe (would refresh: file#conf would change)\n"))
+		Expect(out).To(ContainSubstring(" WARN  exec#refresh refreshed ensure=present runtime="))
 		Expect(out).To(MatchRegexp(`2 resources: 0 stable, 2 would change, 0 failed, 0 skipped, 1 would refresh in \d+ms`))
 		Expect(os.ReadFile(filepath.Join(dir, "conf"))).To(Equal([]byte("1")))
 		Expect(os.ReadFile(filepath.Join(dir, "refreshes"))).To(Equal([]byte("ran\n")))
 	})
 
-	It("exits 2 when a resource failed, skips what required it and leaves out the post message", func() {
+	It("exits 2 with --detailed-exit-codes when a resource failed, skips what required it and leaves out the post message", func() {
 		write(`
 ccm:
   post_message: "all good"
@@ -85,10 +88,10 @@ ccm:
         - /bin/false: {}
         - "/bin/touch DIR/after": {require: [exec#/bin/false]}
 `)
-		code, out, _ := agent("apply", site)
+		code, out, _ := agent("apply", site, "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
-		Expect(out).To(ContainSubstring("exec#/bin/false failed: "))
-		Expect(out).To(ContainSubstring("exec#/bin/touch " + dir + "/after skipped: unmet requirements exec#/bin/false"))
+		Expect(out).To(ContainSubstring(" ERROR exec#/bin/false failed ensure=present runtime="))
+		Expect(out).To(ContainSubstring(" ERROR exec#/bin/touch " + dir + "/after skipped due to unmet requirement ensure=present runtime=0s provider= unmet=exec#/bin/false\n"))
 		Expect(out).ToNot(ContainSubstring("all good"))
 		Expect(out).To(MatchRegexp(`2 resources: 0 stable, 0 changed, 1 failed, 1 skipped, 0 refreshed in \d+ms`))
 		Expect(filepath.Join(dir, "after")).ToNot(BeAnExistingFile())
@@ -101,9 +104,9 @@ ccm:
   resources:
     - exec: [{/bin/false: {}}, {"/bin/touch DIR/after": {}}]
 `)
-		code, out, _ := agent("apply", site)
+		code, out, _ := agent("apply", site, "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
-		Expect(out).To(ContainSubstring("exec#/bin/touch " + dir + "/after skipped: not applied: fail_on_error is set and exec#/bin/false failed"))
+		Expect(out).To(ContainSubstring(" WARN  Terminating manifest execution due to failed resource\n WARN  exec#/bin/touch " + dir + "/after not applied: fail_on_error is set and exec#/bin/false failed\n"))
 	})
 
 	It("prints every event and the summary with --json", func() {
@@ -144,7 +147,7 @@ ccm:
 		Expect(code).To(Equal(0), errOut)
 		Expect(out).To(ContainSubstring("motd: web\n"))
 		Expect(out).To(ContainSubstring("port: 8080\n"))
-		Expect(out).To(ContainSubstring("- type: file\n"))
+		Expect(out).To(ContainSubstring("  - file:\n"))
 		Expect(out).To(ContainSubstring("content: web:8080\n"))
 		Expect(filepath.Join(dir, "motd")).ToNot(BeAnExistingFile())
 	})
@@ -206,7 +209,7 @@ ccm:
 
 		code, out, errOut := agent("apply", example, "--data", data, "--fact", "os=debian")
 		Expect(code).To(Equal(0), out+errOut)
-		Expect(out).To(HavePrefix("Applying the demo below " + base + "\n"))
+		Expect(out).To(HavePrefix("\nApplying the demo below "+base+"\n INFO  Executing manifest manifest="+example+" resources=5\n"), "CCM's pre_message and Executing line")
 		Expect(out).To(ContainSubstring("Done: hello from debian\n"))
 		Expect(os.ReadFile(filepath.Join(base, "greeting"))).To(Equal([]byte("hello from debian\n")))
 		Expect(os.ReadFile(filepath.Join(base, "motd"))).To(Equal([]byte("This host is managed by CCM Fleet.\n")))
@@ -245,12 +248,12 @@ var _ = Describe("ccm-agent apply with health checks", func() {
 		Expect(filepath.Join(dir, "conf")).ToNot(BeAnExistingFile(), "monitor only changes nothing")
 
 		write(2)
-		code, out, _ = agent("apply", site)
+		code, out, _ = agent("apply", site, "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
 		Expect(out).To(ContainSubstring("  health web: CRITICAL service says hi\n"))
 		Expect(filepath.Join(dir, "conf")).To(BeAnExistingFile(), "the resource applied before its check")
 
-		code, out, _ = agent("apply", site, "--json", "--monitor-only")
+		code, out, _ = agent("apply", site, "--json", "--monitor-only", "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
 		var rep struct {
 			Events []struct {

@@ -69,7 +69,7 @@ ccm:
                       exists: true
                       contents: ["listen 443"]
 `)
-		code, out, errOut := agent("apply", m, "--json")
+		code, out, errOut := agent("apply", m, "--json", "--detailed-exit-codes")
 		Expect(code).To(Equal(2), out+errOut)
 		var rep struct {
 			Events []struct {
@@ -111,13 +111,13 @@ ccm:
                       exit-status: 0
                       stdout: ["something else"]
 `)
-		code, out, errOut := agent("apply", m, "--json")
+		code, out, errOut := agent("apply", m, "--json", "--detailed-exit-codes")
 		Expect(code).To(Equal(2), out+errOut)
 		Expect(out).To(ContainSubstring(`"status": "CRITICAL"`))
 		Expect(out).To(ContainSubstring("[redacted]"))
 		Expect(out + errOut).ToNot(ContainSubstring(canary))
 
-		code, out, errOut = agent("apply", m)
+		code, out, errOut = agent("apply", m, "--detailed-exit-codes")
 		Expect(code).To(Equal(2))
 		Expect(out).To(ContainSubstring("CRITICAL"))
 		Expect(out + errOut).ToNot(ContainSubstring(canary))

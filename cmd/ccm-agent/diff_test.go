@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -86,15 +87,17 @@ ccm:
         - `+a+`: {content: "two\n"}
         - `+b+`: {content: "pw={{ data.secret }}\n"}
 `), 0o644)).To(Succeed())
-		code, out, errOut := agent("apply", m, "--noop", "--diff")
+		code, out, errOut := agent("apply", m, "--noop", "--diff", "--detailed-exit-codes")
 		Expect(code).To(Equal(5), errOut)
-		Expect(out).To(ContainSubstring("file#" + a + " would change: Would have created the file: content differs\n" +
+		Expect(out).To(MatchRegexp(`(?m)^ WARN  file#` + regexp.QuoteMeta(a) + ` changed ensure=present runtime=\d+m?s provider=posix noop=Would have created the file: content differs$`))
+		Expect(out).To(ContainSubstring(" noop=Would have created the file: content differs\n" +
 			"    --- " + a + " (current)\n" +
 			"    +++ " + a + " (desired)\n" +
 			"    @@ -1 +1 @@\n" +
 			"    -one\n" +
 			"    +two\n"))
-		Expect(out).To(ContainSubstring("file#" + b + " would change: Would have created the file\n" +
+		Expect(out).To(MatchRegexp(`(?m)^ WARN  file#` + regexp.QuoteMeta(b) + ` changed ensure=present runtime=\d+m?s provider=posix noop=Would have created the file$`))
+		Expect(out).To(ContainSubstring(" noop=Would have created the file\n" +
 			"    ensure absent → present\n" +
 			"    content differs; sensitive\n"))
 		Expect(out).NotTo(ContainSubstring("CANARY"))

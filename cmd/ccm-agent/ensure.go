@@ -48,6 +48,9 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 	data.register(ens)
 	store := registerSessionStore(ens)
 	a.registerPackageLockTimeout(ens)
+	noRegistration := registerNoRegistration(ens)
+	var natsContext string
+	ens.Flag("context", "CCM's NATS context of ensure: refused here (ccm-agent apply --context)").Hidden().StringVar(&natsContext)
 	for _, t := range resflags.Table {
 		cmd := ens.Command(t.Type, t.Help)
 		c := &commonFlags{noop: noop, data: data, session: sessionFlags{dir: store}}
@@ -56,6 +59,12 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 		vals := resflags.Register(cmd, t)
 		typeName := t.Type
 		cmd.Action(func(*fisk.ParseContext) error {
+			if err := noRegistration(); err != nil {
+				return err
+			}
+			if natsContext != "" {
+				return program.Exit(protocol.ExitError, errors.New("--context: ccm-agent ensure makes no NATS connection (no kvGet() or registrations()); ccm-agent apply --context NAME connects for kvGet()"))
+			}
 			props, err := vals.Properties()
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
@@ -173,4 +182,21 @@ func (c *commonFlags) run(ctx context.Context, eng *engine.Engine, opts engine.R
 		return ev, fmt.Errorf("%w: %w", errSession, err)
 	}
 	return ev, nil
+}
+
+// errNoRegistration answers CCM's --registration STREAM of ensure and
+// apply, which makes registrations() read that stream.
+var errNoRegistration = errors.New("--registration: registrations() reads the registration stream only in ccm-agent agent (its configuration's registration: jetstream); ensure and apply have no registrations(), see docs/ccm-agent.md#registration")
+
+// registerNoRegistration adds CCM's -R/--registration (hidden) to cmd;
+// the function returns errNoRegistration, exit 1, when it was given.
+func registerNoRegistration(cmd *fisk.CmdClause) func() error {
+	var stream string
+	cmd.Flag("registration", "CCM's stream for registrations(): refused here").Short('R').Hidden().StringVar(&stream)
+	return func() error {
+		if stream != "" {
+			return program.Exit(protocol.ExitError, errNoRegistration)
+		}
+		return nil
+	}
 }

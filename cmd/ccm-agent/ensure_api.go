@@ -59,16 +59,14 @@ func (a *app) apiPipe(f *apiPipeFlags, noop bool) error {
 	defer stop()
 
 	ev, err := a.apiEnsure(ctx, f, noop)
-	enc := protocol.EncodingJSON
-	if f.yaml {
-		enc = protocol.EncodingYAML
+	b, merr := protocol.NewEnsureResponse(ev, err).Marshal(protocol.EncodingJSON)
+	if merr == nil && f.yaml {
+		b, merr = ccmResponseYAML(b)
+	} else {
+		b = append(b, '\n')
 	}
-	b, merr := protocol.NewEnsureResponse(ev, err).Marshal(enc)
 	if merr != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("encoding the response: %w", merr))
-	}
-	if enc == protocol.EncodingJSON {
-		b = append(b, '\n')
 	}
 	if _, werr := a.Stdout.Write(b); werr != nil {
 		return program.Exit(protocol.ExitError, fmt.Errorf("writing the response: %w", werr))

@@ -76,8 +76,10 @@ ccm-agent apply site.yaml --noop
 ccm-agent apply site.yaml
 # The manifest after data and templates are resolved, with a fact overridden
 ccm-agent apply site.yaml --render --fact role=web
-# Only the resources' health checks (exit 2 when one is not OK)
-ccm-agent apply site.yaml --monitor-only
+# Only the resources' health checks; exit 2 when one is not OK
+ccm-agent apply site.yaml --monitor-only --detailed-exit-codes
+# For CI: exit 5 when something would change, 2 when something failed
+ccm-agent apply site.yaml --noop --detailed-exit-codes
 `,
 	"ensure file": `
 # A file with its content, owner, group and mode
@@ -127,7 +129,7 @@ ccm-agent ensure api pipe --data data.yaml --fact role=web
 # Every fact of this host, and one by its dotted path
 ccm-agent facts
 ccm-agent facts host.info.platformFamily
-# With a custom fact, as JSON
-ccm-agent facts --fact role=web --json
+# With a custom fact, as YAML
+ccm-agent facts --fact role=web --yaml
 `,
 }

@@ -3,13 +3,13 @@ package main
 import (
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/choria-io/fisk"
-	"gopkg.in/yaml.v3"
+	"github.com/goccy/go-yaml"
 
 	"github.com/ccm-fleet/ccm/facts"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -39,15 +39,19 @@ func (f *factFlags) gather(ctx context.Context) (map[string]any, error) {
 
 func (a *app) registerFacts(cli *fisk.Application) {
 	var (
-		ff   factFlags
-		path string
-		js   bool
+		ff      factFlags
+		path    string
+		js, yml bool
 	)
-	cmd := cli.Command("facts", "Show the facts of this host, or one fact by dotted path (e.g. host.info.platformFamily)")
-	cmd.Arg("path", "Dotted path of one fact").StringVar(&path)
-	cmd.Flag("json", "Print JSON").BoolVar(&js)
+	cmd := cli.Command("facts", "Show the facts of this host as JSON (as CCM's facts), or one fact by dotted path (e.g. host.info.platformFamily)")
+	cmd.Arg("query", "Dotted path of one fact (array elements by index: cpu.info.0.modelName); printed as JSON").StringVar(&path)
+	cmd.Flag("yaml", "Print YAML instead of JSON").UnNegatableBoolVar(&yml)
+	cmd.Flag("json", "Print JSON (the default)").Hidden().UnNegatableBoolVar(&js)
 	ff.register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
+		if js && yml {
+			return program.Exit(protocol.ExitError, fmt.Errorf("--json and --yaml cannot be used together"))
+		}
 		all, err := ff.gather(context.Background())
 		if err != nil {
 			return err
@@ -60,28 +64,26 @@ func (a *app) registerFacts(cli *fisk.Application) {
 			}
 			out = v
 		}
-		if js {
-			b, _ := json.MarshalIndent(out, "", "  ")
-			fmt.Fprintln(a.Stdout, string(b))
+		b, err := json.Marshal(out)
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		if yml {
+			// CCM converts its JSON with go-yaml's JSONToYAML and
+			// prints it with a newline of its own: an empty line ends
+			// the document.
+			y, err := yaml.JSONToYAML(b)
+			if err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			fmt.Fprintln(a.Stdout, string(y))
 			return nil
 		}
-		if m, ok := out.(map[string]any); ok {
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			sorted := &yaml.Node{Kind: yaml.MappingNode}
-			for _, k := range keys {
-				var vn yaml.Node
-				_ = vn.Encode(m[k])
-				sorted.Content = append(sorted.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &vn)
-			}
-			b, _ := yaml.Marshal(sorted)
-			fmt.Fprint(a.Stdout, string(b))
-			return nil
+		var ind bytes.Buffer
+		if err := json.Indent(&ind, b, "", "  "); err != nil {
+			return program.Exit(protocol.ExitError, err)
 		}
-		fmt.Fprintln(a.Stdout, out)
+		fmt.Fprintln(a.Stdout, ind.String())
 		return nil
 	})
 }

@@ -64,6 +64,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	a.registerEnsure(cli)
 	a.registerFacts(cli)
 	a.registerHiera(cli)
+	a.registerRegistration(cli)
 	a.registerRun(cli)
 	a.registerSimulate(cli)
 	a.registerSession(cli)

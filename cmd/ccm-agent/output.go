@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
+	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -63,4 +64,51 @@ func (a *app) warnLogger() *slog.Logger {
 		return a.Logger()
 	}
 	return program.NewLogger(a.Stderr, a.LogFormat, slog.LevelWarn)
+}
+
+// ccmLine is one line as CCM's apply prints its log: " LEVEL msg" with
+// the level padded to five characters.
+func ccmLine(level, msg string) string {
+	return fmt.Sprintf(" %-5s %s", level, msg)
+}
+
+// ccmEventLine renders one event of "apply" as CCM does: REF OUTCOME
+// ensure=E runtime=D provider=P, with noop=, errors= and unmet= as they
+// apply; INFO for stable, WARN for changed, refreshed and skipped, ERROR
+// for failed and unmet requirements. A resource fail_on_error never
+// reached (manifest.NotApplied) is a WARN line saying so.
+func ccmEventLine(ev *protocol.TransactionEvent) string {
+	name := ev.Name
+	if ev.Alias != "" {
+		name = ev.Alias + " (alias)"
+	}
+	ref := ev.Type + "#" + name
+	if manifest.NotApplied(ev) {
+		return ccmLine("WARN", ref+" "+strings.Join(ev.Errors, "; "))
+	}
+	attrs := fmt.Sprintf("ensure=%s runtime=%v provider=%s", ev.RequestedEnsure, ev.Duration.Truncate(time.Millisecond), ev.Provider)
+	if ev.Noop {
+		if ev.NoopMessage != "" {
+			attrs += " noop=" + ev.NoopMessage
+		} else {
+			attrs += " noop=true"
+		}
+	}
+	switch {
+	case ev.Failed:
+		return ccmLine("ERROR", ref+" failed "+attrs+" errors="+strings.Join(ev.Errors, ", "))
+	case len(ev.UnmetRequirements) > 0:
+		for _, req := range ev.UnmetRequirements {
+			attrs += " unmet=" + req
+		}
+		return ccmLine("ERROR", ref+" skipped due to unmet requirement "+attrs)
+	case ev.Skipped:
+		return ccmLine("WARN", ref+" skipped "+attrs)
+	case ev.Refreshed:
+		return ccmLine("WARN", ref+" refreshed "+attrs)
+	case ev.Changed:
+		return ccmLine("WARN", ref+" changed "+attrs)
+	default:
+		return ccmLine("INFO", ref+" stable "+attrs)
+	}
 }

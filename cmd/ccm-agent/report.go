@@ -5,11 +5,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // runReport counts a manifest run's events the way CCM's run summary
-// does: each event is failed, else skipped, else changed (under noop:
+// does: resources the run never reached (manifest.NotApplied) are left
+// out; each other event is failed, else skipped, else changed (under noop:
 // would change), else stable; refreshes, unmet requirements and health
 // checks by status are counted besides; every failed event is an error.
 // unique counts the distinct TYPE#NAME (the session report's line).
@@ -25,6 +27,10 @@ func newRunReport(events []*protocol.TransactionEvent, took time.Duration) runRe
 	r := runReport{took: took}
 	unique := map[string]bool{}
 	for _, ev := range events {
+		if manifest.NotApplied(ev) {
+			// CCM stops at fail_on_error and counts no more.
+			continue
+		}
 		r.total++
 		unique[ev.ResourceID()] = true
 		switch {

@@ -101,30 +101,6 @@ ccm-orch audit site.yaml --diff --key audit.seed
 # CCM agents with obj://ccm-manifests/web.tar.gz in their manifests apply it
 ccm-orch manifest put ./web obj://ccm-manifests/web.tar.gz --key ops.seed
 `,
-	"registration query": `
-# Every registered entry, then the http web servers of production as JSON
-ccm-orch registration query
-ccm-orch registration query production http web --json
-# Trust the host keys the policy's registration.publishers pins
-ccm-orch registration query production http web --policy site.yaml
-`,
-	"registration watch": `
-# Follow web registrations of production as they come and go
-ccm-orch registration watch production http web
-ccm-orch registration watch --json
-`,
-	"registration rm": `
-# Remove one endpoint now, without asking
-ccm-orch registration rm --cluster production --service web --protocol http --address 10.0.0.5 --port 8080 --force
-`,
-	"registration unbind": `
-# web1's key changed: free its name for the next key that registers it
-ccm-orch registration unbind web1 --force
-`,
-	"registration init": `
-# Create the registration stream, markers of expired entries kept 10 minutes
-ccm-orch registration init --max-age 10m
-`,
 	"assign": `
 # nginx kept in place on every web server: applied at once, then every 30 minutes
 ccm-orch assign web site.yaml --where role=web --key ops.seed
