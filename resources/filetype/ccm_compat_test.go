@@ -88,9 +88,7 @@ var _ = Describe("Type with the posix provider, where CCM users expect CCM's beh
 			if fill {
 				Expect(os.WriteFile(filepath.Join(path, "keep"), []byte("x"), 0o644)).To(Succeed())
 			}
-			p := props("present", ptr("hello\n"), "0644")
-			p.Force = true
-			_, err := apply(p, noop)
+			_, err := apply(props("present", ptr("hello\n"), "0644"), noop)
 			Expect(err).To(MatchError(filetype.ErrDirectoryInTheWay))
 			Expect(err.Error()).To(ContainSubstring(path))
 			fi, err := os.Lstat(path)
@@ -99,7 +97,22 @@ var _ = Describe("Type with the posix provider, where CCM users expect CCM's beh
 		},
 		Entry("empty (was silently replaced before)", false, false),
 		Entry("empty, under noop", false, true),
-		Entry("not empty, even with force", true, false),
+		Entry("not empty", true, false),
+	)
+
+	DescribeTable("refuses force with ensure present or directory and writes nothing, as CCM does",
+		func(ensure string, content *string, noop bool) {
+			p := &filetype.Properties{Content: content, Owner: "root", Group: "root", Mode: "0644", Force: true}
+			p.Name, p.Ensure = path, ensure
+			_, err := apply(p, noop)
+			Expect(err).To(MatchError(resources.ErrInvalid))
+			Expect(err).To(MatchError(ContainSubstring("property force: true is only valid with ensure absent, not " + ensure)))
+			_, err = os.Lstat(path)
+			Expect(err).To(MatchError(os.ErrNotExist), "nothing is written")
+		},
+		Entry("present", "present", ptr("hello\n"), false),
+		Entry("present, under noop", "present", ptr("hello\n"), true),
+		Entry("directory", "directory", nil, false),
 	)
 
 	It("says CCM's words for attribute-only drift under noop, with what differs after them", func() {
