@@ -1,10 +1,18 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,16 +26,28 @@ var _ = Describe("the ccm-agent binary, side by side with CCM", Ordered, func() 
 	var bin string
 	BeforeAll(func() {
 		var err error
-		bin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-agent")
+		built, err := gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-agent")
 		Expect(err).ToNot(HaveOccurred())
 		DeferCleanup(gexec.CleanupBuildArtifacts)
+		// A copy another user may run: gexec's directory is private.
+		shared, err := os.MkdirTemp("", "ccm-binary-")
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(os.RemoveAll, shared)
+		Expect(os.Chmod(shared, 0o755)).To(Succeed())
+		b, err := os.ReadFile(built)
+		Expect(err).ToNot(HaveOccurred())
+		bin = filepath.Join(shared, "ccm-agent")
+		Expect(os.WriteFile(bin, b, 0o755)).To(Succeed())
 	})
 
-	// run runs the binary in dir with stdin and returns its exit status,
-	// stdout and stderr.
-	run := func(dir, stdin string, args ...string) (int, string, string) {
+	// runAs runs the binary in dir with stdin, as cred when it is not nil,
+	// and returns its exit status, stdout and stderr.
+	runAs := func(cred *syscall.Credential, dir, stdin string, args ...string) (int, string, string) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = dir
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -37,6 +57,9 @@ var _ = Describe("the ccm-agent binary, side by side with CCM", Ordered, func() 
 			Expect(err).To(BeAssignableToTypeOf(ee), "the binary ran")
 		}
 		return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+	}
+	run := func(dir, stdin string, args ...string) (int, string, string) {
+		return runAs(nil, dir, stdin, args...)
 	}
 
 	Describe("force with an ensure other than absent (CCM: 'force: true' is only valid with 'ensure: absent')", func() {
@@ -77,6 +100,62 @@ var _ = Describe("the ccm-agent binary, side by side with CCM", Ordered, func() 
 			Expect(code).To(Equal(0))
 			Expect(out).To(ContainSubstring(`"error": "file#` + f + `: invalid resource: property force: true is only valid with ensure absent, not present"`))
 			Expect(f).ToNot(BeAnExistingFile())
+		})
+	})
+
+	Describe("ensure archive FILE URL", func() {
+		var url string
+		BeforeAll(func() {
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			tw := tar.NewWriter(zw)
+			Expect(tw.WriteHeader(&tar.Header{Name: "a.txt", Mode: 0o644, Size: 6, Typeflag: tar.TypeReg})).To(Succeed())
+			_, err := tw.Write([]byte("hello\n"))
+			Expect(err).ToNot(HaveOccurred())
+			Expect(tw.Close()).To(Succeed())
+			Expect(zw.Close()).To(Succeed())
+			body := buf.Bytes()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+			DeferCleanup(srv.Close)
+			url = srv.URL + "/app.tar.gz"
+		})
+
+		// The user the binary runs as: nobody when the specs run as root,
+		// so that the owner cannot be root by accident; else the spec's own.
+		runner := func() (*syscall.Credential, uint32, uint32) {
+			if os.Geteuid() != 0 {
+				return nil, uint32(os.Getuid()), uint32(os.Getgid())
+			}
+			u, err := user.Lookup("nobody")
+			Expect(err).ToNot(HaveOccurred())
+			uid, err := strconv.ParseUint(u.Uid, 10, 32)
+			Expect(err).ToNot(HaveOccurred())
+			gid, err := strconv.ParseUint(u.Gid, 10, 32)
+			Expect(err).ToNot(HaveOccurred())
+			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, uint32(uid), uint32(gid)
+		}
+
+		It("without --owner is owned by the user and group running it, as CCM's, and written 0600, as CCM writes it", func() {
+			cred, uid, gid := runner()
+			dir, err := os.MkdirTemp(filepath.Dir(bin), "archive-")
+			Expect(err).ToNot(HaveOccurred())
+			Expect(os.Chown(dir, int(uid), int(gid))).To(Succeed())
+			var fi os.FileInfo
+			f := filepath.Join(dir, "app.tar.gz")
+			code, out, errOut := runAs(cred, dir, "", "ensure", "archive", f, url)
+			Expect(errOut).To(BeEmpty())
+			Expect(code).To(Equal(0))
+			Expect(out).To(ContainSubstring("archive#" + f + " changed"))
+			fi, err = os.Stat(f)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+			st := fi.Sys().(*syscall.Stat_t)
+			Expect(st.Uid).To(Equal(uid))
+			Expect(st.Gid).To(Equal(gid))
+
+			code, out, _ = runAs(cred, dir, "", "ensure", "archive", f, url)
+			Expect(code).To(Equal(0))
+			Expect(out).To(ContainSubstring("archive#" + f + " stable"))
 		})
 	})
 })
