@@ -158,4 +158,25 @@ var _ = Describe("the ccm-agent binary, side by side with CCM", Ordered, func() 
 			Expect(out).To(ContainSubstring("archive#" + f + " stable"))
 		})
 	})
+
+	Describe("status package NAME of a package that is not installed", func() {
+		// CCM (with its apt provider) printed this and exited 0, for a
+		// name apt does not know as for one it knows but has not installed.
+		DescribeTable("prints version: absent and exits 0, as CCM does",
+			func(name string) {
+				dir := GinkgoT().TempDir()
+				code, out, errOut := run(dir, "", "status", "package", name)
+				Expect(errOut).To(BeEmpty())
+				Expect(code).To(Equal(0))
+				Expect(out).To(Equal("name: " + name + "\nversion: absent\nprovider: apt\nextended:\n  status: unknown\n\n"))
+
+				code, out, errOut = run(dir, "", "status", "package", name, "--json")
+				Expect(errOut).To(BeEmpty())
+				Expect(code).To(Equal(0))
+				Expect(out).To(Equal("{\n  \"name\": \"" + name + "\",\n  \"version\": \"absent\",\n  \"provider\": \"apt\",\n  \"extended\": {\n    \"status\": \"unknown\"\n  }\n}\n"))
+			},
+			Entry("a name no repository has", "ccm-fleet-no-such-package"),
+			Entry("a package apt knows, not installed", "hello"),
+		)
+	})
 })
