@@ -179,4 +179,38 @@ var _ = Describe("the ccm-agent binary, side by side with CCM", Ordered, func() 
 			Entry("a package apt knows, not installed", "hello"),
 		)
 	})
+
+	Describe("noop messages (CCM's sentences, found by running CCM on the same files with --noop)", func() {
+		It("says CCM's sentence for a file with content whose mode only differs, and for a directory whose mode differs", func() {
+			dir := GinkgoT().TempDir()
+			f, d := filepath.Join(dir, "f"), filepath.Join(dir, "d")
+			Expect(os.WriteFile(f, []byte("same\n"), 0o600)).To(Succeed())
+			Expect(os.Chmod(f, 0o600)).To(Succeed())
+			Expect(os.Mkdir(d, 0o700)).To(Succeed())
+			Expect(os.Chmod(d, 0o700)).To(Succeed())
+
+			code, out, errOut := run(dir, "", "ensure", "--noop", "file", f, "--content", "same\n", "--owner", "root:root", "--mode", "0644")
+			Expect(errOut).To(BeEmpty())
+			Expect(code).To(Equal(5))
+			Expect(out).To(Equal("file#" + f + " would change: Would have created the file: mode 0600 should be 0644\n"))
+
+			code, out, errOut = run(dir, "", "ensure", "--noop", "file", d, "directory", "--owner", "root:root", "--mode", "0755")
+			Expect(errOut).To(BeEmpty())
+			Expect(code).To(Equal(5))
+			Expect(out).To(Equal("file#" + d + " would change: Would have created directory: mode 0700 should be 0755\n"))
+
+			fi, err := os.Stat(f)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o600)), "noop changed nothing")
+		})
+
+		It("says CCM's sentence for a package to install with ensure present", func() {
+			// hello is in this machine's apt cache and not installed (the
+			// status spec above reads it absent).
+			code, out, errOut := run(GinkgoT().TempDir(), "", "ensure", "--noop", "package", "hello")
+			Expect(errOut).To(BeEmpty())
+			Expect(code).To(Equal(5))
+			Expect(out).To(Equal("package#hello would change: Would have installed version present\n"))
+		})
+	})
 })

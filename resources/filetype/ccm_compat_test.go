@@ -74,7 +74,7 @@ var _ = Describe("Type with the posix provider, where CCM users expect CCM's beh
 		Expect(os.Chmod(path, 0o644)).To(Succeed())
 		out, err := apply(props("directory", nil, "0644"), true)
 		Expect(err).ToNot(HaveOccurred())
-		Expect(out.NoopMessage).To(Equal("Would have updated attributes: mode 0644 should be 0755"))
+		Expect(out.NoopMessage).To(Equal("Would have created directory: mode 0644 should be 0755"))
 		_, err = apply(props("directory", nil, "0644"), false)
 		Expect(err).ToNot(HaveOccurred())
 		fi, err := os.Stat(path)
@@ -115,11 +115,44 @@ var _ = Describe("Type with the posix provider, where CCM users expect CCM's beh
 		Entry("directory", "directory", nil, false),
 	)
 
-	It("says CCM's words for attribute-only drift under noop, with what differs after them", func() {
+	// CCM's sentences, found by running CCM on the same files under noop:
+	// with content set it says "Would have created the file" even when only
+	// attributes differ; "Would have updated attributes" only when content
+	// is unmanaged. What differs follows ": ", as ours.
+	It("says CCM's words for attribute drift of a file with content under noop, with what differs after them", func() {
 		Expect(os.WriteFile(path, []byte("same\n"), 0o600)).To(Succeed())
 		out, err := apply(props("present", ptr("same\n"), "0644"), true)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(out.Changed).To(BeTrue())
+		Expect(out.NoopMessage).To(Equal("Would have created the file: mode 0600 should be 0644"))
+		Expect(os.ReadFile(path)).To(Equal([]byte("same\n")))
+	})
+
+	It("says CCM's words for attribute drift of a file without content under noop", func() {
+		Expect(os.WriteFile(path, []byte("same\n"), 0o600)).To(Succeed())
+		out, err := apply(props("present", nil, "0644"), true)
+		Expect(err).ToNot(HaveOccurred())
 		Expect(out.NoopMessage).To(Equal("Would have updated attributes: mode 0600 should be 0644"))
 	})
+
+	It("says CCM's words for a missing file without content under noop", func() {
+		out, err := apply(props("present", nil, "0644"), true)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(out.NoopMessage).To(Equal("Would have created an empty file with requested attributes"))
+		Expect(path).ToNot(BeAnExistingFile())
+	})
+
+	DescribeTable("says CCM's words for removing a directory under noop",
+		func(force bool, want string) {
+			Expect(os.MkdirAll(filepath.Join(path, "sub"), 0o755)).To(Succeed())
+			p := &filetype.Properties{Force: force}
+			p.Name, p.Ensure = path, filetype.EnsureAbsent
+			out, err := apply(p, true)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(out.NoopMessage).To(Equal(want))
+			Expect(path).To(BeADirectory())
+		},
+		Entry("without force", false, "Would have removed the directory"),
+		Entry("with force", true, "Would have recursively removed the directory"),
+	)
 })
