@@ -275,11 +275,11 @@ var _ = Describe("Coming from CCM", Ordered, func() {
 			Expect(env).NotTo(ContainSubstring("de_DE"))
 		})
 
-		It("file noop, attributes only: CCM's \"Would have updated attributes\", then what differs", func() {
+		It("file noop, only attributes differ, content set: CCM's \"Would have created the file\", then what differs", func() {
 			path := filepath.Join(dir, "motd")
 			Expect(os.WriteFile(path, []byte("same"), 0o600)).To(Succeed())
 			r := pipe(request("file", fileProps(path, "same", "0644")), "--noop")
-			Expect(r.state()["noop_message"]).To(Equal("Would have updated attributes: mode 0600 should be 0644"))
+			Expect(r.state()["noop_message"]).To(Equal("Would have created the file: mode 0600 should be 0644"))
 		})
 
 		It("directory mode: search bits where read is granted (0644 makes 0755)", func() {

@@ -7,9 +7,10 @@ import (
 	"strconv"
 )
 
-// CCM's command line fills in what "ensure file" leaves out: the owner and
-// group of the user running it, and mode 0644 (0755 for a directory).
-// Manifests and requests still have to say them.
+// CCM's command line fills in what "ensure file" and "ensure archive" leave
+// out: the owner and group of the user running it, and for a file mode
+// 0644 (0755 for a directory). Manifests and requests still have to say
+// them.
 const (
 	defaultFileMode      = "0644"
 	defaultDirectoryMode = "0755"
@@ -27,17 +28,30 @@ func fileDefaults(props map[string]any) error {
 			props["mode"] = defaultDirectoryMode
 		}
 	}
+	return ownerDefaults("file", props)
+}
+
+// archiveDefaults sets the owner and group a local "ensure archive" did not
+// give to the user and group running it, as CCM's command line does (for
+// every ensure: the archive type needs them even to remove).
+func archiveDefaults(props map[string]any) error {
+	return ownerDefaults("archive", props)
+}
+
+// ownerDefaults sets owner and group, where props lack them, to the names
+// of the current user and group.
+func ownerDefaults(typeName string, props map[string]any) error {
 	if _, ok := props["owner"]; !ok {
 		u, err := user.LookupId(strconv.Itoa(os.Getuid()))
 		if err != nil {
-			return fmt.Errorf("file %v: no --owner given and the current user has no name: %w", props["name"], err)
+			return fmt.Errorf("%s %v: no --owner given and the current user has no name: %w", typeName, props["name"], err)
 		}
 		props["owner"] = u.Username
 	}
 	if _, ok := props["group"]; !ok {
 		g, err := user.LookupGroupId(strconv.Itoa(os.Getgid()))
 		if err != nil {
-			return fmt.Errorf("file %v: no --group given and the current group has no name: %w", props["name"], err)
+			return fmt.Errorf("%s %v: no --group given and the current group has no name: %w", typeName, props["name"], err)
 		}
 		props["group"] = g.Name
 	}

@@ -74,7 +74,7 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 		return &protocol.PackageState{
 			CommonState: protocol.NewCommonState(protocol.TypePackage, pkg, pkgtype.EnsureAbsent),
 			Metadata: &protocol.PackageMetadata{
-				Name: pkg, Provider: ProviderName, Extended: map[string]any{"status": status},
+				Name: pkg, Version: pkgtype.EnsureAbsent, Provider: ProviderName, Extended: map[string]any{"status": status},
 			},
 		}
 	}

@@ -19,8 +19,8 @@ import (
 )
 
 // ArchiveMode is the mode of a downloaded archive file: read-write for its
-// owner, readable by its group.
-const ArchiveMode os.FileMode = 0o640
+// owner only, as CCM writes it.
+const ArchiveMode os.FileMode = 0o600
 
 // maxDrain bounds how much of an error response is read before closing it.
 const maxDrain = 64 << 10

@@ -55,7 +55,7 @@ var _ = Describe("Provider Download", func() {
 		Expect(os.ReadFile(p.Name)).To(Equal(data))
 		fi, err := os.Stat(p.Name)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(fi.Mode().Perm()).To(Equal(archivehttp.ArchiveMode))
+		Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o600)), "CCM writes the archive 0600")
 		st := fi.Sys().(*syscall.Stat_t)
 		Expect(st.Uid).To(BeEquivalentTo(65534))
 		Expect(st.Gid).To(BeEquivalentTo(65534))

@@ -58,7 +58,7 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 	if res.ExitCode != 0 {
 		return &protocol.PackageState{
 			CommonState: protocol.NewCommonState(protocol.TypePackage, pkg, pkgtype.EnsureAbsent),
-			Metadata:    &protocol.PackageMetadata{Name: pkg, Provider: ProviderName},
+			Metadata:    &protocol.PackageMetadata{Name: pkg, Version: pkgtype.EnsureAbsent, Provider: ProviderName},
 		}, nil
 	}
 	fields := strings.Fields(string(res.Stdout))
@@ -76,7 +76,7 @@ func parseStatus(pkg string, res *runner.Result) (*protocol.PackageState, error)
 		// package of exactly that name is installed.
 		return &protocol.PackageState{
 			CommonState: protocol.NewCommonState(protocol.TypePackage, pkg, pkgtype.EnsureAbsent),
-			Metadata:    &protocol.PackageMetadata{Name: pkg, Provider: ProviderName},
+			Metadata:    &protocol.PackageMetadata{Name: pkg, Version: pkgtype.EnsureAbsent, Provider: ProviderName},
 		}, nil
 	}
 	evr := version + "-" + release

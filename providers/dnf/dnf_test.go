@@ -101,7 +101,7 @@ var _ = Describe("Provider", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(fake.Verify()).To(Succeed())
 			Expect(st.Ensure).To(Equal("absent"))
-			Expect(st.Metadata.Version).To(BeEmpty())
+			Expect(st.Metadata.Version).To(Equal("absent"), "as CCM reports it")
 			Expect(st.Metadata.Provider).To(Equal("dnf"))
 		})
 

@@ -72,7 +72,7 @@ var _ = Describe("Provider on this host", Label("real"), func() {
 	}
 
 	It("installs the newest version for present, and a second run changes nothing", func() {
-		wouldChange(helloPkg, "present", "Would have installed latest")
+		wouldChange(helloPkg, "present", "Would have installed version present")
 		converge(helloPkg, "present", "2.0-1")
 		Expect(os.ReadFile("/usr/share/" + helloPkg + "/VERSION")).To(Equal([]byte("2.0-1\n")))
 	})

@@ -160,7 +160,7 @@ var fileCommand = &CommandLine{
 		{Name: "owner", Property: "owner", Help: "Owner user name, or OWNER:GROUP (required for present and directory)"},
 		{Name: "group", Property: "group", Help: "Group name (required for present and directory)"},
 		{Name: "mode", Property: "mode", Help: "Octal permissions such as 0644 (required for present and directory)"},
-		{Name: "force", Property: "force", Kind: FlagBool, Help: "With absent, also remove a non-empty directory"},
+		{Name: "force", Property: "force", Kind: FlagBool, Help: "With absent, also remove a non-empty directory (only valid with absent)"},
 	},
 }
 

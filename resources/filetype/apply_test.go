@@ -93,14 +93,22 @@ var _ = Describe("Type", func() {
 			Expect(fp.calls).To(Equal([]string{"Status /srv/f"}))
 		})
 
-		It("refuses a directory where the file should be, naming it, and changes nothing, even with force", func() {
+		It("refuses a directory where the file should be, naming it, and changes nothing", func() {
 			fp := &fakeProvider{states: []*protocol.FileState{stDirMatch}}
-			p := fakeProps("present", ptr("hi"))
-			p.Force = true
-			_, err := ft.Apply(ctx, ac, p, fp)
+			_, err := ft.Apply(ctx, ac, fakeProps("present", ptr("hi")), fp)
 			Expect(err).To(MatchError(filetype.ErrDirectoryInTheWay))
 			Expect(err.Error()).To(HavePrefix("file /srv/f: is a directory where a file should be"))
 			Expect(fp.calls).To(Equal([]string{"Status /srv/f"}))
+		})
+
+		It("refuses force with ensure present before asking the provider anything", func() {
+			fp := &fakeProvider{states: []*protocol.FileState{stAbsent}}
+			p := fakeProps("present", ptr("hi"))
+			p.Force = true
+			_, err := ft.Apply(ctx, ac, p, fp)
+			Expect(err).To(MatchError(resources.ErrInvalid))
+			Expect(err).To(MatchError("file /srv/f: invalid resource: property force: true is only valid with ensure absent, not present"))
+			Expect(fp.calls).To(BeEmpty())
 		})
 
 		It("returns the provider's error, naming the file", func() {

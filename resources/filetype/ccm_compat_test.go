@@ -74,7 +74,7 @@ var _ = Describe("Type with the posix provider, where CCM users expect CCM's beh
 		Expect(os.Chmod(path, 0o644)).To(Succeed())
 		out, err := apply(props("directory", nil, "0644"), true)
 		Expect(err).ToNot(HaveOccurred())
-		Expect(out.NoopMessage).To(Equal("Would have updated attributes: mode 0644 should be 0755"))
+		Expect(out.NoopMessage).To(Equal("Would have created directory: mode 0644 should be 0755"))
 		_, err = apply(props("directory", nil, "0644"), false)
 		Expect(err).ToNot(HaveOccurred())
 		fi, err := os.Stat(path)
@@ -88,9 +88,7 @@ var _ = Describe("Type with the posix provider, where CCM users expect CCM's beh
 			if fill {
 				Expect(os.WriteFile(filepath.Join(path, "keep"), []byte("x"), 0o644)).To(Succeed())
 			}
-			p := props("present", ptr("hello\n"), "0644")
-			p.Force = true
-			_, err := apply(p, noop)
+			_, err := apply(props("present", ptr("hello\n"), "0644"), noop)
 			Expect(err).To(MatchError(filetype.ErrDirectoryInTheWay))
 			Expect(err.Error()).To(ContainSubstring(path))
 			fi, err := os.Lstat(path)
@@ -99,14 +97,62 @@ var _ = Describe("Type with the posix provider, where CCM users expect CCM's beh
 		},
 		Entry("empty (was silently replaced before)", false, false),
 		Entry("empty, under noop", false, true),
-		Entry("not empty, even with force", true, false),
+		Entry("not empty", true, false),
 	)
 
-	It("says CCM's words for attribute-only drift under noop, with what differs after them", func() {
+	DescribeTable("refuses force with ensure present or directory and writes nothing, as CCM does",
+		func(ensure string, content *string, noop bool) {
+			p := &filetype.Properties{Content: content, Owner: "root", Group: "root", Mode: "0644", Force: true}
+			p.Name, p.Ensure = path, ensure
+			_, err := apply(p, noop)
+			Expect(err).To(MatchError(resources.ErrInvalid))
+			Expect(err).To(MatchError(ContainSubstring("property force: true is only valid with ensure absent, not " + ensure)))
+			_, err = os.Lstat(path)
+			Expect(err).To(MatchError(os.ErrNotExist), "nothing is written")
+		},
+		Entry("present", "present", ptr("hello\n"), false),
+		Entry("present, under noop", "present", ptr("hello\n"), true),
+		Entry("directory", "directory", nil, false),
+	)
+
+	// CCM's sentences, found by running CCM on the same files under noop:
+	// with content set it says "Would have created the file" even when only
+	// attributes differ; "Would have updated attributes" only when content
+	// is unmanaged. What differs follows ": ", as ours.
+	It("says CCM's words for attribute drift of a file with content under noop, with what differs after them", func() {
 		Expect(os.WriteFile(path, []byte("same\n"), 0o600)).To(Succeed())
 		out, err := apply(props("present", ptr("same\n"), "0644"), true)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(out.Changed).To(BeTrue())
+		Expect(out.NoopMessage).To(Equal("Would have created the file: mode 0600 should be 0644"))
+		Expect(os.ReadFile(path)).To(Equal([]byte("same\n")))
+	})
+
+	It("says CCM's words for attribute drift of a file without content under noop", func() {
+		Expect(os.WriteFile(path, []byte("same\n"), 0o600)).To(Succeed())
+		out, err := apply(props("present", nil, "0644"), true)
+		Expect(err).ToNot(HaveOccurred())
 		Expect(out.NoopMessage).To(Equal("Would have updated attributes: mode 0600 should be 0644"))
 	})
+
+	It("says CCM's words for a missing file without content under noop", func() {
+		out, err := apply(props("present", nil, "0644"), true)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(out.NoopMessage).To(Equal("Would have created an empty file with requested attributes"))
+		Expect(path).ToNot(BeAnExistingFile())
+	})
+
+	DescribeTable("says CCM's words for removing a directory under noop",
+		func(force bool, want string) {
+			Expect(os.MkdirAll(filepath.Join(path, "sub"), 0o755)).To(Succeed())
+			p := &filetype.Properties{Force: force}
+			p.Name, p.Ensure = path, filetype.EnsureAbsent
+			out, err := apply(p, true)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(out.NoopMessage).To(Equal(want))
+			Expect(path).To(BeADirectory())
+		},
+		Entry("without force", false, "Would have removed the directory"),
+		Entry("with force", true, "Would have recursively removed the directory"),
+	)
 })

@@ -28,15 +28,26 @@ var actionNames = map[action]string{
 
 func (a action) String() string { return actionNames[a] }
 
-// Noop messages; when something already at the path differs, ": " and what
-// differs follow.
+// Noop messages, CCM's sentences as CCM itself says them; when something
+// already at the path differs, ": " and what differs follow.
 const (
-	msgCreateFile      = "Would have created the file"
+	// msgCreateFile is said for a file with managed content that is
+	// missing or differs, in content or only in owner, group or mode.
+	msgCreateFile = "Would have created the file"
+	// msgCreateEmptyFile is said for a missing file whose content is not
+	// managed.
+	msgCreateEmptyFile = "Would have created an empty file with requested attributes"
+	// msgCreateDirectory is said for a directory that is missing or whose
+	// owner, group or mode differ.
 	msgCreateDirectory = "Would have created directory"
-	msgRemove          = "Would have removed the file"
-	// msgUpdateAttributes is CCM's message when only owner, group or mode
-	// differ on an existing file or directory.
+	// msgUpdateAttributes is said when only owner, group or mode differ on
+	// a file whose content is not managed.
 	msgUpdateAttributes = "Would have updated attributes"
+	// msgRemove is said for removing a file, a symbolic link or a special
+	// file; msgRemoveDirectory and msgRemoveDirectoryForce for a directory.
+	msgRemove               = "Would have removed the file"
+	msgRemoveDirectory      = "Would have removed the directory"
+	msgRemoveDirectoryForce = "Would have recursively removed the directory"
 )
 
 // desired is the resolved desired state of one file resource.
@@ -47,6 +58,9 @@ type desired struct {
 	// checksum is the SHA-256 of the desired content when managed.
 	checksum           string
 	owner, group, mode string
+	// force is the force property: with absent, a non-empty directory is
+	// removed too.
+	force bool
 }
 
 // plan is the decision for one resource.
@@ -57,35 +71,41 @@ type plan struct {
 	replace bool
 	// diffs says what differs in an existing file or directory.
 	diffs []string
-	// existing is true when the directory asked for exists and only its
-	// attributes differ.
-	existing bool
+	// message is the noop message without what differs.
+	message string
 }
 
-// noopMessage returns the action's noop message ("Would have created the
+// noopMessage returns the plan's noop message ("Would have created the
 // file", ...), followed by what differs when something exists already.
 func (p plan) noopMessage() string {
-	var msg string
-	switch p.action {
-	case actionNone:
+	if p.action == actionNone {
 		return ""
-	case actionRemove:
-		msg = msgRemove
-	case actionCreateDirectory:
-		msg = msgCreateDirectory
-		if !p.existing {
-			break
-		}
-		msg = msgUpdateAttributes
-	case actionSetAttributes:
-		msg = msgUpdateAttributes
-	default:
-		msg = msgCreateFile
 	}
+	msg := p.message
 	if len(p.diffs) > 0 {
 		msg += ": " + strings.Join(p.diffs, ", ")
 	}
 	return msg
+}
+
+// removeMessage is CCM's noop message for removing what cur describes.
+func removeMessage(cur *protocol.FileState, force bool) string {
+	switch {
+	case cur.Ensure != EnsureDirectory:
+		return msgRemove
+	case force:
+		return msgRemoveDirectoryForce
+	}
+	return msgRemoveDirectory
+}
+
+// storeMessage is CCM's noop message for writing a file: an empty one when
+// its content is not managed.
+func storeMessage(want desired) string {
+	if want.manageContent {
+		return msgCreateFile
+	}
+	return msgCreateEmptyFile
 }
 
 // decide compares the current state with the desired one, checking ensure,
@@ -98,7 +118,7 @@ func decide(want desired, cur *protocol.FileState) (plan, error) {
 		if have == EnsureAbsent {
 			return plan{action: actionNone}, nil
 		}
-		return plan{action: actionRemove}, nil
+		return plan{action: actionRemove, message: removeMessage(cur, want.force)}, nil
 	}
 	switch have {
 	case EnsureSymlink:
@@ -111,20 +131,20 @@ func decide(want desired, cur *protocol.FileState) (plan, error) {
 	if want.ensure == EnsureDirectory {
 		switch have {
 		case EnsureAbsent:
-			return plan{action: actionCreateDirectory}, nil
+			return plan{action: actionCreateDirectory, message: msgCreateDirectory}, nil
 		case EnsurePresent:
-			return plan{action: actionCreateDirectory, replace: true, diffs: []string{"a regular file is in the way"}}, nil
+			return plan{action: actionCreateDirectory, message: msgCreateDirectory, replace: true, diffs: []string{"a regular file is in the way"}}, nil
 		}
 		diffs := attributeDiffs(want, cur.Metadata)
 		if len(diffs) == 0 {
 			return plan{action: actionNone}, nil
 		}
-		return plan{action: actionCreateDirectory, diffs: diffs, existing: true}, nil
+		return plan{action: actionCreateDirectory, message: msgCreateDirectory, diffs: diffs}, nil
 	}
 
 	switch have {
 	case EnsureAbsent:
-		return plan{action: actionStore}, nil
+		return plan{action: actionStore, message: storeMessage(want)}, nil
 	case EnsureDirectory:
 		return plan{}, ErrDirectoryInTheWay
 	}
@@ -136,9 +156,13 @@ func decide(want desired, cur *protocol.FileState) (plan, error) {
 	diffs = append(diffs, attributeDiffs(want, cur.Metadata)...)
 	switch {
 	case contentDiffers:
-		return plan{action: actionStore, diffs: diffs}, nil
+		return plan{action: actionStore, message: msgCreateFile, diffs: diffs}, nil
+	case len(diffs) > 0 && want.manageContent:
+		// Only attributes differ: they are set, the content is not
+		// rewritten, and CCM's sentence is still the one for creating.
+		return plan{action: actionSetAttributes, message: msgCreateFile, diffs: diffs}, nil
 	case len(diffs) > 0:
-		return plan{action: actionSetAttributes, diffs: diffs}, nil
+		return plan{action: actionSetAttributes, message: msgUpdateAttributes, diffs: diffs}, nil
 	}
 	return plan{action: actionNone}, nil
 }

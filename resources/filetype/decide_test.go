@@ -78,14 +78,16 @@ var _ = Describe("decide", func() {
 		},
 		Entry("ensure", stAbsent, "Would have created the file"),
 		Entry("content", stFileContent, "Would have created the file: content differs"),
-		Entry("owner", found("present", sumA, "nobody", "root", "0644"), "Would have updated attributes: owner nobody should be root"),
-		Entry("group", found("present", sumA, "root", "nogroup", "0644"), "Would have updated attributes: group nogroup should be root"),
-		Entry("mode", found("present", sumA, "root", "root", "0600"), "Would have updated attributes: mode 0600 should be 0644"),
+		// With content set, CCM says it would have created the file even
+		// when only attributes differ; what differs follows, as ours.
+		Entry("owner", found("present", sumA, "nobody", "root", "0644"), "Would have created the file: owner nobody should be root"),
+		Entry("group", found("present", sumA, "root", "nogroup", "0644"), "Would have created the file: group nogroup should be root"),
+		Entry("mode", found("present", sumA, "root", "root", "0600"), "Would have created the file: mode 0600 should be 0644"),
 		Entry("all of them, in order", found("present", sumB, "nobody", "nogroup", "0600"),
 			"Would have created the file: content differs, owner nobody should be root, group nogroup should be root, mode 0600 should be 0644"),
 	)
 
-	DescribeTable("says under noop what it would have done: created, updated attributes or removed",
+	DescribeTable("says under noop what it would have done, in CCM's sentences: created or removed",
 		func(desired string, cur *protocol.FileState, wantMsg string) {
 			_, _, msg, err := filetype.DecideForTest(desired, true, sumA, "root", "root", "0644", cur)
 			Expect(err).ToNot(HaveOccurred())
@@ -93,10 +95,11 @@ var _ = Describe("decide", func() {
 		},
 		Entry("creating a file", "present", stAbsent, "Would have created the file"),
 		Entry("creating a directory", "directory", stAbsent, "Would have created directory"),
-		Entry("fixing a directory", "directory", stDirAttrs, "Would have updated attributes: mode 0700 should be 0644"),
+		Entry("fixing a directory", "directory", stDirAttrs, "Would have created directory: mode 0700 should be 0644"),
 		Entry("a file where a directory is wanted", "directory", stFileMatch, "Would have created directory: a regular file is in the way"),
 		Entry("removing a file", "absent", stFileMatch, "Would have removed the file"),
-		Entry("removing a directory", "absent", stDirMatch, "Would have removed the file"),
+		Entry("removing a directory", "absent", stDirMatch, "Would have removed the directory"),
+		Entry("removing a symbolic link", "absent", stSymlink, "Would have removed the file"),
 		Entry("nothing to do", "present", stFileMatch, ""),
 	)
 
@@ -109,6 +112,23 @@ var _ = Describe("decide", func() {
 		Expect(action).To(Equal("SetAttributes"))
 		Expect(msg).To(Equal("Would have updated attributes: mode 0644 should be 0600"))
 	})
+
+	It("says CCM's sentence for creating a file whose content is unmanaged", func() {
+		action, _, msg, err := filetype.DecideForTest("present", false, "", "root", "root", "0644", stAbsent)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(action).To(Equal("Store"))
+		Expect(msg).To(Equal("Would have created an empty file with requested attributes"))
+	})
+
+	DescribeTable("says CCM's sentence for removing, by what is there and force",
+		func(cur *protocol.FileState, force bool, wantMsg string) {
+			Expect(filetype.RemoveMessageForTest(force, cur)).To(Equal(wantMsg))
+		},
+		Entry("a directory", stDirMatch, false, "Would have removed the directory"),
+		Entry("a directory, with force", stDirMatch, true, "Would have recursively removed the directory"),
+		Entry("a file, with force", stFileMatch, true, "Would have removed the file"),
+		Entry("a symbolic link, with force", stSymlink, true, "Would have removed the file"),
+	)
 
 	It("matches a numeric owner and group against the ids Status reports", func() {
 		action, _, _, err := filetype.DecideForTest("present", true, sumA, "0", "0", "0644", stFileMatch)

@@ -9,3 +9,10 @@ func DecideForTest(ensure string, manageContent bool, checksum, owner, group, mo
 	pl, err := decide(desired{ensure: ensure, manageContent: manageContent, checksum: checksum, owner: owner, group: group, mode: mode}, cur)
 	return pl.action.String(), pl.replace, pl.noopMessage(), err
 }
+
+// RemoveMessageForTest returns the noop message of removing what cur
+// describes, with force as given.
+func RemoveMessageForTest(force bool, cur *protocol.FileState) (string, error) {
+	pl, err := decide(desired{ensure: EnsureAbsent, force: force}, cur)
+	return pl.noopMessage(), err
+}

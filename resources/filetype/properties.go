@@ -46,8 +46,8 @@ type Properties struct {
 	Group string `json:"group,omitempty"`
 	// Mode is the permission bits in octal, e.g. "0644".
 	Mode Mode `json:"mode,omitempty"`
-	// Force allows removing a non-empty directory, for ensure absent or to
-	// replace a directory by a file.
+	// Force allows ensure absent to remove a non-empty directory; with any
+	// other ensure Validate refuses it, as CCM does.
 	Force bool `json:"force,omitempty"`
 	// Watch, in an assignment, has the agent watch the file and apply the
 	// assignment again as soon as the file changes (see the agent's
@@ -77,6 +77,9 @@ func (p *Properties) Validate() error {
 	}
 	if p.Ensure == EnsureAbsent && p.Name == "/" {
 		return resources.InvalidField("name", "%s", ErrRemoveRoot)
+	}
+	if p.Force && p.Ensure != EnsureAbsent {
+		return resources.InvalidField("force", "true is only valid with ensure absent, not %s", p.Ensure)
 	}
 	if err := p.mergeContents(); err != nil {
 		return err

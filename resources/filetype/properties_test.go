@@ -129,6 +129,40 @@ var _ = Describe("Properties", func() {
 		})
 	})
 
+	Describe("force", func() {
+		DescribeTable("is refused with any ensure but absent, naming the property, as CCM refuses it",
+			func(ensure string) {
+				p := validProps()
+				p.Ensure, p.Content, p.Force = ensure, nil, true
+				err := p.Validate()
+				Expect(err).To(MatchError(resources.ErrInvalid))
+				Expect(err).To(MatchError("invalid resource: property force: true is only valid with ensure absent, not " + ensure))
+				var ie *resources.InvalidError
+				Expect(errors.As(err, &ie)).To(BeTrue())
+				Expect(ie.Field).To(Equal("force"))
+			},
+			Entry("present", "present"),
+			Entry("directory", "directory"),
+		)
+
+		It("is refused with the default ensure (present)", func() {
+			p := validProps()
+			p.Force = true
+			Expect(p.Validate()).To(MatchError(ContainSubstring("property force: true is only valid with ensure absent, not present")))
+		})
+
+		It("is accepted with ensure absent, and false is accepted with any ensure", func() {
+			p := &filetype.Properties{Force: true}
+			p.Name, p.Ensure = "/srv/old", filetype.EnsureAbsent
+			Expect(p.Validate()).To(Succeed())
+			for _, ensure := range []string{"present", "directory"} {
+				q := validProps()
+				q.Ensure = ensure
+				Expect(q.Validate()).To(Succeed())
+			}
+		})
+	})
+
 	Describe("ensure", func() {
 		DescribeTable("ensure is present, absent or directory",
 			func(ensure string, ok bool) {

@@ -118,6 +118,7 @@ func resolveDesired(ctx context.Context, ac *resources.ApplyContext, fp Provider
 		owner:  props.Owner,
 		group:  props.Group,
 		mode:   string(props.Mode),
+		force:  props.Force,
 	}
 	if props.Ensure == EnsureDirectory {
 		want.mode = DirectoryMode(want.mode)

@@ -40,7 +40,7 @@ var _ = Describe("Type under noop with a provider that resolves", func() {
 		prov := &resolvingFake{fakeProvider: newFake("absent")}
 		out, err := apply(ctx, true, props("nginx", "present"), prov)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(out.NoopMessage).To(Equal("Would have installed latest"))
+		Expect(out.NoopMessage).To(Equal("Would have installed version present"))
 		Expect(prov.Mutations()).To(BeEmpty())
 	})
 

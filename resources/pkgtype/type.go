@@ -53,8 +53,8 @@ type plan struct {
 //
 // Ensure present on an absent package asks the provider for an unversioned
 // install, which installs the package manager's candidate, i.e. the newest
-// available version; its noop message is therefore "Would have installed
-// latest".
+// available version; its noop message is CCM's, "Would have installed
+// version present".
 //
 // Without noop the state is read again after acting and an error wrapping
 // resources.ErrDesiredStateFailed is returned when it is not the desired
@@ -153,10 +153,10 @@ func decide(desired, current string, prov Provider) (plan, error) {
 	switch {
 	case desired == EnsureAbsent:
 		return plan{actionUninstall, "", "Would have uninstalled"}, nil
-	case desired == EnsurePresent:
-		// Not met means absent: an unversioned install gets the newest.
-		return plan{actionInstall, EnsurePresent, "Would have installed latest"}, nil
 	case absent:
+		// For present this is an unversioned install (the newest
+		// version); the message is CCM's, which names the ensure value:
+		// "Would have installed version present".
 		return plan{actionInstall, desired, "Would have installed version " + desired}, nil
 	}
 	c, err := prov.VersionCmp(current, desired, false)

@@ -81,7 +81,7 @@ var _ = Describe("Type", func() {
 			Expect(out.Changed).To(Equal(wantChanged))
 		},
 		Entry("present, installed", "present", "1.0", "", false),
-		Entry("present, absent", "present", "absent", "Would have installed latest", true),
+		Entry("present, absent (CCM's sentence: the ensure value is the version)", "present", "absent", "Would have installed version present", true),
 		Entry("absent, absent", "absent", "absent", "", false),
 		Entry("absent, installed", "absent", "1.0", "Would have uninstalled", true),
 		Entry("latest, absent", "latest", "absent", "Would have installed latest", true),
