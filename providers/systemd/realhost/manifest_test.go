@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -20,24 +21,28 @@ func apply(ctx context.Context, name, manifest string, flags ...string) agentRun
 	GinkgoHelper()
 	path := manifestDir + "/" + name + ".yaml"
 	Expect(host.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
-	return agent(ctx, append(append([]string{"apply", "--no-report"}, flags...), path)...)
+	return agent(ctx, append(append([]string{"apply", "--no-report", "--detailed-exit-codes"}, flags...), path)...)
 }
 
 // eventLine is the line apply printed for the resource ref (type#name),
-// its duration cut off.
+// as CCM prints it (" WARN  REF OUTCOME ensure=E runtime=D provider=P
+// [noop=...|errors=...]"), without its level, runtime and provider.
 func eventLine(r agentRun, ref string) string {
 	GinkgoHelper()
 	for _, l := range strings.Split(r.Stdout, "\n") {
-		if strings.HasPrefix(l, ref+" ") {
-			if i := strings.LastIndex(l, " in "); i > 0 && strings.Contains(l, " changed") {
-				l = l[:i]
-			}
-			return l
+		f := strings.Fields(l)
+		if len(f) < 2 || f[1] != ref {
+			continue
 		}
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), f[0]))
+		return runtimeProvider.ReplaceAllString(l, "")
 	}
 	Fail(fmt.Sprintf("apply printed no line for %s: %s%s", ref, r.Stdout, r.Stderr))
 	return ""
 }
+
+// runtimeProvider is what eventLine leaves out of a line.
+var runtimeProvider = regexp.MustCompile(` runtime=\S+ provider=\S*`)
 
 // summary is apply's summary line without its duration.
 func summary(r agentRun) string {
@@ -90,8 +95,8 @@ var _ = Describe("ccm-agent apply: restart on subscribe", Ordered, func() {
 		before := mainPID(ctx, unit)
 		r := apply(ctx, "sub", fileAndService(conf, "v1", unit, "running", ""))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, "file#"+conf)).To(Equal("file#" + conf + " changed (present)"))
-		Expect(eventLine(r, ref)).To(Equal(ref + " changed and refreshed (running)"))
+		Expect(eventLine(r, "file#"+conf)).To(Equal("file#" + conf + " changed ensure=present"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " refreshed ensure=running"))
 		Expect(summary(r)).To(Equal("2 resources: 0 stable, 2 changed, 0 failed, 0 skipped, 1 refreshed"))
 		Expect(state(ctx, unit).Active).To(Equal("active"))
 		Expect(mainPID(ctx, unit)).NotTo(Equal(before), "systemd's MainPID did not change: not restarted")
@@ -101,7 +106,7 @@ var _ = Describe("ccm-agent apply: restart on subscribe", Ordered, func() {
 		before := mainPID(ctx, unit)
 		r := apply(ctx, "sub", fileAndService(conf, "v1", unit, "running", ""))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, ref)).To(Equal(ref + " stable (running)"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " stable ensure=running"))
 		Expect(summary(r)).To(Equal("2 resources: 2 stable, 0 changed, 0 failed, 0 skipped, 0 refreshed"))
 		Expect(mainPID(ctx, unit)).To(Equal(before))
 	})
@@ -110,7 +115,7 @@ var _ = Describe("ccm-agent apply: restart on subscribe", Ordered, func() {
 		before := mainPID(ctx, unit)
 		r := apply(ctx, "sub", fileAndService(conf, "v2", unit, "running", ""), "--noop")
 		Expect(r.Exit).To(Equal(5), r.Stdout+r.Stderr)
-		Expect(eventLine(r, ref)).To(Equal(ref + " would change: Would have restarted (would refresh: file#" + conf + " would change)"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " refreshed ensure=running noop=Would have restarted (would refresh: file#" + conf + " would change)"))
 		Expect(mainPID(ctx, unit)).To(Equal(before))
 		Expect(os.ReadFile(host.Path(conf))).To(Equal([]byte("v1\n")))
 	})
@@ -119,7 +124,7 @@ var _ = Describe("ccm-agent apply: restart on subscribe", Ordered, func() {
 		before := mainPID(ctx, unit)
 		r := apply(ctx, "sub", fileAndService(conf, "v2", unit, "running", ""))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, ref)).To(Equal(ref + " changed and refreshed (running)"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " refreshed ensure=running"))
 		Expect(mainPID(ctx, unit)).NotTo(Equal(before))
 	})
 
@@ -127,7 +132,7 @@ var _ = Describe("ccm-agent apply: restart on subscribe", Ordered, func() {
 		sh(ctx, "systemctl stop "+unit)
 		r := apply(ctx, "sub", fileAndService(conf, "v3", unit, "running", ""))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, ref)).To(Equal(ref + " changed (running)"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " changed ensure=running"))
 		Expect(summary(r)).To(Equal("2 resources: 0 stable, 2 changed, 0 failed, 0 skipped, 0 refreshed"))
 		Expect(state(ctx, unit).Active).To(Equal("active"))
 	})
@@ -136,7 +141,7 @@ var _ = Describe("ccm-agent apply: restart on subscribe", Ordered, func() {
 		sh(ctx, "systemctl stop "+unit)
 		r := apply(ctx, "sub", fileAndService(conf, "v4", unit, "stopped", ""))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, ref)).To(Equal(ref + " stable (stopped)"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " stable ensure=stopped"))
 		Expect(state(ctx, unit).Active).To(Equal("inactive"))
 	})
 })
@@ -165,8 +170,8 @@ var _ = Describe("ccm-agent apply: a unit file changed through a file resource",
 	It("is loaded before the subscribed restart: the service runs the new ExecStart, no reload pending", func(ctx SpecContext) {
 		r := apply(ctx, "reload", fileAndService(path, sleeper("2002"), unit, "running", ""))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, "file#"+path)).To(Equal("file#" + path + " changed (present)"))
-		Expect(eventLine(r, ref)).To(Equal(ref + " changed and refreshed (running)"))
+		Expect(eventLine(r, "file#"+path)).To(Equal("file#" + path + " changed ensure=present"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " refreshed ensure=running"))
 		runs(ctx, "2002")
 	})
 
@@ -174,7 +179,7 @@ var _ = Describe("ccm-agent apply: a unit file changed through a file resource",
 		pid := mainPID(ctx, unit)
 		r := apply(ctx, "reload", fileAndService(path, sleeper("9009"), unit, "running", ""), "--noop")
 		Expect(r.Exit).To(Equal(5), r.Stdout+r.Stderr)
-		Expect(eventLine(r, ref)).To(Equal(ref + " would change: Would have restarted (would refresh: file#" + path + " would change)"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " refreshed ensure=running noop=Would have restarted (would refresh: file#" + path + " would change)"))
 		Expect(os.ReadFile(host.Path(path))).To(Equal([]byte(sleeper("2002"))))
 		runs(ctx, "2002")
 		Expect(mainPID(ctx, unit)).To(Equal(pid))
@@ -184,8 +189,8 @@ var _ = Describe("ccm-agent apply: a unit file changed through a file resource",
 		other := "    - service:\n        - other:\n            ensure: running\n"
 		r := apply(ctx, "reload", fileAndService(path, sleeper("3003"), unit, "running", other))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, "service#other")).To(Equal("service#other changed (running)"))
-		Expect(eventLine(r, ref)).To(Equal(ref + " changed and refreshed (running)"))
+		Expect(eventLine(r, "service#other")).To(Equal("service#other changed ensure=running"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " refreshed ensure=running"))
 		runs(ctx, "3003")
 	})
 
@@ -193,7 +198,7 @@ var _ = Describe("ccm-agent apply: a unit file changed through a file resource",
 		sh(ctx, "systemctl stop "+unit)
 		r := apply(ctx, "reload", fileAndService(path, sleeper("4004"), unit, "running", ""))
 		Expect(r.Exit).To(Equal(0), r.Stdout+r.Stderr)
-		Expect(eventLine(r, ref)).To(Equal(ref + " changed (running)"))
+		Expect(eventLine(r, ref)).To(Equal(ref + " changed ensure=running"))
 		runs(ctx, "4004")
 	})
 })
@@ -297,7 +302,7 @@ var _ = Describe("ccm-agent ensure service: units that cannot run", Ordered, fun
 		It("fails the same way in a manifest, and the run says so (exit 2)", func(ctx SpecContext) {
 			r := apply(ctx, "missing", "ccm:\n  resources:\n    - service:\n        - "+unit+":\n            ensure: stopped\n            enable: false\n")
 			Expect(r.Exit).To(Equal(2), r.Stdout+r.Stderr)
-			Expect(eventLine(r, "service#"+unit)).To(Equal("service#nosuchunit failed: service nosuchunit: status: systemctl is-enabled --system -- nosuchunit: service not found"))
+			Expect(eventLine(r, "service#"+unit)).To(Equal("service#nosuchunit failed ensure=stopped errors=service nosuchunit: status: systemctl is-enabled --system -- nosuchunit: service not found"))
 			Expect(summary(r)).To(Equal("1 resources: 0 stable, 0 changed, 1 failed, 0 skipped, 0 refreshed"))
 		})
 	})

@@ -88,7 +88,8 @@ type agentRun struct {
 // killedBefore matches a run in which a resource failed because a systemctl
 // call of its first status was killed (SIGKILL, exit status 137) and which
 // changed nothing.
-var killedBefore = regexp.MustCompile(`(?m)^service#\S+ failed: service \S+: status: systemctl [^:]+: systemctl failed: exit status 137$`)
+// (ensure's line "REF failed: ERROR", apply's "ERROR REF failed ... errors=ERROR")
+var killedBefore = regexp.MustCompile(`(?m)service#\S+ failed(?::| .*errors=) service \S+: status: systemctl [^:]+: systemctl failed: exit status 137$`)
 
 // agent runs the installed ccm-agent inside the host.
 //
