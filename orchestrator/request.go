@@ -7,6 +7,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // Run defaults.
@@ -34,7 +35,9 @@ type Request struct {
 	// default DefaultTTL, at most protocol.MaxFleetTTL.
 	TTL time.Duration
 	// Timeout is how long each host has to reply once it was asked (for a
-	// whole run: the collection deadline); default DefaultTimeout.
+	// whole run: the collection deadline); default DefaultTimeout, or the
+	// resource type's longer catalog.ReplyTimeout (a package: 5m). A
+	// manifest's sender sets it from ManifestTimeout.
 	Timeout time.Duration
 	// DiscoveryTimeout bounds the discovery round; default
 	// DefaultDiscoveryTimeout.
@@ -164,6 +167,9 @@ func (r Request) normalize() (Request, error) {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = DefaultTimeout
+		if r.Ensure != nil {
+			r.Timeout = max(r.Timeout, catalog.ReplyTimeout(r.Ensure.Type))
+		}
 	}
 	if r.DiscoveryTimeout == 0 {
 		r.DiscoveryTimeout = DefaultDiscoveryTimeout
@@ -175,6 +181,17 @@ func (r Request) normalize() (Request, error) {
 		r.MaxRequestBytes = protocol.DefaultMaxBytes
 	}
 	return r, nil
+}
+
+// ManifestTimeout is the default Timeout of a request carrying m:
+// DefaultTimeout, or the longest catalog.ReplyTimeout of the types m
+// declares when that is longer (a manifest installing a package: 5m).
+func ManifestTimeout(m *manifest.Manifest) time.Duration {
+	var types []string
+	for _, u := range m.Unexpanded() {
+		types = append(types, u.Type)
+	}
+	return max(DefaultTimeout, catalog.ReplyTimeout(types...))
 }
 
 // explicitHosts returns the expected set when it is known without

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/ccm-fleet/ccm/protocol"
 	"os"
 	"os/user"
 	"strconv"
@@ -29,6 +30,19 @@ func fileDefaults(props map[string]any) error {
 		}
 	}
 	return ownerDefaults("file", props)
+}
+
+// localDefaults fills in what CCM's command line does for a type when a
+// local "ensure" did not give it: modes and the caller's user and group
+// for a file, the caller's user and group for an archive.
+func localDefaults(typeName string, props map[string]any) error {
+	if typeName == protocol.TypeFile {
+		return fileDefaults(props)
+	}
+	if typeName == protocol.TypeArchive {
+		return archiveDefaults(props)
+	}
+	return nil
 }
 
 // archiveDefaults sets the owner and group a local "ensure archive" did not

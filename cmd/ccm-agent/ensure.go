@@ -72,13 +72,7 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 			if props, err = c.common.Properties(props); err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			switch typeName {
-			case protocol.TypeFile:
-				err = fileDefaults(props)
-			case protocol.TypeArchive:
-				err = archiveDefaults(props)
-			}
-			if err != nil {
+			if err := localDefaults(typeName, props); err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
 			return a.ensure(typeName, c, props)

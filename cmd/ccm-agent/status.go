@@ -50,14 +50,14 @@ func (a *app) status(typeName, name string, js bool, ff *factFlags) error {
 		return err
 	}
 	props := map[string]any{"name": name}
-	switch typeName {
-	case protocol.TypePackage:
+	if typeName == protocol.TypePackage {
 		// Asking for absent reads the package without asking the package
 		// manager whether it could be installed: a package that is not
 		// installed is reported "absent" (as CCM does), not an error,
 		// whether or not a repository has it.
 		props["ensure"] = "absent"
-	case protocol.TypeFile:
+	}
+	if typeName == protocol.TypeFile {
 		props["ensure"] = "present"
 		if fi, err := os.Lstat(name); err == nil && fi.IsDir() {
 			props["ensure"] = "directory"

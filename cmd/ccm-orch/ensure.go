@@ -62,7 +62,7 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	if !o.execTimeout {
 		refuseFlag(cmd, "timeout", "--timeout is only an exec command's own timeout; how long hosts have to reply is --reply-timeout")
 	}
-	program.DurationVar(cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s)").PlaceHolder("DURATION"), &c.timeout)
+	program.DurationVar(cmd.Flag("reply-timeout", "How long each host has to reply once asked (default 10s; 5m for a package, or a manifest holding one)").PlaceHolder("DURATION"), &c.timeout)
 	c.discovery.register(cmd)
 	program.DurationVar(cmd.Flag("ttl", "How long after sending hosts may still start the request").Default("1m"), &c.ttl)
 	cmd.Flag("batch", "Ask at most N hosts (or N% of them) at a time, the next as soon as one finishes").PlaceHolder("N|N%").StringVar(&c.batch)

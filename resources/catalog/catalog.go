@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/applytype"
@@ -49,9 +50,32 @@ type Entry struct {
 	// FetchesURLs reports whether the type fetches http or https URLs
 	// (declared as URL host objects), which a signer's net.urls judge.
 	FetchesURLs bool
+	// ReplyTimeout, when set, is how long a fleet request holding a
+	// resource of the type waits for each host's reply by default, where
+	// the type is slower than the fleet's default allows (a package
+	// manager fetching and installing); see ReplyTimeout.
+	ReplyTimeout time.Duration
 	// declare lists the host objects of properties of this type (its
 	// own: Objects adds the shared ones).
 	declare func(props resources.Properties, workingDir string) []HostObject
+}
+
+// PackageReplyTimeout is a package resource's ReplyTimeout: apt and dnf
+// fetch and install for tens of seconds on a real host (longer while they
+// wait for another holder of their lock), well past a fleet request's
+// default reply timeout.
+const PackageReplyTimeout = 5 * time.Minute
+
+// ReplyTimeout is the longest ReplyTimeout of the named types, or 0 when
+// none has one.
+func ReplyTimeout(types ...string) time.Duration {
+	var d time.Duration
+	for _, t := range types {
+		if e, ok := Lookup(t); ok && e.ReplyTimeout > d {
+			d = e.ReplyTimeout
+		}
+	}
+	return d
 }
 
 // entries is the catalog, sorted by name. Each declaration reads the
@@ -67,7 +91,7 @@ var entries = []Entry{
 	{Name: "file", Type: filetype.Type{}, Providers: []string{"posix"}, declare: typed(fileObjects),
 		Command: fileCommand, BundleSource: true},
 	{Name: "package", Type: pkgtype.Type{}, Providers: []string{"apt", "dnf"}, declare: typed(packageObjects),
-		Command: packageCommand},
+		Command: packageCommand, ReplyTimeout: PackageReplyTimeout},
 	{Name: "scaffold", Type: scaffoldtype.Type{}, Providers: []string{"choria"}, declare: typed(scaffoldObjects),
 		Command: scaffoldCommand, BundleSource: true,
 		Positional: &Positional{Property: "source", Help: "or the source, as in CCM (NAME SOURCE [ENSURE])", EnsureAfter: true, sets: notPresence}},
