@@ -43,7 +43,7 @@ type Rules struct {
 	// Hosts are --where terms and "select: EXPR" entries (a compound
 	// expression, see protocol.ParseSelect), ANDed, that the agent's facts
 	// must match (allow) or that, all matching, refuse the host (deny).
-	Hosts []string `json:"hosts,omitempty" yaml:"hosts"`
+	Hosts HostEntries `json:"hosts,omitempty" yaml:"hosts"`
 	// Exec restricts commands: exec resources (command, onlyif, unless)
 	// and scaffold post commands.
 	Exec *Exec `json:"exec,omitempty" yaml:"exec"`
