@@ -101,7 +101,7 @@ func ParseSelect(src string) (*Select, error) {
 		if src[p.pos] == ')' {
 			return nil, selectError(src, p.pos, "')' without a matching '('")
 		}
-		return nil, selectError(src, p.pos, "expected 'and', 'or' or the end, got %s", p.near())
+		return nil, selectError(src, p.pos, "expected 'and', 'or' or the end, got %s%s", p.near(), keywordHint(src[p.pos:]))
 	}
 	s := &Select{Root: root}
 	if s.eval, err = compileSelect(root); err != nil {
@@ -353,11 +353,7 @@ func (p *selectParser) parseTerm() (SelectNode, error) {
 		if p.pos > save && p.operator() != "" {
 			return SelectNode{}, selectError(p.src, save, "no spaces around a term's operator: write %s%s... (quote a value that holds spaces)", key, p.operator())
 		}
-		hint := ""
-		if k := strings.ToLower(key); k == SelectAnd || k == SelectOr || k == SelectNot {
-			hint = " (the keywords are lower case: and, or, not)"
-		}
-		return SelectNode{}, selectError(p.src, p.pos, "expected an operator (=, !=, =~, !~, <, <=, >, >=) after %q, got %s%s", key, p.near(), hint)
+		return SelectNode{}, selectError(p.src, p.pos, "expected an operator (=, !=, =~, !~, <, <=, >, >=) after %q, got %s%s", key, p.near(), keywordHint(key))
 	}
 	p.pos += len(op)
 	valueAt := p.pos
@@ -374,6 +370,19 @@ func (p *selectParser) parseTerm() (SelectNode, error) {
 		return SelectNode{}, selectError(p.src, valueAt, "%s", AsError(err).Message)
 	}
 	return SelectNode{Op: SelectTerm, Term: &t}, nil
+}
+
+// keywordHint is a hint when s starts with a keyword not in lower case.
+func keywordHint(s string) string {
+	word := s
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < 128 && (isSelectSpace(byte(r)) || r == '(') }); i >= 0 {
+		word = s[:i]
+	}
+	switch strings.ToLower(word) {
+	case SelectAnd, SelectOr, SelectNot:
+		return " (the keywords are lower case: and, or, not)"
+	}
+	return ""
 }
 
 // operator is the term operator at the current position, "" for none.

@@ -105,7 +105,7 @@ var _ = Describe("ParseSelect", func() {
 		Entry("an empty group", "()", "at 2: expected a term, '(' or 'not' before ')'"),
 		Entry("a dangling and", "os=debian and", "at 14: expected a term, '(' or 'not', got the end"),
 		Entry("two terms without a keyword", "os=debian role=web", "at 11: expected 'and', 'or' or the end, got \"role=web\""),
-		Entry("upper-case keyword", "os=debian AND role=web", "at 11: expected 'and', 'or' or the end, got \"AND\""),
+		Entry("upper-case keyword", "os=debian AND role=web", "at 11: expected 'and', 'or' or the end, got \"AND\" (the keywords are lower case: and, or, not)"),
 		Entry("upper-case keyword first", "NOT os=debian", "at 5: expected an operator (=, !=, =~, !~, <, <=, >, >=) after \"NOT\", got \"os=debian\" (the keywords are lower case: and, or, not)"),
 		Entry("no operator", "os", "at 3: expected an operator (=, !=, =~, !~, <, <=, >, >=) after \"os\", got the end"),
 		Entry("no value", "os= and role=web", "at 4: expected a value right after \"=\" (write \"\" for an empty one)"),
