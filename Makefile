@@ -27,7 +27,7 @@ BENCH_FLAGS  ?=
 # (fuzz-smoke), for FUZZTIME each in make fuzz. A crasher is saved under the
 # package's testdata/fuzz and replayed by every later go test.
 FUZZ_TARGETS := ./protocol:FuzzDecodeFleetRequest ./protocol:FuzzDecodeFleetReply \
-	./protocol:FuzzParseFilter ./protocol:FuzzTokenRoundTrip \
+	./protocol:FuzzParseFilter ./protocol:FuzzParseSelect ./protocol:FuzzTokenRoundTrip \
 	./resources/templates:FuzzRenderJet ./resources/templates:FuzzExpand \
 	./resources/templates:FuzzSandboxGo ./providers/scaffoldchoria:FuzzScaffold
 FUZZTIME     ?= 2m

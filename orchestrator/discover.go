@@ -202,8 +202,10 @@ func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) 
 }
 
 // localFilter is the part of f that announced facts can answer: the host
-// terms and the terms on top-level facts. Terms on nested facts (dotted keys)
-// are not announced and stay the agent's to check.
+// terms, the terms on top-level facts, and the select expression when it
+// has no term on a nested fact. Terms on nested facts (dotted keys) are not
+// announced and stay the agent's to check (a select expression is one
+// judgement: a part of it cannot be checked alone).
 func localFilter(f *protocol.Filter) *protocol.Filter {
 	if f == nil {
 		return nil
@@ -213,6 +215,9 @@ func localFilter(f *protocol.Filter) *protocol.Filter {
 		if !strings.Contains(t.Key, ".") {
 			local.Where = append(local.Where, t)
 		}
+	}
+	if f.Select != "" && len(nestedTerms(&protocol.Filter{Select: f.Select})) == 0 {
+		local.Select = f.Select
 	}
 	_ = local.Compile() // parts of a compiled filter compile
 	return local

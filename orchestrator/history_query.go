@@ -186,7 +186,8 @@ func DescribeRequest(r *protocol.HistoryRequest) string {
 }
 
 // FilterString writes a filter as on the command line: its terms, then
-// host=ID for each --host, separated by spaces; "" for no filter.
+// host=ID for each --host, then select(EXPR) for a select expression,
+// separated by spaces; "" for no filter.
 func FilterString(f *protocol.Filter) string {
 	if f == nil {
 		return ""
@@ -197,6 +198,9 @@ func FilterString(f *protocol.Filter) string {
 	}
 	for _, h := range f.Hosts {
 		parts = append(parts, "host="+h)
+	}
+	if f.Select != "" {
+		parts = append(parts, "select("+f.Select+")")
 	}
 	return strings.Join(parts, " ")
 }

@@ -197,13 +197,11 @@ func (c *Client) registryNodes(ctx context.Context, opts DiscoverOptions) (regis
 // its bucket was found.
 const registryReadTimeout = 30 * time.Second
 
-// nestedTerms lists the filter's terms on nested facts (dotted keys).
+// nestedTerms lists the filter's terms on nested facts (dotted keys),
+// its select expression's included.
 func nestedTerms(f *protocol.Filter) []string {
-	if f == nil {
-		return nil
-	}
 	var out []string
-	for _, t := range f.Where {
+	for _, t := range f.Terms() {
 		if strings.Contains(t.Key, ".") {
 			out = append(out, t.String())
 		}

@@ -196,12 +196,12 @@ func ManifestTimeout(m *manifest.Manifest) time.Duration {
 
 // explicitHosts returns the expected set when it is known without
 // discovery: Hosts, or the filter's --host identities when the filter has
-// only exact identities and no --where terms.
+// only exact identities and no --where terms or select expression.
 func (r *Request) explicitHosts() ([]string, bool) {
 	if len(r.Hosts) > 0 {
 		return uniqueSorted(r.Hosts), true
 	}
-	if r.Filter != nil && len(r.Filter.Where) == 0 {
+	if r.Filter != nil && len(r.Filter.Where) == 0 && r.Filter.Select == "" {
 		return exactHosts(r.Filter)
 	}
 	return nil, false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -58,17 +59,24 @@ type FilterTerm struct {
 func (t FilterTerm) String() string { return t.Key + t.Op + t.Value }
 
 // Filter selects hosts by their facts: every Where term must match (AND),
-// and when Hosts is not empty the host's identity must equal one of the
-// exact identities or match one of the /regex/ entries (OR among hosts).
-// An empty or nil Filter matches every host.
+// when Hosts is not empty the host's identity must equal one of the
+// exact identities or match one of the /regex/ entries (OR among hosts),
+// and when Select is set the host must match that compound expression too
+// (see ParseSelect). An empty or nil Filter matches every host.
 //
 // A Filter travels in the fleet request as {"where":[{"key","op","value"}],
-// "hosts":[...]}. ParseFilter, NewFilter and Compile compile it once; Match
+// "hosts":[...],"select":"EXPR"}, select omitted when empty so that a
+// request without one is what older agents read. An agent that predates
+// select decodes filters strictly and so refuses one carrying it
+// (bad_request, unknown key): it never runs a request meant for fewer
+// hosts. ParseFilter, NewFilter and Compile compile it once; Match
 // then uses the compiled form. Call Compile again after changing Where or
 // Hosts. A compiled Filter is safe for concurrent Match calls.
 type Filter struct {
 	Where []FilterTerm `json:"where,omitempty"`
 	Hosts []string     `json:"hosts,omitempty"`
+	// Select is a select expression (--select), ANDed with the rest.
+	Select string `json:"select,omitempty"`
 
 	compiled *compiledFilter
 }
@@ -77,6 +85,7 @@ type compiledFilter struct {
 	where   []compiledTerm
 	hostIDs map[string]struct{}
 	hostREs []*regexp.Regexp
+	sel     *Select
 }
 
 type compiledTerm struct {
@@ -141,6 +150,40 @@ func NewFilter(where, hosts []string) (*Filter, error) {
 	return f, f.Compile()
 }
 
+// NewFilterSelect is NewFilter with a select expression (--select) ANDed
+// to the terms; an empty sel is none. The filter keeps the expression in
+// its canonical form (Select.String). A bad expression's error wraps
+// ErrBadRequest and ErrSelect and starts with its position.
+func NewFilterSelect(where, hosts []string, sel string) (*Filter, error) {
+	f, err := NewFilter(where, hosts)
+	if err != nil || sel == "" {
+		return f, err
+	}
+	s, err := ParseSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	f.Select = s.String()
+	return f, f.Compile()
+}
+
+// Terms returns every term of the filter: the Where terms, then those of
+// its select expression (nil when it does not compile).
+func (f *Filter) Terms() []FilterTerm {
+	if f == nil {
+		return nil
+	}
+	out := slices.Clone(f.Where)
+	if f.Select != "" {
+		s, err := ParseSelect(f.Select)
+		if err != nil {
+			return nil
+		}
+		out = append(out, s.Terms()...)
+	}
+	return out
+}
+
 // Compile checks the filter and caches its compiled form for Match. A
 // filter received on the wire must be compiled (DecodeFleetRequest does it)
 // before it is trusted; errors wrap ErrBadRequest and name the term.
@@ -158,10 +201,11 @@ func (f *Filter) Compile() error {
 
 // Empty reports whether the filter has no terms and so matches every host.
 func (f *Filter) Empty() bool {
-	return f == nil || (len(f.Where) == 0 && len(f.Hosts) == 0)
+	return f == nil || (len(f.Where) == 0 && len(f.Hosts) == 0 && f.Select == "")
 }
 
-// Equalities returns the k=v terms, the candidates for narrowing a request
+// Equalities returns the k=v Where terms (a select expression's are not
+// all required), the candidates for narrowing a request
 // to a fact subject (ccm.v1.req.fact.<key>.<value>).
 func (f *Filter) Equalities() []FilterTerm {
 	if f == nil {
@@ -221,6 +265,13 @@ func compileFilter(f *Filter) (*compiledFilter, error) {
 			c.hostIDs = make(map[string]struct{}, len(f.Hosts))
 		}
 		c.hostIDs[id] = struct{}{}
+	}
+	if f.Select != "" {
+		s, err := ParseSelect(f.Select)
+		if err != nil {
+			return nil, within("select", err)
+		}
+		c.sel = s
 	}
 	return c, nil
 }

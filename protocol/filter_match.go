@@ -39,7 +39,7 @@ func (c *compiledFilter) match(facts map[string]any) bool {
 			return false
 		}
 	}
-	return true
+	return c.sel.Match(facts)
 }
 
 func (c *compiledFilter) matchHost(id string) bool {

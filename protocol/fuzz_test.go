@@ -2,6 +2,8 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +86,46 @@ func FuzzParseFilter(f *testing.F) {
 			t.Fatalf("filter %s matches differently after a round trip", b)
 		}
 		flt.Equalities()
+	})
+}
+
+// FuzzParseSelect checks that no input makes the select parser panic, that
+// an expression that parses prints to a canonical form that parses back to
+// the same tree (and prints the same again), and that the two match the
+// same facts.
+func FuzzParseSelect(f *testing.F) {
+	for _, seed := range []string{
+		"(os=debian and role=web) or env=prod", "not not a=1", "os=~^(a|b)$", `m="a \"b\" \\c"`,
+		`m='x y'`, `m=""`, "not(role=db)", "cpus>=4 and cpus<16 or os!~^r", "((a=1))", "(a=(x)",
+		"a=1 or (b=2 or c=3)", "not=1 and and=2", "os==x", "é=1", "a=\xff", "((((", "a=1)",
+	} {
+		f.Add(seed)
+	}
+	facts := map[string]any{
+		"identity": "web1", "os": "debian", "role": "web", "cpus": float64(4), "m": "x y",
+		"a": "1", "disks": []any{map[string]any{"name": "sda"}},
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		s, err := protocol.ParseSelect(expr)
+		if err != nil {
+			if !errors.Is(err, protocol.ErrSelect) || !errors.Is(err, protocol.ErrBadRequest) {
+				t.Fatalf("ParseSelect(%q): %v is not ErrSelect and ErrBadRequest", expr, err)
+			}
+			return
+		}
+		printed := s.String()
+		back, err := protocol.ParseSelect(printed)
+		if err != nil {
+			t.Fatalf("ParseSelect(%q) printed %q, which does not parse: %v", expr, printed, err)
+		}
+		if !reflect.DeepEqual(back.Root, s.Root) {
+			t.Fatalf("ParseSelect(%q) printed %q, which parses to another tree:\n%#v\n%#v", expr, printed, s.Root, back.Root)
+		}
+		if again := back.String(); again != printed {
+			t.Fatalf("%q printed %q, then %q", expr, printed, again)
+		}
+		if s.Match(facts) != back.Match(facts) {
+			t.Fatalf("%q and its canonical %q match differently", expr, printed)
+		}
 	})
 }

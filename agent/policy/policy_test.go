@@ -139,7 +139,7 @@ var _ = Describe("Policy", func() {
 		Expect(err).ToNot(HaveOccurred())
 		Expect(p.Signers).To(HaveLen(3))
 		Expect(p.Signers[1].Name).To(Equal("web"))
-		Expect(p.Signers[1].Hosts).To(Equal([]string{"role=web"}))
+		Expect([]string(p.Signers[1].Hosts)).To(Equal([]string{"role=web"}))
 		Expect(p.Signers[1].Exec.Commands).To(ContainElement("/usr/sbin/nginx -s reload"))
 		Expect(p.Signers[1].Deny.File.Paths).To(Equal([]string{"/etc/nginx/ssl/"}))
 		Expect(p.Signers[2].NoopOnly).To(BeTrue())

@@ -144,7 +144,9 @@ func (c *compiled) needs(types []string, what string, appliesTo ...string) error
 	return bad("%s%s: the signer is not allowed %s, so the rule can never apply", c.side, what, strings.Join(appliesTo, " or "))
 }
 
-// compileHosts parses the hosts terms, a --where filter, when set.
+// compileHosts parses the hosts entries, when set: --where terms and
+// "select: EXPR" entries (see protocol.ParseSelect), all ANDed into one
+// filter, judged by the code that judges a request's filter.
 func (c *compiled) compileHosts(hosts []string) error {
 	if hosts == nil {
 		return nil
@@ -152,15 +154,58 @@ func (c *compiled) compileHosts(hosts []string) error {
 	if len(hosts) == 0 {
 		return bad("%shosts: empty; leave it out to allow every host", c.side)
 	}
-	f, err := protocol.ParseFilter(hosts)
+	var where, sels []string
+	for i, h := range hosts {
+		expr, ok := SelectEntry(h)
+		if !ok {
+			where = append(where, h)
+			continue
+		}
+		s, err := protocol.ParseSelect(expr)
+		if err != nil {
+			return bad("%shosts[%d] %.80q: select: %s", c.side, i, h, protocol.AsError(err).Message)
+		}
+		sels = append(sels, s.String())
+	}
+	f, err := protocol.ParseFilter(where)
 	if err != nil {
 		return bad("%shosts: %s", c.side, protocol.AsError(err).Message)
 	}
-	c.hosts, c.terms = f, make([]string, len(f.Where))
-	for i, t := range f.Where {
-		c.terms[i] = t.String()
+	switch len(sels) {
+	case 0:
+	case 1:
+		f.Select = sels[0]
+	default:
+		f.Select = "(" + strings.Join(sels, ") and (") + ")"
 	}
+	if err := f.Compile(); err != nil {
+		return bad("%shosts: its select entries together: %s", c.side, protocol.AsError(err).Message)
+	}
+	// The entries as judged, in the order written.
+	c.terms = make([]string, 0, len(hosts))
+	w, s := 0, 0
+	for _, h := range hosts {
+		if _, ok := SelectEntry(h); ok {
+			c.terms = append(c.terms, selectPrefix+" "+sels[s])
+			s++
+			continue
+		}
+		c.terms = append(c.terms, f.Where[w].String())
+		w++
+	}
+	c.hosts = f
 	return noDuplicates(c.side+"hosts", c.terms)
+}
+
+// selectPrefix starts a hosts entry that is a select expression.
+const selectPrefix = "select:"
+
+// SelectEntry returns the expression of a hosts entry written
+// "select: EXPR" (ok false for a --where term, which cannot start so: ':'
+// is not a fact name character).
+func SelectEntry(entry string) (expr string, ok bool) {
+	expr, ok = strings.CutPrefix(strings.TrimSpace(entry), selectPrefix)
+	return strings.TrimSpace(expr), ok
 }
 
 // compileExec compiles the exec scope when set. On the allow side,

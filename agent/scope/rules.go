@@ -40,9 +40,10 @@ const (
 // Rules are a signer's scopes, or its deny rules: each field left out
 // places no restriction (allow) or denies nothing (deny).
 type Rules struct {
-	// Hosts are --where terms (ANDed) the agent's facts must match
-	// (allow) or that, all matching, refuse the host (deny).
-	Hosts []string `json:"hosts,omitempty" yaml:"hosts"`
+	// Hosts are --where terms and "select: EXPR" entries (a compound
+	// expression, see protocol.ParseSelect), ANDed, that the agent's facts
+	// must match (allow) or that, all matching, refuse the host (deny).
+	Hosts HostEntries `json:"hosts,omitempty" yaml:"hosts"`
 	// Exec restricts commands: exec resources (command, onlyif, unless)
 	// and scaffold post commands.
 	Exec *Exec `json:"exec,omitempty" yaml:"exec"`

@@ -23,23 +23,41 @@ import (
 // errNoMatch is the line printed when a filter selects nobody.
 var errNoMatch = errors.New("no host matched the filter")
 
-// filterFlags are --where and --host.
+// filterFlags are --where, --host and --select.
 type filterFlags struct {
 	where []string
 	hosts []string
+	sel   string
+	// selSet: --select was given, even empty (an empty expression is
+	// refused, not read as "every host").
+	selSet bool
 }
 
 func (f *filterFlags) register(cmd *fisk.CmdClause) {
 	cmd.Flag("where", "Select hosts by fact: k=v, k!=v, k=~re, k!~re, k<n, k<=n, k>n, k>=n (repeatable, ANDed)").
 		Short('W').PlaceHolder("FILTER").StringsVar(&f.where)
 	cmd.Flag("host", "Select a host by identity, or /regex/ (repeatable)").PlaceHolder("ID").StringsVar(&f.hosts)
+	cmd.Flag("select", "Select hosts by a compound expression of --where terms with and, or, not and parentheses: \"(os=debian and role=web) or role=db\" (ANDed with --where and --host)").
+		Short('S').PlaceHolder("EXPR").IsSetByUser(&f.selSet).StringVar(&f.sel)
 }
 
-// filter parses the flags; a filter that cannot parse is a usage error.
+// filter parses the flags; a filter that cannot parse is a usage error,
+// a select expression's naming the flag and the position of the fault
+// ("--select: at 17: expected ')' ...").
 func (f *filterFlags) filter() (*protocol.Filter, error) {
 	flt, err := protocol.NewFilter(f.where, f.hosts)
 	if err != nil {
 		return nil, program.Exit(protocol.ExitError, protocol.Plain(err))
+	}
+	if f.selSet {
+		s, err := protocol.ParseSelect(f.sel)
+		if err != nil {
+			return nil, program.Exit(protocol.ExitError, fmt.Errorf("--select: %w", protocol.Plain(err)))
+		}
+		flt.Select = s.String()
+		if err := flt.Compile(); err != nil {
+			return nil, program.Exit(protocol.ExitError, fmt.Errorf("--select: %w", protocol.Plain(err)))
+		}
 	}
 	if flt.Empty() {
 		return nil, nil
