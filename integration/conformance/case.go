@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"net/http"
+	"net/http/httptest"
 	"os/user"
 	"path/filepath"
 	"regexp"
@@ -18,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -41,6 +46,12 @@ type Case struct {
 	// Files are written into the case's directory before the first run
 	// (name: content); {{dir}} in a content is the directory.
 	Files map[string]string `yaml:"files"`
+	// Archives are .tar.gz files written into the directory (name: the
+	// files they hold, name: content).
+	Archives map[string]map[string]string `yaml:"archives"`
+	// Serve: the directory is served over HTTP on loopback while the runs
+	// run, at {{url}}.
+	Serve bool `yaml:"serve"`
 	// Runs are the command lines, run in order in the case's directory,
 	// without the binary's name; {{dir}} is the directory.
 	Runs [][]string `yaml:"runs"`
@@ -71,7 +82,7 @@ type Result struct {
 type File struct {
 	Mode    string `json:"mode,omitempty"`
 	Owner   string `json:"owner,omitempty"`
-	Content string `json:"content,omitempty"` // up to 256 bytes, else its sha256
+	Content string `json:"content,omitempty"` // up to 256 bytes of text, else its sha256
 	Absent  bool   `json:"absent,omitempty"`
 }
 
@@ -137,6 +148,17 @@ func Run(ctx context.Context, bin, base string, c Case, ours bool) ([]Observatio
 			return nil, err
 		}
 	}
+	for name, files := range c.Archives {
+		if err := writeTarGz(filepath.Join(dir, name), files); err != nil {
+			return nil, err
+		}
+	}
+	url := ""
+	if c.Serve {
+		srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+		defer srv.Close()
+		url = srv.URL
+	}
 	runs := c.Runs
 	if ours && c.Ours != nil {
 		runs = c.Ours
@@ -145,7 +167,7 @@ func Run(ctx context.Context, bin, base string, c Case, ours bool) ([]Observatio
 	for _, argv := range runs {
 		args := make([]string, len(argv))
 		for i, a := range argv {
-			args[i] = strings.ReplaceAll(a, "{{dir}}", dir)
+			args[i] = strings.ReplaceAll(strings.ReplaceAll(a, "{{dir}}", dir), "{{url}}", url)
 		}
 		rctx, cancel := context.WithTimeout(ctx, runTimeout)
 		cmd := exec.CommandContext(rctx, bin, args...)
@@ -154,6 +176,9 @@ func Run(ctx context.Context, bin, base string, c Case, ours bool) ([]Observatio
 		out, err := cmd.CombinedOutput()
 		cancel()
 		o := Observation{Output: strings.ReplaceAll(string(out), dir, "{{dir}}")}
+		if url != "" {
+			o.Output = strings.ReplaceAll(o.Output, url, "{{url}}")
+		}
 		var exit *exec.ExitError
 		switch {
 		case errors.As(err, &exit):
@@ -162,6 +187,11 @@ func Run(ctx context.Context, bin, base string, c Case, ours bool) ([]Observatio
 			return nil, fmt.Errorf("case %q: %s %s: %w", c.Name, bin, strings.Join(args, " "), err)
 		}
 		o.Results = results(o.Output)
+		for i := range o.Results {
+			if url != "" {
+				o.Results[i].Ref = strings.ReplaceAll(o.Results[i].Ref, url, "{{url}}")
+			}
+		}
 		if c.Document {
 			o.Document = document(out, c.Ignore)
 		}
@@ -242,7 +272,7 @@ func watched(dir string, names []string) map[string]File {
 		}
 		if fi.Mode().IsRegular() {
 			b, _ := os.ReadFile(p)
-			if len(b) <= 256 {
+			if len(b) <= 256 && utf8.Valid(b) {
 				f.Content = string(b)
 			} else {
 				sum := sha256.Sum256(b)
@@ -294,4 +324,33 @@ func LoadRecording(path string) (Recording, error) {
 		return r, fmt.Errorf("conformance recording %s: %w", path, err)
 	}
 	return r, nil
+}
+
+// writeTarGz writes a .tar.gz holding files (name: content, mode 0644).
+func writeTarGz(path string, files map[string]string) error {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		body := files[n]
+		hdr := &tar.Header{Name: n, Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(1700000000, 0), Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
