@@ -10,10 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"regexp"
@@ -65,10 +65,16 @@ type Case struct {
 	// rather than on the program).
 	Document bool     `yaml:"document"`
 	Ignore   []string `yaml:"ignore"`
-	// Verdict, Doc and Why: see the verdict constants.
-	Verdict string `yaml:"verdict"`
-	Doc     string `yaml:"doc"`
-	Why     string `yaml:"why"`
+	// Verdict, Doc and Why: see the verdict constants. A Differs or CCMBug
+	// case names the aspects that differ (DifferIn: exit, results, files,
+	// document); every other aspect must still be CCM's. A CCMBug case
+	// gives in Expect the contents its documentation shows for watched
+	// files after the last run (name: content), which ccm-agent must write.
+	Verdict  string            `yaml:"verdict"`
+	DifferIn []string          `yaml:"differ_in"`
+	Expect   map[string]string `yaml:"expect"`
+	Doc      string            `yaml:"doc"`
+	Why      string            `yaml:"why"`
 }
 
 // Result is what one resource's line said.
@@ -120,6 +126,10 @@ func Load(path string) ([]Case, error) {
 			return nil, fmt.Errorf("conformance table %s: case %q: verdict %q is not same, differs or ccm-bug", path, c.Name, c.Verdict)
 		case c.Verdict != Same && (c.Doc == "" || c.Why == ""):
 			return nil, fmt.Errorf("conformance table %s: case %q: a %s case needs doc and why", path, c.Name, c.Verdict)
+		case c.Verdict != Same && len(c.DifferIn) == 0, c.Verdict == Same && len(c.DifferIn) > 0:
+			return nil, fmt.Errorf("conformance table %s: case %q: differ_in names what a differs or ccm-bug case differs in, and only there", path, c.Name)
+		case c.Verdict == CCMBug && len(c.Expect) == 0:
+			return nil, fmt.Errorf("conformance table %s: case %q: a ccm-bug case says what its documentation shows (expect)", path, c.Name)
 		case c.Ours != nil && (c.Verdict == Same || len(c.Ours) != len(c.Runs)):
 			return nil, fmt.Errorf("conformance table %s: case %q: ours is for a differing spelling, one per run", path, c.Name)
 		}
@@ -205,6 +215,8 @@ var (
 	// ccmLine is CCM's line for a resource: " WARN  file#/x changed ensure=present ... noop=Would have ..."
 	// (a name may hold spaces: "exec#/bin/touch /x changed ...").
 	ccmLine = regexp.MustCompile(`^\s*(?:\x1b\[[0-9;]*m)?\s*(?:DEBUG|INFO|WARN|ERROR)\s*(?:\x1b\[[0-9;]*m)?\s+(\S+?#.+?) (changed|stable|failed|skipped|refreshed)( .*)?$`)
+	// notApplied is ccm-agent's line for a resource fail_on_error left out.
+	notApplied = regexp.MustCompile(`^\s*WARN\s+\S+?#.+? not applied: `)
 	// ourLine is ccm-agent's: "file#/x changed (present) in 1ms", "file#/x would change: MESSAGE"
 	ourLine = regexp.MustCompile(`^(\S+?#.+?) (changed|stable|failed|skipped|refreshed|would change)((?:[ :]).*)?$`)
 )
@@ -213,6 +225,9 @@ var (
 func results(out string) []Result {
 	var rs []Result
 	for _, line := range strings.Split(out, "\n") {
+		if notApplied.MatchString(line) {
+			continue // ours names what fail_on_error left out; CCM prints nothing
+		}
 		if m := ccmLine.FindStringSubmatch(line); m != nil {
 			r := Result{Ref: m[1], Outcome: m[2]}
 			if _, noop, ok := strings.Cut(m[3], " noop="); ok {

@@ -8,31 +8,73 @@ import (
 	"strings"
 )
 
+// Aspects of an observation that are compared.
+const (
+	AspectExit     = "exit"
+	AspectResults  = "results"
+	AspectFiles    = "files"
+	AspectDocument = "document"
+)
+
+// Difference is one way ours differs from CCM's observation of a run.
+type Difference struct {
+	Run    int
+	Aspect string
+	Text   string
+}
+
+func (d Difference) String() string { return fmt.Sprintf("run %d: %s: %s", d.Run, d.Aspect, d.Text) }
+
 // Diff lists how ours differs from CCM's observations of the same case,
-// run by run; empty when they agree on everything compared (exit code,
-// resource outcomes and noop messages, watched files, document).
-func Diff(ccm, ours []Observation) []string {
-	var out []string
+// run by run; empty when they agree on everything compared: the exit code,
+// the resources' outcomes and noop messages, the watched files and the
+// document. A noop message of ours agrees when it is CCM's sentence
+// followed by ": " and what differs (a documented difference: see
+// NoopDetailRow).
+func Diff(ccm, ours []Observation) []Difference {
 	if len(ccm) != len(ours) {
-		return []string{fmt.Sprintf("CCM has %d runs recorded, ccm-agent ran %d", len(ccm), len(ours))}
+		return []Difference{{Aspect: "runs", Text: fmt.Sprintf("CCM has %d runs recorded, ccm-agent ran %d", len(ccm), len(ours))}}
 	}
+	var out []Difference
 	for i := range ccm {
 		c, o := ccm[i], ours[i]
-		run := fmt.Sprintf("run %d: ", i+1)
-		if c.Exit != o.Exit {
-			out = append(out, fmt.Sprintf("%sexit %d, CCM %d", run, o.Exit, c.Exit))
+		add := func(aspect, format string, args ...any) {
+			out = append(out, Difference{Run: i + 1, Aspect: aspect, Text: fmt.Sprintf(format, args...)})
 		}
-		if !reflect.DeepEqual(c.Results, o.Results) {
-			out = append(out, fmt.Sprintf("%sresources %s, CCM %s", run, results2s(o.Results), results2s(c.Results)))
+		if c.Exit != o.Exit {
+			add(AspectExit, "%d, CCM %d", o.Exit, c.Exit)
+		}
+		if !sameResults(c.Results, o.Results) {
+			add(AspectResults, "%s, CCM %s", results2s(o.Results), results2s(c.Results))
 		}
 		if !reflect.DeepEqual(c.Files, o.Files) {
-			out = append(out, fmt.Sprintf("%sfiles %v, CCM %v", run, o.Files, c.Files))
+			add(AspectFiles, "%v, CCM %v", o.Files, c.Files)
 		}
 		if !sameJSON(c.Document, o.Document) {
-			out = append(out, fmt.Sprintf("%sdocument %s, CCM %s", run, o.Document, c.Document))
+			add(AspectDocument, "%s, CCM %s", o.Document, c.Document)
 		}
 	}
 	return out
+}
+
+// NoopDetailRow is the row of docs/coming-from-ccm.md that says ccm-agent's
+// noop messages carry what differs after CCM's sentence.
+const NoopDetailRow = "A noop message is followed by what differs"
+
+func sameResults(ccm, ours []Result) bool {
+	if len(ccm) != len(ours) {
+		return false
+	}
+	for i := range ccm {
+		c, o := ccm[i], ours[i]
+		if c.Ref != o.Ref || c.Outcome != o.Outcome {
+			return false
+		}
+		if c.Noop != o.Noop && !strings.HasPrefix(o.Noop, c.Noop+": ") {
+			return false
+		}
+	}
+	return true
 }
 
 // sameJSON reports whether two documents hold the same value, however
