@@ -201,7 +201,9 @@ var _ = Describe("ccm-orch ensure service nginx --where os=debian, end to end on
 		Expect(f.StartBroker(ctx)).To(Succeed())
 		restarted := time.Now()
 		Eventually(func(g Gomega) {
-			res, _ := f.Orch(ctx, "ensure", "package", "nginx", "--where", "os=debian", "--where", "role=web", "--json")
+			// A short reply timeout: while the agents are still away, each
+			// try ends in 10s (a package's default wait is 5m).
+			res, _ := f.Orch(ctx, "ensure", "package", "nginx", "--where", "os=debian", "--where", "role=web", "--reply-timeout", "10s", "--json")
 			var r report
 			g.Expect(json.Unmarshal([]byte(res.Stdout), &r)).To(Succeed(), res.Stdout+res.Stderr)
 			g.Expect(r.outcomes()).To(Equal(map[string]string{"lab1": "ok", "lab2": "ok"}))

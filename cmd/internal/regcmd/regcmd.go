@@ -236,6 +236,22 @@ func (a *Env) registrationInit(stream string, replicas int, maxAge time.Duration
 	return nil
 }
 
+// withRegistration connects (until a signal ends it), runs fn against
+// JetStream and disconnects; fn's error is an ExitError.
+func (a *Env) withRegistration(c *connflags.Flags, fn func(context.Context, jetstream.JetStream) error) error {
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	js, done, err := a.registrationJS(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := fn(ctx, js); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	return nil
+}
+
 func (a *Env) registrationJS(ctx context.Context, c *connflags.Flags) (jetstream.JetStream, func(), error) {
 	nc, err := a.connect(ctx, c)
 	if err != nil {
@@ -307,15 +323,11 @@ func (a *Env) registrationUnbind(host, stream string, force bool, c *connflags.F
 	if !force && !a.confirm(fmt.Sprintf("Free the host name %s for the next key that registers it?", host)) {
 		return program.Exit(protocol.ExitError, fmt.Errorf("not unbound"))
 	}
-	ctx, cancel := a.signalContext()
-	defer cancel()
-	js, done, err := a.registrationJS(ctx, c)
+	err := a.withRegistration(c, func(ctx context.Context, js jetstream.JetStream) error {
+		return registration.Unbind(ctx, js, stream, host)
+	})
 	if err != nil {
 		return err
-	}
-	defer done()
-	if err := registration.Unbind(ctx, js, stream, host); err != nil {
-		return program.Exit(protocol.ExitError, err)
 	}
 	fmt.Fprintf(a.Stdout, "unbound %s\n", host)
 	return nil
@@ -379,15 +391,11 @@ func (a *Env) registrationRm(e *registration.Entry, stream string, force bool, c
 	if !force && !a.confirm(fmt.Sprintf("Remove %s %s://%s:%d from %s?", e.Service, e.Protocol, e.Address, e.Port, e.Cluster)) {
 		return program.Exit(protocol.ExitError, fmt.Errorf("not removed"))
 	}
-	ctx, cancel := a.signalContext()
-	defer cancel()
-	js, done, err := a.registrationJS(ctx, c)
+	err := a.withRegistration(c, func(ctx context.Context, js jetstream.JetStream) error {
+		return registration.Remove(ctx, js, stream, e)
+	})
 	if err != nil {
 		return err
-	}
-	defer done()
-	if err := registration.Remove(ctx, js, stream, e); err != nil {
-		return program.Exit(protocol.ExitError, err)
 	}
 	fmt.Fprintf(a.Stdout, "removed %s\n", e.Subject())
 	return nil
