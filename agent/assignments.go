@@ -176,6 +176,7 @@ func (s *assigner) run(ctx, jobs context.Context) {
 				return
 			}
 			if e != nil {
+				s.factsFirst()
 				s.update(e)
 			}
 		case <-a.facts.assign:
@@ -200,6 +201,17 @@ func (s *assigner) run(ctx, jobs context.Context) {
 		s.takeDelivered(w.Updates())
 		s.runDue(jobs)
 		timer.Reset(s.wait())
+	}
+}
+
+// factsFirst takes a change of facts already signalled before a revision
+// is judged: facts put in force before the revision arrived select (or no
+// longer select) this host for it, whichever of the two select saw first.
+func (s *assigner) factsFirst() {
+	select {
+	case <-s.a.facts.assign:
+		s.reselect()
+	default:
 	}
 }
 

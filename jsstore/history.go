@@ -99,6 +99,12 @@ type ReadOptions struct {
 	// reader that polls passes one past the last record it saw). Set
 	// Since or StartSeq, not both: StartSeq wins.
 	StartSeq uint64
+	// Consistent makes the read deliver at least every record the
+	// stream's leader held on Filter when the read began, even when the
+	// replica serving it lags (see caughtup.go). It costs one count of
+	// Filter's subjects at the leader: set it for a bounded filter (one
+	// run's), with neither Since nor StartSeq.
+	Consistent bool
 }
 
 // Read calls fn with every record opts select, in stream order, until it
@@ -128,6 +134,20 @@ func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func
 		cfg.OptStartSeq = opts.StartSeq
 		cfg.OptStartTime = nil
 	}
+	var (
+		want uint64
+		err  error
+	)
+	if opts.Consistent {
+		if !since.IsZero() || opts.StartSeq > 0 {
+			return errors.New("history read: a consistent read counts every record on its filter, so it takes neither Since nor StartSeq")
+		}
+		// Counted before the consumer exists: every record the leader
+		// holds now is one the read must deliver.
+		if want, err = leaderCount(ctx, js, opts.Filter); err != nil {
+			return historyError(err)
+		}
+	}
 	cons, err := js.CreateConsumer(ctx, protocol.HistoryStream, cfg)
 	if err != nil {
 		return historyError(err)
@@ -137,8 +157,17 @@ func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func
 		defer cancel()
 		_ = js.DeleteConsumer(dctx, protocol.HistoryStream, cons.CachedInfo().Name)
 	}()
+	made := time.Now()
 	pending := cons.CachedInfo().NumPending
-	for pending > 0 {
+	var delivered uint64
+	for pending > 0 || delivered < want {
+		if pending == 0 {
+			// The consumer's replica has not yet stored records its
+			// leader counted.
+			if pending, err = awaitPending(ctx, cons, delivered, want); err != nil {
+				return historyError(err)
+			}
+		}
 		batch, err := cons.FetchNoWait(readBatch)
 		if err != nil {
 			return historyError(err)
@@ -146,6 +175,7 @@ func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func
 		got := 0
 		for m := range batch.Messages() {
 			got++
+			delivered++
 			meta, err := m.Metadata()
 			if err != nil {
 				continue
@@ -167,7 +197,12 @@ func Read(ctx context.Context, js jetstream.JetStream, opts ReadOptions, fn func
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return historyError(err)
+			// A consumer just made on another server of a cluster takes
+			// pull requests once its interest crossed the route: until
+			// then a fetch has no responders. Ask again, for a while.
+			if !errors.Is(err, nats.ErrNoResponders) || time.Since(made) > consistentWait {
+				return historyError(err)
+			}
 		}
 		if got == 0 {
 			// Nothing ready yet although some is pending: wait briefly

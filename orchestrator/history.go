@@ -154,7 +154,7 @@ func (c *Client) History(ctx context.Context, id string) (*HistoryRun, error) {
 		duplicates, malformed int
 		incomplete            []string
 	)
-	err := jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistoryRunSubjects(id)}, func(r jsstore.Record) error {
+	err := jsstore.Read(ctx, c.js, jsstore.ReadOptions{Filter: protocol.HistoryRunSubjects(id), Consistent: true}, func(r jsstore.Record) error {
 		if r.Err != nil {
 			// A record kept in parts that cannot be joined: said, not
 			// dropped.
