@@ -122,6 +122,7 @@ fuzz:
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) test -count=1 ./internal/codecheck -ginkgo.focus "tracked files"
 
 clean:
 	rm -rf $(BIN) dist/out

@@ -8,5 +8,7 @@
 // string naming one, and literals listing resource types (the package
 // that declares the type name constants may list them). In test files
 // too, it reports comments that cite a seed document by number: a reader
-// cannot find it, so the comment states the rule instead.
+// cannot find it, so the comment states the rule instead. It also checks
+// the files git tracks: no built binary, nothing over 2 MiB outside a
+// testdata directory (make lint runs that check).
 package codecheck
