@@ -15,6 +15,7 @@ import (
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
@@ -39,7 +40,8 @@ func (a *app) registerStatus(cli *fisk.Application) {
 // status reads the state of one resource through a noop ensure of it: its
 // state as found, nothing changed.
 func (a *app) status(typeName, name string, js bool, ff *factFlags) error {
-	if t, _ := resflags.Lookup(typeName); t.Status != resflags.StatusRead {
+	t, _ := resflags.Lookup(typeName)
+	if t.Status != resflags.StatusRead {
 		fmt.Fprintln(a.Stdout, unsupportedStatus)
 		return nil
 	}
@@ -50,21 +52,11 @@ func (a *app) status(typeName, name string, js bool, ff *factFlags) error {
 		return err
 	}
 	props := map[string]any{"name": name}
-	if typeName == protocol.TypePackage {
-		// Asking for absent reads the package without asking the package
-		// manager whether it could be installed: a package that is not
-		// installed is reported "absent" (as CCM does), not an error,
-		// whether or not a repository has it.
-		props["ensure"] = "absent"
+	if ensure := statusEnsure(t.StatusEnsure, name); ensure != "" {
+		props["ensure"] = ensure
 	}
-	if typeName == protocol.TypeFile {
-		props["ensure"] = "present"
-		if fi, err := os.Lstat(name); err == nil && fi.IsDir() {
-			props["ensure"] = "directory"
-		}
-		if err := fileDefaults(props); err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
+	if err := localDefaults(typeName, props); err != nil {
+		return program.Exit(protocol.ExitError, err)
 	}
 	eng, unsupervise, err := localEngine(ctx, a.Logger(), localInstance, a.packageLockTimeout)
 	if err != nil {
@@ -189,4 +181,22 @@ func ordered(dec *json.Decoder) (any, error) {
 	default:
 		return t, nil
 	}
+}
+
+// statusEnsure is the ensure value status reads a resource named name
+// with, "" for the type's default.
+func statusEnsure(e catalog.StatusEnsure, name string) string {
+	switch e {
+	case catalog.StatusAbsent:
+		// Reads the resource without asking whether it could be made
+		// present: one not there is reported "absent" (as CCM does),
+		// not an error.
+		return "absent"
+	case catalog.StatusFound:
+		if fi, err := os.Lstat(name); err == nil && fi.IsDir() {
+			return "directory"
+		}
+		return "present"
+	}
+	return ""
 }

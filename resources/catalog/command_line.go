@@ -80,6 +80,39 @@ type CommandLine struct {
 	Flags []Flag
 	// Status is what "ccm-agent status" does with the type.
 	Status Status
+	// StatusEnsure is the ensure value "ccm-agent status" reads a
+	// StatusRead type's state with (a noop ensure of it).
+	StatusEnsure StatusEnsure
+	// Defaults is what a local "ensure TYPE" (ccm-agent) fills in that
+	// its command line left out, as CCM's command line does; manifests
+	// and fleet requests still have to say it.
+	Defaults LocalDefaults
+}
+
+// StatusEnsure is the ensure value status reads a type's state with.
+type StatusEnsure int
+
+// Ensure values of status.
+const (
+	// StatusAsIs: the type's default ensure value.
+	StatusAsIs StatusEnsure = iota
+	// StatusAbsent: absent, so nothing asks whether the resource could
+	// be made present (a package not installed is "absent", whether or
+	// not a repository has it).
+	StatusAbsent
+	// StatusFound: present, or directory for a path that is a directory.
+	StatusFound
+)
+
+// LocalDefaults is what a local "ensure TYPE" fills in.
+type LocalDefaults struct {
+	// Owner sets owner and group to the running user's and group's.
+	Owner bool
+	// Modes sets mode 0644, 0755 for a directory.
+	Modes bool
+	// NotWhenAbsent skips the defaults for ensure absent, which needs
+	// none of them.
+	NotWhenAbsent bool
 }
 
 // Flag maps one command line flag to one property.
@@ -148,11 +181,13 @@ func Commands() []Entry {
 }
 
 var fileCommand = &CommandLine{
-	Order:      1,
-	Status:     StatusRead,
-	Help:       "Manage a file or directory: content, owner, group and mode",
-	NameHelp:   "Absolute path of the file or directory",
-	EnsureHelp: "present (default), absent or directory",
+	Order:        1,
+	Status:       StatusRead,
+	StatusEnsure: StatusFound,
+	Defaults:     LocalDefaults{Owner: true, Modes: true, NotWhenAbsent: true},
+	Help:         "Manage a file or directory: content, owner, group and mode",
+	NameHelp:     "Absolute path of the file or directory",
+	EnsureHelp:   "present (default), absent or directory",
 	Flags: []Flag{
 		{Name: "content", Property: "content", Aliases: []string{"contents"}, Help: "File content (templates allowed)"},
 		{Name: "content-file", Property: "content", Kind: FlagFileText, Aliases: []string{"contents-file"}, Help: "File content read from this local file (templates allowed)"},
@@ -186,11 +221,12 @@ var execCommand = &CommandLine{
 }
 
 var packageCommand = &CommandLine{
-	Order:      3,
-	Status:     StatusRead,
-	Help:       "Install, upgrade, downgrade or remove a package (apt or dnf)",
-	NameHelp:   "Package name",
-	EnsureHelp: "present (default), absent, latest, or a version such as 1.24.0-1",
+	Order:        3,
+	Status:       StatusRead,
+	StatusEnsure: StatusAbsent,
+	Help:         "Install, upgrade, downgrade or remove a package (apt or dnf)",
+	NameHelp:     "Package name",
+	EnsureHelp:   "present (default), absent, latest, or a version such as 1.24.0-1",
 }
 
 var serviceCommand = &CommandLine{
@@ -208,6 +244,7 @@ var serviceCommand = &CommandLine{
 var archiveCommand = &CommandLine{
 	Order:      5,
 	Status:     StatusUnsupported,
+	Defaults:   LocalDefaults{Owner: true},
 	Help:       "Download an archive over HTTP(S), verify it and extract it",
 	NameHelp:   "Absolute path to save the archive at; its extension must match the URL's",
 	EnsureHelp: "present (default) or absent",

@@ -57,6 +57,25 @@ var _ = Describe("Command line knowledge", func() {
 		Expect(names).To(Equal([]string{"file", "exec", "package", "service", "archive", "scaffold"}))
 	})
 
+	It("says, as CCM's command line does, what a local ensure fills in and what status reads a type with", func() {
+		defaults := map[string]catalog.LocalDefaults{}
+		status := map[string]catalog.StatusEnsure{}
+		for _, e := range catalog.Commands() {
+			if e.Command.Defaults != (catalog.LocalDefaults{}) {
+				defaults[e.Name] = e.Command.Defaults
+			}
+			if e.Command.StatusEnsure != catalog.StatusAsIs {
+				Expect(e.Command.Status).To(Equal(catalog.StatusRead), "%s: status reads it", e.Name)
+				status[e.Name] = e.Command.StatusEnsure
+			}
+		}
+		Expect(defaults).To(Equal(map[string]catalog.LocalDefaults{
+			"file":    {Owner: true, Modes: true, NotWhenAbsent: true},
+			"archive": {Owner: true},
+		}))
+		Expect(status).To(Equal(map[string]catalog.StatusEnsure{"file": catalog.StatusFound, "package": catalog.StatusAbsent}))
+	})
+
 	It("says which types a refresh acts on, which carry bundle sources and which are one-off", func() {
 		var refreshes, sources, oneOff []string
 		for _, e := range catalog.Entries() {

@@ -42,6 +42,10 @@ type TypeFlags struct {
 	Subscribe bool
 	// Status is what "ccm-agent status" does with the type.
 	Status Status
+	// StatusEnsure is the ensure value status reads the type with.
+	StatusEnsure catalog.StatusEnsure
+	// Defaults is what a local "ensure TYPE" fills in.
+	Defaults catalog.LocalDefaults
 }
 
 // StatusTypes returns the types "ccm-agent status" takes with s, in
@@ -73,6 +77,9 @@ func table() []TypeFlags {
 			Flags:      slices.Clone(c.Flags),
 			Subscribe:  e.Refreshes,
 			Status:     c.Status,
+
+			StatusEnsure: c.StatusEnsure,
+			Defaults:     c.Defaults,
 		})
 	}
 	return out
