@@ -44,9 +44,18 @@ var _ = Describe("the default reply timeout", func() {
 			Expect(err).NotTo(HaveOccurred())
 			return m
 		}
+		timeout := func(m *manifest.Manifest, given time.Duration) time.Duration {
+			GinkgoHelper()
+			b, err := manifest.NewBundle(m)
+			Expect(err).NotTo(HaveOccurred())
+			r, err := Request{Manifest: b, Timeout: given}.normalize()
+			Expect(err).NotTo(HaveOccurred())
+			return r.Timeout
+		}
 		files := write("files.yaml", "ccm:\n  resources:\n    - file:\n        - /tmp/x:\n            ensure: absent\n")
-		Expect(ManifestTimeout(files)).To(Equal(10 * time.Second))
+		Expect(timeout(files, 0)).To(Equal(10 * time.Second))
 		pkgs := write("pkgs.yaml", "ccm:\n  resources:\n    - file:\n        - /tmp/x:\n            ensure: absent\n    - package:\n        - nginx:\n            ensure: present\n")
-		Expect(ManifestTimeout(pkgs)).To(Equal(5 * time.Minute))
+		Expect(timeout(pkgs, 0)).To(Equal(5 * time.Minute))
+		Expect(timeout(pkgs, 7*time.Second)).To(Equal(7 * time.Second))
 	})
 })

@@ -36,8 +36,8 @@ type Request struct {
 	TTL time.Duration
 	// Timeout is how long each host has to reply once it was asked (for a
 	// whole run: the collection deadline); default DefaultTimeout, or the
-	// resource type's longer catalog.ReplyTimeout (a package: 5m). A
-	// manifest's sender sets it from ManifestTimeout.
+	// longest catalog.ReplyTimeout of the types the resource or the
+	// manifest declares (a package: 5m).
 	Timeout time.Duration
 	// DiscoveryTimeout bounds the discovery round; default
 	// DefaultDiscoveryTimeout.
@@ -167,9 +167,7 @@ func (r Request) normalize() (Request, error) {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = DefaultTimeout
-		if r.Ensure != nil {
-			r.Timeout = max(r.Timeout, catalog.ReplyTimeout(r.Ensure.Type))
-		}
+		r.Timeout = max(r.Timeout, catalog.ReplyTimeout(r.types()...))
 	}
 	if r.DiscoveryTimeout == 0 {
 		r.DiscoveryTimeout = DefaultDiscoveryTimeout
@@ -183,15 +181,25 @@ func (r Request) normalize() (Request, error) {
 	return r, nil
 }
 
-// ManifestTimeout is the default Timeout of a request carrying m:
-// DefaultTimeout, or the longest catalog.ReplyTimeout of the types m
-// declares when that is longer (a manifest installing a package: 5m).
-func ManifestTimeout(m *manifest.Manifest) time.Duration {
+// types lists the resource types the request declares: its resource's,
+// or those of its manifest's resources as written (a manifest the
+// orchestrator cannot read declares none here; every agent refuses it).
+func (r *Request) types() []string {
+	if r.Ensure != nil {
+		return []string{r.Ensure.Type}
+	}
+	if r.Manifest == nil {
+		return nil
+	}
+	m, err := manifest.Parse(r.Manifest.Manifest, manifest.ParseOptions{MaxBytes: r.MaxRequestBytes})
+	if err != nil {
+		return nil
+	}
 	var types []string
 	for _, u := range m.Unexpanded() {
 		types = append(types, u.Type)
 	}
-	return max(DefaultTimeout, catalog.ReplyTimeout(types...))
+	return types
 }
 
 // explicitHosts returns the expected set when it is known without

@@ -54,8 +54,5 @@ func (a *app) applyManifest(c *manifestFlags) error {
 		return program.Exit(protocol.ExitError, fmt.Errorf("%s: %w", c.path, err))
 	}
 	req.ManifestName = c.path
-	if req.Timeout == 0 {
-		req.Timeout = orchestrator.ManifestTimeout(m)
-	}
 	return a.send(&c.runFlags, req, renderManifestResult)
 }
