@@ -62,6 +62,8 @@ type layout struct {
 	Stamp    uint64
 	// Logout shows the logout button: the dashboard asks for a token.
 	Logout bool
+	// NATS is the state of the dashboard's connection.
+	NATS natsView
 }
 
 func (s *Server) render(w http.ResponseWriter, page string, data any) {
@@ -73,7 +75,19 @@ func (s *Server) render(w http.ResponseWriter, page string, data any) {
 }
 
 func (s *Server) layout(title, nav string) layout {
-	return layout{Title: title, Nav: nav, Problems: s.fleet.problems(), Stamp: s.fleet.stamp(), Logout: s.opts.AuthToken != ""}
+	state, since := s.conn.get()
+	return layout{Title: title, Nav: nav, Problems: s.fleet.problems(), Stamp: s.stamp(), Logout: s.opts.AuthToken != "",
+		NATS: natsView{State: state, Since: since}}
+}
+
+// asOf is the time the pages judge hosts online or stale at: now, or,
+// while the connection to NATS is lost, the moment it was lost (nothing
+// newer can have arrived since); lost says which.
+func (s *Server) asOf() (at time.Time, lost bool) {
+	if state, since := s.conn.get(); state != natsLive {
+		return since, true
+	}
+	return s.opts.Now(), false
 }
 
 // pageNumber reads ?page=, 1-based.
@@ -139,9 +153,12 @@ type fleetData struct {
 	Online      int            `json:"online"`
 	Stale       int            `json:"stale"`
 	Outcomes    map[string]int `json:"last_outcomes"`
-	FactNames   []string       `json:"fact_names"`
-	Rows        []hostRow      `json:"hosts"`
-	Pager       pager          `json:"pager"`
+	// AsOf is set while the connection to NATS is lost: the counts
+	// and states are as of then.
+	AsOf      time.Time `json:"as_of,omitzero"`
+	FactNames []string  `json:"fact_names"`
+	Rows      []hostRow `json:"hosts"`
+	Pager     pager     `json:"pager"`
 }
 
 type fleetView struct {
@@ -196,7 +213,10 @@ func (s *Server) fleetData(r *http.Request) fleetData {
 			filter = f
 		}
 	}
-	now := s.opts.Now()
+	now, lost := s.asOf()
+	if lost {
+		v.AsOf = now
+	}
 	nodes := s.fleet.nodeList()
 	v.Total = len(nodes)
 	var matched []hostRow
@@ -404,7 +424,7 @@ func (s *Server) hostData(id string) (hostData, *protocol.NodeRecord, *pageError
 		return hostData{}, nil, &pageError{http.StatusBadRequest, "not a host identity"}
 	}
 	v := hostData{Identity: id, Facts: map[string]any{}, Assignments: []hostAssignment{}, Resources: []resourceRow{}, Runs: []hostRunRow{}}
-	now := s.opts.Now()
+	now, _ := s.asOf()
 	node := s.fleet.node(id)
 	if node != nil {
 		v.Registered, v.Stale, v.Version, v.Started, v.LastSeen = true, s.fleet.stale(node, now), node.Version, node.Started, node.LastSeen

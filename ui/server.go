@@ -67,7 +67,10 @@ type Options struct {
 // Server is the dashboard: an http.Handler over the fleet's registry and
 // history, kept up to date by Run.
 type Server struct {
+	nc *nats.Conn
 	js jetstream.JetStream
+	// conn says whether nc is up, and since when it is not.
+	conn *connState
 	// regTrust says whose registration entries the services page shows.
 	regTrust *registration.Trust
 	fleet    *fleet
@@ -101,9 +104,9 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	s := &Server{js: js, fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux(),
+	s := &Server{nc: nc, js: js, conn: newConnState(opts.Log, opts.Now), fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux(),
 		regTrust: &registration.Trust{JS: js, Stream: registration.DefaultStream, Registry: true}}
-	s.hub = newHub(s.fleet.stamp, opts.LiveInterval)
+	s.hub = newHub(s.stamp, opts.LiveInterval)
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -159,15 +162,22 @@ func (o *Options) loginDefaults() {
 	o.MaxLoginClients = cmp.Or(o.MaxLoginClients, DefaultMaxLoginClients)
 }
 
-// Run follows the registry, the history stream and the assignments, and feeds the live
-// updates until ctx ends; it returns when all of that has stopped.
+// Run follows the registry, the history stream, the assignments and the
+// state of the NATS connection, and feeds the live updates until ctx ends; it returns when all of that has stopped.
 func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.fleet.followRegistry(ctx, s.js) })
 	wg.Go(func() { s.fleet.followHistory(ctx, s.js) })
 	wg.Go(func() { s.fleet.followAssignments(ctx, s.js) })
 	wg.Go(func() { s.hub.run(ctx, s.fleet.changed) })
+	wg.Go(func() { s.conn.follow(ctx, s.nc, s.fleet.notify) })
 	wg.Wait()
+}
+
+// stamp changes whenever what a page shows may have: the fleet, or the
+// state of the connection.
+func (s *Server) stamp() uint64 {
+	return s.fleet.stamp() + s.conn.stamp()
 }
 
 // ServeHTTP serves the pages, with headers that keep the browser from
