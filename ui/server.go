@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,10 @@ var staticFS embed.FS
 
 // Options configure a Server.
 type Options struct {
-	// Log receives the followers' warnings; nil discards them.
+	// Log receives the followers' warnings, the losing (WARN) and
+	// regaining (INFO) of NATS, and one INFO line per request answered
+	// (method, path without its query, status code, duration); nil
+	// discards them.
 	Log *slog.Logger
 	// MaxRuns bounds the runs kept in memory (default
 	// orchestrator.DefaultIndexRuns).
@@ -187,7 +191,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	s.metrics.observe(w, r, s.handler)
+	code, took := s.metrics.observe(w, r, s.handler)
+	s.opts.Log.Info("ui: request", "method", r.Method, "path", logPath(r.URL.Path), "status", code, "duration", took)
+}
+
+// maxLogPath bounds the path an access log line holds.
+const maxLogPath = 256
+
+// logPath is a request's path as the access log holds it: never its
+// query (a login's next, a filter), at most maxLogPath bytes, "-" for
+// none.
+func logPath(p string) string {
+	if len(p) > maxLogPath {
+		p = strings.ToValidUTF8(p[:maxLogPath], "") + "…"
+	}
+	return cmp.Or(p, "-")
 }
 
 // pageFiles are the templates of each page beside the layout: its own
