@@ -83,7 +83,7 @@ func pageOf(path string) string {
 		return "api_" + apiPage(strings.TrimPrefix(path, "/api/v1/"))
 	case path == "/events":
 		return "events"
-	case strings.HasPrefix(path, "/static/"):
+	case strings.HasPrefix(path, "/static/"), path == "/favicon.ico":
 		return "static"
 	case path == "/login", path == "/logout", path == "/metrics":
 		return path[1:]

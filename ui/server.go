@@ -119,6 +119,11 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	// Browsers ask for /favicon.ico by themselves: the same icon.
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, static, "favicon.svg")
+	})
 	s.mux.HandleFunc("GET /{$}", s.fleetPage)
 	s.mux.HandleFunc("GET /runs", s.runsPage)
 	s.mux.HandleFunc("GET /runs/{id}", s.runPage)
@@ -128,6 +133,7 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /assignments/{name}", s.assignmentPage)
 	s.mux.HandleFunc("GET /services", s.servicesPage)
 	s.mux.HandleFunc("GET /events", s.hub.serve)
+	s.mux.HandleFunc("/", s.notFound)
 	s.routeAPI()
 	s.metrics = newMetrics(s)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
@@ -214,7 +220,7 @@ func logPath(p string) string {
 var pageFiles = map[string][]string{
 	"fleet": {"fleet"}, "runs": {"runs"}, "run": {"run"}, "host": {"host"}, "drift": {"drift"},
 	"assignments": {"assignments"}, "assignment": {"runs", "assignments", "assignment"},
-	"services": {"services"},
+	"services": {"services"}, "error": {"error"},
 }
 
 // parsePages parses each page with the layout.
