@@ -289,6 +289,5 @@ var _ = Describe("the dashboard's login page in a real browser", Label("browser"
 		icon, err := evalIn[string](browser, `document.querySelector("link[rel=icon]").getAttribute("href")`)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(icon).To(Equal("/static/favicon.svg"))
-		shoot(browser, screenshotDir(), "login")
 	})
 })
