@@ -29,6 +29,8 @@ type HistoryIndex struct {
 	version uint64
 	// last is, per host, the run of its newest record.
 	last map[string]string
+	// asked is, per host, the newest run that expected it.
+	asked map[string]string
 }
 
 // indexRun is one run's records so far.
@@ -52,7 +54,7 @@ func NewHistoryIndex(maxRuns int) *HistoryIndex {
 	if maxRuns <= 0 {
 		maxRuns = DefaultIndexRuns
 	}
-	return &HistoryIndex{maxRuns: maxRuns, runs: map[string]*indexRun{}, last: map[string]string{}}
+	return &HistoryIndex{maxRuns: maxRuns, runs: map[string]*indexRun{}, last: map[string]string{}, asked: map[string]string{}}
 }
 
 // Add takes one history record and reports the run it belongs to, or ""
@@ -77,6 +79,13 @@ func (x *HistoryIndex) Add(r jsstore.Record) string {
 					delete(x.last, host)
 				}
 			}
+			if req := x.runs[dropped].request; req != nil {
+				for _, host := range req.Expected {
+					if x.asked[host] == dropped {
+						delete(x.asked, host)
+					}
+				}
+			}
 			delete(x.runs, dropped)
 			x.order = x.order[1:]
 		}
@@ -95,6 +104,7 @@ func (x *HistoryIndex) Add(r jsstore.Record) string {
 			return ""
 		}
 		run.request, run.recorded = hr, r.Time
+		x.noteAskedLocked(r.RequestID, run)
 	} else {
 		reply, err := protocol.DecodeFleetReply(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
 		switch {
@@ -115,6 +125,7 @@ func (x *HistoryIndex) Add(r jsstore.Record) string {
 			// carries its request in the host record's header.
 			if hr := headerRequest(run.heads[r.Identity].request); hr != nil && hr.RequestID == r.RequestID {
 				run.request, run.recorded = hr, r.Time
+				x.noteAskedLocked(r.RequestID, run)
 			}
 		}
 	}
@@ -240,6 +251,34 @@ func (x *HistoryIndex) LastResult(host string) (requestID, outcome string, ok bo
 		return "", "", false
 	}
 	return id, hostOutcome(run.request.Noop, run.recs[host].reply), true
+}
+
+// LastUnanswered returns the newest run that expected host when it is
+// newer than the host's newest record and holds none from it: a run the
+// host did not reply to (or not yet: the caller judges by the request's
+// creation and timeout whether it still may); ok is false otherwise.
+func (x *HistoryIndex) LastUnanswered(host string) (requestID string, req *protocol.HistoryRequest, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	id := x.asked[host]
+	run := x.runs[id]
+	if run == nil || run.request == nil || run.recs[host] != nil {
+		return "", nil, false
+	}
+	if last := x.runs[x.last[host]]; last != nil && !run.first.After(last.first) {
+		return "", nil, false
+	}
+	return id, run.request, true
+}
+
+// noteAskedLocked keeps run id as the newest run that expected each of its
+// hosts, unless a newer one did. x.mu is held.
+func (x *HistoryIndex) noteAskedLocked(id string, run *indexRun) {
+	for _, host := range run.request.Expected {
+		if prev := x.runs[x.asked[host]]; prev == nil || !run.first.Before(prev.first) {
+			x.asked[host] = id
+		}
+	}
 }
 
 // HostLastEvents returns the last event of each resource one host

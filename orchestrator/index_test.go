@@ -109,4 +109,42 @@ var _ = Describe("HistoryIndex", func() {
 		x.Add(jsstore.Record{RequestID: "aaaaaaaaaaaaaaaaaaa2", Identity: "h1", Data: []byte(`{"nope":1}`), Time: t0.Add(3 * time.Second)})
 		Expect(x.Run("aaaaaaaaaaaaaaaaaaa2").Result.Malformed).To(Equal(1))
 	})
+
+	It("names the newest run a host did not reply to, until a newer record of it", func() {
+		x := orchestrator.NewHistoryIndex(0)
+		t0 := time.Now()
+		request := func(id string, at time.Duration, hosts ...string) {
+			req := protocol.HistoryRequest{Protocol: protocol.HistoryRequestProtocol, RequestID: id, Created: t0.Add(at), Discovery: protocol.DiscoveryHosts,
+				Expected: hosts, Timeout: protocol.Duration(time.Second), TTL: protocol.Duration(time.Minute)}
+			data, err := json.Marshal(&req)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(x.Add(jsstore.Record{RequestID: id, Data: data, Time: t0.Add(at)})).To(Equal(id))
+		}
+		reply := func(id, host string, at time.Duration) {
+			data, err := json.Marshal(protocol.NewFleetReply(id, host, t0.Add(at)))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(x.Add(jsstore.Record{RequestID: id, Identity: host, Data: data, Time: t0.Add(at)})).To(Equal(id))
+		}
+		request("bbbbbbbbbbbbbbbbbbb1", time.Second, "h1", "h2")
+		reply("bbbbbbbbbbbbbbbbbbb1", "h1", 1100*time.Millisecond)
+		reply("bbbbbbbbbbbbbbbbbbb1", "h2", 1200*time.Millisecond)
+		_, _, ok := x.LastUnanswered("h2")
+		Expect(ok).To(BeFalse(), "h2 replied to the only run")
+
+		request("bbbbbbbbbbbbbbbbbbb2", 2*time.Second, "h1", "h2")
+		reply("bbbbbbbbbbbbbbbbbbb2", "h1", 2100*time.Millisecond)
+		id, req, ok := x.LastUnanswered("h2")
+		Expect(ok).To(BeTrue())
+		Expect(id).To(Equal("bbbbbbbbbbbbbbbbbbb2"))
+		Expect(req.Expected).To(ConsistOf("h1", "h2"))
+		id, outcome, _ := x.LastResult("h2")
+		Expect([]string{id, outcome}).To(Equal([]string{"bbbbbbbbbbbbbbbbbbb1", orchestrator.OutcomeOK}), "its newest record is of the run before")
+		_, _, ok = x.LastUnanswered("h1")
+		Expect(ok).To(BeFalse(), "h1 replied")
+
+		request("bbbbbbbbbbbbbbbbbbb3", 3*time.Second, "h2")
+		reply("bbbbbbbbbbbbbbbbbbb3", "h2", 3100*time.Millisecond)
+		_, _, ok = x.LastUnanswered("h2")
+		Expect(ok).To(BeFalse(), "a newer run got its reply")
+	})
 })

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -17,8 +18,35 @@ type pageError struct {
 	msg  string
 }
 
-// write answers the request with the refusal, as text.
-func (e *pageError) write(w http.ResponseWriter) { http.Error(w, e.msg, e.code) }
+// errorView is the page of a refusal: the site's page, saying what went
+// wrong, with a link home.
+type errorView struct {
+	layout
+	Code    int
+	Heading string
+	Message string
+}
+
+// writePageError answers a page's request with the refusal, as the site's
+// page.
+func (s *Server) writePageError(w http.ResponseWriter, e *pageError) {
+	heading := http.StatusText(e.code)
+	if e.code == http.StatusNotFound {
+		heading = "Not found"
+	}
+	s.renderStatus(w, e.code, "error", errorView{layout: s.layout(heading, ""), Code: e.code, Heading: heading, Message: e.msg})
+}
+
+// notFound answers a path no page has, and a method no page takes (the
+// pages only read).
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.writePageError(w, &pageError{http.StatusMethodNotAllowed, "The dashboard only reads: its pages answer GET."})
+		return
+	}
+	s.writePageError(w, &pageError{http.StatusNotFound, fmt.Sprintf("There is no page at %s.", logPath(r.URL.Path))})
+}
 
 // apiError is the JSON document of a refusal.
 type apiError struct {

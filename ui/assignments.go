@@ -186,7 +186,7 @@ func (s *Server) assignmentsData(r *http.Request) (*orchestrator.StatusReport, s
 func (s *Server) assignmentsPage(w http.ResponseWriter, r *http.Request) {
 	rep, state, err := s.assignmentsData(r)
 	if err != nil {
-		(&pageError{http.StatusInternalServerError, err.Error()}).write(w)
+		s.writePageError(w, &pageError{http.StatusInternalServerError, err.Error()})
 		return
 	}
 	v := assignmentsView{layout: s.layout("Assignments", "assignments"), States: statusStates, State: state}
@@ -217,7 +217,7 @@ func (s *Server) assignmentPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	rep, perr := s.assignmentData(name)
 	if perr != nil {
-		perr.write(w)
+		s.writePageError(w, perr)
 		return
 	}
 	v := assignmentsView{layout: s.layout("Assignment "+name, "assignments"), States: statusStates, One: true}

@@ -74,8 +74,8 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.login(w, r)
 	case r.URL.Path == "/logout":
 		a.logout(w, r)
-	case strings.HasPrefix(r.URL.Path, "/static/"):
-		a.next.ServeHTTP(w, r) // the style sheet and script, for the login page too
+	case strings.HasPrefix(r.URL.Path, "/static/"), r.URL.Path == "/favicon.ico":
+		a.next.ServeHTTP(w, r) // the style sheet, script and icon, for the login page too
 	default:
 		a.guard(w, r)
 	}
@@ -135,9 +135,9 @@ func (a *auth) attempt(r *http.Request, token string) (ok bool, wait time.Durati
 
 // loginPage asks for the token; it has no script and posts to itself.
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Log in · CCM Fleet</title>
-<link rel="stylesheet" href="/static/style.css"></head><body><header><span class="brand">CCM Fleet</span></header>
+<link rel="stylesheet" href="/static/style.css"><link rel="icon" href="/static/favicon.svg" type="image/svg+xml"></head><body><header><span class="brand">CCM Fleet</span></header>
 <main><h1>Log in</h1><form method="post" action="/login" id="login"><input type="hidden" name="next" value="{{.Next}}">
-<input type="password" name="token" id="token" size="40" aria-label="token" autocomplete="off" autofocus> <button type="submit">Log in</button></form>
+<label for="token">Token</label> <input type="password" name="token" id="token" size="40" autocomplete="off" autofocus> <button type="submit">Log in</button></form>
 {{if .Wrong}}<p class="error" id="login-error">That is not the token.</p>{{end}}{{if .Wait}}<p class="error" id="login-error">Too many wrong tokens from your address: try again in {{.Wait}} s.</p>{{end}}
 {{if .Out}}<p id="logged-out">You are logged out.</p>{{end}}</main></body></html>`))
 

@@ -12,6 +12,9 @@
 // JetStream, and pushes changes to open pages with server-sent events at a
 // bounded rate. It never publishes a request and holds no signing key: it
 // only needs read access to CCM_NODES, CCM_ASSIGNMENTS and CCM_HISTORY.
+// It follows its NATS connection too: while it is lost, every page says
+// since when and that what it shows is as of then, and the loss and the
+// return are logged. It logs one line per request it answers.
 //
 // With a token, every page, JSON document and the metrics need it: a
 // script sends it as a bearer token, a person types it in once at /login

@@ -83,7 +83,7 @@ func pageOf(path string) string {
 		return "api_" + apiPage(strings.TrimPrefix(path, "/api/v1/"))
 	case path == "/events":
 		return "events"
-	case strings.HasPrefix(path, "/static/"):
+	case strings.HasPrefix(path, "/static/"), path == "/favicon.ico":
 		return "static"
 	case path == "/login", path == "/logout", path == "/metrics":
 		return path[1:]
@@ -140,20 +140,23 @@ func (w *statusWriter) Flush() {
 // Unwrap gives http.ResponseController the writer underneath.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// observe serves r with next and counts it.
-func (m *metrics) observe(w http.ResponseWriter, r *http.Request, next http.Handler) {
+// observe serves r with next and counts it; it returns the status code
+// answered and the time it took.
+func (m *metrics) observe(w http.ResponseWriter, r *http.Request, next http.Handler) (code int, took time.Duration) {
 	page := pageOf(r.URL.Path)
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	next.ServeHTTP(sw, r)
-	code := sw.code
+	took = time.Since(start)
+	code = sw.code
 	if code == 0 {
 		code = http.StatusOK
 	}
 	m.requests.WithLabelValues(page, codeLabel(code)).Inc()
 	if page != "events" {
-		m.duration.WithLabelValues(page).Observe(time.Since(start).Seconds())
+		m.duration.WithLabelValues(page).Observe(took.Seconds())
 	}
+	return code, took
 }
 
 // codeLabel is a status code as a label value; codes outside HTTP's range

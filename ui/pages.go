@@ -51,7 +51,43 @@ var funcs = template.FuncMap{
 	"pathesc": url.PathEscape,
 	"add":     func(a, b int) int { return a + b },
 	// seconds spells a count of seconds as a duration: 90 is "1m30s"
-	"seconds": func(n int64) string { return (time.Duration(n) * time.Second).String() },
+	"seconds":   func(n int64) string { return (time.Duration(n) * time.Second).String() },
+	"difflines": diffLines,
+	// unix is a time's Unix nanoseconds, for a column's sort key
+	"unix": func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.UnixNano()
+	},
+	"nanos": func(d time.Duration) int64 { return int64(d) },
+}
+
+// diffLine is one line of a unified diff and its kind: "add", "del",
+// "hunk", "meta" (the file names) or "ctx"; the line keeps its + or -.
+type diffLine struct{ Class, Text string }
+
+// diffLines splits a unified diff into lines by kind, for colour beside
+// the markers.
+func diffLines(diff string) []diffLine {
+	var out []diffLine
+	hunks := false // the file names come before the first hunk only
+	for line := range strings.Lines(diff) {
+		line = strings.TrimSuffix(line, "\n")
+		class := "ctx"
+		switch {
+		case !hunks && (strings.HasPrefix(line, "+++ ") || strings.HasPrefix(line, "--- ")):
+			class = "meta"
+		case strings.HasPrefix(line, "@@"):
+			class, hunks = "hunk", true
+		case strings.HasPrefix(line, "+"):
+			class = "add"
+		case strings.HasPrefix(line, "-"):
+			class = "del"
+		}
+		out = append(out, diffLine{Class: class, Text: line})
+	}
+	return out
 }
 
 // layout is what every page gives the layout template.
@@ -62,18 +98,38 @@ type layout struct {
 	Stamp    uint64
 	// Logout shows the logout button: the dashboard asks for a token.
 	Logout bool
+	// NATS is the state of the dashboard's connection.
+	NATS natsView
 }
 
 func (s *Server) render(w http.ResponseWriter, page string, data any) {
+	s.renderStatus(w, http.StatusOK, page, data)
+}
+
+// renderStatus renders a page answering with status code.
+func (s *Server) renderStatus(w http.ResponseWriter, code int, page string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
 	if err := s.pages[page].Execute(w, data); err != nil {
 		s.opts.Log.Warn("ui: rendering a page failed", "page", page, "error", err)
 	}
 }
 
 func (s *Server) layout(title, nav string) layout {
-	return layout{Title: title, Nav: nav, Problems: s.fleet.problems(), Stamp: s.fleet.stamp(), Logout: s.opts.AuthToken != ""}
+	state, since := s.conn.get()
+	return layout{Title: title, Nav: nav, Problems: s.fleet.problems(), Stamp: s.stamp(), Logout: s.opts.AuthToken != "",
+		NATS: natsView{State: state, Since: since}}
+}
+
+// asOf is the time the pages judge hosts online or stale at: now, or,
+// while the connection to NATS is lost, the moment it was lost (nothing
+// newer can have arrived since); lost says which.
+func (s *Server) asOf() (at time.Time, lost bool) {
+	if state, since := s.conn.get(); state != natsLive {
+		return since, true
+	}
+	return s.opts.Now(), false
 }
 
 // pageNumber reads ?page=, 1-based.
@@ -139,9 +195,12 @@ type fleetData struct {
 	Online      int            `json:"online"`
 	Stale       int            `json:"stale"`
 	Outcomes    map[string]int `json:"last_outcomes"`
-	FactNames   []string       `json:"fact_names"`
-	Rows        []hostRow      `json:"hosts"`
-	Pager       pager          `json:"pager"`
+	// AsOf is set while the connection to NATS is lost: the counts
+	// and states are as of then.
+	AsOf      time.Time `json:"as_of,omitzero"`
+	FactNames []string  `json:"fact_names"`
+	Rows      []hostRow `json:"hosts"`
+	Pager     pager     `json:"pager"`
 }
 
 type fleetView struct {
@@ -153,7 +212,7 @@ type fleetView struct {
 // Fleet page choices: status, last outcome and order.
 var (
 	fleetStatuses = []string{"online", "stale"}
-	fleetLasts    = []string{orchestrator.OutcomeFailed, orchestrator.OutcomeWouldChange, orchestrator.OutcomeChanged, orchestrator.OutcomeOK, "none"}
+	fleetLasts    = []string{orchestrator.OutcomeFailed, orchestrator.OutcomeNoReply, orchestrator.OutcomeWouldChange, orchestrator.OutcomeChanged, orchestrator.OutcomeOK, "none"}
 	fleetOrders   = []string{"identity", "seen", "outcome"}
 )
 
@@ -196,7 +255,10 @@ func (s *Server) fleetData(r *http.Request) fleetData {
 			filter = f
 		}
 	}
-	now := s.opts.Now()
+	now, lost := s.asOf()
+	if lost {
+		v.AsOf = now
+	}
 	nodes := s.fleet.nodeList()
 	v.Total = len(nodes)
 	var matched []hostRow
@@ -206,9 +268,7 @@ func (s *Server) fleetData(r *http.Request) fleetData {
 			continue
 		}
 		row := hostRow{Identity: n.Identity, Version: n.Version, LastSeen: n.LastSeen, Stale: s.fleet.stale(n, now)}
-		if id, outcome, ok := s.fleet.index.LastResult(n.Identity); ok {
-			row.Last, row.LastRun = outcome, id
-		}
+		row.Last, row.LastRun = s.lastResult(n.Identity, now)
 		switch {
 		case v.Status == "online" && row.Stale, v.Status == "stale" && !row.Stale:
 			continue
@@ -241,6 +301,20 @@ func (s *Server) fleetData(r *http.Request) fleetData {
 	return v
 }
 
+// lastResult is a host's last outcome and its run: no_reply when the
+// newest run that expected it got no reply from it by its deadline (while
+// that run may still get one, the result before it); "" when there is
+// none.
+func (s *Server) lastResult(host string, now time.Time) (outcome, requestID string) {
+	if id, req, ok := s.fleet.index.LastUnanswered(host); ok && !collecting(req.Created, time.Duration(req.Timeout), now) {
+		return orchestrator.OutcomeNoReply, id
+	}
+	if id, outcome, ok := s.fleet.index.LastResult(host); ok {
+		return outcome, id
+	}
+	return "", ""
+}
+
 func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "fleet", fleetView{layout: s.layout("Fleet", "fleet"), fleetData: s.fleetData(r),
 		StatusChoices: fleetStatuses, LastChoices: fleetLasts, OrderChoices: fleetOrders})
@@ -271,13 +345,22 @@ func factText(v any) string {
 type runRow struct {
 	orchestrator.HistorySummary
 	Waiting bool `json:"waiting"`
+	// Host is the host an assignment's run ran on (an agent runs its
+	// assignments on its own); "" for a request sent to the fleet.
+	Host string `json:"host,omitempty"`
 }
 
 // collecting says whether a run created at created with reply deadline
 // timeout may still get replies at now (a little slack for the hosts' own
 // clocks and the record's way to the stream).
 func collecting(created time.Time, timeout time.Duration, now time.Time) bool {
-	return now.Before(created.Add(timeout + 2*time.Second))
+	return now.Before(replyDeadline(created, timeout))
+}
+
+// replyDeadline is when a run created at created with reply deadline
+// timeout stops waiting for its hosts, as the pages judge it.
+func replyDeadline(created time.Time, timeout time.Duration) time.Time {
+	return created.Add(timeout + 2*time.Second)
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
@@ -314,7 +397,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	run := s.fleet.index.Run(id)
 	if run == nil {
-		errNoRun(id).write(w)
+		s.writePageError(w, errNoRun(id))
 		return
 	}
 	v := runView{layout: s.layout("Run "+id, "runs"), Run: run, Asked: orchestrator.DescribeRequest(run.Request),
@@ -326,7 +409,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		byHost[h.Identity] = h
 	}
 	for i, g := range run.Result.Groups {
-		gv := groupView{Group: g, ID: "g" + strconv.Itoa(i)}
+		gv := groupView{Group: g, ID: "group-" + strconv.Itoa(i+1)}
 		for _, h := range g.Hosts {
 			gv.Hosts = append(gv.Hosts, byHost[h])
 		}
@@ -351,6 +434,7 @@ type hostRunRow struct {
 	RequestID     string        `json:"request_id"`
 	Time          time.Time     `json:"time"`
 	Asked         string        `json:"asked"`
+	Noop          bool          `json:"noop"`
 	Outcome       string        `json:"outcome"`
 	Late          bool          `json:"late"`
 	Duration      time.Duration `json:"duration"`
@@ -404,7 +488,7 @@ func (s *Server) hostData(id string) (hostData, *protocol.NodeRecord, *pageError
 		return hostData{}, nil, &pageError{http.StatusBadRequest, "not a host identity"}
 	}
 	v := hostData{Identity: id, Facts: map[string]any{}, Assignments: []hostAssignment{}, Resources: []resourceRow{}, Runs: []hostRunRow{}}
-	now := s.opts.Now()
+	now, _ := s.asOf()
 	node := s.fleet.node(id)
 	if node != nil {
 		v.Registered, v.Stale, v.Version, v.Started, v.LastSeen = true, s.fleet.stale(node, now), node.Version, node.Started, node.LastSeen
@@ -415,7 +499,7 @@ func (s *Server) hostData(id string) (hostData, *protocol.NodeRecord, *pageError
 	runs := s.fleet.index.Host(id, hostRuns)
 	slices.Reverse(runs)
 	for _, e := range runs {
-		v.Runs = append(v.Runs, hostRunRow{RequestID: e.RequestID, Time: e.Time, Asked: e.Asked, Outcome: e.Outcome, Late: e.Late,
+		v.Runs = append(v.Runs, hostRunRow{RequestID: e.RequestID, Time: e.Time, Asked: e.Asked, Noop: e.Noop, Outcome: e.Outcome, Late: e.Late,
 			Duration: e.Duration, WatchFailures: e.WatchFailures, WatchError: e.WatchError, WatchFailedAt: e.WatchFailedAt})
 	}
 	for ref, le := range s.fleet.index.HostLastEvents(id) {
@@ -448,7 +532,7 @@ func (s *Server) hostPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	data, node, perr := s.hostData(id)
 	if perr != nil {
-		perr.write(w)
+		s.writePageError(w, perr)
 		return
 	}
 	v := hostView{layout: s.layout("Host "+id, "fleet"), hostData: data, Node: node}

@@ -190,6 +190,9 @@ func (s *Server) runsData(r *http.Request) runsData {
 			kind := kindPushed
 			if name != "" {
 				kind = kindScheduled
+				if len(ir.Request.Expected) == 1 { // an agent runs its assignment on itself
+					row.Host = ir.Request.Expected[0]
+				}
 			}
 			rows = append(rows, runListRow{Kind: kind, Time: sum.Time, Run: row})
 			continue

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,10 @@ var staticFS embed.FS
 
 // Options configure a Server.
 type Options struct {
-	// Log receives the followers' warnings; nil discards them.
+	// Log receives the followers' warnings, the losing (WARN) and
+	// regaining (INFO) of NATS, and one INFO line per request answered
+	// (method, path without its query, status code, duration); nil
+	// discards them.
 	Log *slog.Logger
 	// MaxRuns bounds the runs kept in memory (default
 	// orchestrator.DefaultIndexRuns).
@@ -67,7 +71,10 @@ type Options struct {
 // Server is the dashboard: an http.Handler over the fleet's registry and
 // history, kept up to date by Run.
 type Server struct {
+	nc *nats.Conn
 	js jetstream.JetStream
+	// conn says whether nc is up, and since when it is not.
+	conn *connState
 	// regTrust says whose registration entries the services page shows.
 	regTrust *registration.Trust
 	fleet    *fleet
@@ -101,9 +108,9 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	s := &Server{js: js, fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux(),
+	s := &Server{nc: nc, js: js, conn: newConnState(opts.Log, opts.Now), fleet: newFleet(opts.Log, opts.MaxRuns), opts: opts, mux: http.NewServeMux(),
 		regTrust: &registration.Trust{JS: js, Stream: registration.DefaultStream, Registry: true}}
-	s.hub = newHub(s.fleet.stamp, opts.LiveInterval)
+	s.hub = newHub(s.stamp, opts.LiveInterval)
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -112,6 +119,11 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	// Browsers ask for /favicon.ico by themselves: the same icon.
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, static, "favicon.svg")
+	})
 	s.mux.HandleFunc("GET /{$}", s.fleetPage)
 	s.mux.HandleFunc("GET /runs", s.runsPage)
 	s.mux.HandleFunc("GET /runs/{id}", s.runPage)
@@ -121,6 +133,7 @@ func New(nc *nats.Conn, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /assignments/{name}", s.assignmentPage)
 	s.mux.HandleFunc("GET /services", s.servicesPage)
 	s.mux.HandleFunc("GET /events", s.hub.serve)
+	s.mux.HandleFunc("/", s.notFound)
 	s.routeAPI()
 	s.metrics = newMetrics(s)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
@@ -159,15 +172,22 @@ func (o *Options) loginDefaults() {
 	o.MaxLoginClients = cmp.Or(o.MaxLoginClients, DefaultMaxLoginClients)
 }
 
-// Run follows the registry, the history stream and the assignments, and feeds the live
-// updates until ctx ends; it returns when all of that has stopped.
+// Run follows the registry, the history stream, the assignments and the
+// state of the NATS connection, and feeds the live updates until ctx ends; it returns when all of that has stopped.
 func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.fleet.followRegistry(ctx, s.js) })
 	wg.Go(func() { s.fleet.followHistory(ctx, s.js) })
 	wg.Go(func() { s.fleet.followAssignments(ctx, s.js) })
 	wg.Go(func() { s.hub.run(ctx, s.fleet.changed) })
+	wg.Go(func() { s.conn.follow(ctx, s.nc, s.fleet.notify) })
 	wg.Wait()
+}
+
+// stamp changes whenever what a page shows may have: the fleet, or the
+// state of the connection.
+func (s *Server) stamp() uint64 {
+	return s.fleet.stamp() + s.conn.stamp()
 }
 
 // ServeHTTP serves the pages, with headers that keep the browser from
@@ -177,7 +197,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	s.metrics.observe(w, r, s.handler)
+	code, took := s.metrics.observe(w, r, s.handler)
+	s.opts.Log.Info("ui: request", "method", r.Method, "path", logPath(r.URL.Path), "status", code, "duration", took)
+}
+
+// maxLogPath bounds the path an access log line holds.
+const maxLogPath = 256
+
+// logPath is a request's path as the access log holds it: never its
+// query (a login's next, a filter), at most maxLogPath bytes, "-" for
+// none.
+func logPath(p string) string {
+	if len(p) > maxLogPath {
+		p = strings.ToValidUTF8(p[:maxLogPath], "") + "…"
+	}
+	return cmp.Or(p, "-")
 }
 
 // pageFiles are the templates of each page beside the layout: its own
@@ -186,7 +220,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 var pageFiles = map[string][]string{
 	"fleet": {"fleet"}, "runs": {"runs"}, "run": {"run"}, "host": {"host"}, "drift": {"drift"},
 	"assignments": {"assignments"}, "assignment": {"runs", "assignments", "assignment"},
-	"services": {"services"},
+	"services": {"services"}, "error": {"error"},
 }
 
 // parsePages parses each page with the layout.

@@ -330,7 +330,8 @@ var _ = Describe("the services page", func() {
 			_, page := get("/services")
 			Expect(page).NotTo(ContainSubstring(scriptAnnotation))
 			Expect(page).To(ContainSubstring(`<span class="annotation">note=&lt;script&gt;alert(&#39;svc&#39;)&lt;/script&gt;</span>`))
-			Expect(strings.Count(page, "<script")).To(Equal(1), "only the page's own live.js")
+			Expect(strings.Count(page, "<script")).To(Equal(2), "only the page's own live.js and sort.js")
+			Expect(strings.Count(page, `<script src="/static/live.js" defer></script>`) + strings.Count(page, `<script src="/static/sort.js" defer></script>`)).To(Equal(2))
 		})
 
 		It("shows nothing to a request without the token or a session", func() {

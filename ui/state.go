@@ -73,15 +73,34 @@ func (f *fleet) notify() {
 func (f *fleet) followHistory(ctx context.Context, js jetstream.JetStream) {
 	retry(ctx, func() error {
 		err := jsstore.Follow(ctx, js, func(r jsstore.Record) error {
-			taken := f.index.Add(r) != ""
-			if f.runs.Add(r) || taken {
+			id := f.index.Add(r)
+			if f.runs.Add(r) || id != "" {
 				f.notify()
+			}
+			if id != "" && r.Identity == "" {
+				f.notifyAtDeadline(ctx, id)
 			}
 			return nil
 		})
 		f.setErr(&f.historyErr, err)
 		return err
 	})
+}
+
+// notifyAtDeadline tells the pages again when run id stops waiting for
+// its hosts, should that be later: the hosts not heard from then show as
+// no reply instead of waiting, though no record arrived.
+func (f *fleet) notifyAtDeadline(ctx context.Context, id string) {
+	run := f.index.Run(id)
+	if run == nil {
+		return
+	}
+	wait := time.Until(replyDeadline(run.Request.Created, time.Duration(run.Request.Timeout)))
+	if wait <= 0 || len(run.Result.NoReply) == 0 {
+		return
+	}
+	t := time.AfterFunc(wait, f.notify)
+	context.AfterFunc(ctx, func() { t.Stop() })
 }
 
 // followRegistry keeps nodes in step with the registry until ctx ends.

@@ -51,6 +51,11 @@ type Options struct {
 	// Log, when set, receives the agents', the engine's and the providers'
 	// logs; nil discards them.
 	Log *slog.Logger
+	// Listen is the broker's listen address (default a random loopback
+	// port). A fixed one lets a test shut the broker down and start it
+	// again on the same port (Broker.Shutdown, then Broker.Start: the
+	// store is kept), as a broker that died and came back.
+	Listen string
 }
 
 // Start starts a broker and count simulated agents whose facts are base
@@ -64,7 +69,7 @@ func Start(t brokertest.TB, count int, base map[string]any, vary ...string) *Fle
 // StartWith is Start with options.
 func StartWith(t brokertest.TB, o Options, count int, base map[string]any, vary ...string) *Fleet {
 	t.Helper()
-	b := brokertest.Start(t)
+	b := brokertest.StartConfig(t, broker.Config{Listen: o.Listen})
 	url := b.ClientURL()
 	if o.History {
 		if err := provision(url); err != nil {
