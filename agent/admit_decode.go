@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"time"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // decode is admission's second stage: the request decoded strictly, once,

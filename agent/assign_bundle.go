@@ -9,11 +9,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/sources"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // bundleFetchTimeout bounds the fetch of an assignment's bundle (the

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/redact"
+	"github.com/ccm-fleet/ccm/resources/redact"
 )
 
 // finisher answers jobs: every outcome of every job (refused, ignored,

@@ -1,6 +1,6 @@
 package agent
 
-import "github.com/ccm-fleet/ccm/agent/policy"
+import "github.com/ccm-fleet/ccm/trust/policy"
 
 // manifestTempPattern names the per-request directories bundles are
 // unpacked into, below os.TempDir().

@@ -1,6 +1,6 @@
 package agent
 
-import "github.com/ccm-fleet/ccm/agent/policy"
+import "github.com/ccm-fleet/ccm/trust/policy"
 
 // The agent's policy is package policy's; these names keep the agent's
 // API in one import.

@@ -13,9 +13,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/agent"
-	"github.com/ccm-fleet/ccm/agent/policy"
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/trust/policy"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // The agent's admission and ccm-orch policy check's offline judgement

@@ -27,10 +27,11 @@ const (
 	maxFuncLines    = 60
 )
 
-// agentSource is the non-test files of the agent and its subpackages
-// (agent/scope, agent/policy, ...), parsed, keyed by their path relative
-// to agent/ ("agent.go", "scope/rules.go"). The file and function limits
-// hold for all of them; the Agent struct is package agent's alone.
+// agentSource is the non-test files of the agent, its subpackages and the
+// trust packages it admits requests with (../trust: policy, scope),
+// parsed, keyed by their path relative to agent/ ("agent.go",
+// "../trust/scope/rules.go"). The file and function limits hold for all of
+// them; the Agent struct is package agent's alone.
 type agentSource struct {
 	fset  *token.FileSet
 	files map[string]*ast.File
@@ -40,36 +41,40 @@ type agentSource struct {
 func parseAgentSource() agentSource {
 	GinkgoHelper()
 	src := agentSource{fset: token.NewFileSet(), files: map[string]*ast.File{}, lines: map[string]int{}}
-	err := filepath.WalkDir(".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name != "." && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		f, err := parser.ParseFile(src.fset, name, data, 0)
-		if err != nil {
-			return err
-		}
-		name = filepath.ToSlash(name)
-		src.files[name] = f
-		src.lines[name] = strings.Count(string(data), "\n")
-		return nil
-	})
-	Expect(err).ToNot(HaveOccurred())
+	walk := func(root string) error { return filepath.WalkDir(root, src.add) }
+	Expect(walk(".")).To(Succeed())
+	Expect(walk(filepath.Join("..", "trust"))).To(Succeed())
 	Expect(src.files).To(HaveKey("agent.go"))
-	Expect(src.files).To(HaveKey("scope/rules.go"))
+	Expect(src.files).To(HaveKey("../trust/scope/rules.go"))
 	return src
+}
+
+// add parses one file of the walk.
+func (src agentSource) add(name string, d fs.DirEntry, err error) error {
+	if err != nil {
+		return err
+	}
+	if d.IsDir() {
+		if name != "." && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		return nil
+	}
+	if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+		return nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	f, err := parser.ParseFile(src.fset, name, data, 0)
+	if err != nil {
+		return err
+	}
+	name = filepath.ToSlash(name)
+	src.files[name] = f
+	src.lines[name] = strings.Count(string(data), "\n")
+	return nil
 }
 
 // agentShape counts the Agent struct's fields and methods, in package

@@ -11,11 +11,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/registration"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // SourcesCacheDir is where remote bundles of Config.Sources are unpacked

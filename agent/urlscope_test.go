@@ -19,9 +19,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/agent"
-	"github.com/ccm-fleet/ccm/agent/policy"
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/trust/policy"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // urlServer serves archives and records every path requested.

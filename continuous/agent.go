@@ -12,12 +12,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/resources/templates"
 	"github.com/ccm-fleet/ccm/resources/templates/natskv"
 	"github.com/ccm-fleet/ccm/sources"
+	"github.com/ccm-fleet/ccm/trust/policy"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // Options are the agent's collaborators. Config, Applier and Facts are

@@ -20,13 +20,13 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/sources"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // fileManifest is a manifest managing one file with content, and an

@@ -12,12 +12,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/sources"
+	"github.com/ccm-fleet/ccm/trust/policy"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // Backoff bounds of a failed apply of a change.

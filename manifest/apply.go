@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources/applytype"
 	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/redact"
 )
 
 // applyDepthKey carries how deeply the running manifest is nested in apply

@@ -13,7 +13,6 @@ import (
 
 	"github.com/choria-io/fisk"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/continuous"
@@ -22,6 +21,7 @@ import (
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/providers/gossrun"
 	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // applyFlags are the flags of "apply".

@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	ccmagent "github.com/ccm-fleet/ccm/agent"
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/continuous"
@@ -35,6 +34,7 @@ import (
 	"github.com/ccm-fleet/ccm/registration"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/sources"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // ccmAgentFlags are the flags of "agent".

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/sources"
+	"github.com/ccm-fleet/ccm/trust/policy"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // ErrUnpinned is wrapped when a remote document that changes this host

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os/user"
 
-	"github.com/ccm-fleet/ccm/redact"
+	"github.com/ccm-fleet/ccm/resources/redact"
 )
 
 // AccountError is returned when the owner or group of a file names no

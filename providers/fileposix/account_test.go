@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/providers/fileposix"
-	"github.com/ccm-fleet/ccm/redact"
+	"github.com/ccm-fleet/ccm/resources/redact"
 )
 
 var _ = Describe("AccountError", func() {

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/redact"
 )
 
 // DecodeJSON decodes the JSON object raw, a resource's properties as a

@@ -9,9 +9,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/resources/redact"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
 

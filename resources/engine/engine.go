@@ -12,8 +12,8 @@ import (
 
 	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/redact"
 	"github.com/ccm-fleet/ccm/resources/templates"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/redact"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/redact"
 )
 
 // maxHealthMessage bounds a health check's message.

@@ -21,13 +21,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/cmd/internal/provision"
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/registration"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // connectTimeout bounds the initial connection.

@@ -7,13 +7,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
 	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // readDecision is the decision about check (as read) among ds; it fails

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 // BenchmarkEnsureBody is what an agent does with an ensure request's

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 	"github.com/ccm-fleet/ccm/resources/exectype"
@@ -15,6 +14,7 @@ import (
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
 	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
 	"github.com/ccm-fleet/ccm/resources/servicetype"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // verdict is the first refusal among ds, or the last decision when all

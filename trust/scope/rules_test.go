@@ -6,7 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 var _ = Describe("Compile", func() {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nkeys"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/protocol"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // MaxRegistrationServices bounds a signer's registration.services.

@@ -7,9 +7,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/applytype"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 var _ = Describe("Scope of an apply resource", func() {

@@ -8,13 +8,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/engine"
 	"github.com/ccm-fleet/ccm/resources/templates"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // ErrCheck is wrapped by every error of CheckOffline that is not about the

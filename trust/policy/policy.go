@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/internal/filecheck"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/catalog"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // ErrPolicy is wrapped by every error loading or validating a policy.

@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ccm-fleet/ccm/agent/scope"
 	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/engine"
+	"github.com/ccm-fleet/ccm/trust/scope"
 )
 
 // CheckRequest judges what a request asks of signer s as a whole on a

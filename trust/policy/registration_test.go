@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 var _ = Describe("registration.services", func() {

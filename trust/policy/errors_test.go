@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/ccm-fleet/ccm/agent/policy"
 	"github.com/ccm-fleet/ccm/manifest"
+	"github.com/ccm-fleet/ccm/trust/policy"
 )
 
 var _ = Describe("Policy errors", func() {
