@@ -78,8 +78,9 @@ func WithGossRunner(r GossRunner) Option { return func(e *Engine) { e.goss = r }
 // resource catalog declares (catalog.GossObjects), run by r; Prepare
 // refuses any other rules (gossfile, kernel-param, matching, ...) before
 // anything runs, so that the scopes judging the resource judge all that
-// its rules touch. The engine of the fleet agent. r may be nil for an
-// engine that never runs (a policy check): its goss checks are not run.
+// its rules touch. The engine of the fleet agent. r is nil for an engine
+// that never runs (a policy check): Prepare leaves such rules to its
+// Guard, whose signer's scopes refuse them by the same catalog.
 func WithScopedGoss(r GossRunner) Option {
 	return func(e *Engine) { e.goss, e.gossScoped = r, true }
 }
@@ -92,6 +93,7 @@ func (e *Engine) refuseGoss(c *resources.CommonProperties) error {
 		hc := &c.HealthChecks[i]
 		switch {
 		case !hc.IsGoss():
+		case e.gossScoped && e.goss == nil:
 		case e.gossScoped:
 			if _, err := catalog.GossObjects(i, hc.GossRules); err != nil {
 				return fmt.Errorf("%w: %w", resources.ErrForbidden, err)
