@@ -114,7 +114,7 @@ func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []
 			return append(out, s.command(r, o.Check, o.Value, provider, o.Search, o.Placeholder))
 		case catalog.RunShell:
 			// Judged as what runs: sh, given the line.
-			return append(out, s.command(r, o.Check, shellquote.Join(gossShell, "-c", o.Value), "posix", "", false))
+			return append(out, s.command(r, o.Check, shellquote.Join(catalog.GossShell, "-c", o.Value), "posix", "", false))
 		default:
 			return append(out, s.command(r, o.Check, o.Value, "posix", o.Search, o.Placeholder))
 		}
@@ -135,10 +135,6 @@ func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []
 	}
 	return append(out, Decision{Check: o.Check, Value: o.Value, Rule: "resource catalog", Reason: fmt.Sprintf("a host object of kind %s cannot be judged", o.Kind)})
 }
-
-// gossShell is the shell a goss command rule runs its line with, looked
-// up in the agent's PATH (catalog.RunShell).
-const gossShell = "sh"
 
 // url judges a URL the resource fetches by net.urls and deny.net.urls,
 // or, without net.urls, by the default refusals (loopback, link-local,

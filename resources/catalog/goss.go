@@ -25,9 +25,9 @@ var ErrUndeclarable = errors.New("the resource catalog cannot declare what it to
 // that follows redirects, an attribute that is not a string.
 var ErrGossRule = errors.New("goss rule refused")
 
-// gossShell is the shell goss runs a command rule's line with, looked up
-// in the agent's PATH: sh -c LINE.
-const gossShell = "sh"
+// GossShell is the shell goss runs a command rule's line with, looked up
+// in the agent's PATH: sh -c LINE (catalog.RunShell).
+const GossShell = "sh"
 
 // gossKey declares the host objects of the rules under one top-level goss
 // key: check names the key in decisions ("health_checks[0].goss_rules.file"),
