@@ -192,24 +192,15 @@ func gossName(kind Kind) gossKey {
 	}
 }
 
-// gossPort: a port rule ("tcp:22", "udp6:53", "22") reads the kernel's
-// socket table of its protocol, and the process table to find who
-// listens: declared as a read of /proc itself (a read prefix must hold
-// /proc; a deny prefix below it does not refuse the rule).
-func gossPort(check, id string, _ map[string]any) ([]HostObject, error) {
-	proto, _, ok := strings.Cut(id, ":")
-	if !ok {
-		proto = "tcp"
+// gossPort: a port rule ("tcp:22", "udp6:53") reads the kernel's socket
+// tables, all four of them whatever the rule's protocol (goss looks every
+// listening socket up at once, without the processes holding them).
+func gossPort(check, _ string, _ map[string]any) ([]HostObject, error) {
+	out := make([]HostObject, 0, 4)
+	for _, proto := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		out = append(out, HostObject{Kind: PathRead, Check: check, Value: "/proc/net/" + proto})
 	}
-	switch proto {
-	case "tcp", "tcp6", "udp", "udp6":
-	default:
-		return nil, fmt.Errorf("%w: protocol %q: use tcp, tcp6, udp or udp6", ErrGossRule, proto)
-	}
-	return []HostObject{
-		{Kind: PathRead, Check: check, Value: "/proc/net/" + proto},
-		{Kind: PathRead, Check: check + " (process table)", Value: "/proc"},
-	}, nil
+	return out, nil
 }
 
 // gossAddr: an addr rule ("tcp://10.0.0.1:22") dials the address (its

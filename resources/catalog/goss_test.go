@@ -41,8 +41,10 @@ var _ = Describe("Goss rules", func() {
 			{kind: catalog.URL, check: c + "http", value: "https://[redacted]@repo.example/health"},
 			{kind: catalog.PathRead, check: c + "http ca-file", value: "/etc/ssl/ca.pem"},
 			{kind: catalog.Package, check: c + "package", value: "nginx"},
+			{kind: catalog.PathRead, check: c + "port", value: "/proc/net/tcp"},
 			{kind: catalog.PathRead, check: c + "port", value: "/proc/net/tcp6"},
-			{kind: catalog.PathRead, check: c + "port (process table)", value: "/proc"},
+			{kind: catalog.PathRead, check: c + "port", value: "/proc/net/udp"},
+			{kind: catalog.PathRead, check: c + "port", value: "/proc/net/udp6"},
 			{kind: catalog.Service, check: c + "service", value: "nginx"},
 		}))
 	})
