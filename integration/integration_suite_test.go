@@ -24,6 +24,7 @@ import (
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/orchestrator/fleettest"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/gossrun"
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
@@ -121,7 +122,7 @@ func startFleetWith(o fleetOptions, count int, prefix string, base map[string]an
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	sim := agent.Simulation{
-		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{}))), Config: cfg,
+		Count: count, Prefix: prefix, Facts: base, Vary: f.vary, Engine: engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(runner.Exec{})), engine.WithScopedGoss(gossrun.New())), Config: cfg,
 		Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 			return nats.Connect(serversOf(name), nats.Name(name), nats.DontRandomize(),
 				nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))

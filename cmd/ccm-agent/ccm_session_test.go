@@ -66,10 +66,11 @@ var _ = Describe("ccm-agent session", func() {
 	})
 
 	// CCM's session report (cmd/session.go of the CCM snapshot) prints
-	// these lines in this order and nothing else: no unmet requirements
-	// or health check lines (those are the run summary's, model
-	// RenderText), no --json or --yaml; Run Time only when above zero.
-	It("reports an unmet requirement and a WARNING health check as CCM's session report does", func() {
+	// these lines in this order, no --json or --yaml, Run Time only when
+	// above zero; ours adds the run summary's (model RenderText) unmet
+	// requirements and health checks by status, which CCM's session
+	// summary counts but does not print (issue 41).
+	It("reports an unmet requirement and a WARNING health check in CCM's session report, with the run summary's unmet-requirement and health-check counters", func() {
 		GinkgoT().Setenv("CCM_SESSION_STORE", store)
 		code, _, _ := agent("session", "new", "--directory", store)
 		Expect(code).To(Equal(0))
@@ -96,6 +97,8 @@ Session Summary
      Failed Resources: 2
     Skipped Resources: 1
   Refreshed Resources: 0
+   Unmet Requirements: 1
+    Checked Resources: 1 (ok: 0, critical: 0, warning: 1 unknown: 0)
          Total Errors: 2
 `))
 		code, _, errOut := agent("session", "report", "--json")

@@ -81,19 +81,27 @@ func (r runReport) write(w io.Writer) {
 	fmt.Fprintf(w, "     Failed Resources: %d\n", r.failed)
 	fmt.Fprintf(w, "    Skipped Resources: %d\n", r.skipped)
 	fmt.Fprintf(w, "  Refreshed Resources: %d\n", r.refreshed)
+	r.writeChecks(w)
+	fmt.Fprintf(w, "         Total Errors: %d\n", r.errors)
+}
+
+// writeChecks prints the unmet requirements and the health checks by
+// status, as CCM's run summary does.
+func (r runReport) writeChecks(w io.Writer) {
 	fmt.Fprintf(w, "   Unmet Requirements: %d\n", r.unmet)
 	if r.checked > 0 {
 		fmt.Fprintf(w, "    Checked Resources: %d (ok: %d, critical: %d, warning: %d unknown: %d)\n", r.checked, r.checkOK, r.checkCrit, r.checkWarn, r.checkX)
 	} else {
 		fmt.Fprintf(w, "    Checked Resources: %d\n", r.checked)
 	}
-	fmt.Fprintf(w, "         Total Errors: %d\n", r.errors)
 }
 
 // writeSession prints the report in the layout of CCM's session report
-// ("Session Summary"): the run summary's counts without unmet
-// requirements and health checks, with unique resources, and the run time
-// only when above zero, as CCM's cmd/session.go prints them.
+// ("Session Summary"): the run summary's counts with unique resources, and
+// the run time only when above zero, as CCM's cmd/session.go prints them;
+// then, beyond CCM's session report (its summary holds them, it does not
+// print them), the run summary's unmet requirements and health checks by
+// status, in the run summary's words.
 func (r runReport) writeSession(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Session Summary")
@@ -108,5 +116,6 @@ func (r runReport) writeSession(w io.Writer) {
 	fmt.Fprintf(w, "     Failed Resources: %d\n", r.failed)
 	fmt.Fprintf(w, "    Skipped Resources: %d\n", r.skipped)
 	fmt.Fprintf(w, "  Refreshed Resources: %d\n", r.refreshed)
+	r.writeChecks(w)
 	fmt.Fprintf(w, "         Total Errors: %d\n", r.errors)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-fleet/ccm/natsconn"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/providers/gossrun"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -167,7 +168,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 				agentOpts = append(agentOpts, ccmagent.WithSourceMetrics(cm))
 			}
 		}
-		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex))), fs, agentOpts...)
+		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithScopedGoss(gossrun.New())), fs, agentOpts...)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -270,7 +271,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		sim := ccmagent.Simulation{
 			Count: count, First: first - 1, Prefix: prefix, Facts: base, Vary: vary,
 			Config: simCfg,
-			Engine: engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(ex))), Log: log, Version: version,
+			Engine: engine.New(reg, engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithScopedGoss(gossrun.New())), Log: log, Version: version,
 			Connect: func(ctx context.Context, name string) (*nats.Conn, error) {
 				o, err := conn.Options("ccm-agent simulate "+name, log, natsconn.Options{})
 				if err != nil {

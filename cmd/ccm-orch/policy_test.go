@@ -270,3 +270,66 @@ var _ = Describe("ccm-orch policy check", func() {
 		}
 	})
 })
+
+var _ = Describe("ccm-orch policy check of goss health checks", func() {
+	It("judges each object a goss rule touches: a command needs exec and shell: true, a service its names", func() {
+		dir := GinkgoT().TempDir()
+		write := func(name, body string) string {
+			p := filepath.Join(dir, name)
+			Expect(os.WriteFile(p, []byte(body), 0o644)).To(Succeed())
+			return p
+		}
+		kp, err := nkeys.CreateUser()
+		Expect(err).ToNot(HaveOccurred())
+		key, err := kp.PublicKey()
+		Expect(err).ToNot(HaveOccurred())
+		policy := write("policy.yaml", `signers:
+  - name: web
+    public_key: `+key+`
+    allow: [file, exec, service]
+    exec:
+      commands: ['/bin/sh -c "systemctl is-active nginx"']
+    file:
+      paths: [`+dir+`/www/]
+    service:
+      names: [nginx]
+`)
+		facts := write("facts.yaml", "identity: web1\n")
+		site := write("site.yaml", `ccm:
+  resources:
+    - file:
+        - `+dir+`/www/index.html:
+            content: "hi\n"
+            owner: root
+            group: root
+            mode: "0644"
+            health_checks:
+              - goss_rules:
+                  command:
+                    "systemctl is-active nginx":
+                      exit-status: 0
+                  service:
+                    sshd:
+                      running: true
+`)
+		var out, errOut bytes.Buffer
+		code := run([]string{"policy", "check", policy, "--key", "web", "--manifest", site, "--facts", facts}, &out, &errOut)
+		Expect(code).To(Equal(int(protocol.ExitFailed)), out.String()+errOut.String())
+		Expect(out.String()).To(ContainSubstring(`denied health_checks[0].goss_rules.command "systemctl is-active nginx" by shell: false: goss runs command rules with sh -c`))
+
+		Expect(os.WriteFile(policy, []byte(strings.Replace(mustRead(policy), "    allow: [file, exec, service]\n", "    allow: [file, exec, service]\n    shell: true\n", 1)), 0o644)).To(Succeed())
+		out.Reset()
+		errOut.Reset()
+		code = run([]string{"policy", "check", policy, "--key", "web", "--manifest", site, "--facts", facts}, &out, &errOut)
+		Expect(code).To(Equal(int(protocol.ExitFailed)), out.String()+errOut.String())
+		Expect(out.String()).To(ContainSubstring(`allowed health_checks[0].goss_rules.command "sh -c 'systemctl is-active nginx'`))
+		Expect(out.String()).To(ContainSubstring(`by exec.commands[0]`))
+		Expect(out.String()).To(ContainSubstring(`denied name "sshd" by service.names (no entry matches: default deny)`))
+	})
+})
+
+func mustRead(path string) string {
+	b, err := os.ReadFile(path)
+	Expect(err).ToNot(HaveOccurred())
+	return string(b)
+}

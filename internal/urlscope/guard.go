@@ -275,3 +275,42 @@ func Redacted(raw string) string {
 
 // IsRefused reports whether err is a refusal of a URL or address.
 func IsRefused(err error) bool { return errors.Is(err, ErrRefused) }
+
+// JudgeAddress decides a network address dialled directly, not fetched
+// (a goss addr rule): raw is tcp://HOST:PORT or udp://HOST:PORT. A deny
+// prefix at that host and port refuses it; with Allow set, an allow
+// prefix at that host and port (any scheme, any path) allows it, none
+// being a refusal; else it is allowed unless its host is a loopback,
+// link-local, unspecified or cloud metadata address or name. The host is
+// judged as written: a name is not resolved.
+func (g *Guard) JudgeAddress(raw string) Verdict {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "udp") {
+		return Verdict{Rule: RuleAllow, Reason: "not a tcp:// or udp:// address"}
+	}
+	var t target
+	if t.host, t.ip, err = normHost(u.Hostname()); err == nil {
+		t.port, err = normPort(u.Port(), "")
+	}
+	if err != nil || u.Port() == "" {
+		return Verdict{Rule: RuleAllow, Reason: "the address needs a host and a port"}
+	}
+	at := func(p Prefix) bool { return p.t.host == t.host && p.t.port == t.port }
+	for _, p := range g.Deny {
+		if at(p) {
+			return Verdict{Rule: p.String()}
+		}
+	}
+	if len(g.Allow) == 0 {
+		if kind := t.special(); kind != "" {
+			return Verdict{Rule: ruleUnset, Reason: fmt.Sprintf("%s is a %s address: only a net.urls prefix naming it allows it", t.host, kind)}
+		}
+		return Verdict{Allowed: true, Rule: RuleAllow + " (not restricted)"}
+	}
+	for _, p := range g.Allow {
+		if at(p) {
+			return Verdict{Allowed: true, Rule: p.String()}
+		}
+	}
+	return Verdict{Rule: RuleAllow + " (no prefix at this host and port: default deny)"}
+}

@@ -124,6 +124,26 @@ var _ = Describe("Guard", func() {
 		Entry("loopback in hexadecimal", "http://0x7f.0.0.1/x.tgz", false, ""),
 	)
 
+	It("judges an address dialled directly (a goss addr rule) by the host and port of the prefixes", func() {
+		none := &urlscope.Guard{}
+		Expect(none.JudgeAddress("tcp://10.0.0.1:22")).To(Equal(urlscope.Verdict{Allowed: true, Rule: "net.urls (not restricted)"}))
+		v := none.JudgeAddress("tcp://169.254.169.254:80")
+		Expect(v.Allowed).To(BeFalse())
+		Expect(v.Reason).To(ContainSubstring("cloud metadata"))
+		Expect(none.JudgeAddress("udp://localhost:53").Allowed).To(BeFalse())
+		Expect(none.JudgeAddress("http://10.0.0.1:22")).To(Equal(urlscope.Verdict{Rule: "net.urls", Reason: "not a tcp:// or udp:// address"}))
+		Expect(none.JudgeAddress("tcp://10.0.0.1")).To(Equal(urlscope.Verdict{Rule: "net.urls", Reason: "the address needs a host and a port"}))
+
+		g := allow("http://127.0.0.1:8080/releases/", "https://db.example.com:5432/")
+		Expect(g.JudgeAddress("tcp://127.0.0.1:8080")).To(Equal(urlscope.Verdict{Allowed: true, Rule: `net.urls[0] "http://127.0.0.1:8080/releases/"`}))
+		Expect(g.JudgeAddress("tcp://db.example.com:5432").Allowed).To(BeTrue())
+		Expect(g.JudgeAddress("tcp://db.example.com:22")).To(Equal(urlscope.Verdict{Rule: "net.urls (no prefix at this host and port: default deny)"}))
+		p, err := urlscope.ParsePrefix("deny.net.urls[0]", "https://db.example.com:5432/")
+		Expect(err).ToNot(HaveOccurred())
+		g.Deny = []urlscope.Prefix{p}
+		Expect(g.JudgeAddress("tcp://db.example.com:5432")).To(Equal(urlscope.Verdict{Rule: `deny.net.urls[0] "https://db.example.com:5432/"`}))
+	})
+
 	It("with net.urls allows only what a prefix holds, loopback only when named", func() {
 		g := allow("http://127.0.0.1:8080/releases/", "https://repo.example.com/r/")
 		Expect(g.Judge("http://127.0.0.1:8080/releases/a.tgz")).To(Equal(urlscope.Verdict{Allowed: true, Rule: `net.urls[0] "http://127.0.0.1:8080/releases/"`}))

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -142,7 +141,9 @@ func Lookup(name string) (Entry, bool) {
 // validated properties props touches, as the host will use it: relative
 // sources are joined to workingDir (the directory the request's files
 // were written to; "" when it has none), the type's own objects first,
-// then the health-check commands every type shares. A type the catalog
+// then the health-check commands every type shares, then what the goss
+// rules of its health checks touch (GossObjects; goss rules the catalog
+// cannot declare are an error wrapping resources.ErrForbidden). A type the catalog
 // does not hold, or properties of another type, is an error wrapping
 // resources.ErrUnknownType: such a resource cannot be judged.
 func Objects(typeName string, props resources.Properties, workingDir string) ([]HostObject, error) {
@@ -157,18 +158,12 @@ func Objects(typeName string, props resources.Properties, workingDir string) ([]
 	if out == nil {
 		return nil, fmt.Errorf("%w %q: the properties are a %T", resources.ErrUnknownType, typeName, props)
 	}
-	for i, hc := range props.Common().HealthChecks {
-		if hc.IsGoss() {
-			return nil, fmt.Errorf("%s: %w: property health_checks[%d]: %w", typeName, resources.ErrForbidden, i, ErrUndeclarable)
-		}
+	goss, err := gossObjects(props.Common())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", typeName, resources.ErrForbidden, err)
 	}
-	return append(out, healthObjects(props.Common())...), nil
+	return append(append(out, healthObjects(props.Common())...), goss...), nil
 }
-
-// ErrUndeclarable is returned by Objects for a resource touching host
-// objects the catalog cannot list: a goss health check's rules read files,
-// run commands and query packages, services, ports and URLs of their own.
-var ErrUndeclarable = errors.New("goss rules touch host objects the resource catalog cannot declare, so no scope could judge them")
 
 // typed adapts a declaration over a type's own properties; properties of
 // another type declare nil, which Objects refuses.

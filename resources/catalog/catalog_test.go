@@ -63,17 +63,6 @@ var _ = Describe("Catalog", func() {
 		Expect(ok).To(BeFalse())
 	})
 
-	It("refuses a resource with goss rules: what they touch cannot be declared", func() {
-		props := decode("file", map[string]any{"name": "/etc/motd", "content": "hi", "owner": "root", "group": "root", "mode": "0644", "health_checks": []any{
-			map[string]any{"command": "/bin/true"},
-			map[string]any{"goss_rules": map[string]any{"file": map[string]any{"/etc/shadow": map[string]any{"exists": true}}}},
-		}})
-		_, err := catalog.Objects("file", props, "")
-		Expect(err).To(MatchError(resources.ErrForbidden))
-		Expect(err).To(MatchError(catalog.ErrUndeclarable))
-		Expect(err).To(MatchError("file: forbidden: property health_checks[1]: goss rules touch host objects the resource catalog cannot declare, so no scope could judge them"))
-	})
-
 	hc := []any{map[string]any{"command": "/usr/lib/nagios/check_http -H localhost"}}
 	health := obj{kind: catalog.Command, check: "health_checks[0]", value: "/usr/lib/nagios/check_http -H localhost", runner: catalog.RunDirect}
 

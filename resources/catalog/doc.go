@@ -14,7 +14,10 @@
 //
 // A declaration reads a typed, validated properties value, the same value
 // the engine runs, and returns HostObjects; Objects adds what every type
-// shares (health-check commands). Whoever judges a resource (the signer
+// shares: health-check commands, and what the goss rules of health checks
+// touch (GossObjects: files read, sh -c commands, URLs, addresses dialled,
+// packages, services; a goss key it cannot declare is refused by name,
+// ErrUndeclarable). Whoever judges a resource (the signer
 // scopes of an agent's policy, ccm-orch policy check) walks these objects
 // and never switches on a type's name: a new type, or a new property that
 // names something on the host, is declared here once and is judged

@@ -40,11 +40,14 @@ const (
 	Service
 	// URL is a URL the resource fetches.
 	URL
+	// Address is a network address the resource dials, as
+	// tcp://HOST:PORT or udp://HOST:PORT (a goss addr rule).
+	Address
 )
 
 var kindNames = map[Kind]string{
 	PathWrite: "path written", PathRead: "path read", Command: "command", Environment: "environment",
-	WorkingDir: "working directory", SearchPath: "search path", Package: "package", Service: "service", URL: "url",
+	WorkingDir: "working directory", SearchPath: "search path", Package: "package", Service: "service", URL: "url", Address: "address",
 }
 
 // String names the kind: "path read".
@@ -66,6 +69,9 @@ const (
 	// RunByProvider runs the line the way the resource's exec provider
 	// does: directly for posix, through the shell for shell.
 	RunByProvider
+	// RunShell runs the line with sh -c, sh looked up in the agent's
+	// PATH, whatever the resource's provider (goss command rules).
+	RunShell
 )
 
 // HostObject is one thing on the host a resource touches.
@@ -212,10 +218,14 @@ func serviceObjects(p *servicetype.Properties, _ string) []HostObject {
 }
 
 // healthObjects are the health-check commands every type may carry: split
-// as a shell would and run without one, looked up in the agent's PATH.
+// as a shell would and run without one, looked up in the agent's PATH
+// (goss checks declare their rules' objects: gossObjects).
 func healthObjects(c *resources.CommonProperties) []HostObject {
 	out := make([]HostObject, 0, len(c.HealthChecks))
 	for i, hc := range c.HealthChecks {
+		if hc.IsGoss() {
+			continue
+		}
 		out = append(out, HostObject{Kind: Command, Check: fmt.Sprintf("health_checks[%d]", i), Value: hc.Command, Runner: RunDirect})
 	}
 	return out

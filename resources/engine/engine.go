@@ -25,8 +25,12 @@ type Engine struct {
 	now func() time.Time
 	// health runs health checks; nil runs none (each is UNKNOWN)
 	health HealthRunner
-	// goss validates goss health checks; nil refuses them at Prepare
+	// goss validates goss health checks; nil refuses them at Prepare,
+	// unless gossScoped
 	goss GossRunner
+	// gossScoped refuses at Prepare goss rules whose host objects the
+	// resource catalog cannot declare (WithScopedGoss)
+	gossScoped bool
 }
 
 // Option configures an Engine.

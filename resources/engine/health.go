@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/catalog"
 	"github.com/ccm-fleet/ccm/resources/redact"
 )
 
@@ -62,23 +63,42 @@ type GossOutput struct {
 }
 
 // ErrGossRefused is wrapped, with resources.ErrForbidden, by the error of
-// Prepare for a resource carrying goss rules on an engine built without a
-// GossRunner: the engine of the fleet agent, and of policy checks.
-var ErrGossRefused = errors.New("goss health checks are refused here: a goss rule can read any file, run any command and query packages, services, ports and URLs, none of which the resource catalog can declare, so no scope could judge them; goss health checks run only from local manifests (ccm-agent apply, ccm-agent agent)")
+// Prepare for a resource carrying goss rules on an engine given neither
+// WithGossRunner nor WithScopedGoss.
+var ErrGossRefused = errors.New("goss health checks are refused here: this engine was given no goss runner")
 
-// WithGossRunner lets health checks carry goss rules, run by r. Without
-// one, Prepare refuses a resource with goss rules (ErrGossRefused): only
-// the engines of local manifests are given one.
+// WithGossRunner lets health checks carry any goss rules, run by r: the
+// engines of local manifests (ccm-agent apply, ccm-agent agent), whose
+// rules come from the host's own files. A signed bundle's resources are
+// still judged by its signer's scopes (catalog.Objects declares what the
+// rules touch; a key it cannot declare is refused there).
 func WithGossRunner(r GossRunner) Option { return func(e *Engine) { e.goss = r } }
 
-// refuseGoss is the Prepare error of a resource with goss rules on an
-// engine without a GossRunner; nil when it has none or the engine runs them.
+// WithScopedGoss lets health checks carry goss rules whose every key the
+// resource catalog declares (catalog.GossObjects), run by r; Prepare
+// refuses any other rules (gossfile, kernel-param, matching, ...) before
+// anything runs, so that the scopes judging the resource judge all that
+// its rules touch. The engine of the fleet agent. r is nil for an engine
+// that never runs (a policy check): Prepare leaves such rules to its
+// Guard, whose signer's scopes refuse them by the same catalog.
+func WithScopedGoss(r GossRunner) Option {
+	return func(e *Engine) { e.goss, e.gossScoped = r, true }
+}
+
+// refuseGoss is the Prepare error of a resource with goss rules the
+// engine does not run: any, on an engine without a GossRunner, or, on a
+// scoped one, rules the resource catalog cannot declare.
 func (e *Engine) refuseGoss(c *resources.CommonProperties) error {
-	if e.goss != nil {
-		return nil
-	}
 	for i := range c.HealthChecks {
-		if c.HealthChecks[i].IsGoss() {
+		hc := &c.HealthChecks[i]
+		switch {
+		case !hc.IsGoss():
+		case e.gossScoped && e.goss == nil:
+		case e.gossScoped:
+			if _, err := catalog.GossObjects(i, hc.GossRules); err != nil {
+				return fmt.Errorf("%w: %w", resources.ErrForbidden, err)
+			}
+		case e.goss == nil:
 			return fmt.Errorf("%w: property health_checks[%d]: %w", resources.ErrForbidden, i, ErrGossRefused)
 		}
 	}

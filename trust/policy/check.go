@@ -131,7 +131,7 @@ func (p *Policy) CheckOffline(ctx context.Context, c OfflineCheck) (*CheckReport
 		rep.add(pr.Ref(), s.CheckResource(pr, c.Resolver)...)
 		return nil
 	}
-	if err := prepareInert(ctx, engine.New(reg), b, facts, guard); err != nil {
+	if err := prepareInert(ctx, engine.New(reg, engine.WithScopedGoss(nil)), b, facts, guard); err != nil {
 		return nil, err
 	}
 	return rep, nil

@@ -112,9 +112,6 @@ var _ = Describe("Policy", func() {
 		Entry("net.urls twice (the second would widen the first)", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [archive]\n    net:\n      urls: [\"https://repo.example.com/r/\"]\n      urls: [\"http://127.0.0.1/\"]\n"
 		}, `key "urls" appears twice`),
-		Entry("deny.net.urls for a signer without archive", func(o, _ string) string {
-			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    deny:\n      net:\n        urls: [\"http://10.0.0.1/\"]\n"
-		}, "signers[0] ops: deny.net: the signer is not allowed archive"),
 		Entry("assignments_admin of a noop_only signer", func(o, _ string) string {
 			return "signers:\n  - name: ops\n    public_key: " + o + "\n    allow: [file]\n    noop_only: true\n    assignments_admin: true\n"
 		}, "signers[0] ops: assignments_admin: true cannot go with noop_only: true"),

@@ -35,8 +35,8 @@ func (s *Signer) CheckRequest(noop bool, facts map[string]any) []scope.Decision 
 // (templates expanded, properties decoded, provider chosen): its type;
 // then, for the commands the resource catalog declares for it, that a
 // resource of another type runs commands only with exec allowed (scaffold
-// post commands, health checks) and that commands run by an exec provider
-// other than posix need shell; then every host object a scope of the
+// post commands, health checks, goss command rules) and that commands run
+// by an exec provider other than posix, or by goss's sh -c, need shell; then every host object a scope of the
 // signer restricts, commands and paths resolved by r (relative sources
 // against the resource's working directory). It returns a decision per
 // value judged; the first not Allowed is the refusal.
@@ -68,6 +68,17 @@ func (s *Signer) CheckResource(p *engine.Prepared, r scope.Resolver) []scope.Dec
 			family, _, _ := strings.Cut(o.Check, "[")
 			return append(out, scope.Decision{Check: family, Value: o.Value, Rule: allow,
 				Reason: fmt.Sprintf("%s are commands: they need exec in allow", commandWords(typ, family))})
+		case o.Runner == catalog.RunShell && !slices.Contains(s.Allow, protocol.TypeExec):
+			return append(out, scope.Decision{Check: o.Check, Value: o.Value, Rule: allow,
+				Reason: "goss command rules are commands: they need exec in allow"})
+		case o.Runner == catalog.RunShell && !shellJudged:
+			shellJudged = true
+			d := scope.Decision{Check: o.Check, Value: o.Value, Rule: "shell: " + strconv.FormatBool(s.Shell), Allowed: s.Shell}
+			if !d.Allowed {
+				d.Reason = "goss runs command rules with sh -c"
+				return append(out, d)
+			}
+			out = append(out, d)
 		case o.Runner == catalog.RunByProvider && provider != "" && provider != "posix" && !shellJudged:
 			shellJudged = true
 			d := scope.Decision{Check: "provider", Value: provider, Rule: "shell: " + strconv.FormatBool(s.Shell), Allowed: s.Shell}

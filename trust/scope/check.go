@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/kballard/go-shellquote"
+
 	"github.com/ccm-fleet/ccm/internal/urlscope"
 
 	"github.com/ccm-fleet/ccm/resources"
@@ -107,9 +109,12 @@ func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []
 		if !s.execSet() {
 			return out
 		}
-		switch {
-		case o.Runner == catalog.RunByProvider:
+		switch o.Runner {
+		case catalog.RunByProvider:
 			return append(out, s.command(r, o.Check, o.Value, provider, o.Search, o.Placeholder))
+		case catalog.RunShell:
+			// Judged as what runs: sh, given the line.
+			return append(out, s.command(r, o.Check, shellquote.Join(catalog.GossShell, "-c", o.Value), "posix", "", false))
 		default:
 			return append(out, s.command(r, o.Check, o.Value, "posix", o.Search, o.Placeholder))
 		}
@@ -124,6 +129,9 @@ func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []
 		return s.names("service", s.allow.svcs, s.deny.svcs, o.Value, out)
 	case catalog.URL:
 		return s.url(o, out)
+	case catalog.Address:
+		v := s.Fetch("").JudgeAddress(o.Value)
+		return append(out, Decision{Allowed: v.Allowed, Check: o.Check, Value: o.Value, Rule: v.Rule, Reason: v.Reason})
 	}
 	return append(out, Decision{Check: o.Check, Value: o.Value, Rule: "resource catalog", Reason: fmt.Sprintf("a host object of kind %s cannot be judged", o.Kind)})
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ccm-fleet/ccm/internal/urlscope"
 	"github.com/ccm-fleet/ccm/protocol"
-	"github.com/ccm-fleet/ccm/resources/catalog"
 )
 
 // compiled is one side of a Scope, each part nil when not set.
@@ -85,16 +84,16 @@ func compileSide(prefix string, r *Rules, types []string, allow bool) (compiled,
 	if err := c.compileNames("service", r.Service, types, &c.svcs); err != nil {
 		return c, err
 	}
-	return c, c.compileNet(r.Net, types)
+	return c, c.compileNet(r.Net)
 }
 
-// compileNet compiles the network scope when set: URL prefixes.
-func (c *compiled) compileNet(n *Net, types []string) error {
+// compileNet compiles the network scope when set: URL prefixes. It
+// applies to a signer allowed any type: besides the types that fetch URLs,
+// the goss http and addr rules of any resource's health checks fetch and
+// dial.
+func (c *compiled) compileNet(n *Net) error {
 	if n == nil {
 		return nil
-	}
-	if err := c.needs(types, "net", urlTypes()...); err != nil {
-		return err
 	}
 	if len(n.URLs) == 0 {
 		return bad("%snet: empty; give urls (or leave net out)", c.side)
@@ -120,17 +119,6 @@ func (c *compiled) compileNet(n *Net, types []string) error {
 		c.urls = append(c.urls, p)
 	}
 	return nil
-}
-
-// urlTypes are the resource types that declare URLs they fetch.
-func urlTypes() []string {
-	var out []string
-	for _, e := range catalog.Entries() {
-		if e.FetchesURLs {
-			out = append(out, e.Name)
-		}
-	}
-	return out
 }
 
 // needs refuses the rule what of this side unless the signer is allowed

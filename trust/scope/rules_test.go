@@ -78,12 +78,16 @@ var _ = Describe("Compile", func() {
 		Entry("a URL prefix with user information", &scope.Rules{Net: &scope.Net{URLs: []string{"https://u:p@repo.example.com/"}}}, nil, all, `net.urls[0] "https://u:p@repo.example.com/": user information`),
 		Entry("a URL prefix of another scheme", &scope.Rules{Net: &scope.Net{URLs: []string{"ftp://repo.example.com/"}}}, nil, all, "only http and https"),
 		Entry("empty net scope", &scope.Rules{Net: &scope.Net{}}, nil, all, "net: empty"),
-		Entry("net scope without archive", &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/"}}}, nil, []string{"file"}, "net: the signer is not allowed archive"),
 		Entry("the same URL prefix twice (ports normalised)", &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/r", "https://REPO.example.com:443/r/"}}}, nil, all, `net.urls[1] "https://REPO.example.com:443/r/": the same as net.urls[0]`),
 		Entry("a URL prefix shadowed by a deny of its parent", &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/r/"}}}, &scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/"}}}, all,
 			`net.urls[0] "https://repo.example.com/r/": everything it allows is denied by deny.net.urls[0] "https://repo.example.com/"`),
 		Entry("hosts refused by a narrower deny", &scope.Rules{Hosts: []string{"role=web", "os=debian"}}, &scope.Rules{Hosts: []string{"role=web"}}, all, "every host it allows is refused by deny.hosts"),
 	)
+
+	It("compiles net for a signer allowed any type: goss http and addr rules of any resource fetch and dial", func() {
+		_, err := scope.Compile(&scope.Rules{Net: &scope.Net{URLs: []string{"https://repo.example.com/"}}}, &scope.Rules{Net: &scope.Net{URLs: []string{"http://10.0.0.1/"}}}, []string{"file"})
+		Expect(err).ToNot(HaveOccurred())
+	})
 
 	DescribeTable("keeps rules a deny only narrows",
 		func(allow, deny *scope.Rules) {
