@@ -133,4 +133,14 @@ var _ = Describe("ccm-orch for a new operator", Ordered, func() {
 		Expect(errOut).To(Equal("ccm-orch: request UNKNOWN_ID is unknown: history holds no request record and no host records for it; check the id (ccm-orch history list shows the requests history holds; a request that ran while the store was full or history was unavailable is not among them)\n"))
 		Expect(errOut).NotTo(ContainSubstring("may not have been kept"))
 	})
+
+	It("names a manifest's file and the line of its YAML fault, before connecting", func() {
+		dir := GinkgoT().TempDir()
+		path := filepath.Join(dir, "site.yaml")
+		Expect(os.WriteFile(path, []byte("ccm:\n  resources:\n    - file:\n        /tmp/motd:\n          ensure: present\n          owner: root\n         content: x\n"), 0o600)).To(Succeed())
+		code, out, errOut := orch([]string{"NATS_URL=nats://127.0.0.1:1"}, "apply", path)
+		Expect(code).To(Equal(1))
+		Expect(out).To(BeEmpty())
+		Expect(errOut).To(Equal("ccm-orch: manifest " + path + ": invalid YAML at line 7, column 10: value is not allowed in this context\n"))
+	})
 })
