@@ -116,3 +116,12 @@ var _ = Describe("EventsExitCode", func() {
 		Entry("failure beats drift", true, []*protocol.TransactionEvent{ev(true, false), ev(false, true)}, protocol.ExitFailed),
 	)
 })
+
+var _ = Describe("YAMLToJSON on a deeply nested invalid document", func() {
+	It("refuses it with yaml.v3's own error, not parsing it again", func() {
+		doc := strings.Repeat("[", 200000) + "\n:"
+		_, err := protocol.YAMLToJSON([]byte(doc), protocol.Limits{MaxBytes: 1 << 20})
+		Expect(err).To(MatchError(protocol.ErrBadRequest))
+		Expect(err.Error()).NotTo(ContainSubstring("invalid YAML at line"))
+	})
+})
