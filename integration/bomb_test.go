@@ -53,8 +53,8 @@ var _ = Describe("the binaries with an alias bomb", Ordered, func() {
 			Expect(lines[0]).To(ContainSubstring(want))
 			Expect(lines[0]).To(ContainSubstring("YAML anchors are not accepted"))
 		},
-		Entry("ccm-agent apply", func() string { return agentBin }, []string{"apply", "manifest.yaml"}, "manifest: data.a0"),
-		Entry("ccm-orch apply", func() string { return orchBin }, []string{"apply", "manifest.yaml"}, "manifest: data.a0"),
+		Entry("ccm-agent apply", func() string { return agentBin }, []string{"apply", "manifest.yaml"}, "manifest manifest.yaml: data.a0"),
+		Entry("ccm-orch apply", func() string { return orchBin }, []string{"apply", "manifest.yaml"}, "manifest manifest.yaml: data.a0"),
 		Entry("ccm-agent apply --data", func() string { return agentBin }, []string{"apply", "--data", "data.yaml", "ok.yaml"}, "--data data.yaml: web.a0"),
 		Entry("ccm-agent facts --facts-file", func() string { return agentBin }, []string{"facts", "--facts-file", "facts.yaml"}, "facts file facts.yaml: role.a0"),
 		Entry("ccm-agent run --config", func() string { return agentBin }, []string{"run", "--config", "config.yaml"}, "config config.yaml: facts.a0"),

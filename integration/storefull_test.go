@@ -90,7 +90,8 @@ var _ = Describe("A broker whose JetStream store is full", Ordered, func() {
 	It("history show explains the missing request record and lists the host records once they land", func() {
 		code, out, errOut := f.orch("history", "show", requestID)
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(ContainSubstring("request " + requestID + " has no request record: it may not have been kept (store full or history unavailable when it ran); 0 host records found"))
+		Expect(errOut).To(ContainSubstring("request " + requestID + " is unknown: history holds no request record and no host records for it"))
+		Expect(errOut).To(ContainSubstring("a request that ran while the store was full or history was unavailable is not among them"))
 		Expect(out).To(BeEmpty())
 
 		// Space comes back: the agents send their spooled replies, the request's own record stays lost.

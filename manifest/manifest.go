@@ -59,6 +59,10 @@ type Manifest struct {
 type ParseOptions struct {
 	// WorkingDir resolves relative source: paths (file, scaffold); "" = none.
 	WorkingDir string
+	// Source names the document in its decoding errors (Load gives the
+	// file's path: `manifest site.yaml: invalid YAML at line 7, ...`);
+	// "" names none.
+	Source string
 	// MaxBytes bounds the document (default 1 MiB).
 	MaxBytes int
 	// Types are the resource types whose properties are accepted; empty
@@ -85,7 +89,7 @@ func Load(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
-	return Parse(data, ParseOptions{WorkingDir: filepath.Dir(abs)})
+	return Parse(data, ParseOptions{WorkingDir: filepath.Dir(abs), Source: path})
 }
 
 // decodeMessage renders a decoding error for a manifest author: the key
@@ -105,12 +109,16 @@ func Parse(data []byte, opts ParseOptions) (*Manifest, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
+	label := "manifest"
+	if opts.Source != "" {
+		label += " " + opts.Source
+	}
 	var top map[string]any
 	if _, err := protocol.DecodeStrict(data, &top, protocol.Limits{MaxBytes: opts.MaxBytes}); err != nil {
-		return nil, documentError(err, "manifest: %s", decodeMessage(err))
+		return nil, documentError(err, "%s: %s", label, decodeMessage(err))
 	}
 	if top == nil {
-		return nil, documentError(nil, "manifest: the document must be an object with data, hierarchy, overrides and ccm")
+		return nil, documentError(nil, "%s: the document must be an object with data, hierarchy, overrides and ccm", label)
 	}
 	doc, err := json.Marshal(top)
 	if err != nil {

@@ -152,7 +152,7 @@ ccm:
 		Expect(os.WriteFile(path, hostile.AliasBomb("data"), 0o600)).To(Succeed())
 		_, err := manifest.Load(path)
 		Expect(err).To(MatchError(resources.ErrInvalid))
-		Expect(err).To(MatchError("manifest: data.a0: YAML anchors are not accepted (line 2)"))
+		Expect(err).To(MatchError("manifest " + path + ": data.a0: YAML anchors are not accepted (line 2)"))
 	})
 
 	It("refuses YAML anchors and aliases in files too", func() {
@@ -253,7 +253,7 @@ ccm:
     - package: [{nginx: present}]
 `, `resources[0] package#nginx: properties must be an object, got a string`),
 		Entry("not an object", "[1, 2]\n", `manifest: expected an object, got array`),
-		Entry("invalid YAML", "ccm: [\n", `manifest: invalid YAML (yaml: line 1: did not find expected node content)`),
+		Entry("invalid YAML", "ccm: [\n", `manifest: invalid YAML at line 1, column 6: sequence end token ']' not found`),
 	)
 
 	DescribeTable("refuses resolutions that cannot run, naming the resource",

@@ -32,7 +32,14 @@ type MissingRequestError struct {
 	Hosts []HostResult `json:"hosts"`
 }
 
+// Error says the request is unknown when history holds nothing for it (no
+// request record and no host record: a mistyped id, or one that expired),
+// else that its own record is missing and how many host records were found.
 func (e *MissingRequestError) Error() string {
+	if len(e.Hosts) == 0 {
+		return fmt.Sprintf("request %s is unknown: history holds no request record and no host records for it; check the id (ccm-orch history list shows the requests history holds; a request that ran while the store was full or history was unavailable is not among them)",
+			e.RequestID)
+	}
 	return fmt.Sprintf("%v: request %s has no request record: it may not have been kept (store full or history unavailable when it ran); %d host records found",
 		ErrNotFound, e.RequestID, len(e.Hosts))
 }

@@ -408,6 +408,9 @@ func YAMLToJSON(data []byte, limits Limits) ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, badRequest("empty document")
 		}
+		if line, col, problem, ok := yamlFault(data); ok {
+			return nil, wrapped(err, "", "invalid YAML at line %d, column %d: %s", line, col, problem)
+		}
 		return nil, wrapped(err, "", "invalid YAML (%v)", err)
 	}
 	var extra yaml.Node

@@ -51,6 +51,7 @@ var _ = Describe("DecodeEnsureRequest", func() {
 		Entry("YAML anchor on a map", "protocol: io.choria.ccm.v1.resource.ensure.request\ntype: file\nproperties: &a {name: x}\n", `YAML anchors are not accepted`),
 		Entry("duplicate YAML key", "protocol: a\nprotocol: b\n", `appears twice`),
 		Entry("invalid YAML", "protocol: [unclosed\n", `invalid YAML`),
+		Entry("invalid YAML: the line of the fault, not of the mapping it is in", "protocol: p\ntype: t\nproperties:\n  a: 1\n  b: 2\n  c: 3\n bad: 4\n", `invalid YAML at line 7, column 2: value is not allowed in this context`),
 		Entry("two YAML documents", "protocol: a\n---\nprotocol: b\n", `more than one YAML document`),
 		Entry("empty", "", `empty document`),
 	)
@@ -114,4 +115,13 @@ var _ = Describe("EventsExitCode", func() {
 		Entry("drift under noop", true, []*protocol.TransactionEvent{ev(true, false)}, protocol.ExitDrift),
 		Entry("failure beats drift", true, []*protocol.TransactionEvent{ev(true, false), ev(false, true)}, protocol.ExitFailed),
 	)
+})
+
+var _ = Describe("YAMLToJSON on a deeply nested invalid document", func() {
+	It("refuses it with yaml.v3's own error, not parsing it again", func() {
+		doc := strings.Repeat("[", 200000) + "\n:"
+		_, err := protocol.YAMLToJSON([]byte(doc), protocol.Limits{MaxBytes: 1 << 20})
+		Expect(err).To(MatchError(protocol.ErrBadRequest))
+		Expect(err.Error()).NotTo(ContainSubstring("invalid YAML at line"))
+	})
 })

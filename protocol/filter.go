@@ -295,10 +295,10 @@ func parseTerm(raw string) (FilterTerm, error) {
 			if op == OpEqual && strings.HasPrefix(value, "=") {
 				return FilterTerm{}, badRequest("filter %q: use = for equality, not ==", raw)
 			}
-			if joined := joinedTerm(op, value); joined != "" {
-				first := raw[:len(raw)-len(joined)-1] // joined is a suffix of raw, after its comma
+			if joined, sep := joinedTerm(op, value); joined != "" {
+				first := raw[:len(raw)-len(joined)-1] // joined is a suffix of raw, after its separator
 				return FilterTerm{}, badRequest("filter %q: one condition per --where: write --where %s --where %s (to match a value holding %q, use =~ with a regular expression)",
-					raw, strings.TrimSpace(first), strings.TrimSpace(joined), ","+strings.TrimSpace(joined))
+					raw, strings.TrimSpace(first), strings.TrimSpace(joined), sep+strings.TrimSpace(joined))
 			}
 			return FilterTerm{Key: strings.TrimSpace(raw[:i]), Op: op, Value: strings.TrimSpace(value)}, nil
 		}
@@ -307,23 +307,28 @@ func parseTerm(raw string) (FilterTerm, error) {
 }
 
 // joinedTerm returns the second condition of a value that holds two
-// joined by a comma (`b,c=d` of `a=b,c=d`), "" when it holds none. Only
-// literal values are read so: a regular expression may hold
-// `,name=` for itself.
-func joinedTerm(op, value string) string {
+// joined by a comma or by white space, as the dashboard's filter box
+// writes them (`c=d` of `a=b,c=d` or of `a=b c=d`), and the separator;
+// "" when it holds none. Only literal values are read so: a regular
+// expression may hold `,name=` for itself.
+func joinedTerm(op, value string) (joined, sep string) {
 	if op == OpMatch || op == OpNotMatch {
-		return ""
+		return "", ""
 	}
 	for rest := value; ; {
-		c := strings.IndexByte(rest, ',')
+		c := strings.IndexAny(rest, ", \t\n")
 		if c < 0 {
-			return ""
+			return "", ""
+		}
+		sep = rest[c : c+1]
+		if sep != "," {
+			sep = " "
 		}
 		rest = rest[c+1:]
 		j := strings.IndexAny(rest, "=!<>~")
 		key := strings.TrimSpace(rest[:max(j, 0)])
 		if j > 0 && key != "" && strings.IndexFunc(key, func(r rune) bool { return r > 127 || !factKeyByte(byte(r)) }) < 0 {
-			return rest
+			return rest, sep
 		}
 	}
 }

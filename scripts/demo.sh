@@ -5,7 +5,9 @@
 # drift with a noop run, assigns a watched file to the web hosts, tampers
 # with it and watches the agent repair it, shows ccm-orch status, serves the
 # dashboard until Ctrl-C (DEMO_NO_UI=1: no dashboard; DEMO_NO_WAIT=1 or no
-# terminal: do not wait), then cleans up.
+# terminal: do not wait), then cleans up. It says so first, and prints every
+# command it runs, quoted so it can be pasted (printf %q), before running
+# it; headings are bold only when stdout is a terminal.
 #
 # The broker and the dashboard listen on free loopback ports unless
 # DEMO_PORT or DEMO_UI_PORT names one; a port that is taken ends the demo at
@@ -21,8 +23,28 @@ START_TIMEOUT_TENTHS=300
 OWNER=$(id -un)
 GROUP=$(id -gn)
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
+if [ -t 1 ]; then
+	BOLD=$'\033[1m' PLAIN=$'\033[0m'
+else
+	BOLD= PLAIN=
+fi
+say() { printf '\n%s== %s%s\n' "$BOLD" "$*" "$PLAIN"; }
+# show CMD...: prints the command as it is run, each word quoted for the
+# shell (printf %q), so it can be pasted.
+show() {
+	printf '$'
+	printf ' %q' "$@"
+	printf '\n'
+}
+# show_bg LOG CMD...: shows a command run in the background, output to LOG.
+show_bg() {
+	local log=$1
+	shift
+	printf '$'
+	printf ' %q' "$@"
+	printf ' >%q 2>&1 &\n' "$log"
+}
+run() { show "$@"; "$@"; }
 fail() { printf '\ndemo failed: %s\n' "$*" >&2; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ccm-demo.XXXXXX") || fail "cannot make a temporary directory"
@@ -60,7 +82,16 @@ started() {
 	fail "$name was not ready after $((START_TIMEOUT_TENTHS / 10))s"
 }
 
+if [ -n "${DEMO_NO_UI:-}" ]; then
+	printf 'This demo runs a whole fleet on this machine, then stops it and cleans up (DEMO_NO_UI is set: no dashboard).\n'
+elif [ -t 0 ] && [ -z "${DEMO_NO_WAIT:-}" ]; then
+	printf 'This demo runs a whole fleet on this machine and ends on its dashboard, served until you press Ctrl-C; then it stops everything and cleans up.\n'
+else
+	printf 'This demo runs a whole fleet on this machine, shows its dashboard address, then stops everything and cleans up (not waiting on the dashboard: stdin is not a terminal or DEMO_NO_WAIT is set).\n'
+fi
+
 say "Starting an embedded NATS broker (ccm-broker, JetStream on) on 127.0.0.1:${DEMO_PORT:-<a free port>}"
+show_bg "$WORK/broker.log" "$BIN/ccm-broker" --listen "127.0.0.1:${DEMO_PORT:-0}" --store "$WORK/store"
 "$BIN/ccm-broker" --listen "127.0.0.1:${DEMO_PORT:-0}" --store "$WORK/store" >"$WORK/broker.log" 2>&1 &
 BROKER_PID=$!
 pids+=("$BROKER_PID")
@@ -70,6 +101,7 @@ SERVER=${ready_line#broker listening on }
 started ccm-broker "$BROKER_PID" "$WORK/broker.log" ' ready ('
 echo "$ready_line"
 export CCM_SERVER="$SERVER"
+show export CCM_SERVER="$SERVER"
 
 say "Making a signing key; the agents' policy trusts it for file resources only"
 run "$BIN/ccm-orch" keys new demo --dir "$WORK" || fail "keys new"
@@ -82,12 +114,17 @@ signers:
 POLICY
 run cat "$WORK/policy.yaml"
 export CCM_KEY="$WORK/demo.seed"   # every ccm-orch command below signs with it
+show export CCM_KEY="$CCM_KEY"
 
 say "Starting 6 simulated agents, each with its own connection: os=debian,rhel x role=web,db"
+show_bg "$WORK/agents.log" "$BIN/ccm-agent" simulate --count 6 --vary os=debian,rhel --vary role=web,db \
+	--policy "$WORK/policy.yaml" --state-dir "$WORK/agents"
 "$BIN/ccm-agent" simulate --count 6 --vary os=debian,rhel --vary role=web,db \
 	--policy "$WORK/policy.yaml" --state-dir "$WORK/agents" >"$WORK/agents.log" 2>&1 &
 pids+=($!)
 
+printf 'Waiting until 6 hosts answer, running every 0.1s:\n'
+show "$BIN/ccm-orch" discover --json
 for _ in $(seq 1 100); do
 	n=$("$BIN/ccm-orch" discover --json 2>/dev/null | grep -c '"identity"')
 	[ "${n:-0}" -ge 6 ] && break
@@ -123,8 +160,8 @@ run "$BIN/ccm-orch" ensure file "$MOTD" --content "$CONTENT" --owner "$OWNER" --
 rc=$?
 [ $rc -eq 5 ] || fail "the noop run exited $rc, expected 5"
 
-say "Repair it, then audit again"
-run "$BIN/ccm-orch" ensure file "$MOTD" --content "$CONTENT" --owner "$OWNER" --group "$GROUP" --mode 0644 --where os=debian >/dev/null || fail "repair"
+say "Repair it (the same ensure as before, without --noop), then audit again"
+run "$BIN/ccm-orch" ensure file "$MOTD" --content "$CONTENT" --owner "$OWNER" --group "$GROUP" --mode 0644 --where os=debian || fail "repair"
 run "$BIN/ccm-orch" ensure file "$MOTD" --content "$CONTENT" --owner "$OWNER" --group "$GROUP" --mode 0644 --where os=debian --noop
 rc=$?
 [ $rc -eq 0 ] || fail "the audit after repair exited $rc"
@@ -152,6 +189,8 @@ ccm:
 MANIFEST
 run cat "$WORK/assigned.yaml"
 run "$BIN/ccm-orch" assign web-files "$WORK/assigned.yaml" --where role=web --interval 10m --splay 1m || fail "assign"
+printf 'Finding a web host:\n'
+show "$BIN/ccm-orch" discover --where role=web --json
 WEB=$("$BIN/ccm-orch" discover --where role=web --json 2>/dev/null | grep -o '"identity": *"[^"]*"' | head -1 | sed 's/.*"\([^"]*\)"$/\1/')
 [ -n "$WEB" ] || fail "no web host found"
 WATCHED="$DEMO_DIR/$WEB/assigned"
@@ -168,13 +207,15 @@ echo "repaired after $(( ($(date +%s%N) - start) / 1000000 )) ms:"
 run cat "$WATCHED"
 
 say "Fleet status: each assignment on the hosts it selects (exit 0: converged)"
+printf 'Waiting until it converges, running every 0.1s:\n'
+show "$BIN/ccm-orch" status
 for _ in $(seq 1 50); do "$BIN/ccm-orch" status >/dev/null 2>&1 && break; sleep 0.1; done
 run "$BIN/ccm-orch" status
 rc=$?
 [ $rc -eq 0 ] || fail "status exited $rc"
 if [ -z "${DEMO_NO_UI:-}" ]; then
 	say "The fleet in a browser: a read-only dashboard of hosts, runs, drift and health"
-	printf '$ %s\n' "$BIN/ccm-orch ui --listen 127.0.0.1:${DEMO_UI_PORT:-0}"
+	show_bg "$WORK/ui.log" "$BIN/ccm-orch" ui --listen "127.0.0.1:${DEMO_UI_PORT:-0}"
 	"$BIN/ccm-orch" ui --listen "127.0.0.1:${DEMO_UI_PORT:-0}" >"$WORK/ui.log" 2>&1 &
 	UI_PID=$!
 	pids+=("$UI_PID")

@@ -5,7 +5,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -92,6 +94,52 @@ var _ = Describe("make demo (scripts/demo.sh)", func() {
 		leftNothing(tmp, cmd)
 		refused(broker[1])
 		refused(ui[1])
+
+		// Not a terminal: no escape codes, and it says first how it ends.
+		Expect(out).NotTo(ContainSubstring("\x1b"))
+		Expect(out).To(HavePrefix("This demo runs a whole fleet on this machine, shows its dashboard address, then stops everything and cleans up (not waiting on the dashboard: stdin is not a terminal or DEMO_NO_WAIT is set).\n"))
+
+		// Every command is shown, the background ones with where their output goes.
+		work := regexp.MustCompile(`removing (\S+)`).FindStringSubmatch(out)[1]
+		for _, line := range []string{
+			"$ " + binDir + "/ccm-broker --listen 127.0.0.1:0 --store " + work + "/store >" + work + "/broker.log 2>&1 &\n",
+			"$ " + binDir + `/ccm-agent simulate --count 6 --vary os=debian\,rhel --vary role=web\,db --policy ` + work + "/policy.yaml --state-dir " + work + "/agents >" + work + "/agents.log 2>&1 &\n",
+			"$ " + binDir + "/ccm-orch ui --listen 127.0.0.1:0 >" + work + "/ui.log 2>&1 &\n",
+			"$ export CCM_SERVER=nats://" + broker[1] + "\n",
+		} {
+			Expect(out).To(ContainSubstring(line))
+		}
+
+		// The repair is shown quoted (printf %q) and with its report, and
+		// the line shown, pasted into a shell, is the command that ran.
+		repair := regexp.MustCompile(`(?m)^== Repair it.*\n\$ (.*)\n(?:.*\n)*?(3 expected.*)\n`).FindStringSubmatch(out)
+		Expect(repair).NotTo(BeNil(), out)
+		Expect(repair[2]).To(HavePrefix("3 expected, 3 replied: 2 ok, 1 changed, 0 failed"))
+		argv, err := exec.Command("bash", "-c", "set -- "+repair[1]+"; printf '%s\\n' \"$@\"").Output()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Split(strings.TrimSuffix(string(argv), "\n"), "\n")).To(Equal([]string{
+			binDir + "/ccm-orch", "ensure", "file", work + "/hosts/{{ lookup('facts.identity') }}/motd",
+			"--content", "managed by ccm on {{ lookup('facts.identity') }} ({{ lookup('facts.role') }})",
+			"--owner", owner(), "--group", group(), "--mode", "0644", "--where", "os=debian",
+		}))
+	})
+
+	It("says on a terminal that it ends on the dashboard until Ctrl-C, with bold headings", func() {
+		tmp := GinkgoT().TempDir()
+		// script(1) gives the demo a terminal for stdin and stdout; a taken
+		// broker port ends it after its first lines.
+		cmd := exec.Command("script", "-qfec", "bash demo.sh", "/dev/null")
+		cmd.Env = append(os.Environ(), "BIN="+binDir, "TMPDIR="+tmp, "DEMO_NO_WAIT=", "DEMO_UI_PORT=", "DEMO_NO_UI=", "DEMO_PORT="+holdPort())
+		s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(s).WithTimeout(20 * time.Second).Should(gexec.Exit())
+		out := strings.ReplaceAll(string(s.Out.Contents()), "\r\n", "\n")
+		Expect(out).To(HavePrefix("This demo runs a whole fleet on this machine and ends on its dashboard, served until you press Ctrl-C; then it stops everything and cleans up.\n"))
+		Expect(out).To(ContainSubstring("\n\x1b[1m== Starting an embedded NATS broker"))
+		Expect(out).To(ContainSubstring("demo failed: ccm-broker exited with status 1 before it was ready"))
+		entries, err := os.ReadDir(tmp)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(entries).To(BeEmpty(), "the demo's temporary directory is removed")
 	})
 
 	It("stops every process it started and removes its directory on Ctrl-C", func() {
@@ -110,3 +158,21 @@ var _ = Describe("make demo (scripts/demo.sh)", func() {
 		Expect(errors.Is(err, os.ErrNotExist)).To(BeFalse(), "only the demo's own directory under TMPDIR is removed")
 	})
 })
+
+// owner and group are the names of the user and group running the suite,
+// as the demo's $(id -un) and $(id -gn).
+func owner() string {
+	GinkgoHelper()
+	u, err := user.Current()
+	Expect(err).NotTo(HaveOccurred())
+	return u.Username
+}
+
+func group() string {
+	GinkgoHelper()
+	u, err := user.Current()
+	Expect(err).NotTo(HaveOccurred())
+	g, err := user.LookupGroupId(u.Gid)
+	Expect(err).NotTo(HaveOccurred())
+	return g.Name
+}

@@ -81,7 +81,7 @@ func (l *lazyKV) reader(ctx context.Context) (*natskv.Reader, error) {
 	}
 	nc, err := natsconn.Connect(ctx, opts)
 	if err != nil {
-		l.err = fmt.Errorf("kvGet connection: %w", err)
+		l.err = fmt.Errorf("kvGet connection: %w", l.flags.Explain(err, opts, natsconn.Options{}, ""))
 		return nil, l.err
 	}
 	js, err := jetstream.New(nc)

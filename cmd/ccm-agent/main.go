@@ -10,6 +10,7 @@ import (
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 )
 
@@ -52,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runWithStdin(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{Globals: program.Globals{Stdout: stdout, Stderr: stderr}, in: stdin}
 	cli, _ := a.newCLI()
-	return program.Run(cli, args, stderr)
+	return program.Run(cli, program.HoistFlags(cli, args, connflags.Names), stderr)
 }
 
 // newCLI builds the command line with every command and its examples; the

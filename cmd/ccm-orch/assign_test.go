@@ -136,7 +136,7 @@ ccm:
 			_, out, _ := orch(with("assignments", "list")...)
 			Expect(out).ToNot(MatchRegexp(`(?m)^(x|a\.b)\s`))
 		},
-		Entry("a file that is not a manifest", "manifest: expected an object", "assign", "x", "/etc/hostname"),
+		Entry("a file that is not a manifest", "manifest /etc/hostname: expected an object", "assign", "x", "/etc/hostname"),
 		Entry("a name with a dot", "character at position 1 is not allowed", "assign", "a.b", "/etc/hostname", "--key", "/nonexistent"),
 		Entry("an interval too short", "field \"interval\": 10ms is not between", "assign", "x", "SITE", "--interval", "10ms", "--key", "SEED"),
 		Entry("a splay longer than the interval", "field \"splay\"", "assign", "x", "SITE", "--interval", "1m", "--splay", "2m", "--key", "SEED"),

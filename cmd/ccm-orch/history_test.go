@@ -141,7 +141,7 @@ var _ = Describe("ccm-orch history", Ordered, func() {
 	It("exits 1 naming an unknown request", func() {
 		code, _, errOut := orch(with("history", "show", "nosuchrequest")...)
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(ContainSubstring("not found in history: request nosuchrequest"))
+		Expect(errOut).To(HavePrefix("ccm-orch: request nosuchrequest is unknown: history holds no request record and no host records for it; check the id"))
 	})
 
 	It("chooses discovery with --discovery", func() {

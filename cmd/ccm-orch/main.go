@@ -16,6 +16,7 @@ import (
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -64,7 +65,7 @@ func (a *app) run(args []string) int {
 		return int(protocol.ExitError)
 	}
 	cli, _ := a.newCLI()
-	return program.Run(cli, args, a.Stderr)
+	return program.Run(cli, program.HoistFlags(cli, args, connflags.Names), a.Stderr)
 }
 
 // exitCodesHelp lists the exit codes in --help (see protocol.ExitCode).

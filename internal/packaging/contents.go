@@ -151,7 +151,7 @@ func Info(c Config, arch, format, binDir, docDir string) *nfpm.Info {
 		Release:     "1",
 		Section:     "admin",
 		Priority:    "optional",
-		Maintainer:  "CCM Fleet <ccm-fleet@users.noreply.github.com>",
+		Maintainer:  maintainer,
 		Description: description,
 		Homepage:    "https://github.com/ccm-fleet/ccm",
 		License:     License,

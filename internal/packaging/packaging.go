@@ -179,6 +179,13 @@ func buildCommand(ctx context.Context, c Config, arch, cmd, out string) error {
 // docDir into c.Out in format.
 func writePackage(c Config, arch, format, binDir, docDir string) (path string, err error) {
 	info := nfpm.WithDefaults(Info(c, arch, format, binDir, docDir))
+	if format == "deb" {
+		// The changelog names the version dpkg will show, known only
+		// once nFPM has split it (WithDefaults).
+		if err := withDebChangelog(c, info, filepath.Dir(binDir)); err != nil {
+			return "", fmt.Errorf("%s package: %w", format, err)
+		}
+	}
 	packager := packagers[format]
 	path = filepath.Join(c.Out, packager.ConventionalFileName(info))
 	f, err := os.Create(path)

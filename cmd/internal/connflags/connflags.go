@@ -5,6 +5,8 @@
 package connflags
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -16,14 +18,22 @@ import (
 // Flags are the parsed connection flags.
 type Flags struct {
 	servers, context, creds, nkey, cert, key, ca, inbox string
+	// serverFlag: --server was given on the command line (not as
+	// CCM_SERVER), for Explain.
+	serverFlag bool
 }
+
+// Names are the long names of the connection flags Register adds (each
+// takes a value), for program.HoistFlags: they may be written before the
+// command, as with the nats CLI (`ccm-orch --context prod discover`).
+var Names = []string{"server", "context", "creds", "nkey", "tlscert", "tlskey", "tlsca", "inbox-prefix"}
 
 // Register adds --server/-s (env CCM_SERVER), --context, --creds, --nkey,
 // --tlscert, --tlskey, --tlsca and --inbox-prefix (env CCM_INBOX_PREFIX)
 // to cmd.
 func Register(cmd *fisk.CmdClause) *Flags {
 	f := &Flags{}
-	cmd.Flag("server", "NATS server URLs, comma separated (default: $NATS_URL, the context's url, then nats://127.0.0.1:4222)").Short('s').Envar("CCM_SERVER").PlaceHolder("URL").StringVar(&f.servers)
+	cmd.Flag("server", "NATS server URLs, comma separated (default: $NATS_URL, the context's url, then nats://127.0.0.1:4222)").Short('s').Envar("CCM_SERVER").PlaceHolder("URL").IsSetByUser(&f.serverFlag).StringVar(&f.servers)
 	cmd.Flag("context", "Use a nats CLI context for the connection (default: $NATS_CONTEXT, then the one chosen with `nats context select`)").PlaceHolder("NAME").StringVar(&f.context)
 	cmd.Flag("creds", "NATS credentials file").PlaceHolder("FILE").StringVar(&f.creds)
 	cmd.Flag("nkey", "NATS nkey seed file").PlaceHolder("FILE").StringVar(&f.nkey)
@@ -83,4 +93,46 @@ func (f *Flags) Options(name string, log *slog.Logger, base natsconn.Options) (n
 		o.Context = sel
 	}
 	return o, nil
+}
+
+// Explain returns err, a failed connection with options o (from Options
+// over base, whose servers came from baseName, e.g. "the configuration
+// file's servers"), saying where the server URLs came from and what to
+// try: `(URL from NATS_URL; is the server running there? give another
+// with --server URL or --context NAME)`. Other errors are returned as
+// they are.
+func (f *Flags) Explain(err error, o natsconn.Options, base natsconn.Options, baseName string) error {
+	if !errors.Is(err, natsconn.ErrConnect) {
+		return err
+	}
+	var from string
+	switch {
+	case f.servers != "" && f.serverFlag:
+		from = "--server"
+	case f.servers != "":
+		from = "CCM_SERVER"
+	case base.Servers != "":
+		from = baseName
+	case os.Getenv("NATS_URL") != "":
+		from = "NATS_URL"
+	case o.Context != "":
+		from = fmt.Sprintf("nats context %q, named by %s", o.Context, f.contextSource(o.Context, base))
+	default:
+		from = "the default, as no --server, CCM_SERVER, NATS_URL or nats context was given"
+	}
+	return fmt.Errorf("%w (URL from %s); is a NATS server running and reachable there? give another with --server URL (or CCM_SERVER, NATS_URL) or --context NAME", err, from)
+}
+
+// contextSource says where the context name came from.
+func (f *Flags) contextSource(name string, base natsconn.Options) string {
+	switch {
+	case f.context != "":
+		return "--context"
+	case base.Context != "":
+		return "the configuration"
+	case os.Getenv("NATS_CONTEXT") == name:
+		return "NATS_CONTEXT"
+	default:
+		return "nats context select"
+	}
 }

@@ -1,6 +1,7 @@
 package connflags_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -115,5 +116,55 @@ var _ = Describe("Flags", func() {
 		o, err := options(natsconn.Options{}, "-s", "nats://a:4222,nats://b:4222")
 		Expect(err).ToNot(HaveOccurred())
 		Expect(o.Servers).To(Equal("nats://a:4222,nats://b:4222"))
+	})
+})
+
+var _ = Describe("Flags.Explain", func() {
+	BeforeEach(func() {
+		home := GinkgoT().TempDir()
+		GinkgoT().Setenv("XDG_CONFIG_HOME", home)
+		for _, k := range []string{"CCM_SERVER", "NATS_URL", "NATS_CONTEXT"} {
+			GinkgoT().Setenv(k, "")
+			Expect(os.Unsetenv(k)).To(Succeed())
+		}
+		Expect(os.MkdirAll(filepath.Join(home, "nats", "context"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(home, "nats", "context", "bare.json"), []byte(`{}`), 0o600)).To(Succeed())
+	})
+
+	connectErr := fmt.Errorf("%w at nats://127.0.0.1:4222: nats: no servers available for connection", natsconn.ErrConnect)
+
+	explain := func(base natsconn.Options, args ...string) error {
+		GinkgoHelper()
+		app := fisk.New("t", "")
+		f := connflags.Register(app.Command("run", ""))
+		_, err := app.Parse(append([]string{"run"}, args...))
+		Expect(err).ToNot(HaveOccurred())
+		o, err := f.Options("conn", nil, base)
+		Expect(err).ToNot(HaveOccurred())
+		return f.Explain(connectErr, o, base, "the configuration file's servers")
+	}
+
+	It("names the default when nothing named a server", func() {
+		err := explain(natsconn.Options{})
+		Expect(err).To(MatchError(natsconn.ErrConnect))
+		Expect(err.Error()).To(Equal("cannot connect to NATS at nats://127.0.0.1:4222: nats: no servers available for connection (URL from the default, as no --server, CCM_SERVER, NATS_URL or nats context was given); is a NATS server running and reachable there? give another with --server URL (or CCM_SERVER, NATS_URL) or --context NAME"))
+	})
+
+	It("names the context and what named it", func() {
+		Expect(explain(natsconn.Options{}, "--context", "bare")).To(MatchError(ContainSubstring(`(URL from nats context "bare", named by --context)`)))
+		Expect(explain(natsconn.Options{Context: "bare"})).To(MatchError(ContainSubstring(`(URL from nats context "bare", named by the configuration)`)))
+		GinkgoT().Setenv("NATS_CONTEXT", "bare")
+		Expect(explain(natsconn.Options{})).To(MatchError(ContainSubstring(`(URL from nats context "bare", named by NATS_CONTEXT)`)))
+	})
+
+	It("names the base's servers by the caller's name", func() {
+		Expect(explain(natsconn.Options{Servers: "nats://file:4222"})).To(MatchError(ContainSubstring("(URL from the configuration file's servers)")))
+	})
+
+	It("leaves other errors as they are", func() {
+		app := fisk.New("t", "")
+		f := connflags.Register(app.Command("run", ""))
+		other := fmt.Errorf("%w: bad", natsconn.ErrCredentials)
+		Expect(f.Explain(other, natsconn.Options{}, natsconn.Options{}, "")).To(BeIdenticalTo(other))
 	})
 })

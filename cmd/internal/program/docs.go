@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -193,19 +194,38 @@ func roffEscape(s string) string {
 	return s
 }
 
+// helpListItem is a line of a list in help text, as --help lays it out:
+// indented, a tag, two or more spaces, its text (`  4    no host matched`).
+var helpListItem = regexp.MustCompile(`^\s+(\S+)\s{2,}(\S.*)$`)
+
 // roffText escapes a paragraph of help for roff: each line as roffEscape
-// does, and blank lines as paragraph breaks.
+// does, and blank lines as paragraph breaks. A list laid out for --help
+// (see helpListItem; more indented lines continue an item) becomes one
+// tagged paragraph (.TP) an item, which man fills and wraps on its own,
+// instead of lines run together into one paragraph.
 func roffText(s string) string {
 	var buf bytes.Buffer
+	inList := false
 	for i, line := range strings.Split(strings.TrimSpace(s), "\n") {
 		if i > 0 {
 			buf.WriteByte('\n')
 		}
-		if strings.TrimSpace(line) == "" {
+		indented := strings.TrimLeft(line, " \t") != line
+		switch m := helpListItem.FindStringSubmatch(line); {
+		case strings.TrimSpace(line) == "":
 			buf.WriteString(".PP")
-			continue
+			inList = false
+		case m != nil && (inList || !strings.HasPrefix(strings.TrimSpace(line), "-")):
+			buf.WriteString(".TP\n" + roffEscape(m[1]) + "\n" + roffEscape(m[2]))
+			inList = true
+		case inList && indented:
+			buf.WriteString(roffEscape(strings.TrimSpace(line)))
+		case inList:
+			buf.WriteString(".PP\n" + roffEscape(line))
+			inList = false
+		default:
+			buf.WriteString(roffEscape(line))
 		}
-		buf.WriteString(roffEscape(line))
 	}
 	return buf.String()
 }

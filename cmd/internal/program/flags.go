@@ -13,7 +13,9 @@ import (
 // not a duration naming the flag and an example:
 // `--reply-timeout: "10" is not a duration: give it a unit, e.g. 10s`, and
 // a negative one (no duration flag means anything by one):
-// `--reply-timeout -5s is negative: give 0 or more`.
+// `--reply-timeout -5s is negative: give 0 or more`. A sign may be given
+// with or without `=` (`--ttl -1m`, `--ttl=+1m`): Run joins a signed
+// value to its flag before parsing, so it is not read as a flag.
 func DurationVar(fc *fisk.FlagClause, target *time.Duration) {
 	fc.SetValue(&durationFlag{name: "--" + fc.Model().Name, d: target})
 }
@@ -30,7 +32,7 @@ func (f *durationFlag) Set(s string) error {
 		return fmt.Errorf("%s: %q is not a duration: give it a unit, e.g. %s", f.name, s, durationExample(s))
 	}
 	if v < 0 {
-		return fmt.Errorf("%s %s is negative: give 0 or more", f.name, v)
+		return fmt.Errorf("%s %s is negative: give 0 or more", f.name, strings.TrimSpace(s))
 	}
 	*f.d = v
 	return nil

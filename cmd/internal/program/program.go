@@ -77,6 +77,7 @@ func Run(app *fisk.Application, args []string, stderr io.Writer) (code int) {
 		}
 	}()
 	app.Terminate(func(code int) { panic(terminated{code}) })
+	args = joinSignedValues(app, args)
 	_, err := app.Parse(args)
 	if err == nil {
 		return 0
@@ -90,6 +91,10 @@ func Run(app *fisk.Application, args []string, stderr io.Writer) (code int) {
 	}
 	if msg := unknownSubcommand(app, args); msg != "" {
 		fmt.Fprintf(stderr, "%s: error: %s\n", app.Name, msg)
+		return int(protocol.ExitError)
+	}
+	if msg := unknownFlag(app, args); msg != "" {
+		fmt.Fprintf(stderr, "%s: error: %s (see %s --help)\n", app.Name, msg, app.Name)
 		return int(protocol.ExitError)
 	}
 	fmt.Fprintf(stderr, "%s: error: %v (see %s --help)\n", app.Name, err, app.Name)

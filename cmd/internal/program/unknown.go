@@ -49,6 +49,52 @@ func unknownSubcommand(app *fisk.Application, args []string) string {
 	return ""
 }
 
+// unknownFlag explains a command line that gives a long flag that the
+// command does not have but that is near one it has (`--wher`): the flag
+// and the nearest one. It returns "" when args give no such flag.
+func unknownFlag(app *fisk.Application, args []string) string {
+	model := app.Model()
+	cmds := model.Commands
+	flags := model.Flags
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return ""
+		}
+		if !strings.HasPrefix(a, "-") {
+			if next := findCommand(cmds, a); next != nil {
+				cmds = next.Commands
+				flags = append(slices.Clone(flags), next.Flags...)
+			}
+			continue
+		}
+		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "--") {
+			if f := findFlag(flags, a[1:min(2, len(a))]); f != nil && !f.IsBoolFlag() && len(a) == 2 {
+				i++
+			}
+			continue
+		}
+		f := findFlag(flags, name)
+		if f == nil {
+			var names []string
+			for _, f := range flags {
+				if !f.Hidden {
+					names = append(names, f.Name)
+				}
+			}
+			if near := nearest(name, names); near != "" {
+				return fmt.Sprintf("unknown flag --%s; did you mean --%s?", name, near)
+			}
+			return ""
+		}
+		if !f.IsBoolFlag() && !inline {
+			i++
+		}
+	}
+	return ""
+}
+
 // unknownMessage says that name is not a subcommand of parent, whose
 // subcommands are visible: the nearest one, then the valid ones (resource
 // types first under a command that takes them).

@@ -80,7 +80,7 @@ func (a *Env) connect(ctx context.Context, c *connflags.Flags) (*nats.Conn, erro
 	}
 	nc, err := natsconn.Connect(cctx, opts)
 	if err != nil {
-		return nil, program.Exit(protocol.ExitError, err)
+		return nil, program.Exit(protocol.ExitError, c.Explain(err, opts, natsconn.Options{}, ""))
 	}
 	return nc, nil
 }
