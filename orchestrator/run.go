@@ -76,6 +76,12 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 	} else {
 		keys = c.registryKeys(ctx, expected, req.DiscoveryTimeout)
 	}
+	if req.Narrow.active() {
+		expected, res.Sample = req.Narrow.Apply(expected)
+	}
+	if req.targeted() && len(expected) > protocol.MaxTargets {
+		return nil, fmt.Errorf("%w: %d hosts to list as targets, the limit is %d: narrow the selection", ErrInvalid, len(expected), protocol.MaxTargets)
+	}
 	res.Expected = expected
 	if len(expected) == 0 {
 		res.finish(nil, names, started)
@@ -396,7 +402,7 @@ func (r *runner) unconfirmedNoReply() []string {
 func (r *runner) sendWhole() error {
 	subjects, perNode := r.c.requestSubjects(r.req.Filter, r.expected)
 	var targets []string
-	if perNode {
+	if perNode || r.req.targeted() {
 		targets = r.expected
 	}
 	data, header, err := r.encode(targets)
