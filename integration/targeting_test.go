@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	goyaml "github.com/goccy/go-yaml"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"gopkg.in/yaml.v3"
 
 	"github.com/ccm-fleet/ccm/protocol"
 )
@@ -261,10 +261,11 @@ var _ = Describe("Targeting: --hosts-file, --sample, --hosts-from", Ordered, fun
 	Context("--yaml", func() {
 		// sameDocument checks that the YAML text is the JSON text's document.
 		sameDocument := func(jsonText, yamlText string) {
-			var fromJSON, fromYAML any
+			var fromJSON, fromYAML, decoded any
 			Expect(json.Unmarshal([]byte(jsonText), &fromJSON)).To(Succeed())
-			j, err := goyaml.YAMLToJSON([]byte(yamlText))
-			Expect(err).ToNot(HaveOccurred(), yamlText)
+			Expect(yaml.Unmarshal([]byte(yamlText), &decoded)).To(Succeed(), yamlText)
+			j, err := json.Marshal(decoded)
+			Expect(err).ToNot(HaveOccurred())
 			Expect(json.Unmarshal(j, &fromYAML)).To(Succeed())
 			Expect(fromYAML).To(Equal(fromJSON))
 		}
@@ -281,7 +282,7 @@ var _ = Describe("Targeting: --hosts-file, --sample, --hosts-from", Ordered, fun
 			code, ym, errOut := f.orch("ensure", "exec", "/bin/true", "--where", "role=db", "--yaml")
 			Expect(code).To(Equal(0), errOut)
 			var run map[string]any
-			Expect(goyaml.Unmarshal([]byte(ym), &run)).To(Succeed())
+			Expect(yaml.Unmarshal([]byte(ym), &run)).To(Succeed())
 			id, _ := run["request_id"].(string)
 			Expect(id).ToNot(BeEmpty(), ym)
 			Expect(run["expected"]).To(HaveLen(8))
