@@ -25,7 +25,8 @@ var _ = Describe("Targeting: --hosts-file, --sample, --hosts-from", Ordered, fun
 	var f *fleet
 
 	BeforeAll(func() {
-		f = startFleetWith(fleetOptions{history: true}, 24, "tgt", map[string]any{"dc": "ams"},
+		nested := map[string]any{"info": map[string]any{"platformFamily": "debian", "cores": 4}}
+		f = startFleetWith(fleetOptions{history: true}, 24, "tgt", map[string]any{"dc": "ams", "host": nested, "disks": []any{map[string]any{"name": "sda"}}},
 			"os=debian,rhel", "role=web,db,cache", "env=dev,prod,test,stage")
 	})
 
@@ -233,6 +234,25 @@ var _ = Describe("Targeting: --hosts-file, --sample, --hosts-from", Ordered, fun
 			fields := strings.Fields(lines[1])
 			Expect(fields[0]).To(Equal("tgt-0008"))
 			Expect(fields[len(fields)-3:]).To(Equal([]string{"prod", "ams", "-"}))
+		})
+
+		It("asks the agents for nested facts (dotted keys), which the registry does not keep", func() {
+			code, out, errOut := f.orch("discover", "--where", "role=db", "--fact", "host.info.platformFamily", "--fact", "host.info.cores", "--fact", "disks.0.name", "--fact", "host.nosuch")
+			Expect(code).To(Equal(0), errOut)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			Expect(lines).To(HaveLen(8 + 2))
+			Expect(lines[0]).To(HaveSuffix("host.info.platformFamily  host.info.cores  disks.0.name  host.nosuch"))
+			for _, l := range lines[1:9] {
+				Expect(strings.Fields(l)[6:]).To(Equal([]string{"debian", "4", "sda", "-"}), l)
+			}
+
+			code, out, errOut = f.orch("facts", "host.info.platformFamily", "-S", expr)
+			Expect(code).To(Equal(0), errOut)
+			Expect(out).To(MatchRegexp(`(?s)VALUE\s+COUNT\ndebian\s+12\nhost.info.platformFamily: 1 value of 12 hosts\n`))
+
+			code, _, errOut = f.orch("facts", "host.info.platformFamily", "--discovery", "registry")
+			Expect(code).To(Equal(1))
+			Expect(errOut).To(ContainSubstring("the registry keeps flat facts only, so host.info.platformFamily needs --discovery broadcast"))
 		})
 
 		It("facts KEY counts each value, the most common first, with --where and --select", func() {

@@ -118,7 +118,7 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 			return err
 		}
 		defer nc.Close()
-		nodes, err := a.discoverNarrowed(ctx, nc, filter, narrow, &tgt, &dsc)
+		nodes, err := a.discoverNarrowed(ctx, nc, filter, fcs, narrow, &tgt, &dsc)
 		if err != nil {
 			return err
 		}
@@ -136,15 +136,22 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 	})
 }
 
-// discoverNarrowed finds the hosts filter selects and keeps those narrow
+// discoverNarrowed finds the hosts filter selects, with the facts named
+// (those with dotted paths asked of the agents), and keeps those narrow
 // (from tgt) keeps, saying on stderr when discovery fell back to a
 // broadcast and how the hosts were sampled.
-func (a *app) discoverNarrowed(ctx context.Context, nc *nats.Conn, filter *protocol.Filter, narrow *orchestrator.Narrowing, tgt *targetFlags, dsc *discoveryFlags) ([]orchestrator.Node, error) {
+func (a *app) discoverNarrowed(ctx context.Context, nc *nats.Conn, filter *protocol.Filter, facts []string, narrow *orchestrator.Narrowing, tgt *targetFlags, dsc *discoveryFlags) ([]orchestrator.Node, error) {
 	client := orchestrator.New(nc, orchestrator.WithLogger(a.Logger()))
 	if err := tgt.resolve(ctx, client, narrow); err != nil {
 		return nil, program.Exit(protocol.ExitError, err)
 	}
-	found, err := client.DiscoverHosts(ctx, dsc.options(filter))
+	opts := dsc.options(filter)
+	for _, k := range facts {
+		if strings.Contains(k, ".") && !slices.Contains(opts.Facts, k) {
+			opts.Facts = append(opts.Facts, k)
+		}
+	}
+	found, err := client.DiscoverHosts(ctx, opts)
 	if err != nil {
 		return nil, program.Exit(protocol.ExitError, err)
 	}

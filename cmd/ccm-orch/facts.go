@@ -119,7 +119,7 @@ func (a *app) registerFacts(cli *fisk.Application) {
 			return err
 		}
 		defer nc.Close()
-		nodes, err := a.discoverNarrowed(ctx, nc, filter, narrow, &tgt, &dsc)
+		nodes, err := a.discoverNarrowed(ctx, nc, filter, []string{key}, narrow, &tgt, &dsc)
 		if err != nil {
 			return err
 		}
