@@ -17,8 +17,10 @@ import (
 //
 //  1. The expected set is req.Hosts, or the filter's exact --host
 //     identities when it has no --where terms, or else what discovery finds
-//     (the node registry or a broadcast round, see DiscoveryMode). An empty
-//     set gives a Result with exit code 4 and nothing is sent. Otherwise the
+//     (the node registry or a broadcast round, see DiscoveryMode), then
+//     narrowed by req.Narrow (listed hosts, a seeded sample; see
+//     Request.Narrow), in which case it always travels as the targets. An
+//     empty set gives a Result with exit code 4 and nothing is sent. Otherwise the
 //     request is recorded in history (a failure to do so is reported in
 //     Result.HistoryError; with Async it is an error and nothing is sent).
 //  2. Without batching, one fleet request goes out at once: on one node

@@ -39,7 +39,7 @@ func (t *targetFlags) register(cmd *fisk.CmdClause) {
 		PlaceHolder("FILE").StringVar(&t.hostsFile)
 	cmd.Flag("hosts-from", "Only the hosts of this earlier request (its id) whose outcome is --outcome, as history holds the run").
 		PlaceHolder("REQUEST_ID").StringVar(&t.hostsFrom)
-	cmd.Flag("outcome", "With --hosts-from, the outcome to take hosts by: "+strings.Join(orchestrator.HostOutcomes, ", ")).
+	cmd.Flag("outcome", "With --hosts-from, the outcome to take hosts by: "+strings.Join(orchestrator.HostOutcomes, ", ")+" (default failed)").
 		PlaceHolder("OUTCOME").StringVar(&t.outcome)
 	cmd.Flag("sample", "Only a random N hosts (or N% of them) of those selected, chosen by --seed").
 		PlaceHolder("N|N%").StringVar(&t.sample)
