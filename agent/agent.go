@@ -308,7 +308,7 @@ func (a *Agent) onDiscovery(m *nats.Msg) {
 		Protocol:  protocol.DiscoveryReplyProtocol,
 		RequestID: req.ID,
 		Identity:  a.cfg.Identity,
-		Facts:     facts.scalar,
+		Facts:     protocol.AnnouncedFacts(req, facts.scalar, facts.all),
 		Version:   a.setup.version,
 		PublicKey: a.keys.PublicKey(),
 		Started:   a.facts.started,

@@ -43,6 +43,12 @@ type DiscoverOptions struct {
 	// Mode chooses between the node registry and a broadcast round;
 	// default DiscoveryAuto.
 	Mode DiscoveryMode
+	// Facts are nested facts (dotted paths) to report in each Node's
+	// Facts under the path as written, at most
+	// protocol.MaxDiscoveryFactPaths. The registry and announcements keep
+	// top-level scalar facts only, so these are asked of the agents: auto
+	// mode broadcasts, registry mode refuses them.
+	Facts []string
 }
 
 // Node is one host that answered discovery.
@@ -69,6 +75,9 @@ func (o DiscoverOptions) normalize() (DiscoverOptions, error) {
 		o.Quiet = DefaultDiscoveryQuiet
 	}
 	if err := o.Filter.Compile(); err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := protocol.CheckDiscoveryFacts(o.Facts); err != nil {
 		return o, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	mode, err := ParseDiscoveryMode(string(o.Mode))
@@ -133,7 +142,9 @@ func (c *Client) DiscoverHosts(ctx context.Context, opts DiscoverOptions) (*Disc
 }
 
 func (c *Client) discover(ctx context.Context, id string, opts DiscoverOptions) ([]Node, error) {
-	data, err := json.Marshal(protocol.NewDiscoveryRequest(id, opts.Filter))
+	dr := protocol.NewDiscoveryRequest(id, opts.Filter)
+	dr.Facts = opts.Facts
+	data, err := json.Marshal(dr)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}

@@ -93,7 +93,7 @@ func (c *Client) sendAsync(id string, req *Request, body json.RawMessage, expect
 	fr := protocol.NewFleetRequest(id, c.now(), req.TTL)
 	fr.Noop, fr.Filter, fr.Ensure, fr.Manifest = req.Noop, req.Filter, req.Ensure, body
 	fr.Sender = c.publicKey
-	if perNode {
+	if perNode || req.targeted() {
 		fr.Targets = expected
 	}
 	data, err := encodeRequest(fr, req.MaxRequestBytes)

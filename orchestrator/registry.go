@@ -46,7 +46,7 @@ func ParseDiscoveryMode(s string) (DiscoveryMode, error) {
 // when DiscoveryAuto did not answer from the registry alone, why (see
 // DiscoveryResult.Fallback).
 func (c *Client) discoverFrom(ctx context.Context, id string, opts DiscoverOptions) ([]Node, string, string, error) {
-	nested := nestedTerms(opts.Filter)
+	nested := append(nestedTerms(opts.Filter), opts.Facts...)
 	switch opts.Mode {
 	case DiscoveryBroadcast:
 	case DiscoveryRegistry:

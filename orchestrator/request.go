@@ -29,6 +29,12 @@ type Request struct {
 	// discovery round is made. The filter still travels with the request,
 	// so a listed host it does not select ends as no reply.
 	Hosts []string
+	// Narrow, when set, keeps part of the hosts the filter selects (or of
+	// Hosts): only listed identities, then a seeded sample. Without --where
+	// terms or a select expression its Only list is the expected set, as
+	// exact --host identities are, narrowed by the filter's --host terms.
+	// A narrowed set is sent as targets: the hosts left out never act.
+	Narrow *Narrowing
 	// Noop asks for a dry run.
 	Noop bool
 	// TTL is how long after creation an agent may still start the request;
@@ -143,6 +149,9 @@ func (r Request) normalize() (Request, error) {
 		return r, err
 	}
 	r.Discovery = mode
+	if err := r.Narrow.Validate(); err != nil {
+		return r, err
+	}
 	if r.Ensure != nil {
 		if err := r.Ensure.Validate(); err != nil {
 			return invalid("%s", protocol.AsError(err).Message)
@@ -204,16 +213,35 @@ func (r *Request) types() []string {
 
 // explicitHosts returns the expected set when it is known without
 // discovery: Hosts, or the filter's --host identities when the filter has
-// only exact identities and no --where terms or select expression.
+// only exact identities and no --where terms or select expression, or
+// else, without --where terms or select expression, Narrow.Only kept by
+// the filter's --host terms.
 func (r *Request) explicitHosts() ([]string, bool) {
 	if len(r.Hosts) > 0 {
 		return uniqueSorted(r.Hosts), true
 	}
-	if r.Filter != nil && len(r.Filter.Where) == 0 && r.Filter.Select == "" {
-		return exactHosts(r.Filter)
+	if r.Filter != nil && (len(r.Filter.Where) > 0 || r.Filter.Select != "") {
+		return nil, false
 	}
-	return nil, false
+	if hosts, ok := exactHosts(r.Filter); ok {
+		return hosts, true
+	}
+	if r.Narrow == nil || r.Narrow.Only == nil {
+		return nil, false
+	}
+	hosts := []string{}
+	for _, id := range uniqueSorted(r.Narrow.Only) {
+		if r.Filter.Match(map[string]any{"identity": id}) {
+			hosts = append(hosts, id)
+		}
+	}
+	return hosts, true
 }
+
+// targeted reports whether the request must list its expected set as
+// targets wherever it is sent: the set is not simply what the filter
+// selects.
+func (r *Request) targeted() bool { return len(r.Hosts) > 0 || r.Narrow.active() }
 
 // body encodes a manifest body for request id once (nil for an ensure request), checks
 // that a request carrying it fits MaxRequestBytes, and returns how to name

@@ -41,6 +41,9 @@ type Result struct {
 	// Expected is the expected set: the hosts discovery found or the
 	// explicit hosts, sorted.
 	Expected []string `json:"expected"`
+	// Sample says how the expected set was sampled (Narrowing), so the
+	// run can be repeated with its seed; omitted when it was not.
+	Sample *SampleReport `json:"sample,omitempty"`
 	// Replied counts the expected hosts that replied.
 	Replied int `json:"replied"`
 	// NoReply lists the asked hosts that did not reply in time.

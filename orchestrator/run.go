@@ -17,8 +17,10 @@ import (
 //
 //  1. The expected set is req.Hosts, or the filter's exact --host
 //     identities when it has no --where terms, or else what discovery finds
-//     (the node registry or a broadcast round, see DiscoveryMode). An empty
-//     set gives a Result with exit code 4 and nothing is sent. Otherwise the
+//     (the node registry or a broadcast round, see DiscoveryMode), then
+//     narrowed by req.Narrow (listed hosts, a seeded sample; see
+//     Request.Narrow), in which case it always travels as the targets. An
+//     empty set gives a Result with exit code 4 and nothing is sent. Otherwise the
 //     request is recorded in history (a failure to do so is reported in
 //     Result.HistoryError; with Async it is an error and nothing is sent).
 //  2. Without batching, one fleet request goes out at once: on one node
@@ -75,6 +77,12 @@ func (c *Client) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 	} else {
 		keys = c.registryKeys(ctx, expected, req.DiscoveryTimeout)
+	}
+	if req.Narrow.active() {
+		expected, res.Sample = req.Narrow.Apply(expected)
+	}
+	if req.targeted() && len(expected) > protocol.MaxTargets {
+		return nil, fmt.Errorf("%w: %d hosts to list as targets, the limit is %d: narrow the selection", ErrInvalid, len(expected), protocol.MaxTargets)
 	}
 	res.Expected = expected
 	if len(expected) == 0 {
@@ -396,7 +404,7 @@ func (r *runner) unconfirmedNoReply() []string {
 func (r *runner) sendWhole() error {
 	subjects, perNode := r.c.requestSubjects(r.req.Filter, r.expected)
 	var targets []string
-	if perNode {
+	if perNode || r.req.targeted() {
 		targets = r.expected
 	}
 	data, header, err := r.encode(targets)

@@ -44,6 +44,9 @@ type StatusOptions struct {
 	Filter *protocol.Filter
 	// Assignment, when set, is the only assignment reported.
 	Assignment string
+	// Narrow, when set, keeps part of the hosts the filter selects (a
+	// hosts list, a seeded sample of them), for every assignment alike.
+	Narrow *Narrowing
 }
 
 // HostStatus is one host's state for one assignment: its last run, as
@@ -91,6 +94,9 @@ type AssignmentStatus struct {
 type StatusReport struct {
 	Time        time.Time          `json:"time"`
 	Assignments []AssignmentStatus `json:"assignments"`
+	// Sample says how the hosts were sampled (StatusOptions.Narrow), so
+	// the report can be repeated with its seed; omitted when they were not.
+	Sample *SampleReport `json:"sample,omitempty"`
 	// ExitCode: 2 when a host failed, refuses or quarantined the
 	// revision, 5 when one drifted, is
 	// pending or stale, else 0.

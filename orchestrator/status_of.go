@@ -180,8 +180,13 @@ func StatusOf(entries []AssignmentEntry, live map[string]map[string]any, runs *A
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.Narrow.Validate(); err != nil {
+		return nil, err
+	}
 	from := now.Add(-statusWindow(entries))
 	rep := &StatusReport{Time: now}
+	allowed, sample := narrowStatus(entries, live, runs, from, opts)
+	rep.Sample = sample
 	for _, e := range entries {
 		if e.Assignment == nil {
 			continue
@@ -201,6 +206,9 @@ func StatusOf(entries []AssignmentEntry, live map[string]map[string]any, runs *A
 			}
 		}
 		for _, id := range slices.Sorted(maps.Keys(hosts)) {
+			if allowed != nil && !allowed[id] {
+				continue
+			}
 			h := hostStatus(id, e, last[id], now)
 			laterAudit(&h, last[id], runs.audit(id, from))
 			if _, ok := live[id]; !ok {
@@ -213,6 +221,37 @@ func StatusOf(entries []AssignmentEntry, live map[string]map[string]any, runs *A
 		rep.Assignments = append(rep.Assignments, st)
 	}
 	return rep, nil
+}
+
+// narrowStatus applies opts.Narrow once to every host a status report
+// could name (the live hosts the filter selects and, without a filter, the
+// hosts with runs no longer live), so that a sample is the same for every
+// assignment; nil when opts does not narrow.
+func narrowStatus(entries []AssignmentEntry, live map[string]map[string]any, runs *AssignmentRuns, from time.Time, opts StatusOptions) (map[string]bool, *SampleReport) {
+	if !opts.Narrow.active() {
+		return nil, nil
+	}
+	var all []string
+	for id, facts := range live {
+		if opts.Filter == nil || opts.Filter.Match(withIdentity(facts, id)) {
+			all = append(all, id)
+		}
+	}
+	if opts.Filter == nil {
+		for _, e := range entries {
+			for id := range runs.since(e.Name, from) {
+				if _, ok := live[id]; !ok {
+					all = append(all, id)
+				}
+			}
+		}
+	}
+	kept, sample := opts.Narrow.Apply(all)
+	allowed := make(map[string]bool, len(kept))
+	for _, id := range kept {
+		allowed[id] = true
+	}
+	return allowed, sample
 }
 
 // selectAssignment keeps of entries the one named name ("": all of them);

@@ -71,6 +71,42 @@ var _ = Describe("StatusOf over AssignmentRuns", func() {
 		Expect(rep.ExitCode).To(Equal(protocol.ExitFailed))
 	})
 
+	It("keeps only the hosts a narrowing keeps, the same sample for every assignment", func() {
+		runs := orchestrator.NewAssignmentRuns()
+		for _, h := range []string{"a", "b", "c", "d", "e", "gone"} {
+			runs.Add(record("web", 3, h, now.Add(-time.Minute), false, false))
+		}
+		other := orchestrator.AssignmentEntry{Name: "db", Revision: 1,
+			Assignment: &protocol.Assignment{Protocol: protocol.AssignmentProtocol, Name: "db", Interval: protocol.Duration(10 * time.Minute)}}
+		hostsOf := func(as orchestrator.AssignmentStatus) []string {
+			var out []string
+			for _, h := range as.Hosts {
+				out = append(out, h.Identity)
+			}
+			return out
+		}
+
+		rep, err := orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry}, live, runs, now,
+			orchestrator.StatusOptions{Narrow: &orchestrator.Narrowing{Only: []string{"b", "gone", "zz"}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hostsOf(rep.Assignments[0])).To(Equal([]string{"b", "gone"}))
+		Expect(rep.Sample).To(BeNil())
+
+		rep, err = orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry, other}, live, runs, now,
+			orchestrator.StatusOptions{Narrow: &orchestrator.Narrowing{Sample: 2, Seed: 9}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rep.Sample).To(Equal(&orchestrator.SampleReport{Seed: 9, Of: 6, Kept: 2}))
+		web, db := rep.Assignments[0], rep.Assignments[1]
+		Expect(web.Name).To(Equal("web"))
+		Expect(hostsOf(web)).To(HaveLen(2))
+		Expect(hostsOf(db)).NotTo(BeEmpty())
+		Expect(hostsOf(web)).To(ContainElements(hostsOf(db)), "db shows the sampled hosts it selects (it has no run on the host gone from the registry)")
+
+		_, err = orchestrator.StatusOf([]orchestrator.AssignmentEntry{entry}, live, runs, now,
+			orchestrator.StatusOptions{Narrow: &orchestrator.Narrowing{Sample: -1}})
+		Expect(errors.Is(err, orchestrator.ErrInvalid)).To(BeTrue())
+	})
+
 	It("shows a host that quarantined the current revision as quarantined, with the reason, and one that quarantined an older revision as pending", func() {
 		quarantined := func(rev uint64, host string) jsstore.Record {
 			GinkgoHelper()

@@ -386,6 +386,23 @@ func factPath(key string) ([]string, error) {
 	return path, nil
 }
 
+// CheckFactKey checks a fact name as a filter term's key: letters,
+// digits, '_', '-' and '.', dots separating the segments of a path into
+// nested facts. Errors wrap ErrBadRequest.
+func CheckFactKey(key string) error {
+	if _, err := factPath(key); err != nil {
+		return badRequest("%s", err)
+	}
+	return nil
+}
+
+// LookupFact finds key in facts the way a filter term does: as a flat name
+// first, then as a dotted path into nested maps and lists
+// ("host.info.platformFamily", "disks.0.name").
+func LookupFact(facts map[string]any, key string) (any, bool) {
+	return lookupFact(facts, key, strings.Split(key, "."))
+}
+
 func factKeyByte(b byte) bool {
 	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_' || b == '-' || b == '.'
 }

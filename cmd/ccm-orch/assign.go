@@ -49,18 +49,22 @@ func (a *app) registerAssign(cli *fisk.Application) {
 	cmd.Action(func(*fisk.ParseContext) error { return a.assign(c) })
 
 	as := cli.Command("assignments", "List, show and remove the assignments agents apply on their own")
-	var listJSON bool
+	var listJSON, listYAML bool
 	list := as.Command("list", "List the assignments: name, revision, selector, schedule, mode and signer")
 	list.Flag("json", "Print the list as JSON").BoolVar(&listJSON)
+	yamlFlag(list, &listYAML)
 	listConn := connflags.Register(list)
 	list.Action(func(*fisk.ParseContext) error {
+		if err := oneFormat(map[string]bool{"--json": listJSON, "--yaml": listYAML}); err != nil {
+			return err
+		}
 		return a.withClient(listConn, func(ctx context.Context, cl *orchestrator.Client) error {
 			entries, err := cl.Assignments(ctx)
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			if listJSON {
-				return a.printJSON(entries)
+			if listJSON || listYAML {
+				return a.printDoc(entries, listYAML)
 			}
 			if len(entries) == 0 {
 				fmt.Fprintln(a.Stdout, "no assignments")
@@ -88,6 +92,7 @@ func (a *app) registerAssign(cli *fisk.Application) {
 		showName    string
 		showRev     uint64
 		showJSON    bool
+		showYAML    bool
 		showHistory bool
 	)
 	show := as.Command("show", "Show one assignment: its selector, schedule, signer and manifest (an older revision with --revision)")
@@ -95,8 +100,12 @@ func (a *app) registerAssign(cli *fisk.Application) {
 	show.Flag("revision", "Show this revision rather than the current one").PlaceHolder("N").Uint64Var(&showRev)
 	show.Flag("history", "List the revisions the store keeps").UnNegatableBoolVar(&showHistory)
 	show.Flag("json", "Print it as JSON").BoolVar(&showJSON)
+	yamlFlag(show, &showYAML)
 	showConn := connflags.Register(show)
 	show.Action(func(*fisk.ParseContext) error {
+		if err := oneFormat(map[string]bool{"--json": showJSON, "--yaml": showYAML}); err != nil {
+			return err
+		}
 		return a.withClient(showConn, func(ctx context.Context, cl *orchestrator.Client) error {
 			if showHistory {
 				if showRev != 0 {
@@ -106,8 +115,8 @@ func (a *app) registerAssign(cli *fisk.Application) {
 				if err != nil {
 					return program.Exit(protocol.ExitError, err)
 				}
-				if showJSON {
-					return a.printJSON(hist)
+				if showJSON || showYAML {
+					return a.printDoc(hist, showYAML)
 				}
 				tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "REVISION\tSTORED\tSELECTOR\tINTERVAL\tMODE\tSIGNER")
@@ -128,8 +137,8 @@ func (a *app) registerAssign(cli *fisk.Application) {
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			if showJSON {
-				return a.printJSON(e)
+			if showJSON || showYAML {
+				return a.printDoc(e, showYAML)
 			}
 			a.printAssignment(e)
 			return nil

@@ -2,18 +2,20 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go"
 
 	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/orchestrator"
@@ -77,19 +79,37 @@ var tableHeadings = []string{"IDENTITY", "OS", "PLATFORM", "OS_VERSION", "ROLE",
 func (a *app) registerDiscover(cli *fisk.Application) {
 	var (
 		flt filterFlags
+		tgt targetFlags
 		dsc discoveryFlags
 		js  bool
+		yml bool
+		fcs []string
 	)
 	cmd := cli.Command("discover", "List the hosts a filter selects, with their key facts")
 	flt.register(cmd)
+	tgt.register(cmd)
 	dsc.register(cmd)
 	refuseFlag(cmd, "timeout", "the discovery round's deadline is --discovery-timeout (--timeout is only an exec command's own timeout)")
 	cmd.Flag("json", "Print the hosts and their announced facts as JSON").BoolVar(&js)
+	yamlFlag(cmd, &yml)
+	cmd.Flag("fact", "Add a column with each host's value of this fact; a dotted path reaches into nested facts (repeatable)").PlaceHolder("KEY").StringsVar(&fcs)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
+		if err := oneFormat(map[string]bool{"--json": js, "--yaml": yml}); err != nil {
+			return err
+		}
+		for _, k := range fcs {
+			if err := protocol.CheckFactKey(k); err != nil {
+				return program.Exit(protocol.ExitError, fmt.Errorf("--fact: %w", protocol.Plain(err)))
+			}
+		}
 		filter, err := flt.filter()
 		if err != nil {
 			return err
+		}
+		narrow, err := tgt.narrowing()
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
 		}
 		ctx, stop := a.signalContext()
 		defer stop()
@@ -98,23 +118,16 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 			return err
 		}
 		defer nc.Close()
-		found, err := orchestrator.New(nc, orchestrator.WithLogger(a.Logger())).
-			DiscoverHosts(ctx, dsc.options(filter))
+		nodes, err := a.discoverNarrowed(ctx, nc, filter, fcs, narrow, &tgt, &dsc)
 		if err != nil {
-			return program.Exit(protocol.ExitError, err)
+			return err
 		}
-		nodes := found.Nodes
-		if found.Fallback != "" {
-			renderFallback(a.Stderr, found.Fallback, len(nodes))
-		}
-		if js {
-			b, err := json.MarshalIndent(nodes, "", "  ")
-			if err != nil {
-				return program.Exit(protocol.ExitError, err)
+		if js || yml {
+			if err := a.printDoc(nodes, yml); err != nil {
+				return err
 			}
-			fmt.Fprintln(a.Stdout, string(b))
 		} else if len(nodes) > 0 {
-			a.printNodes(nodes)
+			a.printNodes(nodes, fcs)
 		}
 		if len(nodes) == 0 {
 			return program.Exit(protocol.ExitNoMatch, errNoMatch)
@@ -123,10 +136,41 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 	})
 }
 
-// printNodes writes an aligned table of the nodes' key facts.
-func (a *app) printNodes(nodes []orchestrator.Node) {
+// discoverNarrowed finds the hosts filter selects, with the facts named
+// (those with dotted paths asked of the agents), and keeps those narrow
+// (from tgt) keeps, saying on stderr when discovery fell back to a
+// broadcast and how the hosts were sampled.
+func (a *app) discoverNarrowed(ctx context.Context, nc *nats.Conn, filter *protocol.Filter, facts []string, narrow *orchestrator.Narrowing, tgt *targetFlags, dsc *discoveryFlags) ([]orchestrator.Node, error) {
+	client := orchestrator.New(nc, orchestrator.WithLogger(a.Logger()))
+	if err := tgt.resolve(ctx, client, narrow); err != nil {
+		return nil, program.Exit(protocol.ExitError, err)
+	}
+	opts := dsc.options(filter)
+	for _, k := range facts {
+		if strings.Contains(k, ".") && !slices.Contains(opts.Facts, k) {
+			opts.Facts = append(opts.Facts, k)
+		}
+	}
+	found, err := client.DiscoverHosts(ctx, opts)
+	if err != nil {
+		return nil, program.Exit(protocol.ExitError, err)
+	}
+	if found.Fallback != "" {
+		renderFallback(a.Stderr, found.Fallback, len(found.Nodes))
+	}
+	if narrow == nil {
+		return found.Nodes, nil
+	}
+	nodes, sample := narrow.ApplyNodes(found.Nodes)
+	renderSample(a.Stderr, sample)
+	return nodes, nil
+}
+
+// printNodes writes an aligned table of the nodes' key facts, then a
+// column for each of extra (--fact), headed by its name.
+func (a *app) printNodes(nodes []orchestrator.Node, extra []string) {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(tableHeadings, "\t"))
+	fmt.Fprintln(tw, strings.Join(append(slices.Clone(tableHeadings), extra...), "\t"))
 	for _, n := range nodes {
 		row := []string{n.Identity}
 		for _, k := range tableFacts {
@@ -138,6 +182,9 @@ func (a *app) printNodes(nodes []orchestrator.Node) {
 			row = append(row, fmt.Sprint(v))
 		}
 		row = append(row, cmp.Or(n.Version, "-"))
+		for _, k := range extra {
+			row = append(row, cmp.Or(factText(n.Facts, k), "-"))
+		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()

@@ -4,7 +4,6 @@ import (
 	"github.com/ccm-fleet/ccm/cmd/internal/diffview"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +31,7 @@ type runFlags struct {
 	maxFail   int
 	json      bool
 	jsonl     bool
+	yaml      bool
 	async     bool
 	// noProgress turns the terminal's progress line off
 	noProgress bool
@@ -41,6 +41,7 @@ type runFlags struct {
 	noColor bool
 	key     string
 	filter  filterFlags
+	target  targetFlags
 	conn    *connflags.Flags
 }
 
@@ -56,6 +57,7 @@ type runFlagOptions struct {
 
 func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	c.filter.register(cmd)
+	c.target.register(cmd)
 	if o.noop {
 		cmd.Flag("noop", "Report what would change without changing anything (exit 5 on drift)").BoolVar(&c.noop)
 	}
@@ -70,6 +72,7 @@ func (c *runFlags) register(cmd *fisk.CmdClause, o runFlagOptions) {
 	cmd.Flag("max-failures", "With --batch, stop asking new hosts once this many failed or did not reply (0: no limit)").PlaceHolder("N").IntVar(&c.maxFail)
 	cmd.Flag("json", "Print the result as one JSON document").BoolVar(&c.json)
 	cmd.Flag("jsonl", "Print each host's reply as a JSON line as it arrives, then the result").BoolVar(&c.jsonl)
+	yamlFlag(cmd, &c.yaml)
 	cmd.Flag("async", "Send the request, print its id and exit; the replies land in history (ccm-orch history show ID)").BoolVar(&c.async)
 	cmd.Flag("diff", "Also print what differs (content diffs, attribute and version changes), hosts with identical diffs sharing one block; --json always carries the diffs").UnNegatableBoolVar(&c.diff)
 	cmd.Flag("no-color", "Do not colour added and removed lines of diffs (also when NO_COLOR is set, or output is not a terminal)").UnNegatableBoolVar(&c.noColor)
@@ -87,9 +90,10 @@ func (c *runFlags) request() (orchestrator.Request, error) {
 		Discovery:  orchestrator.DiscoveryMode(c.discovery.mode),
 		BatchSleep: c.sleep, MaxFailures: c.maxFail, Async: c.async, Sender: sender(),
 	}
+	if err := oneFormat(map[string]bool{"--json": c.json, "--jsonl": c.jsonl, "--yaml": c.yaml}); err != nil {
+		return req, err
+	}
 	switch {
-	case c.json && c.jsonl:
-		return req, errors.New("--json and --jsonl cannot be used together")
 	case c.async && c.jsonl:
 		return req, errors.New("--async and --jsonl cannot be used together: nothing is collected")
 	case c.async && c.batch != "":
@@ -97,6 +101,9 @@ func (c *runFlags) request() (orchestrator.Request, error) {
 	}
 	var err error
 	if req.Filter, err = c.filter.filter(); err != nil {
+		return req, err
+	}
+	if req.Narrow, err = c.target.narrowing(); err != nil {
 		return req, err
 	}
 	if req.Batch, req.BatchPercent, err = parseBatch(c.batch); err != nil {
@@ -215,6 +222,10 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 		return err
 	}
 	defer nc.Close()
+	client := orchestrator.New(nc, clientOpts...)
+	if err := c.target.resolve(ctx, client, req.Narrow); err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
 
 	var progress *progress
 	if !c.noProgress && !c.jsonl && !c.async {
@@ -227,17 +238,16 @@ func (a *app) send(c *runFlags, req orchestrator.Request, render func(io.Writer,
 	if c.jsonl {
 		req.OnReply = func(h orchestrator.HostResult) { _ = writeLine(a.Stdout, lineHostResult, h) }
 	}
-	res, runErr := orchestrator.New(nc, clientOpts...).Run(ctx, req)
+	res, runErr := client.Run(ctx, req)
 	progress.clear()
 	if res != nil {
 		renderNotices(a.Stderr, res)
+		renderSample(a.Stderr, res.Sample)
 		switch {
-		case c.json:
-			b, err := json.MarshalIndent(res, "", "  ")
-			if err != nil {
-				return program.Exit(protocol.ExitError, err)
+		case c.json || c.yaml:
+			if err := a.printDoc(res, c.yaml); err != nil {
+				return err
 			}
-			fmt.Fprintln(a.Stdout, string(b))
 		case c.jsonl:
 			_ = writeLine(a.Stdout, lineResult, res)
 		case c.async:

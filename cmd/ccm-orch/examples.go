@@ -34,6 +34,16 @@ ccm-orch discover
 ccm-orch discover --where os=debian --where 'platform_version>=12' --where role=web --json
 # Hosts by identity or /regex/, asking every agent rather than the registry
 ccm-orch discover --host web1 --host '/^db[0-9]+$/' --discovery broadcast
+# The hosts a file lists that are web servers, with their kernel and site columns
+ccm-orch discover --hosts-file hosts.txt --where role=web --fact kernel --fact site
+# The same 10 random web servers every time (--seed); without --seed the seed used is printed
+ccm-orch discover --where role=web --sample 10 --seed 42
+`,
+	"facts": `
+# How the operating systems spread across the fleet, the most common first
+ccm-orch facts os
+# The platform versions of the web servers, as YAML with the hosts of each value
+ccm-orch facts platform_version --where role=web --yaml
 `,
 	"ensure file": `
 # The same motd on every Debian host, audited first (exit 5 on drift), then applied
@@ -51,6 +61,9 @@ ccm-orch ensure exec "/usr/bin/tar -xzf /tmp/app.tgz -C /opt" --creates /opt/app
 ccm-orch ensure exec "/usr/local/bin/backup" --timeout 10m --reply-timeout 11m --host db1 --key ops.seed
 # Run only where a guard command succeeds, printing each host's reply as a JSON line
 ccm-orch ensure exec "/usr/sbin/nginx -s reload" --onlyif "/usr/sbin/nginx -t" --where role=web --jsonl --key ops.seed
+# Try it on 5% of the web servers first, then rerun it on the hosts where it failed
+ccm-orch ensure exec "/usr/local/bin/rotate-keys" --where role=web --sample 5% --key ops.seed
+ccm-orch ensure exec "/usr/local/bin/rotate-keys" --hosts-from 0123456789abcdefghij --outcome failed --key ops.seed
 `,
 	"ensure package": `
 # nginx installed everywhere it runs

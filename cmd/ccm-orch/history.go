@@ -82,15 +82,19 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 	var (
 		since, host string
 		limit       int
-		js          bool
+		js, yml     bool
 	)
 	cmd := h.Command("list", "List recent requests: when, what was asked, the filter and the host counts")
 	cmd.Flag("since", "Only requests of this recent past (s, m, h or d)").Default("24h").StringVar(&since)
 	cmd.Flag("host", "Only requests that expected or heard from this host").PlaceHolder("ID").StringVar(&host)
 	cmd.Flag("limit", "At most this many requests, the most recent").Default(fmt.Sprint(orchestrator.DefaultHistoryLimit)).IntVar(&limit)
 	cmd.Flag("json", "Print the list as JSON").BoolVar(&js)
+	yamlFlag(cmd, &yml)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
+		if err := oneFormat(map[string]bool{"--json": js, "--yaml": yml}); err != nil {
+			return err
+		}
 		age, err := provision.ParseAge(since)
 		if err != nil {
 			return program.Exit(protocol.ExitError, fmt.Errorf("--since: %w", err))
@@ -100,8 +104,8 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			if js {
-				return a.printJSON(list)
+			if js || yml {
+				return a.printDoc(list, yml)
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(a.Stdout, "no requests")
@@ -128,27 +132,31 @@ func (a *app) registerHistoryList(h *fisk.CmdClause) {
 
 func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 	var (
-		id                string
-		js, diff, noColor bool
+		id                     string
+		js, yml, diff, noColor bool
 	)
 	cmd := h.Command("show", "Print a request's report rebuilt from history, late replies included, with the live command's exit code")
 	cmd.Arg("request", "The request id").Required().StringVar(&id)
 	cmd.Flag("json", "Print the result document, as the live command's --json").BoolVar(&js)
+	yamlFlag(cmd, &yml)
 	cmd.Flag("diff", "Also print the diffs the hosts reported, grouped as the live --diff does (facts for grouping come from today's node registry)").UnNegatableBoolVar(&diff)
 	cmd.Flag("no-color", "Do not colour added and removed lines of diffs").UnNegatableBoolVar(&noColor)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
+		if err := oneFormat(map[string]bool{"--json": js, "--yaml": yml}); err != nil {
+			return err
+		}
 		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
 			run, err := c.History(ctx, id)
 			var missing *orchestrator.MissingRequestError
 			if errors.As(err, &missing) {
-				return a.printMissingRequest(missing, js)
+				return a.printMissingRequest(missing, js || yml, yml)
 			}
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			if js {
-				if err := a.printJSON(run.Result); err != nil {
+			if js || yml {
+				if err := a.printDoc(run.Result, yml); err != nil {
 					return err
 				}
 			} else {
@@ -182,15 +190,19 @@ func (a *app) registerHistoryHost(h *fisk.CmdClause) {
 	var (
 		id, since string
 		limit     int
-		js        bool
+		js, yml   bool
 	)
 	cmd := h.Command("host", "Print one host's timeline of results")
 	cmd.Arg("identity", "The host's identity").Required().StringVar(&id)
 	cmd.Flag("since", "Only results of this recent past (s, m, h or d)").Default("24h").StringVar(&since)
 	cmd.Flag("limit", "At most this many results, the most recent (0: all)").Default("100").IntVar(&limit)
 	cmd.Flag("json", "Print the timeline as JSON").BoolVar(&js)
+	yamlFlag(cmd, &yml)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
+		if err := oneFormat(map[string]bool{"--json": js, "--yaml": yml}); err != nil {
+			return err
+		}
 		age, err := provision.ParseAge(since)
 		if err != nil {
 			return program.Exit(protocol.ExitError, fmt.Errorf("--since: %w", err))
@@ -200,8 +212,8 @@ func (a *app) registerHistoryHost(h *fisk.CmdClause) {
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			if js {
-				return a.printJSON(entries)
+			if js || yml {
+				return a.printDoc(entries, yml)
 			}
 			if len(entries) == 0 {
 				fmt.Fprintf(a.Stdout, "no results of %s\n", id)
@@ -223,11 +235,11 @@ func (a *app) registerHistoryHost(h *fisk.CmdClause) {
 }
 
 // printMissingRequest prints the host records of a request whose own
-// record history does not hold (a table, or the error as JSON), and exits
-// 1 with the explanation.
-func (a *app) printMissingRequest(m *orchestrator.MissingRequestError, js bool) error {
+// record history does not hold (a table, or the error as JSON, or with yml
+// YAML), and exits 1 with the explanation.
+func (a *app) printMissingRequest(m *orchestrator.MissingRequestError, js, yml bool) error {
 	if js {
-		if err := a.printJSON(m); err != nil {
+		if err := a.printDoc(m, yml); err != nil {
 			return err
 		}
 	} else if len(m.Hosts) > 0 {

@@ -86,6 +86,7 @@ func (a *app) newCLI() (*fisk.Application, error) {
 	cli := program.New("ccm-orch", "CCM Fleet orchestrator: find hosts by their facts and apply resources on them over NATS.\n\n"+exitCodesHelp, program.Build{Version: version, Commit: commit, Date: date}, &a.Globals)
 	a.registerForwarded(cli)
 	a.registerDiscover(cli)
+	a.registerFacts(cli)
 	a.registerEnsure(cli)
 	a.registerApply(cli)
 	a.registerAssign(cli)

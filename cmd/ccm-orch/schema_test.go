@@ -103,6 +103,7 @@ var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, fun
 			{"ensure", "exec", "/bin/false", "--where", "role=db", "--json"},
 			{"ensure", "exec", "/bin/true", "--host", "sim-0001", "--host", "ghost-1", "--reply-timeout", "300ms", "--json"},
 			{"ensure", "package", "no-such-package-ccm", "--provider", "apt", "--noop", "--where", "os=rhel", "--json"},
+			{"ensure", "exec", "/bin/true", "--sample", "2", "--json"},
 		} {
 			_, out, errOut := orch(with(args...)...)
 			Expect(out).NotTo(BeEmpty(), errOut)
@@ -167,6 +168,11 @@ var _ = Describe("the published JSON schemas of ccm-orch's output", Ordered, fun
 		_, out, _ = orch(with("status", "--json")...)
 		validate("status.schema.json", out)
 		Expect(out).To(MatchRegexp(`"counts": \{\s*"converged": \d+\s*\}`))
+		code, out, errOut = orch(with("status", "--where", "role=web", "--sample", "1", "--seed", "3", "--json")...)
+		Expect(code).To(Equal(0), errOut)
+		validate("status.schema.json", out)
+		Expect(out).To(MatchRegexp(`"counts": \{\s*"converged": 1\s*\}`))
+		Expect(out).To(MatchRegexp(`"sample": \{\s*"seed": 3,\s*"of": 4,\s*"kept": 1\s*\}`))
 		code, _, _ = orch(with("assignments", "rm", "schema")...)
 		Expect(code).To(Equal(0))
 		code, out, errOut = orch(with("assignments", "show", "schema", "--history", "--json")...)

@@ -25,26 +25,41 @@ const maxStatusHosts = 10
 func (a *app) registerStatus(cli *fisk.Application) {
 	var (
 		flt  filterFlags
+		tgt  targetFlags
 		name string
 		js   bool
+		yml  bool
 	)
 	cmd := cli.Command("status", "Each assignment's state on the hosts it selects, as of each host's last run of that assignment, or of a later audit that found its resources would change: converged, drift, failed, quarantined, refused, pending, stale (exit 0 converged, 5 drift or stale, 2 failed or quarantined)")
 	flt.register(cmd)
+	tgt.register(cmd)
 	cmd.Flag("assignment", "Only this assignment").PlaceHolder("NAME").StringVar(&name)
 	cmd.Flag("json", "Print the report as JSON").BoolVar(&js)
+	yamlFlag(cmd, &yml)
 	conn := connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
+		if err := oneFormat(map[string]bool{"--json": js, "--yaml": yml}); err != nil {
+			return err
+		}
 		f, err := flt.filter()
 		if err != nil {
 			return err
 		}
+		narrow, err := tgt.narrowing()
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
 		return a.withClient(conn, func(ctx context.Context, c *orchestrator.Client) error {
-			rep, err := c.Status(ctx, orchestrator.StatusOptions{Filter: f, Assignment: name})
+			if err := tgt.resolve(ctx, c, narrow); err != nil {
+				return program.Exit(protocol.ExitError, err)
+			}
+			rep, err := c.Status(ctx, orchestrator.StatusOptions{Filter: f, Assignment: name, Narrow: narrow})
 			if err != nil {
 				return program.Exit(protocol.ExitError, err)
 			}
-			if js {
-				if err := a.printJSON(rep); err != nil {
+			renderSample(a.Stderr, rep.Sample)
+			if js || yml {
+				if err := a.printDoc(rep, yml); err != nil {
 					return err
 				}
 			} else {
