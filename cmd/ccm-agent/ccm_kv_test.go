@@ -62,6 +62,33 @@ var _ = Describe("ccm-agent apply with kvGet", func() {
 		Expect(out).To(ContainSubstring("file#" + motd + " stable"))
 	})
 
+	It("reads the bucket in ccm-agent ensure too, through --server, keeping the value out of the output", func() {
+		const canary = "kv-canary-ensure-5d1f"
+		b := brokertest.Start(GinkgoT())
+		nc, err := nats.Connect(b.ClientURL())
+		Expect(err).ToNot(HaveOccurred())
+		DeferCleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		Expect(err).ToNot(HaveOccurred())
+		kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "secrets"})
+		Expect(err).ToNot(HaveOccurred())
+		_, err = kv.PutString(context.Background(), "motd.token", canary)
+		Expect(err).ToNot(HaveOccurred())
+
+		code, out, errOut := agent("ensure", "file", motd, "--content", "token=${ kvGet('secrets', 'motd.token') }\n",
+			"--owner", "root", "--group", "root", "--mode", "0600", "--server", b.ClientURL())
+		Expect(code).To(Equal(0), out+errOut)
+		Expect(os.ReadFile(motd)).To(Equal([]byte("token=" + canary + "\n")))
+		Expect(out + errOut).ToNot(ContainSubstring(canary))
+
+		Expect(os.Remove(motd)).To(Succeed())
+		code, out, errOut = agent("ensure", "file", motd, "--content", "token=${ kvGet('secrets', 'motd.token') }\n",
+			"--owner", "root", "--group", "root", "--mode", "0600")
+		Expect(code).To(Equal(1), out)
+		Expect(errOut).To(ContainSubstring(`kvGet("secrets", "motd.token"): bucket "secrets": no NATS connection for kvGet: give --server URL or --context NAME`))
+		Expect(motd).ToNot(BeAnExistingFile())
+	})
+
 	It("says which function, bucket and flag when there is no connection, and changes nothing", func() {
 		code, out, errOut := agent("apply", m)
 		Expect(code).To(Equal(1), out)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/choria-io/fisk"
 
+	"github.com/ccm-fleet/ccm/cmd/internal/connflags"
 	"github.com/ccm-fleet/ccm/cmd/internal/program"
 	"github.com/ccm-fleet/ccm/cmd/internal/resflags"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -30,6 +31,9 @@ type commonFlags struct {
 	json    bool
 	facts   factFlags
 	diff    diffFlags
+	// conn is the NATS connection kvGet() reads buckets with, made at
+	// its first call and never otherwise (as in apply).
+	conn *connflags.Flags
 }
 
 func (c *commonFlags) register(cmd *fisk.CmdClause, t resflags.TypeFlags) {
@@ -49,11 +53,10 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 	store := registerSessionStore(ens)
 	a.registerPackageLockTimeout(ens)
 	noRegistration := registerNoRegistration(ens)
-	var natsContext string
-	ens.Flag("context", "CCM's NATS context of ensure: refused here (ccm-agent apply --context)").Hidden().StringVar(&natsContext)
+	conn := connflags.Register(ens)
 	for _, t := range resflags.Table {
 		cmd := ens.Command(t.Type, t.Help)
-		c := &commonFlags{noop: noop, data: data, session: sessionFlags{dir: store}}
+		c := &commonFlags{noop: noop, data: data, session: sessionFlags{dir: store}, conn: conn}
 		c.register(cmd, t)
 		c.session.register(cmd, t)
 		vals := resflags.Register(cmd, t)
@@ -61,9 +64,6 @@ func (a *app) registerEnsure(cli *fisk.Application) {
 		cmd.Action(func(*fisk.ParseContext) error {
 			if err := noRegistration(); err != nil {
 				return err
-			}
-			if natsContext != "" {
-				return program.Exit(protocol.ExitError, errors.New("--context: ccm-agent ensure makes no NATS connection (no kvGet() or registrations()); ccm-agent apply --context NAME connects for kvGet()"))
 			}
 			props, err := vals.Properties()
 			if err != nil {
@@ -108,7 +108,9 @@ func (a *app) ensure(typeName string, c *commonFlags, props map[string]any) erro
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
-	env := templates.New(fs, data, templates.WithEnviron(environ), templates.WithFiles(cwd))
+	kv := &lazyKV{flags: c.conn, log: a.Logger()}
+	defer kv.Close()
+	env := templates.New(fs, data, templates.WithEnviron(environ), templates.WithFiles(cwd), templates.WithKV(kv, 0))
 	ev, err := c.run(ctx, eng, engine.RunOptions{Noop: *c.noop, Env: env, WorkingDir: cwd, DiffLimit: c.diff.maxBytes},
 		engine.Spec{Type: typeName, Properties: props})
 	if errors.Is(err, errSession) {
