@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,17 +31,18 @@ import (
 // apiSchemas are the schema each API document is published with, by the
 // path that answers it (with ID and NAME for a run, host or assignment).
 var apiSchemas = map[string]string{
-	"/api/v1/fleet":             "ui/fleet.schema.json",
-	"/api/v1/runs":              "ui/runs.schema.json",
-	"/api/v1/runs/ID":           "result.schema.json",
-	"/api/v1/hosts/ID":          "ui/host.schema.json",
-	"/api/v1/drift":             "ui/drift.schema.json",
-	"/api/v1/assignments":       "status.schema.json",
-	"/api/v1/assignments/NAME":  "status.schema.json",
-	"/api/v1/runs?kind=pushed":  "ui/runs.schema.json",
-	"/api/v1/fleet?order=seen":  "ui/fleet.schema.json",
-	"/api/v1/drift?state=stale": "ui/drift.schema.json",
-	"/api/v1/services":          "ui/services.schema.json",
+	"/api/v1/fleet":                       "ui/fleet.schema.json",
+	"/api/v1/runs":                        "ui/runs.schema.json",
+	"/api/v1/runs/ID":                     "result.schema.json",
+	"/api/v1/hosts/ID":                    "ui/host.schema.json",
+	"/api/v1/drift":                       "ui/drift.schema.json",
+	"/api/v1/assignments":                 "status.schema.json",
+	"/api/v1/assignments/NAME":            "status.schema.json",
+	"/api/v1/runs?kind=pushed":            "ui/runs.schema.json",
+	"/api/v1/fleet?order=seen":            "ui/fleet.schema.json",
+	"/api/v1/fleet?select=not+role%3Dweb": "ui/fleet.schema.json",
+	"/api/v1/drift?state=stale":           "ui/drift.schema.json",
+	"/api/v1/services":                    "ui/services.schema.json",
 }
 
 const schemaBase = "https://github.com/ccm-fleet/ccm/schemas/"
@@ -268,6 +270,34 @@ var _ = Describe("the dashboard's JSON API", Ordered, func() {
 		}).Should(Succeed())
 		Expect(string(get("/api/v1/runs?kind=pushed"))).To(ContainSubstring(oneOff.RequestID))
 		Expect(string(get("/api/v1/hosts/"+fl.Identities[0]))).To(ContainSubstring("exec#/bin/false"), "the host's own page still shows it")
+	})
+
+	It("filters the fleet with ccm-orch's --where terms and --select expression, ANDed, and names a bad expression", func() {
+		var want []string
+		for i, f := range fl.Facts {
+			if (f["role"] == "web" && f["os"] == "debian") || f["os"] == "rhel" {
+				if f["role"] != "db" || f["os"] != "rhel" {
+					want = append(want, fl.Identities[i])
+				}
+			}
+		}
+		Expect(want).ToNot(BeEmpty())
+		q := url.Values{"select": {"(role=web and os=debian) or os=rhel"}, "where": {"role!=db"}}
+		var api map[string]any
+		Eventually(func(g Gomega) {
+			api = decode(get("/api/v1/fleet?" + q.Encode()))
+			var got []string
+			for _, h := range api["hosts"].([]any) {
+				got = append(got, h.(map[string]any)["identity"].(string))
+			}
+			g.Expect(got).To(ConsistOf(want))
+		}).Should(Succeed())
+		Expect(api["select"]).To(Equal("(role=web and os=debian) or os=rhel"))
+		Expect(api).ToNot(HaveKey("where_error"))
+
+		api = decode(get("/api/v1/fleet?" + url.Values{"select": {"role=web and ("}}.Encode()))
+		Expect(api["where_error"]).To(ContainSubstring("select"))
+		Expect(api["matched"]).To(BeNumerically("==", len(fl.Identities)), "a filter that does not parse is not applied")
 	})
 
 	It("puts a host's facts and its assignments in its document", func() {

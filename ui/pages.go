@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"html/template"
 	"maps"
@@ -186,6 +187,7 @@ type hostRow struct {
 // filters, in its order, one page of them.
 type fleetData struct {
 	Filter      string         `json:"where"`
+	Select      string         `json:"select,omitempty"`
 	FilterError string         `json:"where_error,omitempty"`
 	Status      string         `json:"status,omitempty"`
 	Last        string         `json:"last,omitempty"`
@@ -246,12 +248,18 @@ func (s *Server) fleetData(r *http.Request) fleetData {
 	v := fleetData{FactNames: keyFacts, Outcomes: map[string]int{}, Rows: []hostRow{},
 		Status: choice(r, "status", "", fleetStatuses), Last: choice(r, "last", "", fleetLasts), Order: choice(r, "order", "identity", fleetOrders)}
 	v.Filter = strings.TrimSpace(r.URL.Query().Get("where"))
+	v.Select = strings.TrimSpace(r.URL.Query().Get("select"))
 	var filter *protocol.Filter
-	if v.Filter != "" {
-		f, err := protocol.NewFilter(strings.Fields(v.Filter), nil)
-		if err != nil {
+	if v.Filter != "" || v.Select != "" {
+		// The terms and the select expression of ccm-orch --where and
+		// --select, judged by the same code.
+		f, err := protocol.NewFilterSelect(strings.Fields(v.Filter), nil, v.Select)
+		switch {
+		case errors.Is(err, protocol.ErrSelect):
+			v.FilterError = "select expression " + protocol.AsError(err).Message
+		case err != nil:
 			v.FilterError = protocol.AsError(err).Message
-		} else {
+		default:
 			filter = f
 		}
 	}
