@@ -166,7 +166,7 @@ func newSourceJob(x *executor, m *manifest.Manifest, opts continuous.ApplyOption
 		respond:  run,
 		source:   run,
 	}
-	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: opts.Source, Identity: x.identity, Resources: b.refs()}
+	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: opts.Source, Identity: x.identity, Signer: opts.Signer, Resources: b.refs()}
 	hr := &protocol.HistoryRequest{
 		Protocol: protocol.HistoryRequestProtocol, RequestID: id, Created: started.UTC(),
 		Discovery: protocol.DiscoverySource, Expected: []string{x.identity}, TTL: protocol.Duration(protocol.MaxFleetTTL),
