@@ -119,7 +119,7 @@ func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secre
 	defer func() { res.Duration = s.eng.now().Sub(start) }()
 	if hc.IsGoss() {
 		s.runGoss(ctx, hc, res)
-		redact.Logger(s.eng.log, secrets).Info("health check", "check", res.Name, "format", resources.HealthFormatGoss, "status", res.Status, "tries", res.Tries)
+		redact.Logger(s.log, secrets).Info("health check", "check", res.Name, "format", resources.HealthFormatGoss, "status", res.Status, "tries", res.Tries)
 		return res
 	}
 	argv, err := hc.Argv()
@@ -153,7 +153,7 @@ func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secre
 			break
 		}
 	}
-	redact.Logger(s.eng.log, secrets).Info("health check", "check", res.Name, "status", res.Status, "tries", res.Tries)
+	redact.Logger(s.log, secrets).Info("health check", "check", res.Name, "status", res.Status, "tries", res.Tries)
 	return res
 }
 
