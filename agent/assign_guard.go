@@ -137,6 +137,7 @@ func (s *assigner) remove(name string, revision uint64, digest string, signed *p
 	audit.Decision, audit.Message = DecisionRemoved, "assignment "+name+" removed by a signed removal"
 	a.fin.writeAudit(recordLog(a.log, &audit), &audit)
 	a.log.Info("assignment removed", "assignment", name, "revision", revision, "signer", signed.Signer)
+	a.setup.metrics.assignmentRemoved(name)
 }
 
 // ignoreDelete takes a delete or purge of name's key in the store: not a

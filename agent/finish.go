@@ -107,6 +107,9 @@ func (f *finisher) count(r *job, reply *protocol.FleetReply) {
 	default:
 		f.metrics.request("error", protocol.Code(r.audit.Decision))
 	}
+	if run, ok := r.respond.(*assignmentRun); ok && reply != nil {
+		f.metrics.assignmentRan(run.name, reply, f.now())
+	}
 }
 
 // recordInterrupted answers, in history, the replay cache and the audit

@@ -118,7 +118,11 @@ func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts co
 		if q.held(key, opts.Version) != nil {
 			return nil, fmt.Errorf("manifest %s: quarantined: its health checks are not run either", opts.Source)
 		}
-		return manifest.Run(ctx, x.eng, m, sourceRunOptions(x, opts))
+		rep, err := manifest.Run(ctx, x.eng, m, sourceRunOptions(x, opts))
+		if rep != nil {
+			x.fin.metrics.checked(rep.Events)
+		}
+		return rep, err
 	}
 	started := x.now()
 	r, run := newSourceJob(x, m, opts, started)
