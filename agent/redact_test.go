@@ -154,7 +154,7 @@ var _ = Describe("Redaction of sensitive resources on a running agent", func() {
 		Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthCritical))
 		Expect(ev.HealthChecks[0].Message).To(Equal("[redacted]"))
 		Expect(ev.Errors).To(ContainElement("health check app: CRITICAL: [redacted]"))
-		lf.expectNoCanary(req.ID, reply, canary, `"msg":"health check","request":"`+req.ID+`","check":"app","status":"CRITICAL"`)
+		lf.expectNoCanary(req.ID, reply, canary, `"msg":"health check","request":"`+req.ID+`","resource":"file#`+target+`","check":"app","status":"CRITICAL"`)
 	})
 
 	It("replaces a templated owner read from sensitive data in properties and errors", func() {

@@ -135,7 +135,7 @@ var _ = Describe("Adversarial round 3: redaction and audit", func() {
 			"--sensitive", "--check", check, "--host", identity, "--key", ops.seedFile)
 		Expect(code).To(Equal(2), "stdout %s\nstderr %s", out, errOut)
 		Expect(errOut).ToNot(ContainSubstring(canary))
-		expectNoCanary(canary, out, "CRITICAL: [redacted]", `msg="health check" check=`+check+" status=CRITICAL")
+		expectNoCanary(canary, out, "CRITICAL: [redacted]", "check="+check+" status=CRITICAL")
 
 		owner := "canary-r3-owner-5e1c"
 		manifest := filepath.Join(dir, "site.yaml")
