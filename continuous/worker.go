@@ -370,6 +370,11 @@ func (w *worker) waitChange(ctx context.Context, tick <-chan time.Time, updates 
 		if !ok {
 			(*stop)()
 			*updates, *stop = nil, nil
+			if ctx.Err() == nil {
+				// Not a missed heartbeat, which nats.go mends by itself:
+				// the watch's subscription is gone.
+				w.a.log.Warn("the object store watch stopped: watching it again, polling meanwhile", "manifest", w.src.String())
+			}
 			return false
 		}
 		w.a.log.Debug("object store change", "manifest", w.src.String(), "object", info.Name, "deleted", info.Deleted)

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
 
 	"github.com/ccm-fleet/ccm/broker/brokertest"
 )
@@ -163,6 +164,57 @@ var _ = Describe("ccm-agent's log and metrics (issue 42)", func() {
 			}
 		}
 		Expect(checks).To(BeNumerically(">=", 2))
+	})
+
+	It("keeps an idle object store watch quiet while the broker is away, the disconnection its one warning, and watching once it is back", func() {
+		dir := GinkgoT().TempDir()
+		port := freePort()
+		url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+		brokerArgs := []string{"run", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--store", filepath.Join(dir, "store")}
+		const brokerReady = `ready \(1 replica\)`
+		broker := runBrokerBinary(brokerArgs, brokerReady)
+		code, _, errOut := runOrch("history", "init", "--server", url)
+		Expect(code).To(Equal(0), errOut)
+		ops := newSigningKey(dir, "ops")
+		pol := policyFile(dir, signerEntry("ops", ops.pub, "file"))
+		target, bundle := filepath.Join(dir, "app.conf"), filepath.Join(dir, "bundle")
+		Expect(os.MkdirAll(bundle, 0o755)).To(Succeed())
+		put := func(content string) {
+			GinkgoHelper()
+			Expect(os.WriteFile(filepath.Join(bundle, "manifest.yaml"), []byte(ccmFileManifest(target, content, "")), 0o644)).To(Succeed())
+			code, out, errOut := runOrch("manifest", "put", bundle, "obj://ccm-manifests/app.tar.gz", "--key", ops.seedFile, "--server", url)
+			Expect(code).To(Equal(0), out+errOut)
+		}
+		put("v1\n")
+		cfg := filepath.Join(dir, "config.yaml")
+		Expect(os.WriteFile(cfg, fmt.Appendf(nil, "interval: 5m\nmanifests:\n  - obj://ccm-manifests/app.tar.gz\ncache_dir: %s\n", filepath.Join(dir, "source")), 0o600)).To(Succeed())
+		agent := startProcess(ccmAgentBin(), "--log-format", "json", "--log-level", "debug", "agent", "--config", cfg, "--policy", pol, "--server", url)
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(30 * time.Second).Should(Equal([]byte("v1\n")))
+		logs := func() []map[string]any { return jsonLogLines(agent.Err.Contents()) }
+		Eventually(func() []map[string]any { return linesWith(logs(), "msg", "watching the object store") }).ShouldNot(BeEmpty())
+
+		// nats.go checks the watch's heartbeats every 10s: with the broker
+		// away it reports the consumer not active, a debug line.
+		broker.Interrupt()
+		Eventually(broker).WithTimeout(30 * time.Second).Should(gexec.Exit())
+		notActive := func() []map[string]any { return linesWith(logs(), "error", "nats: consumer not active") }
+		Eventually(notActive).WithTimeout(60 * time.Second).ShouldNot(BeEmpty())
+		runBrokerBinary(brokerArgs, brokerReady)
+		Eventually(func() []map[string]any { return linesWith(logs(), "msg", "NATS reconnected") }).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+		changes := len(linesWith(logs(), "msg", "object store change"))
+		put("v2\n")
+		Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(30 * time.Second).Should(Equal([]byte("v2\n")))
+		Expect(len(linesWith(logs(), "msg", "object store change"))).To(BeNumerically(">", changes), "the watch saw v2")
+
+		for _, m := range notActive() {
+			Expect(m).To(HaveKeyWithValue("level", "DEBUG"))
+		}
+		Expect(linesWith(logs(), "msg", "NATS disconnected")).To(ConsistOf(HaveKeyWithValue("level", "WARN")), "the disconnection, said once")
+		for _, m := range logs() {
+			if m["level"] == "WARN" || m["level"] == "ERROR" {
+				Expect(m["msg"]).To(BeElementOf("NATS disconnected", "could not fetch the manifest bundle"), "%v", m)
+			}
+		}
 	})
 
 	It("names the signer of an obj:// bundle in the audit lines of its runs", func() {
