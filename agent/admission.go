@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -47,7 +48,6 @@ type admission struct {
 	types *resources.Registry
 	facts func() *factSet
 	now   func() time.Time
-	log   *slog.Logger
 }
 
 // verdict is what admission decided of a request.
@@ -124,10 +124,15 @@ func replySubject(r *job, req *protocol.FleetRequest, msgReply string, signed bo
 func (a *Agent) onRequest(m *nats.Msg) {
 	r := a.newFleetJob(m)
 	v, reply, e := a.gate.admit(r, m)
+	if v == refused {
+		claimID(r, m.Data)
+	}
+	// Its id and signer are known (or claimed) from here: every line
+	// about it names them.
+	r.logAs(a.log)
 	switch {
 	case v == refused:
-		claimID(r, m.Data)
-		a.log.Warn("refused a request", "request", r.id(), "signer", r.audit.Signer.Key, "code", e.Code, "error", e.Message)
+		r.log.Log(context.Background(), refusalLevel(e), "refused a request", "code", e.Code, "error", e.Message)
 		a.fin.refuse(r, e)
 	case v == answered:
 		a.fin.finish(r, reply)
@@ -136,10 +141,30 @@ func (a *Agent) onRequest(m *nats.Msg) {
 	}
 }
 
+// onOverflow answers busy a request that found the backlog full, before
+// its checks.
+func (a *Agent) onOverflow(m *nats.Msg) {
+	r := a.newFleetJob(m)
+	claimID(r, m.Data)
+	r.logAs(a.log)
+	// Not authenticated: the signer is the one its header claims.
+	r.log.Warn("refused a request: the backlog is full", nonEmpty([]any{"signer", m.Header.Get(protocol.HeaderSigner), "code", protocol.CodeBusy})...)
+	a.fin.refusef(r, protocol.CodeBusy, "more than %d requests (%d bytes) wait for admission", maxBacklog, maxBacklogBytes)
+}
+
+// refusalLevel is the level of a refusal's log line: error when the
+// agent failed (internal), warn when the request did.
+func refusalLevel(e *protocol.Error) slog.Level {
+	if e.Code == protocol.CodeInternal {
+		return slog.LevelError
+	}
+	return slog.LevelWarn
+}
+
 // newFleetJob is the job of fleet request m, answered on m's reply
 // subject, before its checks.
 func (a *Agent) newFleetJob(m *nats.Msg) *job {
-	r := &job{received: a.now(), respond: natsReply{nc: a.nc, log: a.log, keys: a.keys, subject: m.Reply}}
+	r := &job{received: a.now(), respond: natsReply{nc: a.nc, keys: a.keys, subject: m.Reply}}
 	r.audit = AuditRecord{Time: r.received.UTC(), Subject: m.Subject, Identity: a.cfg.Identity}
 	return r
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/nats-io/nkeys"
@@ -113,7 +112,7 @@ var _ = Describe("Admission stages", func() {
 		)
 		BeforeEach(func() {
 			store = &fakeReplay{}
-			g = &admission{identity: "web-1", replay: store, now: time.Now, log: slog.New(slog.DiscardHandler)}
+			g = &admission{identity: "web-1", replay: store, now: time.Now}
 			r = &job{received: time.Now(), record: true, audit: AuditRecord{RequestID: "r1"}}
 			req = protocol.NewFleetRequest("r1", time.Now(), time.Minute)
 		})

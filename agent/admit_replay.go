@@ -30,7 +30,7 @@ func (g *admission) replayed(r *job, req *protocol.FleetRequest) (*protocol.Flee
 	first, dup, err := g.replay.addWith(req.ID, req.Deadline().Add(g.skew), g.now(), newReplayWho(&r.audit))
 	switch {
 	case err != nil:
-		g.log.Error("replay cache", "request", req.ID, "signer", r.audit.Signer.Key, "error", err)
+		// Logged once, with the refusal (onRequest).
 		r.record = false
 		if errors.Is(err, ErrReplayFull) {
 			return nil, false, protocol.Wrap(protocol.CodeBusy, err)

@@ -152,7 +152,7 @@ func newPipeline(cfg Config, st *setup, keys *protocol.KeySigner, facts *hostFac
 		identity: cfg.Identity, limits: protocol.Limits{MaxBytes: cfg.MaxRequestBytes},
 		defaultTTL: cfg.DefaultTTL, skew: st.policy.Skew(),
 		auth: trust{policy: st.policy, insecure: st.insecure, keys: protocol.NewVerifier(signerKeys)}, replay: st.replay, judge: judge, audit: st.audit,
-		types: eng.Registry(), facts: facts.current, now: now, log: log,
+		types: eng.Registry(), facts: facts.current, now: now,
 	}
 	exec := newExecutor(cfg, st, keys, eng, log, now)
 	exec.judge, exec.facts, exec.skew = judge, facts.current, st.policy.Skew()

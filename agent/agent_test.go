@@ -300,8 +300,9 @@ var _ = Describe("Agent metrics", func() {
 		f.send(protocol.RequestNodeSubject("web-1"), ensureRequest("m1", time.Minute, "exec", map[string]any{"name": "/bin/true"}))
 		f.ask(protocol.RequestNodeSubject("web-1"), []byte("garbage"))
 
-		Expect(testutil.ToFloat64(m.RequestsCounter().WithLabelValues("executed", ""))).To(Equal(1.0))
-		Expect(testutil.ToFloat64(m.RequestsCounter().WithLabelValues("error", "bad_request"))).To(Equal(1.0))
+		Expect(testutil.ToFloat64(m.RequestsCounter().WithLabelValues("executed"))).To(Equal(1.0))
+		Expect(testutil.ToFloat64(m.RequestsCounter().WithLabelValues("error"))).To(Equal(1.0))
+		Expect(testutil.ToFloat64(m.ErrorsCounter().WithLabelValues("bad_request"))).To(Equal(1.0))
 		Expect(testutil.ToFloat64(m.ResourcesCounter().WithLabelValues("exec", "changed"))).To(Equal(1.0))
 		n, err := testutil.GatherAndCount(reg, "ccm_agent_request_duration_seconds")
 		Expect(err).ToNot(HaveOccurred())
@@ -316,7 +317,10 @@ var _ = Describe("Agent metrics", func() {
 		// Before any request: every outcome, code, type and resource outcome is there at 0.
 		n, err := testutil.GatherAndCount(reg, "ccm_agent_requests_total")
 		Expect(err).ToNot(HaveOccurred())
-		Expect(n).To(Equal(2 + len(protocol.Codes)))
+		Expect(n).To(Equal(3))
+		n, err = testutil.GatherAndCount(reg, "ccm_agent_request_errors_total")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(n).To(Equal(len(protocol.Codes)))
 		n, err = testutil.GatherAndCount(reg, "ccm_agent_resources_total")
 		Expect(err).ToNot(HaveOccurred())
 		Expect(n).To(Equal(6 * len(protocol.Types)))

@@ -85,7 +85,7 @@ func (s *assigner) remove(name string, revision uint64, digest string, signed *p
 	audit := AuditRecord{Time: now.UTC(), RequestID: runID(name, revision), Subject: "$KV." + protocol.AssignmentsBucket + "." + name, Identity: a.cfg.Identity, Signer: AuditSigner{Key: signed.Signer}}
 	refused := func(e *protocol.Error) {
 		audit.Decision, audit.Message = string(e.Code), e.Message
-		a.fin.writeAudit(&audit)
+		a.fin.writeAudit(recordLog(a.log, &audit), &audit)
 		a.log.Warn("assignment removal refused, the assignment stays", "assignment", name, "revision", revision, "code", e.Code, "error", e.Message)
 		if s.known[name] == nil {
 			s.restore(name)
@@ -134,10 +134,10 @@ func (s *assigner) remove(name string, revision uint64, digest string, signed *p
 	st.LastRun, st.Revision = time.Time{}, 0
 	s.state[name] = st
 	s.save()
-	audit.Decision = DecisionRemoved
-	audit.Message = "assignment " + name + " removed by a signed removal"
-	a.fin.writeAudit(&audit)
+	audit.Decision, audit.Message = DecisionRemoved, "assignment "+name+" removed by a signed removal"
+	a.fin.writeAudit(recordLog(a.log, &audit), &audit)
 	a.log.Info("assignment removed", "assignment", name, "revision", revision, "signer", signed.Signer)
+	a.setup.metrics.assignmentRemoved(name)
 }
 
 // ignoreDelete takes a delete or purge of name's key in the store: not a
@@ -161,7 +161,7 @@ func (s *assigner) ignoreDelete(name string, revision uint64, op jetstream.KeyVa
 	e := protocol.NewError(protocol.CodeForbidden, "unsigned %s of assignment %s (store revision %d) ignored: an assignment is removed only by a signed removal (ccm-orch assignments rm %s --key FILE); the revision accepted before stays in force", verb, name, revision, name)
 	audit := AuditRecord{Time: a.now().UTC(), RequestID: runID(name, revision), Subject: "$KV." + protocol.AssignmentsBucket + "." + name, Identity: a.cfg.Identity,
 		Decision: string(e.Code), Message: e.Message, Rule: "signed removal required", Value: verb}
-	a.fin.writeAudit(&audit)
+	a.fin.writeAudit(recordLog(a.log, &audit), &audit)
 	a.log.Warn("unsigned removal of an assignment ignored", "assignment", name, "revision", revision, "operation", verb)
 	if cur == nil || !cur.supersedes {
 		s.restore(name)

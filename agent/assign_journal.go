@@ -34,7 +34,7 @@ func (x *executor) openJournal(stateDir string) {
 				e.Revision, st.name, e.Started.UTC().Format(time.RFC3339), QuarantineAfter)
 			x.log.Warn("an assignment run was interrupted by the agent stopping", "assignment", st.name, "revision", e.Revision, "started", e.Started, "stops", len(e.Stops))
 		}
-		x.fin.writeAudit(&rec)
+		x.fin.writeAudit(recordLog(x.log, &rec), &rec)
 	}
 }
 
@@ -93,5 +93,5 @@ func (x *executor) sourceStopped(st stopped) {
 			e.Source, e.Digest, e.Started.UTC().Format(time.RFC3339), QuarantineAfter)
 		x.log.Warn("a manifest source's run was interrupted by the agent stopping", "manifest", e.Source, "sha256", e.Digest, "started", e.Started, "stops", len(e.Stops))
 	}
-	x.fin.writeAudit(&rec)
+	x.fin.writeAudit(recordLog(x.log, &rec), &rec)
 }

@@ -124,6 +124,7 @@ func (s *assigner) newRun(as *assigned, started time.Time) *job {
 		r.audit.Resources = as.body.refs()
 	}
 	run.request = s.requestOf(as, id, started, r.noop)
+	r.logAs(a.log, "assignment", as.name)
 	return r
 }
 
@@ -143,7 +144,7 @@ func (s *assigner) execute(ctx context.Context, as *assigned, started time.Time)
 	if !s.beginRun(as, started) {
 		return
 	}
-	a.log.Info("running assignment", "assignment", as.name, "revision", as.revision, "trigger", as.trigger, "request", r.id(), "signer", r.audit.Signer.Key)
+	r.log.Info("running assignment", "revision", as.revision, "trigger", as.trigger)
 	reply := a.exec.run(ctx, r)
 	s.finishRun(as)
 	if reply != nil {

@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -31,7 +30,7 @@ var _ = Describe("Decoding a fleet request", func() {
 		reg, err := providers.Builtin(providers.Options{})
 		Expect(err).ToNot(HaveOccurred())
 		g = &admission{identity: "web-1", auth: trust{insecure: true}, replay: &fakeReplay{}, judge: &policyJudge{}, types: reg,
-			defaultTTL: time.Minute, skew: time.Minute, now: time.Now, log: slog.New(slog.DiscardHandler),
+			defaultTTL: time.Minute, skew: time.Minute, now: time.Now,
 			facts: func() *factSet { return &factSet{} }}
 	})
 

@@ -39,11 +39,16 @@ type executor struct {
 func (x *executor) run(ctx context.Context, r *job) *protocol.FleetReply {
 	r.audit.Decision = DecisionAccepted
 	if err := x.audit.write(&r.audit); err != nil {
-		x.log.Error("not running a request: the audit log cannot be written", "request", r.id(), "signer", r.audit.Signer.Key, "error", err)
+		r.log.Error("not running a request: the audit log cannot be written", "error", err)
 		x.fin.refuse(r, protocol.NewError(protocol.CodeInternal, "audit log unavailable"))
 		return nil
 	}
 	reply := x.execute(ctx, r)
+	if e := reply.Error; e != nil {
+		// Resource failures are the engine's lines; this is a run that
+		// could not start (refused as it would run, invalid, expired).
+		r.log.Log(context.Background(), refusalLevel(e), "the request could not run", "code", e.Code, "error", e.Message)
+	}
 	if s, ok := r.respond.(settler); ok {
 		s.settle(reply)
 	}
@@ -70,7 +75,7 @@ func (x *executor) execute(ctx context.Context, r *job) *protocol.FleetReply {
 		return reply
 	}
 	// Remote requests see facts only: no environment, no files.
-	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), Prepared: notes(r), DiffLimit: x.diffLimit}
+	opts := engine.RunOptions{Noop: r.noop, Env: x.facts().env, Guard: x.judge.guard(r), Prepared: notes(r), DiffLimit: x.diffLimit, LogWith: r.logWith}
 	ev, err := x.eng.Ensure(ctx, opts, *r.body.ensure)
 	if err != nil {
 		reply.Error = runError(err)
@@ -132,7 +137,7 @@ func (x *executor) runManifest(ctx context.Context, r *job, reply *protocol.Flee
 	}
 	defer func() {
 		if err := os.RemoveAll(dir); err != nil {
-			x.log.Warn("could not remove a manifest directory", "dir", dir, "error", err)
+			r.log.Warn("could not remove a manifest directory", "dir", dir, "error", err)
 		}
 	}()
 	if err := r.body.bundle.WriteFiles(dir); err != nil {
@@ -147,7 +152,8 @@ func (x *executor) runManifest(ctx context.Context, r *job, reply *protocol.Flee
 		AllowFiles:   false,
 		Guard:        x.judge.guard(r),
 		Prepared:     notes(r),
-		Log:          x.log.With("request", r.id(), "signer", r.audit.Signer.Key),
+		Log:          x.log,
+		LogWith:      r.logWith,
 		DiffLimit:    x.diffLimit,
 	})
 	if err != nil {

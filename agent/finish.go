@@ -62,19 +62,19 @@ func (f *finisher) finish(r *job, reply *protocol.FleetReply) {
 	if reply != nil {
 		redact.Reply(reply)
 		reply.CapDiffs(protocol.MaxReplyDiffBytes)
-		data, sig = f.encodeReply(reply, r.audit.Signer.Key)
+		data, sig = f.encodeReply(r.log, reply)
 		forbiddenAtRun(&r.audit, reply.Error)
 	}
 	if r.cached {
 		if err := f.replay.finish(id, data, r.audit.Decision == DecisionNotTargeted); err != nil {
-			f.log.Error("replay cache", "request", id, "signer", r.audit.Signer.Key, "error", err)
+			r.log.Error("replay cache", "error", err)
 		}
 	}
 	r.audit.Time = f.now().UTC()
 	if reply != nil {
 		r.audit.Result = newAuditResult(reply)
 	}
-	f.writeAudit(&r.audit)
+	f.writeAudit(r.log, &r.audit)
 	f.count(r, reply)
 	if reply != nil {
 		r.respond.respond(r, data, sig)
@@ -107,6 +107,9 @@ func (f *finisher) count(r *job, reply *protocol.FleetReply) {
 	default:
 		f.metrics.request("error", protocol.Code(r.audit.Decision))
 	}
+	if run, ok := r.respond.(*assignmentRun); ok && reply != nil {
+		f.metrics.assignmentRan(run.name, reply, f.now())
+	}
 }
 
 // recordInterrupted answers, in history, the replay cache and the audit
@@ -127,28 +130,36 @@ func (f *finisher) recordInterrupted(entries []replayEntry) {
 		if e.Who != nil {
 			r.audit.Subject, r.audit.Signer, r.audit.Resources = e.Who.Subject, e.Who.Signer, e.Who.Resources
 		}
-		f.log.Warn("a request was interrupted by the agent stopping", "request", e.ID, "signer", r.audit.Signer.Key, "received", e.Seen)
+		r.logAs(f.log)
+		r.log.Warn("a request was interrupted by the agent stopping", "received", e.Seen)
 		f.refuse(r, protocol.NewError(protocol.CodeInterrupted, "%s", msg))
 	}
 }
 
-// encodeReply encodes and signs r; nil when it cannot be encoded.
-func (f *finisher) encodeReply(r *protocol.FleetReply, signer string) (data []byte, sig string) {
+// encodeReply encodes and signs r, logging to log (its job's); nil when
+// it cannot be encoded.
+func (f *finisher) encodeReply(log *slog.Logger, r *protocol.FleetReply) (data []byte, sig string) {
 	b, what, err := shrinkReply(r, protocol.MaxWholeBytes)
 	if what != "" {
-		f.log.Warn("a reply was too large to keep whole", "request", r.RequestID, "signer", signer, "limit", protocol.MaxWholeBytes, "shrunk", what)
+		log.Warn("a reply was too large to keep whole", "limit", protocol.MaxWholeBytes, "shrunk", what)
 	}
 	if err != nil {
-		f.log.Error("could not encode a reply", "request", r.RequestID, "signer", signer, "error", err)
+		log.Error("could not encode a reply", "error", err)
 		return nil, ""
 	}
 	return b, f.keys.Sign(b)
 }
 
-// writeAudit writes a line, logging a failure (the request is refused
-// anyway).
-func (f *finisher) writeAudit(rec *AuditRecord) {
+// writeAudit writes a line, logging a failure to log, its job's (the
+// request is refused anyway).
+func (f *finisher) writeAudit(log *slog.Logger, rec *AuditRecord) {
 	if err := f.audit.write(rec); err != nil {
-		f.log.Error("could not write an audit line", "request", rec.RequestID, "signer", rec.Signer.Key, "decision", rec.Decision, "error", err)
+		log.Error("could not write an audit line", "decision", rec.Decision, "error", err)
 	}
+}
+
+// recordLog is base naming the request and signer of rec, for a line
+// about an audit record written without a job (an assignment's removal).
+func recordLog(base *slog.Logger, rec *AuditRecord) *slog.Logger {
+	return base.With(nonEmpty([]any{"request", rec.RequestID, "signer", rec.Signer.Key})...)
 }

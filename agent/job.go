@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/ccm-fleet/ccm/manifest"
@@ -43,6 +44,13 @@ type job struct {
 	sensitive map[string]bool
 	// wants are what the watched files declare, by path (see wantOf)
 	wants map[string]fileWant
+	// log is the job's logger and logWith what it adds to the agent's:
+	// the job's request id and signer (and, for a scheduled run, its
+	// assignment), given once where the job enters the agent (logAs);
+	// every line about the job, the engine's and its providers' included,
+	// carries them
+	log     *slog.Logger
+	logWith []any
 }
 
 // body is a request's resources, parsed once at admission.
@@ -85,3 +93,24 @@ func (j *job) prepared(p *engine.Prepared) {
 // not decode, the one it claims (untrusted, to match the reply and audit
 // line); see claimID.
 func (j *job) id() string { return j.audit.RequestID }
+
+// logAs names j on every line logged about it from here on: base with
+// j's request id, its signer's key and more (key/value pairs), those with
+// an empty value left out. It is called once, where j enters the agent.
+func (j *job) logAs(base *slog.Logger, more ...any) {
+	j.logWith = nonEmpty(append([]any{"request", j.id(), "signer", j.audit.Signer.Key}, more...))
+	j.log = base.With(j.logWith...)
+}
+
+// nonEmpty is the key/value pairs kv without those whose value is an
+// empty string: a log line has no "key":"" field.
+func nonEmpty(kv []any) []any {
+	out := make([]any, 0, len(kv))
+	for i := 0; i+1 < len(kv); i += 2 {
+		if v, ok := kv[i+1].(string); ok && v == "" {
+			continue
+		}
+		out = append(out, kv[i], kv[i+1])
+	}
+	return out
+}

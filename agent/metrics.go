@@ -15,6 +15,7 @@ import (
 // without them records nothing.
 type Metrics struct {
 	requests  *prometheus.CounterVec
+	errors    *prometheus.CounterVec
 	duration  prometheus.Histogram
 	busy      prometheus.Counter
 	resources *prometheus.CounterVec
@@ -22,6 +23,7 @@ type Metrics struct {
 	drops     prometheus.Counter
 	build     *prometheus.GaugeVec
 	lastOK    prometheus.Gauge
+	runs      *runGauges
 
 	// guards live: what the gauges read of the agent recording into m,
 	// set when it runs
@@ -41,8 +43,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "ccm", Subsystem: "agent", Name: "requests_total",
-			Help: "Fleet requests received, by outcome (executed, ignored, error) and error code.",
-		}, []string{"outcome", "code"}),
+			Help: "Fleet requests received, by outcome (executed, ignored, error).",
+		}, []string{"outcome"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "ccm", Subsystem: "agent", Name: "request_errors_total",
+			Help: "Fleet requests answered with a request-level error, by error code.",
+		}, []string{"code"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "ccm", Subsystem: "agent", Name: "request_duration_seconds",
 			Help:    "Time to run an accepted fleet request, queue wait excluded.",
@@ -73,7 +79,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: "ccm", Subsystem: "agent", Name: "last_request_timestamp_seconds",
 		Help: "When the last request was run without a request-level error (Unix seconds; 0: none yet).",
 	})
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.busy, m.resources, m.queue, m.drops, m.build, m.lastOK, m.connectedGauge(), m.spoolGauge()} {
+	m.runs = newRunGauges(time.Now)
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.runs, m.duration, m.busy, m.resources, m.queue, m.drops, m.build, m.lastOK, m.connectedGauge(), m.spoolGauge()} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -111,10 +118,11 @@ func (m *Metrics) spoolGauge() prometheus.GaugeFunc {
 // initLabels makes every label set exist from the start, so a rate over a
 // counter that has not moved yet is 0, not absent.
 func (m *Metrics) initLabels() {
-	m.requests.WithLabelValues("executed", "")
-	m.requests.WithLabelValues("ignored", "")
+	for _, o := range []string{"executed", "ignored", "error"} {
+		m.requests.WithLabelValues(o)
+	}
 	for _, c := range protocol.Codes {
-		m.requests.WithLabelValues("error", string(c))
+		m.errors.WithLabelValues(string(c))
 	}
 	for _, t := range protocol.Types {
 		for _, o := range protocol.EventOutcomes {
@@ -161,11 +169,16 @@ func (m *Metrics) Healthy() bool {
 // WithMetrics makes the agent record into m.
 func WithMetrics(m *Metrics) Option { return func(a *Agent) { a.setup.metrics = m } }
 
+// request counts a request by outcome; code is the error's, for an error
+// only.
 func (m *Metrics) request(outcome string, code protocol.Code) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(outcome, string(code)).Inc()
+	m.requests.WithLabelValues(outcome).Inc()
+	if code != "" {
+		m.errors.WithLabelValues(string(code)).Inc()
+	}
 	if code == protocol.CodeBusy {
 		m.busy.Inc()
 	}
@@ -180,6 +193,7 @@ func (m *Metrics) finished(took time.Duration, events []*protocol.TransactionEve
 	for _, ev := range events {
 		m.resources.WithLabelValues(ev.Type, ev.Outcome()).Inc()
 	}
+	m.runs.checked(events)
 }
 
 func (m *Metrics) queueDepth(n int) {
@@ -188,9 +202,12 @@ func (m *Metrics) queueDepth(n int) {
 	}
 }
 
-// RequestsCounter exposes the requests counter (outcome, code), for tests
-// and for callers that export it elsewhere.
+// RequestsCounter exposes the requests counter (outcome), for tests and
+// for callers that export it elsewhere.
 func (m *Metrics) RequestsCounter() *prometheus.CounterVec { return m.requests }
+
+// ErrorsCounter exposes the request errors counter (code).
+func (m *Metrics) ErrorsCounter() *prometheus.CounterVec { return m.errors }
 
 // ResourcesCounter exposes the resources counter (type, outcome).
 func (m *Metrics) ResourcesCounter() *prometheus.CounterVec { return m.resources }

@@ -134,7 +134,7 @@ var _ = Describe("Redaction of sensitive resources on a running agent", func() {
 		ev := reply.Events[0]
 		Expect(ev.Failed).To(BeTrue())
 		Expect(ev.Errors).To(Equal([]string{"exec " + script + ": desired state not achieved: exit code 3 is not one of [0]: [redacted]"}))
-		lf.expectNoCanary(req.ID, reply, canary, `"msg":"failed","resource":"exec#`+script)
+		lf.expectNoCanary(req.ID, reply, canary, `"msg":"failed","request":"`+req.ID+`","resource":"exec#`+script)
 	})
 
 	It("keeps a sensitive resource's failing health check output out of every record, keeping its status", func() {
@@ -154,7 +154,7 @@ var _ = Describe("Redaction of sensitive resources on a running agent", func() {
 		Expect(ev.HealthChecks[0].Status).To(Equal(protocol.HealthCritical))
 		Expect(ev.HealthChecks[0].Message).To(Equal("[redacted]"))
 		Expect(ev.Errors).To(ContainElement("health check app: CRITICAL: [redacted]"))
-		lf.expectNoCanary(req.ID, reply, canary, `"msg":"health check","check":"app","status":"CRITICAL"`)
+		lf.expectNoCanary(req.ID, reply, canary, `"msg":"health check","request":"`+req.ID+`","resource":"file#`+target+`","check":"app","status":"CRITICAL"`)
 	})
 
 	It("replaces a templated owner read from sensitive data in properties and errors", func() {
@@ -184,7 +184,7 @@ ccm:
 		Expect(json.Unmarshal(ev.Properties.(json.RawMessage), &props)).To(Succeed())
 		Expect(props).To(HaveKeyWithValue("owner", "[redacted]"))
 		Expect(strings.Join(ev.Errors, "\n")).To(ContainSubstring(`could not lookup user "[redacted]": unknown user [redacted]`))
-		lf.expectNoCanary(req.ID, reply, canary, `"msg":"failed","resource":"file#`+target)
+		lf.expectNoCanary(req.ID, reply, canary, `"msg":"failed","request":"`+req.ID+`","resource":"file#`+target)
 		Expect(target).ToNot(BeAnExistingFile())
 	})
 
@@ -210,7 +210,7 @@ ccm:
 		Expect(reply.Error).To(BeNil())
 		Expect(reply.Events).To(HaveLen(1))
 		Expect(reply.Events[0].Failed).To(BeFalse(), "%v", reply.Events[0].Errors)
-		lf.expectNoCanary(req.ID, reply, canary, `"msg":"running command","resource":"exec#/bin/true"`)
+		lf.expectNoCanary(req.ID, reply, canary, `"msg":"running command","request":"`+req.ID+`","resource":"exec#/bin/true"`)
 		Expect(lf.log.String()).To(ContainSubstring(`"cwd":"[redacted]"`), "the provider's line is there, redacted")
 	})
 
@@ -230,6 +230,6 @@ ccm:
 		Expect(st.Metadata.Owner).To(Equal("root"), "an owner written as it is stays visible")
 		Expect(st.Metadata.Checksum).ToNot(BeEmpty())
 		Expect(ev.FinalEnsure).To(Equal("present"))
-		lf.expectNoCanary(req.ID, reply, "CANARY-content-0c3", `"msg":"changed","resource":"file#`+target)
+		lf.expectNoCanary(req.ID, reply, "CANARY-content-0c3", `"msg":"changed","request":"`+req.ID+`","resource":"file#`+target)
 	})
 })

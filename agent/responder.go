@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"log/slog"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/ccm-fleet/ccm/protocol"
@@ -24,7 +22,6 @@ type responder interface {
 // natsReply answers a fleet request on the requester's reply subject.
 type natsReply struct {
 	nc      *nats.Conn
-	log     *slog.Logger
 	keys    *protocol.KeySigner
 	subject string
 }
@@ -36,7 +33,7 @@ func (n natsReply) respond(r *job, data []byte, sig string) {
 		return
 	}
 	if err := publishReply(n.nc, n.subject, signedHeader(n.keys, sig), data); err != nil {
-		n.log.Warn("could not send a reply", "request", r.id(), "signer", r.audit.Signer.Key, "error", err)
+		r.log.Warn("could not send a reply", "error", err)
 	}
 }
 

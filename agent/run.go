@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // Run subscribes and serves until ctx is done, then stops taking requests,
@@ -38,13 +36,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	subs, stopDispatch := goDispatch(a.nc, &dispatcher{
 		request:   a.onRequest,
 		discovery: a.onDiscovery,
-		overflow: func(m *nats.Msg) {
-			r := a.newFleetJob(m)
-			claimID(r, m.Data)
-			a.log.Warn("refused a request: the backlog is full", "request", r.id(), "signer", m.Header.Get(protocol.HeaderSigner), "code", protocol.CodeBusy)
-			a.fin.refusef(r, protocol.CodeBusy, "more than %d requests (%d bytes) wait for admission", maxBacklog, maxBacklogBytes)
-		},
-		stats: a.fin.stats, metrics: a.setup.metrics, log: a.log,
+		overflow:  a.onOverflow,
+		stats:     a.fin.stats, metrics: a.setup.metrics, log: a.log,
 	})
 	reqSubjects, discSubjects := a.Subjects()
 	err := subscribe(a.nc, subs, a.cfg.Identity, append(slices.Clone(reqSubjects), discSubjects...), a.log)

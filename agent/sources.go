@@ -118,24 +118,28 @@ func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts co
 		if q.held(key, opts.Version) != nil {
 			return nil, fmt.Errorf("manifest %s: quarantined: its health checks are not run either", opts.Source)
 		}
-		return manifest.Run(ctx, x.eng, m, sourceRunOptions(x, opts))
+		rep, err := manifest.Run(ctx, x.eng, m, sourceRunOptions(x, opts))
+		if rep != nil {
+			x.fin.metrics.checked(rep.Events)
+		}
+		return rep, err
 	}
 	started := x.now()
 	r, run := newSourceJob(x, m, opts, started)
 	if e := q.held(key, opts.Version); e != nil {
 		msg := e.reason(key)
 		if q.firstReport(key, opts.Version) {
-			x.log.Error("manifest source not applied: quarantined", "manifest", opts.Source, "sha256", opts.Version, "error", msg)
+			r.log.Error("manifest source not applied: quarantined", "sha256", opts.Version, "error", msg)
 			x.fin.refuse(r, protocol.NewError(protocol.CodeQuarantined, "%s", msg))
 		}
 		return nil, fmt.Errorf("manifest %s: %s", opts.Source, msg)
 	}
 	if _, err := q.begin(key, 0, opts.Version, "", started); err != nil {
-		x.log.Error("manifest source not applied: its start could not be journaled", "manifest", opts.Source, "error", err)
+		r.log.Error("manifest source not applied: its start could not be journaled", "error", err)
 		x.fin.refuse(r, protocol.NewError(protocol.CodeInternal, "not run: the start of the run could not be journaled (%s)", err))
 		return nil, fmt.Errorf("manifest %s: not run: %w", opts.Source, err)
 	}
-	x.log.Info("applying a manifest source", "manifest", opts.Source, "trigger", opts.Trigger, "request", r.audit.RequestID)
+	r.log.Info("applying a manifest source", "trigger", opts.Trigger)
 	if s.jobs != nil {
 		if jobs := s.jobs(); jobs != nil {
 			ctx = jobs
@@ -143,7 +147,7 @@ func (s *sourceApplier) Apply(ctx context.Context, m *manifest.Manifest, opts co
 	}
 	ran := x.run(ctx, r)
 	if err := q.finish(key, opts.Version); err != nil {
-		x.log.Error("could not journal the end of a manifest source's run: a restart counts it as a stop", "manifest", opts.Source, "error", err)
+		r.log.Error("could not journal the end of a manifest source's run: a restart counts it as a stop", "error", err)
 	}
 	if ran == nil && run.err == nil {
 		return nil, fmt.Errorf("manifest %s: not run: the audit log cannot be written", opts.Source)
@@ -166,7 +170,7 @@ func newSourceJob(x *executor, m *manifest.Manifest, opts continuous.ApplyOption
 		respond:  run,
 		source:   run,
 	}
-	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: opts.Source, Identity: x.identity, Resources: b.refs()}
+	r.audit = AuditRecord{Time: started.UTC(), RequestID: id, Subject: opts.Source, Identity: x.identity, Signer: opts.Signer, Resources: b.refs()}
 	hr := &protocol.HistoryRequest{
 		Protocol: protocol.HistoryRequestProtocol, RequestID: id, Created: started.UTC(),
 		Discovery: protocol.DiscoverySource, Expected: []string{x.identity}, TTL: protocol.Duration(protocol.MaxFleetTTL),
@@ -175,6 +179,7 @@ func newSourceJob(x *executor, m *manifest.Manifest, opts continuous.ApplyOption
 	if data, err := json.Marshal(hr); err == nil {
 		run.request = string(data)
 	}
+	r.logAs(x.log, "manifest", opts.Source)
 	return r, run
 }
 
@@ -197,7 +202,9 @@ func sourceRunOptions(x *executor, opts continuous.ApplyOptions) manifest.RunOpt
 // its source keeps them) and keeps the report for the continuous agent.
 func (x *executor) runSource(ctx context.Context, r *job, reply *protocol.FleetReply) {
 	run := r.source
-	rep, err := manifest.Run(ctx, x.eng, r.body.manifest, sourceRunOptions(x, run.opts))
+	opts := sourceRunOptions(x, run.opts)
+	opts.Log, opts.LogWith = x.log, r.logWith
+	rep, err := manifest.Run(ctx, x.eng, r.body.manifest, opts)
 	run.report, run.err = rep, err
 	if err != nil {
 		reply.Error = protocol.Wrapf(runErrorCode(err), err, "%s", manifestMessage(err))

@@ -33,6 +33,11 @@ type ApplyOptions struct {
 	// manifest's document. An applier that journals runs keys them by
 	// Source and Version (a new version is a new manifest).
 	Version string
+	// Signer names who signed the bundle that runs (the policy's name for
+	// the key, and the key), as the bundle's own audit line does; empty
+	// for a local manifest or a bundle vouched for by a pinned checksum.
+	// An applier that audits its runs names it.
+	Signer AuditSigner
 }
 
 // Why a manifest runs.

@@ -47,6 +47,19 @@ type bundle struct {
 	refusedAudited bool
 }
 
+// auditSigner names b's signer as audit lines do: the signature's key,
+// and the policy's name for it once verified.
+func (b *bundle) auditSigner() AuditSigner {
+	var s AuditSigner
+	if b.sig != nil {
+		s.Key = b.sig.Signer
+	}
+	if b.signer != nil {
+		s.Name = b.signer.Name
+	}
+	return s
+}
+
 // worker keeps one manifest source: the bundle it applies now and the
 // next one its watch found.
 type worker struct {
@@ -182,6 +195,7 @@ func (w *worker) apply(ctx context.Context, hcOnly, force bool, trigger string) 
 	opts := ApplyOptions{MonitorOnly: hcOnly, Facts: a.facts, Data: a.extData, Source: w.src.String(), TemplateOptions: a.localTmplOpts, Prepared: regs.collect, Trigger: trigger}
 	if b != nil {
 		opts.Version = b.digest
+		opts.Signer = b.auditSigner()
 	} else {
 		opts.Version = sources.Digest(m.Document())
 	}
@@ -281,13 +295,7 @@ func (w *worker) refused(b *bundle, decision, msg string, d *scope.Decision) {
 
 // record starts an audit line about b.
 func (w *worker) record(b *bundle, decision, msg string, rep *manifest.Report) *AuditRecord {
-	rec := &AuditRecord{RequestID: b.digest, Subject: w.src.String(), Decision: decision, Message: msg}
-	if b.sig != nil {
-		rec.Signer.Key = b.sig.Signer
-	}
-	if b.signer != nil {
-		rec.Signer.Name = b.signer.Name
-	}
+	rec := &AuditRecord{RequestID: b.digest, Subject: w.src.String(), Decision: decision, Message: msg, Signer: b.auditSigner()}
 	if rep != nil {
 		for _, ev := range rep.Events {
 			rec.Resources = append(rec.Resources, ev.Type+"#"+ev.Name)
@@ -362,6 +370,11 @@ func (w *worker) waitChange(ctx context.Context, tick <-chan time.Time, updates 
 		if !ok {
 			(*stop)()
 			*updates, *stop = nil, nil
+			if ctx.Err() == nil {
+				// Not a missed heartbeat, which nats.go mends by itself:
+				// the watch's subscription is gone.
+				w.a.log.Warn("the object store watch stopped: watching it again, polling meanwhile", "manifest", w.src.String())
+			}
 			return false
 		}
 		w.a.log.Debug("object store change", "manifest", w.src.String(), "object", info.Name, "deleted", info.Deleted)

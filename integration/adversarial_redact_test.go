@@ -124,7 +124,7 @@ var _ = Describe("Adversarial round 3: redaction and audit", func() {
 		code, out, errOut := orch("ensure", "exec", cmd, "--sensitive", "--host", identity, "--key", ops.seedFile)
 		Expect(code).To(Equal(2), "stdout %s\nstderr %s", out, errOut)
 		Expect(errOut).ToNot(ContainSubstring(canary))
-		expectNoCanary(canary, out, "exit code 3 is not one of [0]: [redacted]", "msg=failed resource=exec#"+cmd)
+		expectNoCanary(canary, out, "exit code 3 is not one of [0]: [redacted]", "resource=exec#"+cmd+" provider=")
 	})
 
 	It("finding 9: keeps a sensitive resource's health-check output and its templated owner from sensitive data out of every record", func() {
@@ -135,7 +135,7 @@ var _ = Describe("Adversarial round 3: redaction and audit", func() {
 			"--sensitive", "--check", check, "--host", identity, "--key", ops.seedFile)
 		Expect(code).To(Equal(2), "stdout %s\nstderr %s", out, errOut)
 		Expect(errOut).ToNot(ContainSubstring(canary))
-		expectNoCanary(canary, out, "CRITICAL: [redacted]", `msg="health check" check=`+check+" status=CRITICAL")
+		expectNoCanary(canary, out, "CRITICAL: [redacted]", "check="+check+" status=CRITICAL")
 
 		owner := "canary-r3-owner-5e1c"
 		manifest := filepath.Join(dir, "site.yaml")
@@ -156,7 +156,7 @@ ccm:
 		code, out, errOut = orch("apply", manifest, "--host", identity, "--key", ops.seedFile)
 		Expect(code).To(Equal(2), "stdout %s\nstderr %s", out, errOut)
 		Expect(errOut).ToNot(ContainSubstring(owner))
-		expectNoCanary(owner, out, `could not lookup user "[redacted]": unknown user [redacted]`, "msg=failed resource=file#"+dir+"/db.conf")
+		expectNoCanary(owner, out, `could not lookup user "[redacted]": unknown user [redacted]`, "resource=file#"+dir+"/db.conf provider=")
 		Expect(filepath.Join(dir, "db.conf")).ToNot(BeAnExistingFile())
 	})
 

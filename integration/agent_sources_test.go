@@ -97,7 +97,7 @@ var _ = Describe("Manifest sources in ccm-agent run", func() {
 
 		page := scrape(port)
 		// The fleet request and the source's apply, each executed.
-		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_requests_total\{code="",outcome="executed"\} 2$`))
+		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_requests_total\{outcome="executed"\} 2$`))
 		Expect(metricSum(page, "choria_ccm_agent_apply_duration_seconds_count", `manifest="`+site+`"`)).To(BeNumerically("==", 1))
 	})
 

@@ -192,7 +192,7 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 
 		page := scrape(port)
 		Expect(metricSum(page, "choria_ccm_agent_apply_duration_seconds_count", `manifest="`+regexp.QuoteMeta(m)+`"`)).To(BeNumerically("==", 1))
-		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_requests_total\{code="",outcome="executed"\} 1$`))
+		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_requests_total\{outcome="executed"\} 1$`))
 		Expect(page).To(MatchRegexp(`(?m)^ccm_agent_resources_total\{outcome="changed",type="file"\} 1$`))
 		Expect(proc.Err.Contents()).NotTo(ContainSubstring("history is off"))
 
@@ -203,7 +203,7 @@ var _ = Describe("CCM agent (ccm-agent agent)", func() {
 		Expect(os.WriteFile(local, fmt.Appendf(nil, "interval: 1h\nmanifests: [%s]\ncache_dir: %s\nmonitor_port: %d\n", m, filepath.Join(dir, "local", "source"), port2), 0o600)).To(Succeed())
 		alone := startProcess(ccmAgentBin(), "agent", "--config", local, "--identity", identity, "--monitor-host", "127.0.0.1")
 		Eventually(alone.Err).WithTimeout(30 * time.Second).Should(gbytes.Say(`run history is off.*no NATS connection`))
-		Eventually(func() string { return scrape(port2) }).WithTimeout(30 * time.Second).Should(MatchRegexp(`(?m)^ccm_agent_requests_total\{code="",outcome="executed"\} 1$`))
+		Eventually(func() string { return scrape(port2) }).WithTimeout(30 * time.Second).Should(MatchRegexp(`(?m)^ccm_agent_requests_total\{outcome="executed"\} 1$`))
 		Expect(strings.Count(string(alone.Err.Contents()), "run history is off")).To(Equal(1))
 	})
 

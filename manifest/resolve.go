@@ -37,6 +37,10 @@ type RunOptions struct {
 	KV templates.KVReader
 	// Log receives progress messages; nil discards.
 	Log *slog.Logger
+	// LogWith are key/value pairs, as slog.Logger.With takes them, that
+	// every line of the run carries: Log's and the engine's (see
+	// engine.RunOptions.LogWith).
+	LogWith []any
 	// Guard, when set, is asked about every resource once it is prepared,
 	// before the first is applied (see engine.RunOptions.Guard); a refusal
 	// fails Run with nothing applied.

@@ -136,7 +136,7 @@ func prepareRun(eng *engine.Engine, m *Manifest, opts RunOptions, depth int) (*p
 		return nil, err
 	}
 	pr := &preparedRun{m: m, opts: opts, pl: pl, depth: depth,
-		sess:     eng.NewSession(engine.RunOptions{Noop: opts.Noop, MonitorOnly: opts.MonitorOnly, Env: pl.env, WorkingDir: m.workingDir, Guard: opts.Guard, Prepared: opts.Prepared, DiffLimit: opts.DiffLimit}),
+		sess:     eng.NewSession(engine.RunOptions{Noop: opts.Noop, MonitorOnly: opts.MonitorOnly, Env: pl.env, WorkingDir: m.workingDir, Guard: opts.Guard, Prepared: opts.Prepared, DiffLimit: opts.DiffLimit, LogWith: opts.LogWith}),
 		prepared: make([]*engine.Prepared, len(pl.specs)),
 		nodes:    make([]refNode, len(pl.specs)),
 	}
@@ -233,6 +233,7 @@ func (pr *preparedRun) run(ctx context.Context, start time.Time) *Report {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With(pr.opts.LogWith...)
 	if pr.opts.OnStart != nil {
 		pr.opts.OnStart(pr.pl.pre, len(pr.prepared))
 	}

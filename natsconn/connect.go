@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -108,13 +109,7 @@ func natsOptions(r Options, log *slog.Logger, timeout time.Duration) ([]nats.Opt
 			}
 			log.Info("NATS connection closed")
 		}),
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			if sub != nil {
-				log.Warn("NATS asynchronous error", "subject", sub.Subject, "error", err)
-				return
-			}
-			log.Warn("NATS asynchronous error", "error", err)
-		}),
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) { asyncError(log, nc, sub, err) }),
 	}
 	if r.Name != "" {
 		no = append(no, nats.Name(r.Name))
@@ -156,6 +151,29 @@ func natsOptions(r Options, log *slog.Logger, timeout time.Duration) ([]nats.Opt
 		no = append(no, nats.RootCAs(r.TLSCA))
 	}
 	return no, nil
+}
+
+// asyncError logs an error nats.go reports apart from any call.
+//
+// A JetStream watch (an object store's or a bucket's) is an ordered push
+// consumer with idle heartbeats every 5s, which nats.go checks every 10s:
+// connected, it makes a silent consumer again; disconnected, it cannot, and
+// reports nats.ErrConsumerNotActive every 10s for each watch until the
+// connection is back, when it makes it again. That is the disconnection,
+// logged once as a warning, and so at debug level here: an idle watch on
+// a link that is down does not repeat it. Reported while connected, the
+// consumer is lost (it is not an ordered one, or it could not be made
+// again): a warning.
+func asyncError(log *slog.Logger, nc *nats.Conn, sub *nats.Subscription, err error) {
+	level := slog.LevelWarn
+	if errors.Is(err, nats.ErrConsumerNotActive) && nc != nil && !nc.IsConnected() {
+		level = slog.LevelDebug
+	}
+	if sub != nil {
+		log.Log(context.Background(), level, "NATS asynchronous error", "subject", sub.Subject, "error", err)
+		return
+	}
+	log.Log(context.Background(), level, "NATS asynchronous error", "error", err)
 }
 
 // reconnectDelay is the wait before the next pass over the server list after

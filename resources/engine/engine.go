@@ -77,12 +77,19 @@ type RunOptions struct {
 	// DiffLimit is the content size, in bytes on each side, above which a
 	// diff is a summary line; 0 means resources.DefaultDiffLimit.
 	DiffLimit int64
+	// LogWith are key/value pairs, as slog.Logger.With takes them, that
+	// every line the run logs carries (the engine's, its health checks'
+	// and its providers'): what names the run, e.g. the agent's request
+	// id. The lines go to the engine's logger (WithLogger).
+	LogWith []any
 }
 
 // Session is one run. Its methods may be called from one goroutine at a time.
 type Session struct {
 	eng  *Engine
 	opts RunOptions
+	// log is the engine's logger with the run's LogWith
+	log *slog.Logger
 	// guards providers
 	mu        sync.Mutex
 	providers map[string]resources.Provider
@@ -93,7 +100,7 @@ func (e *Engine) NewSession(opts RunOptions) *Session {
 	if opts.Env == nil {
 		opts.Env = templates.New(nil, nil)
 	}
-	return &Session{eng: e, opts: opts, providers: map[string]resources.Provider{}}
+	return &Session{eng: e, opts: opts, log: e.log.With(opts.LogWith...), providers: map[string]resources.Provider{}}
 }
 
 // Spec is a resource as asked for: its type and raw properties.
@@ -389,7 +396,7 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	ev.RequestedEnsure = c.Ensure
 	ev.Noop = s.opts.Noop
 	ev.Properties = eventProperties(p.Properties)
-	log := redact.Logger(s.eng.log, p.secrets).With("resource", p.Ref())
+	log := redact.Logger(s.log, p.secrets).With("resource", p.Ref())
 	defer func() { ev.Duration = s.eng.now().Sub(start) }()
 
 	if !p.Managed {
@@ -400,6 +407,7 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	if p.selectErr != nil {
 		ev.Failed = true
 		ev.Errors = append(ev.Errors, redact.Message(p.selectErr, p.secrets))
+		log.Error(ev.Outcome(), "error", p.selectErr)
 		return ev
 	}
 	ev.Provider = p.factory.Name()
@@ -407,6 +415,7 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	if err != nil {
 		ev.Failed = true
 		ev.Errors = append(ev.Errors, redact.Message(err, p.secrets))
+		log.Error(ev.Outcome(), "provider", ev.Provider, "error", err)
 		return ev
 	}
 	ac := &resources.ApplyContext{
@@ -435,7 +444,6 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 	if err != nil {
 		ev.Failed = true
 		ev.Errors = append(ev.Errors, redact.Message(err, p.secrets))
-		log.Error("failed", "error", err)
 	}
 	// As CCM: a failed resource has no status and no final ensure; any
 	// other has the state the type read last (after a change, read again),
@@ -450,7 +458,12 @@ func (s *Session) apply(ctx context.Context, p *Prepared, ao ApplyOptions) *prot
 		ev.Status = out.State
 		ev.FinalEnsure = st.Ensure
 	}
-	log.Info(ev.Outcome(), "provider", ev.Provider)
+	// One line per resource: a failure at error level with its error.
+	if err != nil {
+		log.Error(ev.Outcome(), "provider", ev.Provider, "error", err)
+	} else {
+		log.Info(ev.Outcome(), "provider", ev.Provider)
+	}
 	return ev
 }
 

@@ -118,7 +118,7 @@ func WithHealthRunner(r HealthRunner) Option { return func(e *Engine) { e.health
 func (s *Session) checkHealth(ctx context.Context, p *Prepared, ev *protocol.TransactionEvent) {
 	checks := p.Properties.Common().HealthChecks
 	for i := range checks {
-		res := s.runCheck(ctx, &checks[i], p.secrets)
+		res := s.runCheck(ctx, &checks[i], p)
 		ev.HealthChecks = append(ev.HealthChecks, res)
 		ran := s.eng.health != nil
 		if checks[i].IsGoss() {
@@ -133,13 +133,14 @@ func (s *Session) checkHealth(ctx context.Context, p *Prepared, ev *protocol.Tra
 
 // runCheck runs one check until it is OK or its tries are spent, and
 // returns the last try's result.
-func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secrets *redact.Secrets) *protocol.HealthCheckResult {
+func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, p *Prepared) *protocol.HealthCheckResult {
+	log := redact.Logger(s.log, p.secrets).With("resource", p.Ref())
 	res := &protocol.HealthCheckResult{Name: hc.Label(), Command: hc.Command, Code: -1, Status: protocol.HealthUnknown}
 	start := s.eng.now()
 	defer func() { res.Duration = s.eng.now().Sub(start) }()
 	if hc.IsGoss() {
 		s.runGoss(ctx, hc, res)
-		redact.Logger(s.eng.log, secrets).Info("health check", "check", res.Name, "format", resources.HealthFormatGoss, "status", res.Status, "tries", res.Tries)
+		log.Info("health check", "check", res.Name, "format", resources.HealthFormatGoss, "status", res.Status, "tries", res.Tries)
 		return res
 	}
 	argv, err := hc.Argv()
@@ -173,7 +174,7 @@ func (s *Session) runCheck(ctx context.Context, hc *resources.HealthCheck, secre
 			break
 		}
 	}
-	redact.Logger(s.eng.log, secrets).Info("health check", "check", res.Name, "status", res.Status, "tries", res.Tries)
+	log.Info("health check", "check", res.Name, "status", res.Status, "tries", res.Tries)
 	return res
 }
 

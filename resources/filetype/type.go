@@ -75,7 +75,10 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 		return &resources.Outcome{State: cur, Changed: true, NoopMessage: msg, Diff: diff}, nil
 	}
 
-	log.Info("changing file", "action", pl.action.String(), "differs", strings.Join(pl.diffs, ", "))
+	if len(pl.diffs) > 0 {
+		log = log.With("differs", strings.Join(pl.diffs, ", "))
+	}
+	log.Info("changing file", "action", pl.action.String())
 	if err := act(ctx, fp, fprops, pl, want.mode, content, source); err != nil {
 		return &resources.Outcome{State: cur}, fmt.Errorf("file %s: %w", name, err)
 	}

@@ -50,9 +50,10 @@ func (g *Globals) DaemonLogger(format, level string) *slog.Logger {
 }
 
 // NewLogger logs to w at level and above, as JSON objects when format is
-// "json" and as slog's key=value text otherwise.
+// "json" and as slog's key=value text otherwise. An attribute whose value
+// is an empty string is left out: a line has no "key":"" field.
 func NewLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
-	o := &slog.HandlerOptions{Level: level}
+	o := &slog.HandlerOptions{Level: level, ReplaceAttr: dropEmpty}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, o))
 	}
@@ -71,4 +72,16 @@ func ParseLevel(s string) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// dropEmpty leaves out an attribute whose value is an empty string (the
+// message, whatever it is, stays).
+func dropEmpty(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.MessageKey {
+		return a
+	}
+	if a.Value.Kind() == slog.KindString && a.Value.String() == "" {
+		return slog.Attr{}
+	}
+	return a
 }
