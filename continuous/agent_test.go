@@ -330,6 +330,31 @@ var _ = Describe("Agent", func() {
 			Expect(os.ReadFile(target)).To(Equal([]byte("v2\n")))
 		})
 
+		It("takes the bundle it took before again after a restart, and refuses another bundle signed at the same instant", func() {
+			target := filepath.Join(h.dir, "app.conf")
+			signed := time.Now().Truncate(time.Millisecond)
+			h.put("app.tar.gz", fileManifest(target, "v1\n", ""), h.ops, signed)
+			h.start("interval: 1h\nmanifests: [obj://ccm-manifests/app.tar.gz]\n", policyTrusting(h.ops, "file"), time.Hour)
+			Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(20 * time.Second).Should(Equal([]byte("v1\n")))
+
+			// The host drifts while the agent is down; the restarted agent
+			// (same cache directory) reads the same bundle and repairs it.
+			h.stop()
+			Eventually(h.stopped).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+			h.stopped <- nil // for the first agent's cleanup
+			Expect(os.WriteFile(target, []byte("drifted\n"), 0o644)).To(Succeed())
+			Expect(os.Remove(h.audit)).To(Succeed())
+			h.start("interval: 1h\nmanifests: [obj://ccm-manifests/app.tar.gz]\n", policyTrusting(h.ops, "file"), time.Hour)
+			Eventually(func() ([]byte, error) { return os.ReadFile(target) }).WithTimeout(20 * time.Second).Should(Equal([]byte("v1\n")))
+			Expect(h.auditLines()).ToNot(ContainSubstring(`"decision":"stale"`))
+
+			// Another bundle claiming the same signing instant is not the
+			// one taken: refused.
+			h.put("app.tar.gz", fileManifest(target, "same-instant-canary\n", ""), h.ops, signed)
+			Eventually(h.auditLines).WithTimeout(20 * time.Second).Should(ContainSubstring(`"decision":"stale"`))
+			Expect(os.ReadFile(target)).To(Equal([]byte("v1\n")))
+		})
+
 		It("refuses a signed bundle stored under another name", func() {
 			target := filepath.Join(h.dir, "app.conf")
 			data, err := sources.Pack(h.bundleDir(fileManifest(target, "renamed-canary\n", "")))

@@ -74,7 +74,7 @@ type worker struct {
 	// Owned by the goroutine fetching (Run's before the watch starts,
 	// then the watch's).
 	lastSeen  string
-	highWater time.Time
+	highWater HighWater
 
 	// Owned by Run's goroutine.
 	// localRegRefused are the services this source's own manifest may
@@ -93,55 +93,84 @@ func newWorker(a *Agent, src *sources.Source) *worker {
 	return w
 }
 
-// highWaterPath keeps the creation time of the newest signed bundle taken
-// from the source, so a restart does not accept an older one again.
+// highWaterPath keeps the newest signed bundle taken from the source, so
+// a restart does not accept an older one again.
 func (w *worker) highWaterPath() string {
 	return HighWaterPath(w.a.cfg.CacheDir, w.src)
 }
 
-// readHighWater reads the kept time; zero when there is none.
-func (w *worker) readHighWater() time.Time {
+// readHighWater reads the kept mark; zero when there is none.
+func (w *worker) readHighWater() HighWater {
 	return ReadHighWater(w.a.cfg.CacheDir, w.src)
 }
 
-// keepHighWater records t; a failure is logged (the mark still holds
+// keepHighWater records h; a failure is logged (the mark still holds
 // until the agent restarts).
-func (w *worker) keepHighWater(t time.Time) {
-	w.highWater = t
-	if err := KeepHighWater(w.a.cfg.CacheDir, w.src, t); err != nil {
+func (w *worker) keepHighWater(h HighWater) {
+	w.highWater = h
+	if err := KeepHighWater(w.a.cfg.CacheDir, w.src, h); err != nil {
 		w.a.log.Error("could not keep the newest bundle's time: a restart would accept an older signed bundle again", "manifest", w.src.String(), "path", w.highWaterPath())
 	}
 }
 
-// HighWaterPath is the file below cacheDir keeping the creation time of
-// the newest signed bundle taken from src (by the agent or by
-// "ccm-agent apply").
+// HighWater is the newest signed bundle taken from a source: when it was
+// signed and its SHA-256. A bundle signed before it is a replay; the same
+// bundle read again (after a restart, say) is not.
+type HighWater struct {
+	Created time.Time
+	// SHA256 is empty in a mark kept by an earlier release, which kept
+	// the time alone.
+	SHA256 string
+}
+
+// Refuses reports whether a bundle signed at created with digest sha256
+// may not be taken after h: signed before it, or signed at the same
+// instant but another bundle.
+func (h HighWater) Refuses(created time.Time, sha256 string) bool {
+	if created.Before(h.Created) {
+		return true
+	}
+	return created.Equal(h.Created) && h.SHA256 != "" && sha256 != h.SHA256
+}
+
+// HighWaterPath is the file below cacheDir keeping the newest signed
+// bundle taken from src (by the agent or by "ccm-agent apply").
 func HighWaterPath(cacheDir string, src *sources.Source) string {
 	return filepath.Join(cacheDir, src.CacheName()+".taken")
 }
 
-// ReadHighWater reads the kept time; zero when there is none.
-func ReadHighWater(cacheDir string, src *sources.Source) time.Time {
+// ReadHighWater reads the kept mark ("TIME SHA256", or "TIME" as an
+// earlier release kept it); zero when there is none or it does not parse.
+func ReadHighWater(cacheDir string, src *sources.Source) HighWater {
 	b, err := os.ReadFile(HighWaterPath(cacheDir, src))
-	if err != nil || len(b) > 64 {
-		return time.Time{}
+	if err != nil || len(b) > 160 {
+		return HighWater{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 || len(fields) > 2 {
+		return HighWater{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, fields[0])
 	if err != nil {
-		return time.Time{}
+		return HighWater{}
 	}
-	return t
+	h := HighWater{Created: t}
+	if len(fields) == 2 {
+		h.SHA256 = fields[1]
+	}
+	return h
 }
 
-// KeepHighWater records t as the newest signed bundle's time taken from
-// src, replacing the file whole.
-func KeepHighWater(cacheDir string, src *sources.Source, t time.Time) error {
+// KeepHighWater records h as the newest signed bundle taken from src,
+// replacing the file whole.
+func KeepHighWater(cacheDir string, src *sources.Source, h HighWater) error {
 	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
 		return err
 	}
 	p := HighWaterPath(cacheDir, src)
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+	line := strings.TrimSpace(h.Created.UTC().Format(time.RFC3339Nano) + " " + h.SHA256)
+	if err := os.WriteFile(tmp, []byte(line+"\n"), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, p)
@@ -487,7 +516,7 @@ func (w *worker) poll(ctx context.Context) (fresh bool, err error) {
 	}
 	b.m = m
 	if f.Signature != nil {
-		w.keepHighWater(f.Signature.Created)
+		w.keepHighWater(HighWater{Created: f.Signature.Created, SHA256: f.SHA256})
 	}
 	w.mu.Lock()
 	if old := w.pending; old != nil {
@@ -508,11 +537,11 @@ func (w *worker) verify(f *sources.Fetched) (*policy.Signer, string, error) {
 // VerifyBundle decides whether a bundle fetched from src may be applied:
 // a checksum pinned in the source must match; then either the pin alone
 // vouches for an unsigned bundle, or the signature must verify for the
-// source's location, name a signer pol trusts and, when highWater is not
-// zero, be newer than it. It returns the signer (nil when the pin
+// source's location, name a signer pol trusts and not be refused by
+// highWater (see HighWater.Refuses). It returns the signer (nil when the pin
 // vouches) or the audit decision and an error wrapping ErrRefused (and
 // sources.ErrChecksum, ErrUnsigned or ErrBadSignature where they apply).
-func VerifyBundle(src *sources.Source, f *sources.Fetched, pol *policy.Policy, highWater time.Time) (*policy.Signer, string, error) {
+func VerifyBundle(src *sources.Source, f *sources.Fetched, pol *policy.Policy, highWater HighWater) (*policy.Signer, string, error) {
 	if pin := src.SHA256; pin != "" && f.SHA256 != pin {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: %w: sha256 %s, pinned %s", ErrRefused, sources.ErrChecksum, f.SHA256, pin)
 	}
@@ -530,8 +559,8 @@ func VerifyBundle(src *sources.Source, f *sources.Fetched, pol *policy.Policy, h
 	if !ok {
 		return nil, DecisionUnauthenticated, fmt.Errorf("%w: signer %s is not trusted by this agent's policy", ErrRefused, sig.Signer)
 	}
-	if !highWater.IsZero() && !sig.Created.After(highWater) {
-		return nil, DecisionStale, fmt.Errorf("%w: signed at %s, not after the bundle already taken (%s)", ErrRefused, sig.Created.Format(time.RFC3339Nano), highWater.Format(time.RFC3339Nano))
+	if highWater.Refuses(sig.Created, f.SHA256) {
+		return nil, DecisionStale, fmt.Errorf("%w: signed at %s, before the bundle already taken (%s) or another bundle signed at the same time", ErrRefused, sig.Created.Format(time.RFC3339Nano), highWater.Created.Format(time.RFC3339Nano))
 	}
 	return s, "", nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/ccm-fleet/ccm/continuous"
 	"github.com/ccm-fleet/ccm/manifest"
@@ -126,20 +125,17 @@ func fetchBundle(ctx context.Context, ref string, pol *policy.Policy, conn *lazy
 	if err != nil {
 		return nil, nil, err
 	}
-	signer, _, err := continuous.VerifyBundle(src, got, pol, time.Time{})
+	signer, _, err := continuous.VerifyBundle(src, got, pol, continuous.ReadHighWater(cacheDir, src))
 	if errors.Is(err, sources.ErrUnsigned) {
 		return nil, nil, fmt.Errorf("manifest %s: %w (pin an https:// bundle with #sha256=HEX, or sign it with ccm-orch manifest put --key and give --policy)", src, err)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("manifest %s: %w", src, err)
 	}
-	// The bundle taken last may be applied again, an older one not.
-	taken := continuous.ReadHighWater(cacheDir, src)
-	if signer != nil && got.Signature.Created.Before(taken) {
-		return nil, nil, fmt.Errorf("manifest %s: %w: signed at %s, before the bundle already taken (%s)", src, continuous.ErrRefused, got.Signature.Created.Format(time.RFC3339Nano), taken.Format(time.RFC3339Nano))
-	}
-	if signer != nil && got.Signature.Created.After(taken) {
-		if err := continuous.KeepHighWater(cacheDir, src, got.Signature.Created); err != nil {
+	// The bundle taken last may be applied again, an older one not
+	// (VerifyBundle refused it).
+	if taken := continuous.ReadHighWater(cacheDir, src); signer != nil && got.Signature.Created.After(taken.Created) {
+		if err := continuous.KeepHighWater(cacheDir, src, continuous.HighWater{Created: got.Signature.Created, SHA256: got.SHA256}); err != nil {
 			log.Warn("could not keep the signed bundle's time: an older signed bundle of this source would be taken again", "manifest", src.String(), "path", continuous.HighWaterPath(cacheDir, src), "error", err)
 		}
 	}
