@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +22,7 @@ const maxPolicyCheckRequest = protocol.DefaultMaxBytes
 // policyCheckFlags are the arguments and flags of policy check.
 type policyCheckFlags struct {
 	policy, key, request, manifest, facts string
-	noop, json                            bool
+	noop, json, yaml                      bool
 	// requestSet is whether --request was given: fisk reads a lone "-"
 	// as an empty value, which means stdin here
 	requestSet bool
@@ -40,6 +39,7 @@ func (a *app) registerPolicy(cli *fisk.Application) {
 	cmd.Flag("facts", "The facts (YAML or JSON map) of the host the request would reach; templates, conditions and hosts scopes see them").Required().PlaceHolder("FILE").StringVar(&c.facts)
 	cmd.Flag("noop", "Judge the request as a dry run (as with --noop or audit)").UnNegatableBoolVar(&c.noop)
 	cmd.Flag("json", "Print the decisions as one JSON document").UnNegatableBoolVar(&c.json)
+	yamlFlag(cmd, &c.yaml)
 	cmd.Action(func(*fisk.ParseContext) error { return a.policyCheck(c) })
 }
 
@@ -47,6 +47,9 @@ func (a *app) registerPolicy(cli *fisk.Application) {
 func (a *app) policyCheck(c *policyCheckFlags) error {
 	if c.requestSet && c.request == "" {
 		c.request = "-"
+	}
+	if err := oneFormat(map[string]bool{"--json": c.json, "--yaml": c.yaml}); err != nil {
+		return err
 	}
 	if (c.request == "") == (c.manifest == "") {
 		return program.Exit(protocol.ExitError, errors.New("policy check: give one of --request FILE or --manifest FILE"))
@@ -82,17 +85,15 @@ func (a *app) policyCheck(c *policyCheckFlags) error {
 	case !rep.Allowed():
 		code, verdict = protocol.ExitFailed, "forbidden: an agent with these facts would refuse it"
 	}
-	if c.json {
+	if c.json || c.yaml {
 		doc := struct {
 			*policy.CheckReport
 			Allowed bool   `json:"allowed"`
 			Verdict string `json:"verdict"`
 		}{rep, code == protocol.ExitOK, verdict}
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return program.Exit(protocol.ExitError, err)
+		if err := a.printDoc(doc, c.yaml); err != nil {
+			return err
 		}
-		fmt.Fprintln(a.Stdout, string(b))
 	} else {
 		for _, d := range rep.Decisions {
 			fmt.Fprintln(a.Stdout, d.String())

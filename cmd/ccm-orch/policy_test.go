@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nkeys"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"gopkg.in/yaml.v3"
 
 	"github.com/ccm-fleet/ccm/manifest"
 	"github.com/ccm-fleet/ccm/protocol"
@@ -154,6 +155,18 @@ var _ = Describe("ccm-orch policy check", func() {
 		Expect(json.Unmarshal([]byte(out), &doc)).To(Succeed())
 		Expect(doc["allowed"]).To(BeTrue())
 		Expect(doc["decisions"]).To(ContainElement(HaveKeyWithValue("rule", "noop_only: true")))
+
+		// --yaml prints the same document.
+		code, yout, _ := check("--key", "auditors", "--request", fleet, "--facts", webFacts, "--yaml")
+		Expect(code).To(Equal(0))
+		var ydoc map[string]any
+		Expect(yaml.Unmarshal([]byte(yout), &ydoc)).To(Succeed())
+		jb, err := json.Marshal(ydoc)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(jb).To(MatchJSON(out))
+		code, _, errOut := check("--key", "auditors", "--request", fleet, "--facts", webFacts, "--yaml", "--json")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("--json and --yaml cannot be used together"))
 	})
 
 	It("judges a fleet request carrying a manifest bundle, its files included", func() {
