@@ -78,22 +78,17 @@ var tableHeadings = []string{"IDENTITY", "OS", "PLATFORM", "OS_VERSION", "ROLE",
 
 func (a *app) registerDiscover(cli *fisk.Application) {
 	var (
-		flt filterFlags
-		tgt targetFlags
-		dsc discoveryFlags
+		sel selection
 		js  bool
 		yml bool
 		fcs []string
 	)
 	cmd := cli.Command("discover", "List the hosts a filter selects, with their key facts")
-	flt.register(cmd)
-	tgt.register(cmd)
-	dsc.register(cmd)
-	refuseFlag(cmd, "timeout", "the discovery round's deadline is --discovery-timeout (--timeout is only an exec command's own timeout)")
+	sel.register(cmd)
 	cmd.Flag("json", "Print the hosts and their announced facts as JSON").BoolVar(&js)
 	yamlFlag(cmd, &yml)
 	cmd.Flag("fact", "Add a column with each host's value of this fact; a dotted path reaches into nested facts (repeatable)").PlaceHolder("KEY").StringsVar(&fcs)
-	conn := connflags.Register(cmd)
+	sel.conn = connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		if err := oneFormat(map[string]bool{"--json": js, "--yaml": yml}); err != nil {
 			return err
@@ -103,22 +98,7 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 				return program.Exit(protocol.ExitError, fmt.Errorf("--fact: %w", protocol.Plain(err)))
 			}
 		}
-		filter, err := flt.filter()
-		if err != nil {
-			return err
-		}
-		narrow, err := tgt.narrowing()
-		if err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
-		ctx, stop := a.signalContext()
-		defer stop()
-		nc, err := a.connect(ctx, conn)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		nodes, err := a.discoverNarrowed(ctx, nc, filter, fcs, narrow, &tgt, &dsc)
+		nodes, err := a.discoverSelected(&sel, fcs)
 		if err != nil {
 			return err
 		}
@@ -134,6 +114,45 @@ func (a *app) registerDiscover(cli *fisk.Application) {
 		}
 		return nil
 	})
+}
+
+// selection is what discover and facts share: the hosts' filter and
+// targeting flags, how they are found, and the connection.
+type selection struct {
+	flt  filterFlags
+	tgt  targetFlags
+	dsc  discoveryFlags
+	conn *connflags.Flags
+}
+
+// register adds the filter, targeting and discovery flags (the command
+// registers the connection flags, after its own).
+func (s *selection) register(cmd *fisk.CmdClause) {
+	s.flt.register(cmd)
+	s.tgt.register(cmd)
+	s.dsc.register(cmd)
+	refuseFlag(cmd, "timeout", "the discovery round's deadline is --discovery-timeout (--timeout is only an exec command's own timeout)")
+}
+
+// discoverSelected connects and finds the hosts s selects, with the facts
+// named (see discoverNarrowed).
+func (a *app) discoverSelected(s *selection, facts []string) ([]orchestrator.Node, error) {
+	filter, err := s.flt.filter()
+	if err != nil {
+		return nil, err
+	}
+	narrow, err := s.tgt.narrowing()
+	if err != nil {
+		return nil, program.Exit(protocol.ExitError, err)
+	}
+	ctx, stop := a.signalContext()
+	defer stop()
+	nc, err := a.connect(ctx, s.conn)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	return a.discoverNarrowed(ctx, nc, filter, facts, narrow, &s.tgt, &s.dsc)
 }
 
 // discoverNarrowed finds the hosts filter selects, with the facts named

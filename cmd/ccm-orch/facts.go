@@ -83,20 +83,15 @@ func distribution(key string, nodes []orchestrator.Node) FactDistribution {
 func (a *app) registerFacts(cli *fisk.Application) {
 	var (
 		key     string
-		flt     filterFlags
-		tgt     targetFlags
-		dsc     discoveryFlags
+		sel     selection
 		js, yml bool
 	)
 	cmd := cli.Command("facts", "Count the values of one fact across the hosts a filter selects, the most common first")
 	cmd.Arg("fact", "The fact's name; a dotted path reaches into nested facts (host.info.platformFamily)").Required().StringVar(&key)
-	flt.register(cmd)
-	tgt.register(cmd)
-	dsc.register(cmd)
-	refuseFlag(cmd, "timeout", "the discovery round's deadline is --discovery-timeout (--timeout is only an exec command's own timeout)")
+	sel.register(cmd)
 	cmd.Flag("json", "Print the distribution as JSON, with the hosts of each value").BoolVar(&js)
 	yamlFlag(cmd, &yml)
-	conn := connflags.Register(cmd)
+	sel.conn = connflags.Register(cmd)
 	cmd.Action(func(*fisk.ParseContext) error {
 		if err := oneFormat(map[string]bool{"--json": js, "--yaml": yml}); err != nil {
 			return err
@@ -104,22 +99,7 @@ func (a *app) registerFacts(cli *fisk.Application) {
 		if err := protocol.CheckFactKey(key); err != nil {
 			return program.Exit(protocol.ExitError, protocol.Plain(err))
 		}
-		filter, err := flt.filter()
-		if err != nil {
-			return err
-		}
-		narrow, err := tgt.narrowing()
-		if err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
-		ctx, stop := a.signalContext()
-		defer stop()
-		nc, err := a.connect(ctx, conn)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		nodes, err := a.discoverNarrowed(ctx, nc, filter, []string{key}, narrow, &tgt, &dsc)
+		nodes, err := a.discoverSelected(&sel, []string{key})
 		if err != nil {
 			return err
 		}
