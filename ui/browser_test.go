@@ -168,6 +168,21 @@ var _ = Describe("the dashboard in a real browser", Ordered, Label("browser"), f
 		}
 		run(chromedp.Navigate(base + "/?where=" + "os%3D~%28"))
 		Eventually(func() string { return text("#filter-error") }).Should(ContainSubstring("os=~("))
+
+		// The --select expression, in its own box, judged by the same
+		// parser as ccm-orch's.
+		run(chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#select")),
+			chromedp.SetValue(chromedp.CSS("#select"), "not (os=debian or os=ubuntu)"), chromedp.Submit(chromedp.CSS("#select")))
+		Eventually(func() string { return text("#count-hosts") }).Should(Equal(strconv.Itoa(hosts / 2)))
+		oses, ok = eval(`Array.from(document.querySelectorAll("#hosts tbody tr.host td:nth-child(2)")).map(td => td.textContent)`).([]any)
+		Expect(ok).To(BeTrue())
+		Expect(oses).To(HaveLen(hosts / 2))
+		for _, os := range oses {
+			Expect(os).To(Equal("rhel"))
+		}
+		screenshot("fleet-select")
+		run(chromedp.Navigate(base + "/?select=" + "os%3Ddebian+and+%28"))
+		Eventually(func() string { return text("#filter-error") }).Should(ContainSubstring("select expression"))
 	})
 
 	It("renders a fact holding a script as text, running nothing", func() {
