@@ -322,6 +322,8 @@ var _ = Describe("A TLS broker", func() {
 		code, _, errOut := runOrch("discover", "--server", plain)
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(And(ContainSubstring("cannot connect to NATS"), ContainSubstring("certificate signed by unknown authority")))
+		Expect(errOut).To(ContainSubstring("(URL from --server); the server's certificate did not verify: give the CA that signed it with --tlsca"))
+		Expect(errOut).ToNot(ContainSubstring("is a NATS server running"), "the server answered: the hint is about its certificate")
 		code, _, errOut = runOrch("discover", "--server", b.ClientURL(), "--tlsca", pki.CA)
 		Expect(code).To(Equal(4), errOut) // connected: no host matched
 	})

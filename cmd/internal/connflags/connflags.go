@@ -5,12 +5,15 @@
 package connflags
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go"
 
 	"github.com/ccm-fleet/ccm/natsconn"
 )
@@ -120,7 +123,7 @@ func (f *Flags) Explain(err error, o natsconn.Options, base natsconn.Options, ba
 	default:
 		from = "the default, as no --server, CCM_SERVER, NATS_URL or nats context was given"
 	}
-	return fmt.Errorf("%w (URL from %s); is a NATS server running and reachable there? give another with --server URL (or CCM_SERVER, NATS_URL) or --context NAME", err, from)
+	return fmt.Errorf("%w (URL from %s); %s", err, from, connectHint(err))
 }
 
 // contextSource says where the context name came from.
@@ -135,4 +138,23 @@ func (f *Flags) contextSource(name string, base natsconn.Options) string {
 	default:
 		return "nats context select"
 	}
+}
+
+// connectHint says what to try after a failed connection, by its cause: a
+// certificate that did not verify, credentials the server refused, or no
+// server answering.
+func connectHint(err error) string {
+	var (
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid):
+		return "the server's certificate did not verify: give the CA that signed it with --tlsca (or the context's ca), and a URL with the host name the certificate names"
+	case errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked):
+		return "the server refused the credentials: check --creds or --nkey (or the context's user), and that the server's accounts list this user"
+	}
+	return "is a NATS server running and reachable there? give another with --server URL (or CCM_SERVER, NATS_URL) or --context NAME"
 }

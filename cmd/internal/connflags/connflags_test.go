@@ -1,11 +1,13 @@
 package connflags_test
 
 import (
+	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/choria-io/fisk"
+	"github.com/nats-io/nats.go"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -143,6 +145,20 @@ var _ = Describe("Flags.Explain", func() {
 		Expect(err).ToNot(HaveOccurred())
 		return f.Explain(connectErr, o, base, "the configuration file's servers")
 	}
+
+	It("says what to try by the cause: a certificate that did not verify, refused credentials, no server", func() {
+		app := fisk.New("t", "")
+		f := connflags.Register(app.Command("run", ""))
+		_, err := app.Parse([]string{"run", "--server", "tls://10.0.0.1:4222"})
+		Expect(err).ToNot(HaveOccurred())
+		o, err := f.Options("conn", nil, natsconn.Options{})
+		Expect(err).ToNot(HaveOccurred())
+		cert := fmt.Errorf("%w at tls://10.0.0.1:4222: %w", natsconn.ErrConnect, x509.UnknownAuthorityError{})
+		Expect(f.Explain(cert, o, natsconn.Options{}, "").Error()).To(HaveSuffix("(URL from --server); the server's certificate did not verify: give the CA that signed it with --tlsca (or the context's ca), and a URL with the host name the certificate names"))
+		auth := fmt.Errorf("%w at tls://10.0.0.1:4222: %w", natsconn.ErrConnect, nats.ErrAuthorization)
+		Expect(f.Explain(auth, o, natsconn.Options{}, "").Error()).To(HaveSuffix("(URL from --server); the server refused the credentials: check --creds or --nkey (or the context's user), and that the server's accounts list this user"))
+		Expect(f.Explain(connectErr, o, natsconn.Options{}, "").Error()).To(HaveSuffix("(URL from --server); is a NATS server running and reachable there? give another with --server URL (or CCM_SERVER, NATS_URL) or --context NAME"))
+	})
 
 	It("names the default when nothing named a server", func() {
 		err := explain(natsconn.Options{})
