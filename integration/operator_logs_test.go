@@ -136,7 +136,11 @@ var _ = Describe("ccm-agent's log and metrics (issue 42)", func() {
 			Expect(emptyFields(m, "")).To(BeEmpty(), "no empty field: %v", m)
 			if _, ok := m["resource"]; ok {
 				Expect(m).To(HaveKey("request"), "a line about a resource names its request: %v", m)
+				Expect(m).To(HaveKeyWithValue("identity", identity), "and its host: %v", m)
 			}
+		}
+		for _, raw := range strings.Split(string(proc.Err.Contents()), "\n") {
+			Expect(strings.Count(raw, `"identity":`)).To(BeNumerically("<=", 1), "one identity a line: %s", raw)
 		}
 		failed := linesWith(lines, "request", failedID)
 		Expect(failed).To(HaveLen(1), "the failed resource, logged once: %v", failed)

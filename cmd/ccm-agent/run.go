@@ -151,7 +151,10 @@ func (a *app) registerRun(cli *fisk.Application) {
 		}
 		ex, unsupervise := superviseCommands(ctx, log, stateInstance("agent", dir))
 		defer unsupervise()
-		reg, err := providers.Builtin(providers.Options{Runner: ex, Log: log, PackageLockTimeout: cfg.PackageLockTimeout})
+		// The engine's and the providers' lines name the host, as the
+		// agent's own do (the agent adds identity to its logger itself).
+		hostLog := log.With("identity", id)
+		reg, err := providers.Builtin(providers.Options{Runner: ex, Log: hostLog, PackageLockTimeout: cfg.PackageLockTimeout})
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -168,7 +171,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 				agentOpts = append(agentOpts, ccmagent.WithSourceMetrics(cm))
 			}
 		}
-		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(log), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithScopedGoss(gossrun.New())), fs, agentOpts...)
+		ag, err := ccmagent.New(cfg, nc, engine.New(reg, engine.WithLogger(hostLog), engine.WithHealthRunner(providers.HealthRunner(ex)), engine.WithScopedGoss(gossrun.New())), fs, agentOpts...)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
