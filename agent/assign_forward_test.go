@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
@@ -82,17 +82,14 @@ func (f *forwardAgent) start() {
 
 // audit returns the agent's audit lines about assignment name.
 func (f *forwardAgent) audit(name string) []agent.AuditRecord {
-	file, err := os.Open(filepath.Join(f.cfg.StateDir, agent.AuditFileName))
+	data, err := os.ReadFile(filepath.Join(f.cfg.StateDir, agent.AuditFileName))
 	if err != nil {
 		return nil
 	}
-	defer file.Close()
 	var out []agent.AuditRecord
-	sc := bufio.NewScanner(file)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	for _, line := range proctest.CompleteLines(data) {
 		var r agent.AuditRecord
-		Expect(json.Unmarshal(sc.Bytes(), &r)).To(Succeed())
+		Expect(json.Unmarshal([]byte(line), &r)).To(Succeed(), line)
 		if r.Subject == "$KV."+protocol.AssignmentsBucket+"."+name {
 			out = append(out, r)
 		}

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -56,15 +56,12 @@ func (f *fixture) sendSigned(identity string, k scopeKey, req *protocol.FleetReq
 
 // auditOf returns the audit lines of request id in the state directory.
 func auditOf(stateDir, id string) []agent.AuditRecord {
-	f, err := os.Open(filepath.Join(stateDir, agent.AuditFileName))
+	data, err := os.ReadFile(filepath.Join(stateDir, agent.AuditFileName))
 	Expect(err).ToNot(HaveOccurred())
-	defer f.Close()
 	var out []agent.AuditRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	for _, line := range proctest.CompleteLines(data) {
 		var r agent.AuditRecord
-		Expect(json.Unmarshal(sc.Bytes(), &r)).To(Succeed())
+		Expect(json.Unmarshal([]byte(line), &r)).To(Succeed(), line)
 		if r.RequestID == id {
 			out = append(out, r)
 		}

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -51,17 +51,14 @@ var _ = Describe("Adversarial round 3: redaction and audit", func() {
 		return m[1]
 	}
 	auditLines := func(id string) []agent.AuditRecord {
-		f, err := os.Open(filepath.Join(state, agent.AuditFileName))
+		data, err := os.ReadFile(filepath.Join(state, agent.AuditFileName))
 		if err != nil {
 			return nil
 		}
-		defer f.Close()
 		var out []agent.AuditRecord
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
+		for _, line := range proctest.CompleteLines(data) {
 			var r agent.AuditRecord
-			Expect(json.Unmarshal(sc.Bytes(), &r)).To(Succeed(), sc.Text())
+			Expect(json.Unmarshal([]byte(line), &r)).To(Succeed(), line)
 			if r.RequestID == id {
 				out = append(out, r)
 			}

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
 	"github.com/ccm-fleet/ccm/providers/runner"
@@ -90,15 +90,12 @@ func (s *securedAgent) start() {
 
 // auditLines returns the audit log's records.
 func (s *securedAgent) auditLines() []agent.AuditRecord {
-	f, err := os.Open(filepath.Join(s.stateDir, agent.AuditFileName))
+	data, err := os.ReadFile(filepath.Join(s.stateDir, agent.AuditFileName))
 	Expect(err).ToNot(HaveOccurred())
-	defer f.Close()
 	var out []agent.AuditRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	for _, line := range proctest.CompleteLines(data) {
 		var r agent.AuditRecord
-		Expect(json.Unmarshal(sc.Bytes(), &r)).To(Succeed(), sc.Text())
+		Expect(json.Unmarshal([]byte(line), &r)).To(Succeed(), line)
 		out = append(out, r)
 	}
 	return out

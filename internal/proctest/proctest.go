@@ -60,3 +60,15 @@ func KillAfter(files ...string) {
 		}
 	})
 }
+
+// CompleteLines returns the lines of data, a file another process is
+// appending to, that end with a newline: a last line still being written
+// is left out (it is read whole the next time).
+func CompleteLines(data []byte) []string {
+	s := string(data)
+	end := strings.LastIndexByte(s, '\n')
+	if end < 0 {
+		return nil
+	}
+	return strings.Split(s[:end], "\n")
+}
