@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/ccm-fleet/ccm/agent"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -85,13 +85,11 @@ var _ = Describe("A burst of requests", func() {
 		// One final audit line per request.
 		Eventually(func() int {
 			final := map[string]bool{}
-			af, err := os.Open(filepath.Join(state, agent.AuditFileName))
+			data, err := os.ReadFile(filepath.Join(state, agent.AuditFileName))
 			Expect(err).ToNot(HaveOccurred())
-			defer af.Close()
-			sc := bufio.NewScanner(af)
-			for sc.Scan() {
+			for _, line := range proctest.CompleteLines(data) {
 				var rec agent.AuditRecord
-				Expect(json.Unmarshal(sc.Bytes(), &rec)).To(Succeed())
+				Expect(json.Unmarshal([]byte(line), &rec)).To(Succeed(), line)
 				if rec.Result != nil {
 					final[rec.RequestID] = true
 				}

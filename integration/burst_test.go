@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker/brokertest"
+	"github.com/ccm-fleet/ccm/internal/proctest"
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
@@ -117,15 +117,12 @@ var _ = Describe("A real agent under a burst", func() {
 
 		// One final audit line per request.
 		Eventually(func() int {
-			f, err := os.Open(filepath.Join(state, agent.AuditFileName))
+			data, err := os.ReadFile(filepath.Join(state, agent.AuditFileName))
 			Expect(err).ToNot(HaveOccurred())
-			defer f.Close()
 			final := map[string]bool{}
-			sc := bufio.NewScanner(f)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
+			for _, line := range proctest.CompleteLines(data) {
 				var rec agent.AuditRecord
-				Expect(json.Unmarshal(sc.Bytes(), &rec)).To(Succeed())
+				Expect(json.Unmarshal([]byte(line), &rec)).To(Succeed(), line)
 				if rec.Result != nil {
 					final[rec.RequestID] = true
 				}
