@@ -46,9 +46,6 @@ type Entry struct {
 	// to drift from: an ensure request of it (ccm-orch ensure exec) runs
 	// a command, and the dashboard's drift page leaves it out.
 	OneOff bool
-	// FetchesURLs reports whether the type fetches http or https URLs
-	// (declared as URL host objects), which a signer's net.urls judge.
-	FetchesURLs bool
 	// ReplyTimeout, when set, is how long a fleet request holding a
 	// resource of the type waits for each host's reply by default, where
 	// the type is slower than the fleet's default allows (a package
@@ -82,7 +79,7 @@ func ReplyTimeout(types ...string) time.Duration {
 var entries = []Entry{
 	{Name: "apply", Type: applytype.Type{}, Providers: []string{applytype.ProviderName}, declare: typed(applyObjects)},
 	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects),
-		Command: archiveCommand, FetchesURLs: true,
+		Command:    archiveCommand,
 		Positional: &Positional{Property: "url", Help: "or the URL, as in CCM", sets: isURL}},
 	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects),
 		Command: execCommand, Refreshes: true, OneOff: true,
