@@ -16,6 +16,23 @@ import (
 // kvGet() as CCM's templates page lists it (docs/content/templates/
 // _index.md): a value of a NATS JetStream key-value bucket, read with the
 // command's NATS connection.
+// secretsBroker starts a broker whose bucket "secrets" holds canary at
+// motd.token, and returns its URL.
+func secretsBroker(canary string) string {
+	GinkgoHelper()
+	b := brokertest.Start(GinkgoT())
+	nc, err := nats.Connect(b.ClientURL())
+	Expect(err).ToNot(HaveOccurred())
+	DeferCleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	Expect(err).ToNot(HaveOccurred())
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "secrets"})
+	Expect(err).ToNot(HaveOccurred())
+	_, err = kv.PutString(context.Background(), "motd.token", canary)
+	Expect(err).ToNot(HaveOccurred())
+	return b.ClientURL()
+}
+
 var _ = Describe("ccm-agent apply with kvGet", func() {
 	var dir, motd, m string
 	BeforeEach(func() {
@@ -41,42 +58,24 @@ var _ = Describe("ccm-agent apply with kvGet", func() {
 
 	It("reads the bucket through --server, and keeps the value out of the output", func() {
 		const canary = "kv-canary-0c6e2a"
-		b := brokertest.Start(GinkgoT())
-		nc, err := nats.Connect(b.ClientURL())
-		Expect(err).ToNot(HaveOccurred())
-		DeferCleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		Expect(err).ToNot(HaveOccurred())
-		kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "secrets"})
-		Expect(err).ToNot(HaveOccurred())
-		_, err = kv.PutString(context.Background(), "motd.token", canary)
-		Expect(err).ToNot(HaveOccurred())
+		url := secretsBroker(canary)
 
-		code, out, errOut := agent("apply", m, "--server", b.ClientURL(), "--json")
+		code, out, errOut := agent("apply", m, "--server", url, "--json")
 		Expect(code).To(Equal(0), out+errOut)
 		Expect(os.ReadFile(motd)).To(Equal([]byte("token=" + canary + "\n")))
 		Expect(out + errOut).ToNot(ContainSubstring(canary))
 
-		code, out, errOut = agent("apply", m, "--server", b.ClientURL())
+		code, out, errOut = agent("apply", m, "--server", url)
 		Expect(code).To(Equal(0), out+errOut)
 		Expect(out).To(ContainSubstring("file#" + motd + " stable"))
 	})
 
 	It("reads the bucket in ccm-agent ensure too, through --server, keeping the value out of the output", func() {
 		const canary = "kv-canary-ensure-5d1f"
-		b := brokertest.Start(GinkgoT())
-		nc, err := nats.Connect(b.ClientURL())
-		Expect(err).ToNot(HaveOccurred())
-		DeferCleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		Expect(err).ToNot(HaveOccurred())
-		kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "secrets"})
-		Expect(err).ToNot(HaveOccurred())
-		_, err = kv.PutString(context.Background(), "motd.token", canary)
-		Expect(err).ToNot(HaveOccurred())
+		url := secretsBroker(canary)
 
 		code, out, errOut := agent("ensure", "file", motd, "--content", "token=${ kvGet('secrets', 'motd.token') }\n",
-			"--owner", "root", "--group", "root", "--mode", "0600", "--server", b.ClientURL())
+			"--owner", "root", "--group", "root", "--mode", "0600", "--server", url)
 		Expect(code).To(Equal(0), out+errOut)
 		Expect(os.ReadFile(motd)).To(Equal([]byte("token=" + canary + "\n")))
 		Expect(out + errOut).ToNot(ContainSubstring(canary))
