@@ -125,6 +125,10 @@ var visibleProperties = map[string]bool{
 	"enable": true,
 }
 
+// VisibleProperty reports whether the property named key of a sensitive
+// resource is recorded as it is (see RedactSensitive).
+func VisibleProperty(key string) bool { return visibleProperties[key] }
+
 // RedactSensitive returns props unchanged unless they set sensitive to
 // true; then a copy in which every property but the resource's name and
 // attributes (name, alias, ensure, provider, require, subscribe, control,

@@ -95,9 +95,16 @@ func NewEnsureResponse(event *TransactionEvent, err error) *EnsureResponse {
 	return r
 }
 
-// Marshal encodes the response in enc: indented JSON, or YAML.
+// Marshal encodes the response in enc: indented JSON, or YAML (converted
+// from that JSON, so both show the same fields). The event is encoded in
+// the same pass as the response, not alone first.
 func (r *EnsureResponse) Marshal(enc Encoding) ([]byte, error) {
-	js, err := json.MarshalIndent(r, "", "  ")
+	encodes.Add(1)
+	w := ensureResponseJSON{Protocol: r.Protocol, Error: r.Error}
+	if r.State != nil {
+		w.State = r.State.wire()
+	}
+	js, err := json.MarshalIndent(&w, "", "  ")
 	if err != nil || enc != EncodingYAML {
 		return js, err
 	}
@@ -106,4 +113,12 @@ func (r *EnsureResponse) Marshal(enc Encoding) ([]byte, error) {
 		return nil, err
 	}
 	return yaml.Marshal(generic)
+}
+
+// ensureResponseJSON is EnsureResponse as encoded, its event without JSON
+// methods (see eventJSON). It must list every field of EnsureResponse.
+type ensureResponseJSON struct {
+	Protocol string     `json:"protocol"`
+	Error    string     `json:"error,omitempty"`
+	State    *eventJSON `json:"state,omitempty"`
 }

@@ -152,6 +152,7 @@ func (e *TransactionEvent) wire() *eventJSON {
 
 // MarshalJSON keeps the always-present lists as [] rather than null.
 func (e *TransactionEvent) MarshalJSON() ([]byte, error) {
+	encodes.Add(1)
 	return json.Marshal(e.wire())
 }
 

@@ -273,6 +273,7 @@ type fleetReplyJSON struct {
 // without encoding/json's second pass over the output of MarshalJSON
 // methods: agents encode every reply with it.
 func (r *FleetReply) Encode() ([]byte, error) {
+	encodes.Add(1)
 	w := fleetReplyJSON{
 		Protocol: r.Protocol, RequestID: r.RequestID, Identity: r.Identity, Started: r.Started,
 		Duration: r.Duration, Events: make([]*eventJSON, len(r.Events)), Error: r.Error,

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/json"
+	"reflect"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
@@ -31,7 +32,9 @@ func Event(ev *protocol.TransactionEvent, s *Secrets) {
 	if ev == nil || !s.Active() {
 		return
 	}
-	ev.Properties = properties(ev.Properties, s)
+	if ev.Properties != nil {
+		ev.Properties = properties(ev.Properties, s)
+	}
 	if ev.Diff != nil {
 		d := *ev.Diff
 		d.Files = append([]protocol.FileDiff(nil), d.Files...)
@@ -45,7 +48,7 @@ func Event(ev *protocol.TransactionEvent, s *Secrets) {
 		ev.Diff = &d
 	}
 	if ev.Status != nil {
-		ev.Status = state(ev.Type, ev.Status, s)
+		ev.Status = state(ev.Status, s)
 	}
 	for i, hc := range ev.HealthChecks {
 		if hc == nil {
@@ -108,9 +111,14 @@ func sensitiveProperties(p any) bool {
 	return s
 }
 
-// properties returns the recorded properties p of a sensitive resource as
-// a map with every secret replaced.
+// properties returns the recorded properties p of a sensitive resource
+// with every secret replaced. Typed properties (the engine's) stay typed:
+// a redacted copy, marked sensitive; properties already in their generic
+// form (a map, or JSON passed on) are redacted as a map.
 func properties(p any, s *Secrets) any {
+	if typed, ok := p.(resources.Properties); ok {
+		return typedProperties(typed, s)
+	}
 	m, ok := asMap(p)
 	if !ok {
 		return map[string]any{"sensitive": true}
@@ -129,50 +137,43 @@ func properties(p any, s *Secrets) any {
 	return m
 }
 
-// state returns st with its content and every secret value replaced; a
-// state that cannot be rebuilt is dropped (nil) rather than kept whole.
-func state(typeName string, st protocol.State, s *Secrets) protocol.State {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return nil
+// typedProperties is properties for typed properties: a copy in which, by
+// the top-level property a string is under, the name and alias stay, the
+// strings of a secret property or of one that is not visible
+// (protocol.VisibleProperty) become Marker, and any other string holding a
+// secret is replaced. Numbers and booleans are kept: they hold no secret.
+func typedProperties(p resources.Properties, s *Secrets) any {
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return map[string]any{"sensitive": true}
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil
-	}
-	out, err := json.Marshal(stateValues(m, s))
-	if err != nil {
-		return nil
-	}
-	red, err := protocol.DecodeState(typeName, out)
-	if err != nil {
-		return nil
-	}
-	return red
+	out := rewrite(reflect.ValueOf(p), func(top, _, v string) string {
+		switch {
+		case top == "name" || top == "alias" || top == "sensitive" || v == "":
+			return v
+		case s.SecretProperty(top) || !protocol.VisibleProperty(top):
+			return Marker
+		}
+		return s.Value("", v)
+	}).Interface().(resources.Properties)
+	out.Common().Sensitive = true
+	return out
 }
 
-// stateValues replaces, below v, content keys' values and values holding a
-// secret; the metadata fields named like secret properties too.
-func stateValues(v any, s *Secrets) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			if str, ok := x.(string); ok && str != "" && (contentKeys[k] || s.SecretProperty(k)) {
-				t[k] = Marker
-				continue
-			}
-			t[k] = stateValues(x, s)
+// state returns a copy of st, of the same type, with its content and every
+// secret value replaced: the strings under a content key or a key named
+// like a secret property become Marker, any other string holding a secret
+// is replaced.
+func state(st protocol.State, s *Secrets) protocol.State {
+	out, ok := rewrite(reflect.ValueOf(st), func(_, near, v string) string {
+		if v != "" && (contentKeys[near] || s.SecretProperty(near)) {
+			return Marker
 		}
-		return t
-	case []any:
-		for i, x := range t {
-			t[i] = stateValues(x, s)
-		}
-		return t
-	case string:
-		return s.Value("", t)
+		return s.Value("", v)
+	}).Interface().(protocol.State)
+	if !ok {
+		return nil
 	}
-	return v
+	return out
 }
 
 // values replaces, below v, every string holding a secret.
@@ -216,7 +217,7 @@ func asMap(p any) (map[string]any, bool) {
 		raw = b
 	}
 	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, false
 	}
 	return m, true
