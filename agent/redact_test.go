@@ -188,6 +188,46 @@ ccm:
 		Expect(target).ToNot(BeAnExistingFile())
 	})
 
+	// A run of health checks only (an apply child with health_check_only)
+	// of a sensitive resource has an event without properties; redacting
+	// it panicked ("assignment to entry in nil map") and killed the agent.
+	It("answers a health-check-only run of a sensitive resource and keeps serving", func() {
+		canary := "CANARY-monitor-only-3c1d"
+		target := filepath.Join(lf.dir, "watched.conf")
+		Expect(os.WriteFile(target, []byte(canary+"\n"), 0o600)).To(Succeed())
+		child := fmt.Sprintf(`ccm:
+  resources:
+    - file:
+        - %s:
+            ensure: present
+            content: "%s\n"
+            owner: root
+            group: root
+            mode: "0600"
+            sensitive: true
+            health_checks:
+              - command: /bin/true
+`, target, canary)
+		doc := `ccm:
+  resources:
+    - apply:
+        - child.yaml:
+            health_check_only: true
+`
+		req := manifestRequest("redact-monitor-1", false, bundleOf(doc, map[string]string{"child.yaml": child}))
+		reply := lf.send(protocol.RequestNodeSubject("db-1"), req)
+		Expect(reply.Error).To(BeNil())
+		Expect(reply.Events).To(HaveLen(2))
+		Expect(reply.Events[0].ResourceID()).To(Equal("file#" + target))
+		Expect(reply.Events[0].HealthChecks).To(HaveLen(1))
+		Expect(reply.Events[0].HealthChecks[0].Status).To(Equal(protocol.HealthOK))
+		lf.expectNoCanary(req.ID, reply, canary, `"request":"`+req.ID+`"`)
+
+		again := lf.send(protocol.RequestNodeSubject("db-1"), ensureRequest("redact-monitor-2", time.Minute, "exec", map[string]any{"name": "/bin/true"}))
+		Expect(again.Error).To(BeNil(), "the agent still serves")
+		Expect(again.Events).To(HaveLen(1))
+	})
+
 	// Issue 39, finding 10: providers logged through a logger of their
 	// own, so their debug lines ("running command" with its cwd, "stored
 	// file" ...) skipped the redaction step every other record passes.

@@ -164,6 +164,7 @@ var stateDocs = map[string]func() State{
 	TypeService:  func() State { return &ServiceState{} },
 	TypeArchive:  func() State { return &ArchiveState{} },
 	TypeScaffold: func() State { return &ScaffoldState{} },
+	TypeApply:    func() State { return &ApplyState{} },
 }
 
 // NewState returns an empty state document for typeName, for decoding.

@@ -50,9 +50,9 @@ var _ = Describe("Engine diffs", func() {
 		Expect(ev.Diff.Content).To(BeEmpty())
 		Expect(ev.Diff.Summary).To(Equal(protocol.DiffSensitive))
 		Expect(ev.Diff.Changes).To(Equal([]protocol.Change{{Field: "mode", From: "0600", To: "0644"}, {Field: "download", To: "[sensitive]"}}))
-		Expect(ev.Properties).To(HaveKeyWithValue("content", "[sensitive]"))
-		Expect(ev.Properties).To(HaveKeyWithValue("password", "[sensitive]"))
-		Expect(ev.Properties).To(HaveKeyWithValue("name", "/a"))
+		Expect(wireProperties(ev)).To(HaveKeyWithValue("content", "[sensitive]"))
+		Expect(wireProperties(ev)).To(HaveKeyWithValue("password", "[sensitive]"))
+		Expect(wireProperties(ev)).To(HaveKeyWithValue("name", "/a"))
 		Expect(encoded(ev)).NotTo(ContainSubstring("CANARY"))
 	})
 
@@ -60,7 +60,7 @@ var _ = Describe("Engine diffs", func() {
 		env := templates.New(nil, map[string]any{"pw": "CANARY-3", "motd": "hello"}, templates.WithSensitive([]string{"pw"}))
 		ev := ensure(env, map[string]any{"name": "/a", "content": "{{ data.pw }}"})
 		Expect(ev.Diff.Sensitive).To(BeTrue())
-		Expect(ev.Properties).To(HaveKeyWithValue("sensitive", true))
+		Expect(wireProperties(ev)).To(HaveKeyWithValue("sensitive", true))
 		Expect(encoded(ev)).NotTo(ContainSubstring("CANARY"))
 
 		ev = ensure(env, map[string]any{"name": "/b", "content": "{{ data.motd }}"})
@@ -98,8 +98,21 @@ var _ = Describe("Events of resources reading sensitive data", func() {
 		env := templates.New(nil, map[string]any{"p": "probe"})
 		ev, err := eng.Ensure(context.Background(), engine.RunOptions{Env: env}, engine.Spec{Type: "file", Properties: map[string]any{"name": "/a", "provider": "{{ data.p }}", "sensitive": true}})
 		Expect(err).ToNot(HaveOccurred())
-		Expect(ev.Properties).To(HaveKeyWithValue("provider", redact.Marker))
-		Expect(ev.Properties).To(HaveKeyWithValue("name", "/a"))
-		Expect(ev.Properties).To(HaveKeyWithValue("sensitive", true))
+		Expect(wireProperties(ev)).To(HaveKeyWithValue("provider", redact.Marker))
+		Expect(wireProperties(ev)).To(HaveKeyWithValue("name", "/a"))
+		Expect(wireProperties(ev)).To(HaveKeyWithValue("sensitive", true))
 	})
 })
+
+// wireProperties are an event's properties as they leave the host: the
+// engine keeps them typed, redacted or not, until the reply is encoded.
+func wireProperties(ev *protocol.TransactionEvent) map[string]any {
+	GinkgoHelper()
+	_, typed := ev.Properties.(resources.Properties)
+	Expect(typed).To(BeTrue(), "the event's properties stay typed, not %T", ev.Properties)
+	b, err := json.Marshal(ev.Properties)
+	Expect(err).ToNot(HaveOccurred())
+	var m map[string]any
+	Expect(json.Unmarshal(b, &m)).To(Succeed())
+	return m
+}

@@ -139,8 +139,9 @@ func properties(p any, s *Secrets) any {
 
 // typedProperties is properties for typed properties: a copy in which, by
 // the top-level property a string is under, the name and alias stay, the
-// strings of a secret property or of one that is not visible
-// (protocol.VisibleProperty) become Marker, and any other string holding a
+// strings of a secret property become Marker, those of a property that is
+// not visible (protocol.VisibleProperty) protocol.SensitiveValue, as
+// protocol.RedactSensitive makes them, and any other string holding a
 // secret is replaced. Numbers and booleans are kept: they hold no secret.
 func typedProperties(p resources.Properties, s *Secrets) any {
 	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
@@ -150,8 +151,10 @@ func typedProperties(p resources.Properties, s *Secrets) any {
 		switch {
 		case top == "name" || top == "alias" || top == "sensitive" || v == "":
 			return v
-		case s.SecretProperty(top) || !protocol.VisibleProperty(top):
+		case s.SecretProperty(top):
 			return Marker
+		case !protocol.VisibleProperty(top):
+			return protocol.SensitiveValue
 		}
 		return s.Value("", v)
 	}).Interface().(resources.Properties)
