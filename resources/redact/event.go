@@ -16,9 +16,10 @@ var contentKeys = map[string]bool{"output": true, "content": true, "contents": t
 // inactive s, ev is left as it is. Every part of an event that can carry a
 // secret is covered:
 //
-//   - properties: content-bearing values (protocol.RedactSensitive), the
-//     values of secret properties and any value holding a secret become
-//     markers;
+//   - properties: the strings of content-bearing properties (those
+//     protocol.VisibleProperty does not name), of secret properties and
+//     any string holding a secret become markers, in a copy of the same
+//     type (typed properties stay typed);
 //   - diff: contents and content-bearing changes (protocol.Diff.Redact),
 //     and changes of secret properties or holding a secret;
 //   - status: output and content, and any value holding a secret;
@@ -92,62 +93,52 @@ func EventSecrets(ev *protocol.TransactionEvent) *Secrets {
 	return Sensitively(ev.ResourceID())
 }
 
+// common is what typed properties have: the properties every type shares.
+type common interface {
+	Common() *resources.CommonProperties
+}
+
 // sensitiveProperties reports whether recorded properties say sensitive.
 func sensitiveProperties(p any) bool {
 	switch t := p.(type) {
-	case nil:
-		return false
 	case map[string]any:
 		s, _ := t["sensitive"].(bool)
 		return s
-	case resources.Properties:
-		return t.Common().Sensitive
-	}
-	m, ok := asMap(p)
-	if !ok {
-		return false
-	}
-	s, _ := m["sensitive"].(bool)
-	return s
-}
-
-// properties returns the recorded properties p of a sensitive resource
-// with every secret replaced. Typed properties (the engine's) stay typed:
-// a redacted copy, marked sensitive; properties already in their generic
-// form (a map, or JSON passed on) are redacted as a map.
-func properties(p any, s *Secrets) any {
-	if typed, ok := p.(resources.Properties); ok {
-		return typedProperties(typed, s)
-	}
-	m, ok := asMap(p)
-	if !ok {
-		return map[string]any{"sensitive": true}
-	}
-	m["sensitive"] = true
-	m = protocol.RedactSensitive(m)
-	for k, v := range m {
-		switch {
-		case k == "name" || k == "alias" || k == "sensitive":
-		case s.SecretProperty(k) && v != nil && v != "":
-			m[k] = Marker
-		default:
-			m[k] = values(v, s)
+	case common:
+		v := reflect.ValueOf(t)
+		return !(v.Kind() == reflect.Pointer && v.IsNil()) && t.Common().Sensitive
+	case json.RawMessage:
+		var doc struct {
+			Sensitive bool `json:"sensitive"`
 		}
+		return json.Unmarshal(t, &doc) == nil && doc.Sensitive
 	}
-	return m
+	return false
 }
 
-// typedProperties is properties for typed properties: a copy in which, by
-// the top-level property a string is under, the name and alias stay, the
-// strings of a secret property become Marker, those of a property that is
-// not visible (protocol.VisibleProperty) protocol.SensitiveValue, as
-// protocol.RedactSensitive makes them, and any other string holding a
-// secret is replaced. Numbers and booleans are kept: they hold no secret.
-func typedProperties(p resources.Properties, s *Secrets) any {
-	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
-		return map[string]any{"sensitive": true}
+// properties returns a copy of the recorded properties p of a sensitive
+// resource, of the same type, marked sensitive, with every secret
+// replaced: by the top-level property a string is under, the name and
+// alias stay, the strings of a secret property become Marker, those of a
+// property that is not visible (protocol.VisibleProperty)
+// protocol.SensitiveValue, and any other string holding a secret is
+// replaced. Numbers and booleans are kept: they hold no secret. Typed
+// properties (the engine's) stay typed; properties passed on as JSON are
+// read as a map first; any other shape keeps only the mark.
+func properties(p any, s *Secrets) any {
+	if raw, ok := p.(json.RawMessage); ok {
+		var m map[string]any
+		if json.Unmarshal(raw, &m) != nil {
+			m = nil
+		}
+		p = m
 	}
-	out := rewrite(reflect.ValueOf(p), func(top, _, v string) string {
+	marked := map[string]any{"sensitive": true}
+	v := reflect.ValueOf(p)
+	if (v.Kind() != reflect.Pointer && v.Kind() != reflect.Map) || v.IsNil() {
+		return marked
+	}
+	out := rewrite(v, func(top, _, v string) string {
 		switch {
 		case top == "name" || top == "alias" || top == "sensitive" || v == "":
 			return v
@@ -157,8 +148,15 @@ func typedProperties(p resources.Properties, s *Secrets) any {
 			return protocol.SensitiveValue
 		}
 		return s.Value("", v)
-	}).Interface().(resources.Properties)
-	out.Common().Sensitive = true
+	}).Interface()
+	switch t := out.(type) {
+	case common:
+		t.Common().Sensitive = true
+	case map[string]any:
+		t["sensitive"] = true
+	default:
+		return marked
+	}
 	return out
 }
 
@@ -177,53 +175,6 @@ func state(st protocol.State, s *Secrets) protocol.State {
 		return nil
 	}
 	return out
-}
-
-// values replaces, below v, every string holding a secret.
-func values(v any, s *Secrets) any {
-	switch t := v.(type) {
-	case map[string]any:
-		c := make(map[string]any, len(t))
-		for k, x := range t {
-			c[k] = values(x, s)
-		}
-		return c
-	case []any:
-		c := make([]any, len(t))
-		for i, x := range t {
-			c[i] = values(x, s)
-		}
-		return c
-	case string:
-		return s.Value("", t)
-	}
-	return v
-}
-
-// asMap returns a copy of p as a JSON object.
-func asMap(p any) (map[string]any, bool) {
-	var raw []byte
-	switch t := p.(type) {
-	case json.RawMessage:
-		raw = t
-	case map[string]any:
-		c := make(map[string]any, len(t))
-		for k, v := range t {
-			c[k] = v
-		}
-		return c, true
-	default:
-		b, err := json.Marshal(p)
-		if err != nil {
-			return nil, false
-		}
-		raw = b
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, false
-	}
-	return m, true
 }
 
 func markIfSet(v string) string {

@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -103,24 +104,38 @@ func walkStruct(v reflect.Value, top, near string, depth int, fn leaf) reflect.V
 	return out
 }
 
-// walkMap copies a map; its keys name what is under them.
+// walkMap copies a map; its keys name what is under them. Below the top
+// level a key is data too (a goss rule's key is a command line), so it is
+// rewritten like a string under the same name. Keys that become one keep
+// the value of the first of them in sorted order, so the copy is the same
+// at every run.
 func walkMap(v reflect.Value, top string, depth int, fn leaf) reflect.Value {
 	if v.IsNil() {
 		return v
 	}
 	out := reflect.MakeMapWithSize(v.Type(), v.Len())
-	iter := v.MapRange()
-	for iter.Next() {
-		k := iter.Key()
-		name := ""
-		if k.Kind() == reflect.String {
+	keys := v.MapKeys()
+	stringKeys := v.Type().Key().Kind() == reflect.String
+	if stringKeys {
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+	}
+	for _, k := range keys {
+		val := v.MapIndex(k)
+		name, t := "", top
+		if stringKeys {
 			name = k.String()
 		}
-		t := top
 		if depth == 0 {
 			t = name
+		} else if stringKeys {
+			nk := reflect.New(k.Type()).Elem()
+			nk.SetString(fn(t, name, name))
+			if out.MapIndex(nk).IsValid() {
+				continue
+			}
+			k = nk
 		}
-		out.SetMapIndex(k, walk(iter.Value(), t, name, depth+1, fn))
+		out.SetMapIndex(k, walk(val, t, name, depth+1, fn))
 	}
 	return out
 }
