@@ -57,8 +57,12 @@ func fixture(name string) []byte {
 	return b
 }
 
-// expect scripts one command with the apt environment (plus extra).
+// expect scripts one command with the apt environment (plus extra);
+// apt-get runs in the C locale, since its messages about locks are read.
 func expect(f *runner.Fake, argv []string, exit int, stdout, stderr string, extraEnv ...string) {
+	if argv[0] == "apt-get" {
+		extraEnv = append(extraEnv, "LC_ALL=C")
+	}
 	f.Add(runner.Expectation{
 		Argv:   argv,
 		Env:    append(append([]string(nil), aptEnv...), extraEnv...),

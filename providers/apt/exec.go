@@ -68,7 +68,9 @@ func (p *Provider) aptGet(ctx context.Context, pkg string, args []string) error 
 		before = &h
 		log.Info("waiting for the dpkg lock", "package", pkg, "lock", h.lock, "holder", h.String(), "pid", h.pid, "timeout", wait)
 	}
-	res, err := p.runLocked(ctx, nil, "apt-get", args...)
+	// The C locale: what apt prints about a lock is read below, in the
+	// words of its untranslated messages.
+	res, err := p.runLocked(ctx, []string{"LC_ALL=C"}, "apt-get", args...)
 	if err != nil {
 		if before != nil {
 			return fmt.Errorf("package %s: waiting for the dpkg lock %s held by %s: %w", pkg, before.lock, before, err)

@@ -165,7 +165,7 @@ var _ = Describe("Waiting for the dpkg lock", func() {
 			expect(fake, statusArgv("ccm-fleet-testpkg"), 0, "dpkg_query_testpkg_2.0-1.txt", "")
 			fake.Add(runner.Expectation{
 				Argv:   []string{"apt-get", "-o", "DPkg::Lock::Timeout=0", "-q", "-y", "-o", "APT::Cmd::Pattern-Only=true", "remove", "--", "ccm-fleet-testpkg"},
-				Env:    aptEnv,
+				Env:    append(append([]string(nil), aptEnv...), "LC_ALL=C"),
 				Result: runner.Result{ExitCode: 100, Stderr: fixture("apt_get_lock_held_stderr.txt")},
 			})
 			err := prov.Uninstall(spent, "ccm-fleet-testpkg")
