@@ -132,6 +132,22 @@ var _ = Describe("Targeting: --hosts-file, --sample, --hosts-from", Ordered, fun
 			Expect(code).To(Equal(1))
 			Expect(errOut).To(ContainSubstring("lists no host"))
 		})
+
+		DescribeTable("refuses a hostile host list with one short line naming it, sending nothing",
+			func(lines []string, want string) {
+				dir := GinkgoT().TempDir()
+				file := hostsFile(lines...)
+				code, out, errOut := f.orch("ensure", "exec", touch(dir), "--hosts-file", file)
+				Expect(code).To(Equal(1))
+				Expect(out).To(BeEmpty())
+				Expect(errOut).To(ContainSubstring(want))
+				Expect(len(errOut)).To(BeNumerically("<", 400), "the error stays short")
+				Expect(touched(dir)).To(BeEmpty())
+			},
+			Entry("invalid UTF-8", []string{"tgt-1", "\xff\xfeweb"}, `line 2: identity "\xff\xfeweb": character`),
+			Entry("a NUL byte", []string{"tgt-1\x00tgt-2"}, `line 1: identity "tgt-1\x00tgt-2": character '\x00' at position 5`),
+			Entry("a 300,000-byte line", []string{strings.Repeat("a", 300000)}, `… (300000 bytes): is 300000 characters long, the limit is 253`),
+		)
 	})
 
 	Context("--sample", func() {

@@ -14,12 +14,30 @@ const MaxIdentityLength = 253
 // '.', '-' and '_', not starting with '-', '.' or '_' ("_" starts protocol
 // markers such as HistoryRequestToken), not ending with '.' and without
 // empty labels (".."). Such an identity is also a valid NATS KV key. Errors
-// wrap ErrBadRequest and quote the identity.
+// wrap ErrBadRequest and quote the identity (its first 64 bytes when it is
+// longer).
 func ValidateIdentity(id string) error {
 	if problem := identityProblem(id); problem != "" {
-		return badRequest("identity %q: %s", id, problem)
+		return badRequest("identity %s: %s", quoteIdentity(id), problem)
 	}
 	return nil
+}
+
+// quotedIdentityBytes is how much of an identity an error quotes.
+const quotedIdentityBytes = 64
+
+// quoteIdentity quotes id for an error, cut after quotedIdentityBytes
+// (at a character boundary) with a note of its length: an error about a
+// huge identity stays short.
+func quoteIdentity(id string) string {
+	if len(id) <= quotedIdentityBytes {
+		return fmt.Sprintf("%q", id)
+	}
+	cut := quotedIdentityBytes
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", id[:cut], len(id))
 }
 
 // identityProblem describes what is wrong with id, or returns "".

@@ -28,6 +28,7 @@ var _ = Describe("ValidateIdentity", func() {
 		},
 		Entry("empty", "", `identity "": must not be empty`),
 		Entry("too long", strings.Repeat("a", 254), `is 254 characters long, the limit is 253`),
+		Entry("too long, quoted in part", strings.Repeat("a", 300000), `identity "`+strings.Repeat("a", 64)+`"… (300000 bytes): is 300000 characters long`),
 		Entry("space", "web 1", `character ' ' at position 3 is not allowed`),
 		Entry("wildcard", "web*", `character '*' at position 3`),
 		Entry("subject wildcard", ">", `character '>' at position 0`),
@@ -39,4 +40,11 @@ var _ = Describe("ValidateIdentity", func() {
 		Entry("trailing dot", "web.example.com.", `must not end with '.'`),
 		Entry("empty label", "web..example", `must not contain an empty label`),
 	)
+
+	It("keeps the error about a huge identity short", func() {
+		err := protocol.ValidateIdentity(strings.Repeat("é", 100000))
+		Expect(err).To(HaveOccurred())
+		Expect(len(err.Error())).To(BeNumerically("<", 300))
+		Expect(err.Error()).To(ContainSubstring(`"` + strings.Repeat("é", 32) + `"… (200000 bytes)`))
+	})
 })
