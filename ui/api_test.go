@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nkeys"
@@ -382,5 +383,60 @@ var _ = Describe("the dashboard's JSON API", Ordered, func() {
 		Expect(text).To(MatchRegexp(`(?m)^ccm_ui_hosts %d$`, hosts))
 		Expect(text).To(ContainSubstring(`ccm_ui_requests_total{code="200",page="assignments"} 0`), "every page is there from the start")
 		Expect(text).NotTo(ContainSubstring("/no/such/page"), "paths are not label values")
+	})
+
+	// The largest select expression the parser takes, 1,000 times at once:
+	// every answer is the same, and the dashboard stays up; one byte more
+	// is refused with its limit named.
+	It("answers a burst of 1,000 fleet queries with the largest select expression, all alike", func() {
+		terms := make([]string, protocol.MaxSelectTerms)
+		for i := range terms {
+			terms[i] = "role=web"
+			if i%2 == 1 {
+				terms[i] = "(not os=solaris)"
+			}
+		}
+		expr := strings.Join(terms, " and ")
+		Expect(len(expr)).To(BeNumerically("<=", protocol.MaxSelectLength))
+		path := "/api/v1/fleet?select=" + url.QueryEscape(expr)
+		want := decode(get(path))
+		Expect(want["where_error"]).To(BeNil())
+		Expect(want["matched"]).To(Equal(float64(len(webs))))
+
+		const burst = 1000
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 2 * time.Minute}
+		defer client.CloseIdleConnections()
+		errs := make(chan error, burst)
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Go(func() {
+				resp, err := client.Get(base + path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer resp.Body.Close()
+				var got map[string]any
+				if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+					errs <- err
+					return
+				}
+				delete(got, "time")
+				if resp.StatusCode != http.StatusOK || got["matched"] != want["matched"] || got["where_error"] != nil {
+					errs <- fmt.Errorf("status %d, matched %v, error %v", resp.StatusCode, got["matched"], got["where_error"])
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		var failed []error
+		for err := range errs {
+			failed = append(failed, err)
+		}
+		Expect(failed).To(BeEmpty())
+
+		long := decode(get("/api/v1/fleet?select=" + url.QueryEscape("role="+strings.Repeat("w", protocol.MaxSelectLength))))
+		Expect(long["where_error"]).To(ContainSubstring("MaxSelectLength"))
+		Expect(decode(get("/api/v1/fleet"))["total"]).To(Equal(float64(hosts)), "the dashboard still answers")
 	})
 })
