@@ -91,6 +91,7 @@ func (s *Scope) Resource(r Resolver, props resources.Properties, provider string
 	if err != nil {
 		return []Decision{{Check: "type", Value: e.Name, Rule: "resource catalog", Reason: err.Error()}}
 	}
+	r = r.judgement()
 	var out []Decision
 	for _, o := range objs {
 		out = s.object(r, o, provider, out)
@@ -122,7 +123,7 @@ func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []
 		if !s.execSet() {
 			return out
 		}
-		return append(out, s.execValue(o))
+		return append(out, s.execValue(r, o))
 	case catalog.Package:
 		return s.names("package", s.allow.pkgs, s.deny.pkgs, o.Value, out)
 	case catalog.Service:
@@ -206,8 +207,8 @@ func (s *Scope) paths(r Resolver, check, p string, tree bool, out []Decision) []
 		return out
 	}
 	d := Decision{Check: check, Value: p, Rule: "file.paths"}
-	parent, err1 := resolvePath(p, false)
-	full, err2 := resolvePath(p, true)
+	parent, err1 := r.resolve(p, false)
+	full, err2 := r.resolve(p, true)
 	if err := firstErr(err1, err2); err != nil {
 		d.Reason = err.Error()
 		return append(out, d)
@@ -219,21 +220,12 @@ func (s *Scope) paths(r Resolver, check, p string, tree bool, out []Decision) []
 	if parent != p || full != p {
 		d.Value += fmt.Sprintf(" (leads to %s)", strings.Join(forms, ", "))
 	}
-	holds := func(e entry, paths ...string) bool {
-		rp, err := resolvePath(e.value, true)
-		for _, x := range paths {
-			if within(x, e.value) || (err == nil && within(x, rp)) {
-				return true
-			}
-		}
-		return false
-	}
 	for _, e := range s.deny.paths {
-		if holds(e, append([]string{p}, forms...)...) {
+		if r.holds(e, append([]string{p}, forms...)...) {
 			d.Rule = e.String()
 			return append(out, d)
 		}
-		if tree && below(e, append([]string{p}, forms...)...) {
+		if tree && r.below(e, append([]string{p}, forms...)...) {
 			d.Rule = e.String()
 			d.Reason = "it is below this " + check + ", where the resource may write anything"
 			return append(out, d)
@@ -247,7 +239,7 @@ func (s *Scope) paths(r Resolver, check, p string, tree bool, out []Decision) []
 	for _, f := range forms {
 		by = ""
 		for _, e := range s.allow.paths {
-			if holds(e, f) {
+			if r.holds(e, f) {
 				by = e.String()
 				break
 			}
@@ -263,8 +255,8 @@ func (s *Scope) paths(r Resolver, check, p string, tree bool, out []Decision) []
 
 // below reports whether deny entry e (as written or resolved) is inside
 // one of dirs.
-func below(e entry, dirs ...string) bool {
-	rp, err := resolvePath(e.value, true)
+func (r Resolver) below(e entry, dirs ...string) bool {
+	rp, err := r.resolve(e.value, true)
 	for _, d := range dirs {
 		if within(e.value, d) || (err == nil && within(rp, d)) {
 			return true

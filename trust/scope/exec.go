@@ -164,19 +164,19 @@ func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
 // execValue judges one of an exec's environment entries, its cwd or its
 // search path.
-func (s *Scope) execValue(o catalog.HostObject) Decision {
+func (s *Scope) execValue(r Resolver, o catalog.HostObject) Decision {
 	d := Decision{Check: o.Check, Value: o.Value}
 	switch o.Kind {
 	case catalog.Environment:
 		judge(&d, s.allow.hasExec, "exec.environment", s.allow.env, s.deny.env, func(e entry) bool { return globMatch(e.value, o.Value) })
 	case catalog.WorkingDir:
-		cwd, err := resolvePath(o.Value, true)
+		cwd, err := r.resolve(o.Value, true)
 		if err != nil {
 			d.Rule, d.Reason = "exec.cwd", err.Error()
 			return d
 		}
 		judge(&d, s.allow.hasExec, "exec.cwd", s.allow.cwd, s.deny.cwd, func(e entry) bool {
-			rc, err := resolvePath(e.value, true)
+			rc, err := r.resolve(e.value, true)
 			return e.value == cwd || e.value == o.Value || (err == nil && rc == cwd)
 		})
 	case catalog.SearchPath:

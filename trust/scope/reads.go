@@ -45,7 +45,7 @@ func (s *Scope) reads(r Resolver, o catalog.HostObject, out []Decision) []Decisi
 		return out
 	}
 	d := Decision{Check: o.Check + " (read)", Value: o.Value, Rule: allowRule}
-	full, err := resolvePath(o.Value, true)
+	full, err := r.resolve(o.Value, true)
 	if err != nil {
 		d.Reason = err.Error()
 		return append(out, d)
@@ -54,7 +54,7 @@ func (s *Scope) reads(r Resolver, o catalog.HostObject, out []Decision) []Decisi
 		d.Value += fmt.Sprintf(" (leads to %s)", full)
 	}
 	if o.Base != "" {
-		if base, err := resolvePath(o.Base, true); err == nil && within(full, base) && within(o.Value, o.Base) {
+		if base, err := r.resolve(o.Base, true); err == nil && within(full, base) && within(o.Value, o.Base) {
 			var links []string
 			if o.Tree {
 				links, err = treeLinks(full)
@@ -65,7 +65,7 @@ func (s *Scope) reads(r Resolver, o catalog.HostObject, out []Decision) []Decisi
 			}
 		}
 	}
-	if !s.readAllowed(&d, allow, allowRule, deny, o.Value, full, o.Tree) {
+	if !s.readAllowed(r, &d, allow, allowRule, deny, o.Value, full, o.Tree) {
 		return append(out, d)
 	}
 	if o.Tree {
@@ -75,13 +75,13 @@ func (s *Scope) reads(r Resolver, o catalog.HostObject, out []Decision) []Decisi
 			return append(out, d)
 		}
 		for _, l := range links {
-			to, err := resolvePath(l, true)
+			to, err := r.resolve(l, true)
 			if err != nil {
 				d.Allowed, d.Reason = false, fmt.Sprintf("the link %s below it: %s", l, err)
 				return append(out, d)
 			}
 			ld := Decision{}
-			if !s.readAllowed(&ld, allow, allowRule, deny, l, to, false) {
+			if !s.readAllowed(r, &ld, allow, allowRule, deny, l, to, false) {
 				d.Allowed, d.Rule = false, ld.Rule
 				d.Reason = fmt.Sprintf("the link %s below it leads to %s", l, to)
 				return append(out, d)
@@ -93,14 +93,14 @@ func (s *Scope) reads(r Resolver, o catalog.HostObject, out []Decision) []Decisi
 
 // readAllowed decides one read of the path p, which leads to full, into d
 // (its Rule, Reason and Allowed).
-func (s *Scope) readAllowed(d *Decision, allow []entry, allowRule string, deny []entry, p, full string, tree bool) bool {
+func (s *Scope) readAllowed(r Resolver, d *Decision, allow []entry, allowRule string, deny []entry, p, full string, tree bool) bool {
 	forms := []string{p, full}
 	for _, e := range deny {
-		if holds(e, forms...) {
+		if r.holds(e, forms...) {
 			d.Rule = e.String()
 			return false
 		}
-		if tree && below(e, forms...) {
+		if tree && r.below(e, forms...) {
 			d.Rule = e.String()
 			d.Reason = "it is below this directory, which the resource reads at will"
 			return false
@@ -116,7 +116,7 @@ func (s *Scope) readAllowed(d *Decision, allow []entry, allowRule string, deny [
 		return true
 	}
 	for _, e := range allow {
-		if holds(e, full) {
+		if r.holds(e, full) {
 			d.Allowed, d.Rule = true, e.String()
 			return true
 		}
@@ -127,8 +127,8 @@ func (s *Scope) readAllowed(d *Decision, allow []entry, allowRule string, deny [
 
 // holds reports whether one of paths is inside entry e, as written or
 // with its own links resolved.
-func holds(e entry, paths ...string) bool {
-	rp, err := resolvePath(e.value, true)
+func (r Resolver) holds(e entry, paths ...string) bool {
+	rp, err := r.resolve(e.value, true)
 	for _, x := range paths {
 		if within(x, e.value) || (err == nil && within(x, rp)) {
 			return true

@@ -35,6 +35,54 @@ type Resolver struct {
 	// joined to: the one its request's files were written to, "" when
 	// it brought none.
 	WorkingDir string
+	// memo, when set, keeps what one judgement resolved (see judgement).
+	memo pathMemo
+}
+
+// pathMemo keeps the paths one judgement resolved, with their errors.
+type pathMemo map[memoKey]memoResult
+
+type memoKey struct {
+	path       string
+	followLast bool
+}
+
+type memoResult struct {
+	path string
+	err  error
+}
+
+// maxMemo bounds what one judgement keeps; past it, paths are resolved
+// again each time.
+const maxMemo = 256
+
+// judgement returns r keeping, for one judgement of one resource, where
+// each path it resolves leads: the resource's path and each of the
+// policy's own paths are then resolved once per resource, not once per
+// rule or form that names them. What a judgement sees of the host is one
+// reading of it, as a single pass over the rules would be; the next
+// judgement reads again.
+func (r Resolver) judgement() Resolver {
+	if r.memo == nil {
+		r.memo = pathMemo{}
+	}
+	return r
+}
+
+// resolve is resolvePath, kept by the judgement r belongs to, if any.
+func (r Resolver) resolve(p string, followLast bool) (string, error) {
+	if r.memo == nil {
+		return resolvePath(p, followLast)
+	}
+	k := memoKey{p, followLast}
+	if v, ok := r.memo[k]; ok {
+		return v.path, v.err
+	}
+	to, err := resolvePath(p, followLast)
+	if len(r.memo) < maxMemo {
+		r.memo[k] = memoResult{to, err}
+	}
+	return to, err
 }
 
 // HostResolver resolves on this host, with this process's PATH.
@@ -71,11 +119,11 @@ func (r Resolver) command(name, searchPath string) (resolvedCommand, error) {
 		}
 		abs = found
 	}
-	invoked, err := resolvePath(abs, false)
+	invoked, err := r.resolve(abs, false)
 	if err != nil {
 		return resolvedCommand{}, err
 	}
-	target, err := resolvePath(abs, true)
+	target, err := r.resolve(abs, true)
 	if err != nil {
 		return resolvedCommand{}, err
 	}
@@ -88,8 +136,8 @@ func (r Resolver) command(name, searchPath string) (resolvedCommand, error) {
 // pattern resolves a pattern's executable; one that does not exist on
 // this host stays as written (it then matches nothing that runs).
 func (r Resolver) pattern(exe string) resolvedCommand {
-	invoked, err1 := resolvePath(exe, false)
-	target, err2 := resolvePath(exe, true)
+	invoked, err1 := r.resolve(exe, false)
+	target, err2 := r.resolve(exe, true)
 	if err1 != nil || err2 != nil {
 		return resolvedCommand{invoked: exe, target: exe}
 	}

@@ -8,6 +8,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/ccm-fleet/ccm/resources"
+	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
 // walkOnly is resolvePath without its one-call case.
@@ -78,4 +81,68 @@ func BenchmarkResolvePath(b *testing.B) {
 			}
 		}
 	})
+}
+
+var _ = Describe("A judgement's resolver", func() {
+	It("resolves each path once per judgement and reads the host again in the next", func() {
+		root := GinkgoT().TempDir()
+		Expect(os.Mkdir(filepath.Join(root, "a"), 0o755)).To(Succeed())
+		Expect(os.Mkdir(filepath.Join(root, "b"), 0o755)).To(Succeed())
+		link := filepath.Join(root, "current")
+		Expect(os.Symlink(filepath.Join(root, "a"), link)).To(Succeed())
+
+		r := HostResolver().judgement()
+		first, err := r.resolve(filepath.Join(link, "motd"), true)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(first).To(Equal(filepath.Join(root, "a", "motd")))
+
+		Expect(os.Remove(link)).To(Succeed())
+		Expect(os.Symlink(filepath.Join(root, "b"), link)).To(Succeed())
+		again, err := r.resolve(filepath.Join(link, "motd"), true)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(again).To(Equal(first), "one judgement reads the host once")
+
+		next, err := HostResolver().judgement().resolve(filepath.Join(link, "motd"), true)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(next).To(Equal(filepath.Join(root, "b", "motd")), "the next judgement reads it again")
+		plain, err := HostResolver().resolve(filepath.Join(link, "motd"), true)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(plain).To(Equal(next), "a resolver outside a judgement keeps nothing")
+	})
+
+	It("keeps at most maxMemo paths", func() {
+		r := HostResolver().judgement()
+		for i := range maxMemo + 10 {
+			_, err := r.resolve(fmt.Sprintf("/nonexistent-%d/x", i), true)
+			Expect(err).ToNot(HaveOccurred())
+		}
+		Expect(r.memo).To(HaveLen(maxMemo))
+	})
+})
+
+// BenchmarkJudgeFile judges a file resource as an agent does for a noop
+// request (the file written, and read for the diff) against a scope of
+// three allowed trees, a read tree and a denied one.
+func BenchmarkJudgeFile(b *testing.B) {
+	root := b.TempDir()
+	www := filepath.Join(root, "srv", "www")
+	if err := os.MkdirAll(filepath.Join(www, "site"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Compile(&Rules{File: &Files{Paths: []string{root + "/etc/", root + "/opt/", www + "/"}, ReadPaths: []string{www + "/"}}},
+		&Rules{File: &Files{Paths: []string{www + "/secret/"}}}, []string{"file"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	props := &filetype.Properties{CommonProperties: resources.CommonProperties{Name: filepath.Join(www, "site", "motd"), Ensure: "present"},
+		Content: new("hello\n"), Owner: "root", Group: "root", Mode: "0644"}
+	r := HostResolver()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, d := range s.Resource(r, props, "posix") {
+			if !d.Allowed {
+				b.Fatalf("refused: %+v", d)
+			}
+		}
+	}
 }
