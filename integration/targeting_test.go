@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -166,6 +167,16 @@ var _ = Describe("Targeting: --hosts-file, --sample, --hosts-from", Ordered, fun
 			Expect(identities(doc, "expected")).To(Equal(first))
 			Expect(doc["sample"]).To(Equal(map[string]any{"seed": 7.0, "of": 12.0, "kept": 5.0}))
 			Expect(touched(dir)).To(Equal(first), "the hosts left out of the sample ran nothing")
+
+			// History keeps how the hosts were picked, so the run can be
+			// repeated from it.
+			id := doc["request_id"].(string)
+			code, out, errOut := f.orch("history", "show", id)
+			Expect(code).To(Equal(0), errOut)
+			Expect(out).To(ContainSubstring(", sampled 5 of 12 hosts with --seed 7\n"))
+			code, shown := f.orchJSON("history", "show", id)
+			Expect(code).To(Equal(0))
+			Expect(shown["sample"]).To(Equal(doc["sample"]))
 		})
 
 		It("takes a percentage, rounded up", func() {
@@ -211,6 +222,10 @@ var _ = Describe("Targeting: --hosts-file, --sample, --hosts-from", Ordered, fun
 			notDB := want([]string{"role!=db"}, "")
 			Expect(identities(doc, "expected")).To(Equal(notDB))
 			Expect(touched(dir)).To(Equal(notDB))
+
+			code, out, errOut := f.orch("history", "show", doc["request_id"].(string))
+			Expect(code).To(Equal(0), errOut)
+			Expect(out).To(ContainSubstring(fmt.Sprintf(", of %d hosts listed\n", len(notDB))))
 		})
 
 		It("takes the hosts of another outcome, ANDed with --where", func() {

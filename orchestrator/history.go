@@ -38,6 +38,10 @@ func (c *Client) recordRequest(ctx context.Context, id string, req *Request, res
 		Manifest:  req.ManifestName,
 
 		TemplateFacts: res.TemplateFacts,
+		Sample:        res.Sample,
+	}
+	if req.Narrow != nil && req.Narrow.Only != nil {
+		rec.Listed = len(req.Narrow.Only)
 	}
 	if req.batching() {
 		rec.Batch = req.window(len(res.Expected))
@@ -290,6 +294,7 @@ func rebuild(req *protocol.HistoryRequest, recorded time.Time, recs map[string]*
 		Async:     req.Async,
 
 		TemplateFacts: slices.Clone(req.TemplateFacts),
+		Sample:        req.Sample,
 	}
 	expected := make(map[string]bool, len(req.Expected))
 	hosts := make([]HostResult, 0, len(req.Expected))

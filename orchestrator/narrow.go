@@ -33,15 +33,8 @@ type Narrowing struct {
 }
 
 // SampleReport says how a run's hosts were sampled, so the run can be
-// repeated with the same seed.
-type SampleReport struct {
-	// Seed is the seed the sample was chosen with (--seed).
-	Seed uint64 `json:"seed"`
-	// Of counts the hosts sampled from.
-	Of int `json:"of"`
-	// Kept counts the hosts kept.
-	Kept int `json:"kept"`
-}
+// repeated with the same seed; history keeps it with the request.
+type SampleReport = protocol.Sample
 
 // active reports whether n keeps less than every host.
 func (n *Narrowing) active() bool {

@@ -73,10 +73,27 @@ type HistoryRequest struct {
 	Assignment string `json:"assignment,omitempty"`
 	Revision   uint64 `json:"revision,omitempty"`
 	Trigger    string `json:"trigger,omitempty"`
+	// Sample says how the expected hosts were sampled (--sample), with
+	// the seed that picks them again; absent when they were not.
+	Sample *Sample `json:"sample,omitempty"`
+	// Listed counts the identities a host list (--hosts-file,
+	// --hosts-from) allowed, when one narrowed the run.
+	Listed int `json:"listed,omitempty"`
 	// TemplateFacts are the fact paths the request's templates name, so
 	// that diffs read back from history group across hosts as they did
 	// live; absent in records written before diffs.
 	TemplateFacts []string `json:"template_facts,omitempty"`
+}
+
+// Sample says how a run's hosts were sampled, so that the run can be
+// repeated with the same seed.
+type Sample struct {
+	// Seed is the seed the sample was chosen with (--seed).
+	Seed uint64 `json:"seed"`
+	// Of counts the hosts sampled from.
+	Of int `json:"of"`
+	// Kept counts the hosts kept.
+	Kept int `json:"kept"`
 }
 
 // DecodeHistoryRequest strictly decodes a request record and checks its

@@ -165,6 +165,12 @@ func (a *app) registerHistoryShow(h *fisk.CmdClause) {
 				if f := orchestrator.FilterString(r.Filter); f != "" {
 					fmt.Fprintf(a.Stdout, " where %s", f)
 				}
+				if r.Listed > 0 {
+					fmt.Fprintf(a.Stdout, ", of %s listed", countHosts(r.Listed))
+				}
+				if s := r.Sample; s != nil {
+					fmt.Fprintf(a.Stdout, ", sampled %d of %s with --seed %d", s.Kept, countHosts(s.Of), s.Seed)
+				}
 				fmt.Fprintln(a.Stdout)
 				out := wrapWidth(a.Stdout, terminalWidth(a.Stdout))
 				if r.Ensure != nil {
