@@ -123,12 +123,10 @@ var _ = Describe("the ccm-fleet package", Label("real"), func() {
 		Expect(f.Close()).To(Succeed())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(lead).To(Equal([]byte{0xed, 0xab, 0xee, 0xdb}), "the RPM lead's magic")
-		if _, err := exec.LookPath("rpm"); err == nil {
-			Expect(run(ctx, "rpm", "-qp", "--queryformat", "%{NAME}", rpmFile)).To(Equal(packaging.Name))
-			Expect(run(ctx, "rpm", "-qpc", rpmFile)).To(And(ContainSubstring(packaging.AgentConfig), ContainSubstring(packaging.PolicyConfig)))
-		} else {
-			AddReportEntry("rpm", "rpm is not installed here: the .rpm's contents were not listed, only its size and lead checked")
-		}
+		_, err = exec.LookPath("rpm")
+		Expect(err).NotTo(HaveOccurred(), "rpm is not installed: make deps installs it")
+		Expect(run(ctx, "rpm", "-qp", "--queryformat", "%{NAME}", rpmFile)).To(Equal(packaging.Name))
+		Expect(run(ctx, "rpm", "-qpc", rpmFile)).To(And(ContainSubstring(packaging.AgentConfig), ContainSubstring(packaging.PolicyConfig)))
 
 		By("installing the .deb with dpkg, holding the host's package lock")
 		install(ctx, debFile)
