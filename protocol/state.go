@@ -155,6 +155,47 @@ type ScaffoldState struct {
 	Metadata *ScaffoldMetadata `json:"metadata,omitempty"`
 }
 
+// UserMetadata describes a user account as the system reads it (getent):
+// never its password hash, only whether it has one.
+type UserMetadata struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	UID      int64  `json:"uid"`
+	GID      int64  `json:"gid"`
+	// Group is the primary group's name, "" when no group has the gid.
+	Group   string   `json:"group,omitempty"`
+	Groups  []string `json:"groups"`
+	Home    string   `json:"home,omitempty"`
+	Shell   string   `json:"shell,omitempty"`
+	Comment string   `json:"comment,omitempty"`
+	// Expiry is the account's expiry date (YYYY-MM-DD) or "never".
+	Expiry string `json:"expiry,omitempty"`
+	Locked bool   `json:"locked"`
+	// PasswordSet says the account has a password hash; the hash itself
+	// never leaves the host.
+	PasswordSet bool `json:"password_set"`
+}
+
+// UserState is the state of a user resource; Ensure is "present" or "absent".
+type UserState struct {
+	CommonState
+	Metadata *UserMetadata `json:"metadata,omitempty"`
+}
+
+// GroupMetadata describes a group as the system reads it (getent).
+type GroupMetadata struct {
+	Name     string   `json:"name"`
+	Provider string   `json:"provider"`
+	GID      int64    `json:"gid"`
+	Members  []string `json:"members"`
+}
+
+// GroupState is the state of a group resource; Ensure is "present" or "absent".
+type GroupState struct {
+	CommonState
+	Metadata *GroupMetadata `json:"metadata,omitempty"`
+}
+
 // stateDocs makes, per resource type name, the empty state document of
 // that type.
 var stateDocs = map[string]func() State{
@@ -164,6 +205,8 @@ var stateDocs = map[string]func() State{
 	TypeService:  func() State { return &ServiceState{} },
 	TypeArchive:  func() State { return &ArchiveState{} },
 	TypeScaffold: func() State { return &ScaffoldState{} },
+	TypeUser:     func() State { return &UserState{} },
+	TypeGroup:    func() State { return &GroupState{} },
 }
 
 // NewState returns an empty state document for typeName, for decoding.
