@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -171,4 +173,23 @@ func cleanupAccounts(users, groups []string) {
 			_ = exec.Command("groupdel", g).Run()
 		}
 	})
+}
+
+func itoa(v any) string {
+	GinkgoHelper()
+	switch n := v.(type) {
+	case int:
+		return strconv.Itoa(n)
+	case string:
+		return n
+	}
+	Fail(fmt.Sprintf("not a number: %v", v))
+	return ""
+}
+
+func atoi(s string) int {
+	GinkgoHelper()
+	n, err := strconv.Atoi(s)
+	Expect(err).NotTo(HaveOccurred())
+	return n
 }

@@ -104,7 +104,9 @@ func lockDifference(prop *Properties, m *protocol.UserMetadata, relock bool) (di
 func differences(prop *Properties, m *protocol.UserMetadata) []difference {
 	var out []difference
 	add := func(field, from, to string, c Change) {
-		c.Attribute = field
+		if c.Attribute == "" {
+			c.Attribute = field
+		}
 		if c.Value == "" && c.Groups == nil {
 			c.Value = to
 		}
@@ -115,7 +117,11 @@ func differences(prop *Properties, m *protocol.UserMetadata) []difference {
 		add(AttrUID, strconv.FormatInt(m.UID, 10), strconv.FormatInt(*prop.UID, 10), Change{})
 	}
 	if from, to, differs := primaryGroup(prop, m); differs {
-		add(AttrGroup, from, to, Change{})
+		field := AttrGroup
+		if prop.GID != nil {
+			field = "gid"
+		}
+		add(field, from, to, Change{Attribute: AttrGroup})
 	}
 	if d, ok := groupsDifference(prop, m); ok {
 		out = append(out, d)
