@@ -106,10 +106,10 @@ func groupByID(ctx context.Context, t tools, gid int64) (string, error) {
 }
 
 // Create runs groupadd [-g GID] [-r] -- NAME.
-func (g *Group) Create(ctx context.Context, group string, gid *int64, system bool) error {
+func (g *Group) Create(ctx context.Context, group string, gid *grouptype.ID, system bool) error {
 	var args []string
 	if gid != nil {
-		args = append(args, "-g", strconv.FormatInt(*gid, 10))
+		args = append(args, "-g", strconv.FormatInt(gid.Int(), 10))
 	}
 	if system {
 		args = append(args, "-r")

@@ -159,10 +159,10 @@ func (u *User) UserByID(ctx context.Context, uid int64) (string, error) {
 func (u *User) Create(ctx context.Context, p *usertype.Properties) error {
 	var args []string
 	if p.UID != nil {
-		args = append(args, "-u", strconv.FormatInt(*p.UID, 10))
+		args = append(args, "-u", strconv.FormatInt(p.UID.Int(), 10))
 	}
 	if p.GID != nil {
-		args = append(args, "-g", strconv.FormatInt(*p.GID, 10))
+		args = append(args, "-g", strconv.FormatInt(p.GID.Int(), 10))
 	} else if p.Group != "" {
 		args = append(args, "-g", p.Group)
 	}

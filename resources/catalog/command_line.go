@@ -283,11 +283,12 @@ var scaffoldCommand = &CommandLine{
 }
 
 var userCommand = &CommandLine{
-	Order:      7,
-	Status:     StatusRead,
-	Help:       "Manage a local user account: uid, groups, home, shell, password hash, expiry, lock (useradd)",
-	NameHelp:   "Account name",
-	EnsureHelp: "present (default) or absent",
+	Order:        7,
+	Status:       StatusRead,
+	StatusEnsure: StatusAbsent,
+	Help:         "Manage a local user account: uid, groups, home, shell, password hash, expiry, lock (useradd)",
+	NameHelp:     "Account name",
+	EnsureHelp:   "present (default) or absent",
 	Flags: []Flag{
 		{Name: "uid", Property: "uid", Kind: FlagInt, Help: "User id"},
 		{Name: "gid", Property: "gid", Kind: FlagInt, Help: "Primary group id (or --group)"},
@@ -307,11 +308,12 @@ var userCommand = &CommandLine{
 }
 
 var groupCommand = &CommandLine{
-	Order:      8,
-	Status:     StatusRead,
-	Help:       "Manage a local group: gid and members (groupadd)",
-	NameHelp:   "Group name",
-	EnsureHelp: "present (default) or absent",
+	Order:        8,
+	Status:       StatusRead,
+	StatusEnsure: StatusAbsent,
+	Help:         "Manage a local group: gid and members (groupadd)",
+	NameHelp:     "Group name",
+	EnsureHelp:   "present (default) or absent",
 	Flags: []Flag{
 		{Name: "gid", Property: "gid", Kind: FlagInt, Help: "Group id"},
 		{Name: "system", Property: "system", Kind: FlagBool, Help: "Create a system group (system gid range)"},

@@ -250,13 +250,13 @@ func accountFiles(files []string) []HostObject {
 func userObjects(p *usertype.Properties, _ string) []HostObject {
 	out := []HostObject{{Kind: UserName, Check: "name", Value: p.Name}}
 	if p.UID != nil {
-		out = append(out, HostObject{Kind: UID, Check: "uid", Value: strconv.FormatInt(*p.UID, 10)})
+		out = append(out, HostObject{Kind: UID, Check: "uid", Value: strconv.FormatInt(p.UID.Int(), 10)})
 	}
 	if p.Group != "" {
 		out = append(out, HostObject{Kind: GroupName, Check: "group", Value: p.Group})
 	}
 	if p.GID != nil {
-		out = append(out, HostObject{Kind: GroupName, Check: "gid", Value: strconv.FormatInt(*p.GID, 10)})
+		out = append(out, HostObject{Kind: GroupName, Check: "gid", Value: strconv.FormatInt(p.GID.Int(), 10)})
 	}
 	for _, g := range p.Groups {
 		out = append(out, HostObject{Kind: GroupName, Check: "groups", Value: g})

@@ -1,7 +1,10 @@
 package grouptype
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
+	"strconv"
 	"slices"
 	"strings"
 
@@ -95,12 +98,42 @@ func ValidateEnsure(ensure string) error {
 }
 
 // ValidateID checks a uid or gid.
-func ValidateID(field string, id *int64) error {
+func ValidateID(field string, id *ID) error {
 	if id != nil && (*id < 0 || *id > MaxID) {
 		return resources.InvalidField(field, "%d is not between 0 and %d", *id, int64(MaxID))
 	}
 	return nil
 }
+
+// ID is a uid or gid as properties give it: a JSON number, or a string
+// of decimal digits (what a template such as "{{ data.uid }}" expands to).
+type ID int64
+
+// UnmarshalJSON accepts a JSON number or a string holding a whole number.
+func (n *ID) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var s string
+	switch x := v.(type) {
+	case float64:
+		s = strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		s = strings.TrimSpace(x)
+	default:
+		return fmt.Errorf("expected a number, got %.40s", string(b))
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%.40q is not a whole number", s)
+	}
+	*n = ID(i)
+	return nil
+}
+
+// Int returns the id, for a set pointer.
+func (n *ID) Int() int64 { return int64(*n) }
 
 // Wanted returns the membership list a resource wants, given the current
 // one: with minimum, current plus what want adds; with inclusive, want.

@@ -10,7 +10,7 @@ type Properties struct {
 	resources.CommonProperties
 	// GID is the group's id; nil lets groupadd choose one and leaves an
 	// existing group's alone.
-	GID *int64 `json:"gid,omitempty"`
+	GID *ID `json:"gid,omitempty"`
 	// System makes a new group in the system range; an existing group is
 	// left where it is.
 	System bool `json:"system,omitempty"`

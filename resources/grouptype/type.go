@@ -25,7 +25,7 @@ type Provider interface {
 	GroupByID(ctx context.Context, gid int64) (string, error)
 	// Create adds the group with gid (nil: the tool chooses), in the
 	// system range when system is set.
-	Create(ctx context.Context, group string, gid *int64, system bool) error
+	Create(ctx context.Context, group string, gid *ID, system bool) error
 	// SetGID changes an existing group's gid.
 	SetGID(ctx context.Context, group string, gid int64) error
 	// SetMembers makes the group's members exactly members.
@@ -123,15 +123,15 @@ func Logger(ctx context.Context, ac *resources.ApplyContext) *slog.Logger {
 
 // gidConflict refuses a gid that another group holds.
 func gidConflict(ctx context.Context, gp Provider, prop *Properties, st *protocol.GroupState) error {
-	if prop.Ensure != EnsurePresent || prop.GID == nil || (st.Ensure == EnsurePresent && st.Metadata.GID == *prop.GID) {
+	if prop.Ensure != EnsurePresent || prop.GID == nil || (st.Ensure == EnsurePresent && st.Metadata.GID == prop.GID.Int()) {
 		return nil
 	}
-	holder, err := gp.GroupByID(ctx, *prop.GID)
+	holder, err := gp.GroupByID(ctx, prop.GID.Int())
 	if err != nil {
-		return fmt.Errorf("looking up gid %d: %w", *prop.GID, err)
+		return fmt.Errorf("looking up gid %d: %w", prop.GID.Int(), err)
 	}
 	if holder != "" && holder != prop.Name {
-		return fmt.Errorf("%w: gid %d belongs to group %s; nothing was changed", ErrConflict, *prop.GID, holder)
+		return fmt.Errorf("%w: gid %d belongs to group %s; nothing was changed", ErrConflict, prop.GID.Int(), holder)
 	}
 	return nil
 }
@@ -154,10 +154,10 @@ func plan(prop *Properties, st *protocol.GroupState, gp Provider) []step {
 			call: func(ctx context.Context) error { return gp.Create(ctx, name, prop.GID, prop.System) }})
 	} else {
 		current = st.Metadata.Members
-		if prop.GID != nil && *prop.GID != st.Metadata.GID {
-			from, to := strconv.FormatInt(st.Metadata.GID, 10), strconv.FormatInt(*prop.GID, 10)
+		if prop.GID != nil && prop.GID.Int() != st.Metadata.GID {
+			from, to := strconv.FormatInt(st.Metadata.GID, 10), strconv.FormatInt(prop.GID.Int(), 10)
 			steps = append(steps, step{noop: fmt.Sprintf("Would have changed gid %s to %s", from, to), change: protocol.Change{Field: "gid", From: from, To: to},
-				call: func(ctx context.Context) error { return gp.SetGID(ctx, name, *prop.GID) }})
+				call: func(ctx context.Context) error { return gp.SetGID(ctx, name, prop.GID.Int()) }})
 		}
 	}
 	if prop.Members == nil {
@@ -190,8 +190,8 @@ func desired(prop *Properties, st *protocol.GroupState) error {
 	if prop.Ensure == EnsureAbsent {
 		return nil
 	}
-	if prop.GID != nil && st.Metadata.GID != *prop.GID {
-		return fail("wanted gid %d, found %d", *prop.GID, st.Metadata.GID)
+	if prop.GID != nil && st.Metadata.GID != prop.GID.Int() {
+		return fail("wanted gid %d, found %d", prop.GID.Int(), st.Metadata.GID)
 	}
 	if prop.Members != nil {
 		_, add, remove := Wanted(prop.Membership, st.Metadata.Members, prop.Members)

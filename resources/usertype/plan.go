@@ -113,8 +113,8 @@ func differences(prop *Properties, m *protocol.UserMetadata) []difference {
 		out = append(out, difference{field: field, from: from, to: to, change: c,
 			noop: fmt.Sprintf("Would have changed %s %s to %s", field, shown(from), shown(to))})
 	}
-	if prop.UID != nil && *prop.UID != m.UID {
-		add(AttrUID, strconv.FormatInt(m.UID, 10), strconv.FormatInt(*prop.UID, 10), Change{})
+	if prop.UID != nil && prop.UID.Int() != m.UID {
+		add(AttrUID, strconv.FormatInt(m.UID, 10), strconv.FormatInt(prop.UID.Int(), 10), Change{})
 	}
 	if from, to, differs := primaryGroup(prop, m); differs {
 		field := AttrGroup
@@ -146,7 +146,7 @@ func differences(prop *Properties, m *protocol.UserMetadata) []difference {
 func primaryGroup(prop *Properties, m *protocol.UserMetadata) (from, to string, differs bool) {
 	switch {
 	case prop.GID != nil:
-		return strconv.FormatInt(m.GID, 10), strconv.FormatInt(*prop.GID, 10), *prop.GID != m.GID
+		return strconv.FormatInt(m.GID, 10), strconv.FormatInt(prop.GID.Int(), 10), prop.GID.Int() != m.GID
 	case prop.Group == "":
 		return "", "", false
 	}

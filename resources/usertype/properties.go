@@ -25,10 +25,10 @@ var hashRe = regexp.MustCompile(`^\$[0-9a-z]{1,3}\$[A-Za-z0-9./=,$]{8,}$`)
 type Properties struct {
 	resources.CommonProperties
 	// UID is the user's id.
-	UID *int64 `json:"uid,omitempty"`
+	UID *grouptype.ID `json:"uid,omitempty"`
 	// GID is the primary group's id; Group names it instead (a name or a
 	// number); at most one of them.
-	GID   *int64 `json:"gid,omitempty"`
+	GID   *grouptype.ID `json:"gid,omitempty"`
 	Group string `json:"group,omitempty"`
 	// Groups are supplementary groups; nil leaves them alone.
 	Groups []string `json:"groups,omitempty"`
@@ -118,7 +118,8 @@ func (p *Properties) validateIDs() error {
 		return nil
 	}
 	if id, err := strconv.ParseInt(p.Group, 10, 64); err == nil {
-		return grouptype.ValidateID("group", &id)
+		gid := grouptype.ID(id)
+		return grouptype.ValidateID("group", &gid)
 	}
 	return grouptype.ValidateName("group", p.Group)
 }

@@ -140,15 +140,15 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 
 // uidConflict refuses a uid that another user holds.
 func uidConflict(ctx context.Context, up Provider, prop *Properties, st *protocol.UserState) error {
-	if prop.Ensure != grouptype.EnsurePresent || prop.UID == nil || (st.Ensure == grouptype.EnsurePresent && st.Metadata.UID == *prop.UID) {
+	if prop.Ensure != grouptype.EnsurePresent || prop.UID == nil || (st.Ensure == grouptype.EnsurePresent && st.Metadata.UID == prop.UID.Int()) {
 		return nil
 	}
-	holder, err := up.UserByID(ctx, *prop.UID)
+	holder, err := up.UserByID(ctx, prop.UID.Int())
 	if err != nil {
-		return fmt.Errorf("looking up uid %d: %w", *prop.UID, err)
+		return fmt.Errorf("looking up uid %d: %w", prop.UID.Int(), err)
 	}
 	if holder != "" && holder != prop.Name {
-		return fmt.Errorf("%w: uid %d belongs to user %s; nothing was changed", grouptype.ErrConflict, *prop.UID, holder)
+		return fmt.Errorf("%w: uid %d belongs to user %s; nothing was changed", grouptype.ErrConflict, prop.UID.Int(), holder)
 	}
 	return nil
 }
