@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ccm-fleet/ccm/resources"

@@ -29,7 +29,7 @@ type Properties struct {
 	// GID is the primary group's id; Group names it instead (a name or a
 	// number); at most one of them.
 	GID   *grouptype.ID `json:"gid,omitempty"`
-	Group string `json:"group,omitempty"`
+	Group string        `json:"group,omitempty"`
 	// Groups are supplementary groups; nil leaves them alone.
 	Groups []string `json:"groups,omitempty"`
 	// Membership is minimum (the default: add Groups, keep others) or
