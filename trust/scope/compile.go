@@ -242,7 +242,7 @@ func (c *compiled) compileFile(f *Files, types []string) error {
 	if f == nil {
 		return nil
 	}
-	if err := c.needs(types, "file", "file", "archive", "scaffold", "exec"); err != nil {
+	if err := c.needs(types, "file", "file", "archive", "scaffold", "exec", "user", "group"); err != nil {
 		return err
 	}
 	if len(f.Paths) == 0 && len(f.ReadPaths) == 0 {

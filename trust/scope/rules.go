@@ -48,7 +48,8 @@ type Rules struct {
 	// and scaffold post commands.
 	Exec *Exec `json:"exec,omitempty" yaml:"exec"`
 	// File restricts paths: those written (file names, archive names and
-	// extract_parent, scaffold targets) by paths, those read (file and
+	// extract_parent, scaffold targets, the account files and a managed
+	// home of user and group resources) by paths, those read (file and
 	// scaffold sources, the current content a diff shows, creates) by
 	// read_paths, else by paths.
 	File *Files `json:"file,omitempty" yaml:"file"`
