@@ -248,20 +248,4 @@ var _ = Describe("useradd provider", func() {
 })
 
 // supplementary lists ccmuser's supplementary groups from /etc/group.
-func supplementary() []string {
-	GinkgoHelper()
-	data, err := os.ReadFile("/etc/group")
-	Expect(err).NotTo(HaveOccurred())
-	var out []string
-	for line := range strings.SplitSeq(string(data), "\n") {
-		f := strings.Split(line, ":")
-		if len(f) == 4 && f[3] != "" {
-			for _, m := range strings.Split(f[3], ",") {
-				if m == "ccmuser" {
-					out = append(out, f[0])
-				}
-			}
-		}
-	}
-	return out
-}
+func supplementary() []string { return supplementaryOf("ccmuser") }
