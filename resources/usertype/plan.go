@@ -42,7 +42,7 @@ func plan(ctx context.Context, prop *Properties, st *protocol.UserState, up Prov
 		steps := []step{{noop: "Would have created the user", change: protocol.Change{Field: "ensure", From: grouptype.EnsureAbsent, To: grouptype.EnsurePresent},
 			call: func(ctx context.Context) error { return up.Create(ctx, prop) }}}
 		if prop.Password != "" {
-			steps = append(steps, passwordStep(up, prop))
+			steps = append(steps, passwordStep(up, prop, "Would have set the password"))
 		}
 		if prop.Locked != nil && *prop.Locked {
 			steps = append(steps, modifyStep(up, name, difference{field: AttrLocked, from: "false", to: "true",
@@ -60,7 +60,7 @@ func plan(ctx context.Context, prop *Properties, st *protocol.UserState, up Prov
 			return nil, fmt.Errorf("reading the password hash: %w", err)
 		}
 		if have != prop.Password {
-			steps = append(steps, passwordStep(up, prop))
+			steps = append(steps, passwordStep(up, prop, "Would have changed the password"))
 		}
 	}
 	// The lock last: setting a hash unlocks.
@@ -76,8 +76,8 @@ func modifyStep(up Provider, name string, d difference) step {
 }
 
 // passwordStep sets the hash; its diff and message never show it.
-func passwordStep(up Provider, prop *Properties) step {
-	return step{noop: "Would have changed the password", change: protocol.Change{Field: "password", From: protocol.SensitiveValue, To: protocol.SensitiveValue},
+func passwordStep(up Provider, prop *Properties, noop string) step {
+	return step{noop: noop, change: protocol.Change{Field: "password", From: protocol.SensitiveValue, To: protocol.SensitiveValue},
 		call: func(ctx context.Context) error { return up.SetPassword(ctx, prop.Name, prop.Password) }}
 }
 
