@@ -7,8 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
+
+// envExec, set with envInside, names the program the re-executed test
+// binary becomes once the overlays are set up (Command).
+const envExec = "CCM_ACCOUNTNS_EXEC"
 
 // envInside marks the re-executed test binary, inside the namespace; it
 // holds the scratch directory the overlays' layers go to.
@@ -36,6 +41,9 @@ func Inside() bool {
 // sets the overlays up and calls run (m.Run). It returns the exit code.
 func Main(run func() int) int {
 	if scratch := os.Getenv(envInside); scratch != "" {
+		if bin := os.Getenv(envExec); bin != "" {
+			return becomeProgram(scratch, bin)
+		}
 		if err := setup(scratch); err != nil {
 			fmt.Fprintf(os.Stderr, "accountns: setting up the overlays: %v\n", err)
 			return 1
@@ -132,4 +140,47 @@ func setup(scratch string) error {
 		}
 	}
 	return os.WriteFile(Marker, []byte("accounts changed here stay in this namespace\n"), 0o644)
+}
+
+// Command returns a command that runs bin with args in a namespace of its
+// own, with overlays of its own (a host's account files: what bin
+// changes, no other process sees): the test binary is run again under
+// unshare, sets the overlays up and becomes bin (same process). The
+// overlays' scratch directory is removed by the returned cleanup, to call
+// once the command has ended. The caller must run in a TestMain that calls
+// Main.
+func Command(bin string, args ...string) (*exec.Cmd, func(), error) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return nil, nil, fmt.Errorf("unshare (util-linux) is needed: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	scratch, err := os.MkdirTemp("", "ccm-accountns-host-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(unshare, append([]string{"--mount", "--propagation", "private", "--", exe}, args...)...)
+	cmd.Env = append(os.Environ(), envInside+"="+scratch, envExec+"="+bin)
+	return cmd, func() { _ = os.RemoveAll(scratch) }, nil
+}
+
+// becomeProgram sets the overlays up and executes bin with this process's
+// arguments, without the namespace's variables.
+func becomeProgram(scratch, bin string) int {
+	if err := setup(scratch); err != nil {
+		fmt.Fprintf(os.Stderr, "accountns: setting up the overlays: %v\n", err)
+		return 1
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envInside+"=") && !strings.HasPrefix(kv, envExec+"=") {
+			env = append(env, kv)
+		}
+	}
+	err := syscall.Exec(bin, append([]string{bin}, os.Args[1:]...), env)
+	fmt.Fprintf(os.Stderr, "accountns: executing %s: %v\n", bin, err)
+	return 1
 }
