@@ -160,8 +160,9 @@ type ScaffoldState struct {
 type UserMetadata struct {
 	Name     string `json:"name"`
 	Provider string `json:"provider"`
-	UID      int64  `json:"uid"`
-	GID      int64  `json:"gid"`
+	// UID and GID are nil for an account that does not exist.
+	UID *int64 `json:"uid,omitempty"`
+	GID *int64 `json:"gid,omitempty"`
 	// Group is the primary group's name, "" when no group has the gid.
 	Group   string   `json:"group,omitempty"`
 	Groups  []string `json:"groups"`
@@ -184,10 +185,11 @@ type UserState struct {
 
 // GroupMetadata describes a group as the system reads it (getent).
 type GroupMetadata struct {
-	Name     string   `json:"name"`
-	Provider string   `json:"provider"`
-	GID      int64    `json:"gid"`
-	Members  []string `json:"members"`
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// GID is nil for a group that does not exist.
+	GID     *int64   `json:"gid,omitempty"`
+	Members []string `json:"members"`
 }
 
 // GroupState is the state of a group resource; Ensure is "present" or "absent".

@@ -83,7 +83,7 @@ func (g *Group) Status(ctx context.Context, group string) (*protocol.GroupState,
 		return nil, err
 	}
 	if len(entries) > 0 {
-		meta.GID, meta.Members = entries[0].gid, entries[0].members
+		meta.GID, meta.Members = &entries[0].gid, entries[0].members
 	}
 	return &protocol.GroupState{CommonState: protocol.NewCommonState(protocol.TypeGroup, group, grouptype.EnsurePresent), Metadata: meta}, nil
 }

@@ -82,7 +82,7 @@ func (u *User) Status(ctx context.Context, user string) (*protocol.UserState, er
 	if err != nil {
 		return nil, err
 	}
-	meta.UID, meta.GID, meta.Home, meta.Shell, meta.Comment = pw.uid, pw.gid, pw.home, pw.shell, pw.gecos
+	meta.UID, meta.GID, meta.Home, meta.Shell, meta.Comment = &pw.uid, &pw.gid, pw.home, pw.shell, pw.gecos
 	if meta.Group, err = groupByID(ctx, u.tools, pw.gid); err != nil {
 		return nil, err
 	}

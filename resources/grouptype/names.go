@@ -132,6 +132,15 @@ func (n *ID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// IDOf is the id a state holds, 0 when it holds none (an account that
+// does not exist).
+func IDOf(id *int64) int64 {
+	if id == nil {
+		return 0
+	}
+	return *id
+}
+
 // Int returns the id, for a set pointer.
 func (n *ID) Int() int64 { return int64(*n) }
 

@@ -123,7 +123,7 @@ func Logger(ctx context.Context, ac *resources.ApplyContext) *slog.Logger {
 
 // gidConflict refuses a gid that another group holds.
 func gidConflict(ctx context.Context, gp Provider, prop *Properties, st *protocol.GroupState) error {
-	if prop.Ensure != EnsurePresent || prop.GID == nil || (st.Ensure == EnsurePresent && st.Metadata.GID == prop.GID.Int()) {
+	if prop.Ensure != EnsurePresent || prop.GID == nil || (st.Ensure == EnsurePresent && IDOf(st.Metadata.GID) == prop.GID.Int()) {
 		return nil
 	}
 	holder, err := gp.GroupByID(ctx, prop.GID.Int())
@@ -154,8 +154,8 @@ func plan(prop *Properties, st *protocol.GroupState, gp Provider) []step {
 			call: func(ctx context.Context) error { return gp.Create(ctx, name, prop.GID, prop.System) }})
 	} else {
 		current = st.Metadata.Members
-		if prop.GID != nil && prop.GID.Int() != st.Metadata.GID {
-			from, to := strconv.FormatInt(st.Metadata.GID, 10), strconv.FormatInt(prop.GID.Int(), 10)
+		if prop.GID != nil && prop.GID.Int() != IDOf(st.Metadata.GID) {
+			from, to := strconv.FormatInt(IDOf(st.Metadata.GID), 10), strconv.FormatInt(prop.GID.Int(), 10)
 			steps = append(steps, step{noop: fmt.Sprintf("Would have changed gid %s to %s", from, to), change: protocol.Change{Field: "gid", From: from, To: to},
 				call: func(ctx context.Context) error { return gp.SetGID(ctx, name, prop.GID.Int()) }})
 		}
@@ -190,8 +190,8 @@ func desired(prop *Properties, st *protocol.GroupState) error {
 	if prop.Ensure == EnsureAbsent {
 		return nil
 	}
-	if prop.GID != nil && st.Metadata.GID != prop.GID.Int() {
-		return fail("wanted gid %d, found %d", prop.GID.Int(), st.Metadata.GID)
+	if prop.GID != nil && IDOf(st.Metadata.GID) != prop.GID.Int() {
+		return fail("wanted gid %d, found %d", prop.GID.Int(), IDOf(st.Metadata.GID))
 	}
 	if prop.Members != nil {
 		_, add, remove := Wanted(prop.Membership, st.Metadata.Members, prop.Members)

@@ -113,8 +113,8 @@ func differences(prop *Properties, m *protocol.UserMetadata) []difference {
 		out = append(out, difference{field: field, from: from, to: to, change: c,
 			noop: fmt.Sprintf("Would have changed %s %s to %s", field, shown(from), shown(to))})
 	}
-	if prop.UID != nil && prop.UID.Int() != m.UID {
-		add(AttrUID, strconv.FormatInt(m.UID, 10), strconv.FormatInt(prop.UID.Int(), 10), Change{})
+	if prop.UID != nil && prop.UID.Int() != grouptype.IDOf(m.UID) {
+		add(AttrUID, strconv.FormatInt(grouptype.IDOf(m.UID), 10), strconv.FormatInt(prop.UID.Int(), 10), Change{})
 	}
 	if from, to, differs := primaryGroup(prop, m); differs {
 		field := AttrGroup
@@ -146,16 +146,16 @@ func differences(prop *Properties, m *protocol.UserMetadata) []difference {
 func primaryGroup(prop *Properties, m *protocol.UserMetadata) (from, to string, differs bool) {
 	switch {
 	case prop.GID != nil:
-		return strconv.FormatInt(m.GID, 10), strconv.FormatInt(prop.GID.Int(), 10), prop.GID.Int() != m.GID
+		return strconv.FormatInt(grouptype.IDOf(m.GID), 10), strconv.FormatInt(prop.GID.Int(), 10), prop.GID.Int() != grouptype.IDOf(m.GID)
 	case prop.Group == "":
 		return "", "", false
 	}
 	if id, err := strconv.ParseInt(prop.Group, 10, 64); err == nil {
-		return strconv.FormatInt(m.GID, 10), prop.Group, id != m.GID
+		return strconv.FormatInt(grouptype.IDOf(m.GID), 10), prop.Group, id != grouptype.IDOf(m.GID)
 	}
 	from = m.Group
 	if from == "" {
-		from = strconv.FormatInt(m.GID, 10)
+		from = strconv.FormatInt(grouptype.IDOf(m.GID), 10)
 	}
 	return from, prop.Group, prop.Group != m.Group
 }

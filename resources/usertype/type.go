@@ -140,7 +140,7 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 
 // uidConflict refuses a uid that another user holds.
 func uidConflict(ctx context.Context, up Provider, prop *Properties, st *protocol.UserState) error {
-	if prop.Ensure != grouptype.EnsurePresent || prop.UID == nil || (st.Ensure == grouptype.EnsurePresent && st.Metadata.UID == prop.UID.Int()) {
+	if prop.Ensure != grouptype.EnsurePresent || prop.UID == nil || (st.Ensure == grouptype.EnsurePresent && grouptype.IDOf(st.Metadata.UID) == prop.UID.Int()) {
 		return nil
 	}
 	holder, err := up.UserByID(ctx, prop.UID.Int())
