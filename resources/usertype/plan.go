@@ -54,17 +54,18 @@ func plan(ctx context.Context, prop *Properties, st *protocol.UserState, up Prov
 	for _, d := range differences(prop, st.Metadata) {
 		steps = append(steps, modifyStep(up, name, d))
 	}
+	newHash := false
 	if prop.Password != "" {
 		have, err := up.PasswordHash(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("reading the password hash: %w", err)
 		}
-		if have != prop.Password {
+		if newHash = have != prop.Password; newHash {
 			steps = append(steps, passwordStep(up, prop, "Would have changed the password"))
 		}
 	}
 	// The lock last: setting a hash unlocks.
-	if d, ok := lockDifference(prop, st.Metadata, len(steps) > 0 && prop.Password != ""); ok {
+	if d, ok := lockDifference(prop, st.Metadata, newHash); ok {
 		steps = append(steps, modifyStep(up, name, d))
 	}
 	return steps, nil
