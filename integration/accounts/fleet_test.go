@@ -3,6 +3,7 @@ package accounts_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -68,6 +69,14 @@ func orch(url string, args ...string) (int, map[string]any) {
 	return s.ExitCode(), doc
 }
 
+// doc0 is the request id of a ccm-orch --json result.
+func doc0(out string) string {
+	GinkgoHelper()
+	var doc map[string]any
+	Expect(json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &doc)).To(Succeed(), out)
+	return doc["request_id"].(string)
+}
+
 // listed returns the identities of the hosts whose outcome is outcome
 // (changed, ok, failed, ...), sorted.
 func listed(doc map[string]any, outcome string) []string {
@@ -85,8 +94,9 @@ func listed(doc map[string]any, outcome string) []string {
 
 var _ = Describe("ccm-orch ensure user on a fleet", Ordered, func() {
 	var (
-		url   string
-		hosts []host
+		url      string
+		hosts    []host
+		stateDir string
 	)
 
 	BeforeAll(func() {
@@ -103,7 +113,8 @@ var _ = Describe("ccm-orch ensure user on a fleet", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = jsstore.EnsureRegistry(ctx, js, jsstore.RegistryConfig{})
 		Expect(err).NotTo(HaveOccurred())
-		dir := GinkgoT().TempDir()
+		stateDir = GinkgoT().TempDir()
+		dir := stateDir
 		for _, h := range []struct{ id, role string }{{"web1", "web"}, {"web2", "web"}, {"db1", "db"}} {
 			hosts = append(hosts, startHost(url, dir, h.id, h.role))
 		}
@@ -141,6 +152,31 @@ var _ = Describe("ccm-orch ensure user on a fleet", Ordered, func() {
 		Expect(listed(doc, "ok")).To(Equal([]string{"web1", "web2"}))
 		code, _ = orch(url, append(args, "--noop")...)
 		Expect(code).To(Equal(0))
+	})
+
+	It("sets a password hash fleet-wide that never leaves the hosts: not in ccm-orch's output nor an agent's audit log", func() {
+		hash := "$6$fleetsalt$Qm9vZ2xlZDNoYXNoT2ZOb1BhcnRpY3VsYXJQYXNzd29yZEp1c3RBVGVzdFZhbHVlWXo5"
+		cmd := exec.Command(orchBin, "ensure", "user", "deploy", "--where", "role=web", "--json")
+		cmd.Env = append(cmd.Environ(), "CCM_SERVER="+url, "CCM_USER_PASSWORD="+hash)
+		s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(s).WithTimeout(90 * time.Second).Should(gexec.Exit(0))
+		out := string(s.Out.Contents()) + string(s.Err.Contents())
+		Expect(out).To(ContainSubstring(`"outcome": "changed"`))
+		for _, h := range hosts[:2] {
+			Expect(strings.Split(h.getent("shadow", "deploy"), ":")[1]).To(Equal(hash), h.identity)
+			audit, err := os.ReadFile(filepath.Join(stateDir, h.identity, "audit.log"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(audit)).To(ContainSubstring("user#deploy"))
+			Expect(string(audit)).NotTo(ContainSubstring("fleetsalt"))
+		}
+		Expect(out).NotTo(ContainSubstring("fleetsalt"))
+		code, doc := orch(url, "history", "show", doc0(out))
+		Expect(code).To(Equal(0), "%v", doc)
+		raw, err := json.Marshal(doc)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(ContainSubstring("user"))
+		Expect(string(raw)).NotTo(ContainSubstring("fleetsalt"))
 	})
 
 	It("manages a group's members fleet-wide and refuses a uid conflict on the hosts where it holds, changing nothing there", func() {
