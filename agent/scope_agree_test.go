@@ -63,6 +63,19 @@ signers:
   - name: ops
     public_key: KEY_ops
     allow: [file, package, service, exec, archive, scaffold]
+  - name: accounts
+    public_key: KEY_accounts
+    allow: [user, group]
+    user:
+      names: [deploy, "app-*"]
+    group:
+      names: [adm, deployers]
+    deny:
+      user:
+        names: [app-root]
+  - name: people
+    public_key: KEY_people
+    allow: [user, group]
 `
 	)
 
@@ -78,7 +91,7 @@ signers:
 		Expect(os.Symlink(filepath.Join(dir, "root", "secret"), filepath.Join(dir, "www", "innocent"))).To(Succeed())
 		keys = map[string]scopeKey{}
 		r := []string{"DIR", dir}
-		for _, n := range []string{"web", "reader", "audit", "scanner", "ops"} {
+		for _, n := range []string{"web", "reader", "audit", "scanner", "ops", "accounts", "people"} {
 			keys[n] = newScopeKey()
 			r = append(r, "KEY_"+n, keys[n].pub)
 		}
@@ -145,6 +158,19 @@ signers:
 		Entry("noop_only with read_paths", "scanner", "file", content("DIR/etc/motd"), true, true),
 		Entry("noop_only with read_paths, source outside", "scanner", "file", fileFrom("DIR/etc/motd", "DIR/root/secret"), true, false),
 		Entry("unscoped signer reads anything", "ops", "file", fileFrom("DIR/www/f9", "DIR/etc/motd"), true, true),
+		// Account entries are all noops: an allowed one reads the account
+		// databases and changes nothing on this machine.
+		Entry("a user and a group user.names and group.names list", "accounts", "user", map[string]any{"name": "deploy", "groups": []any{"adm"}}, true, true),
+		Entry("a user user.names does not list", "accounts", "user", map[string]any{"name": "mallory"}, true, false),
+		Entry("a user deny.user.names lists", "accounts", "user", map[string]any{"name": "app-root"}, true, false),
+		Entry("adding a user to a group group.names does not list", "accounts", "user", map[string]any{"name": "deploy", "groups": []any{"adm", "sudo"}}, true, false),
+		Entry("a primary group group.names does not list", "accounts", "user", map[string]any{"name": "deploy", "group": "root"}, true, false),
+		Entry("a uid 0 account", "accounts", "user", map[string]any{"name": "deploy", "uid": 0}, true, false),
+		Entry("a uid 0 account, unscoped signer", "people", "user", map[string]any{"name": "deploy", "uid": 0}, true, false),
+		Entry("another uid, unscoped signer", "people", "user", map[string]any{"name": "deploy", "uid": 2001}, true, true),
+		Entry("a group and members the scopes list", "accounts", "group", map[string]any{"name": "deployers", "members": []any{"deploy"}}, true, true),
+		Entry("a group group.names does not list", "accounts", "group", map[string]any{"name": "sudo", "members": []any{"deploy"}}, true, false),
+		Entry("a member user.names does not list", "accounts", "group", map[string]any{"name": "deployers", "members": []any{"mallory"}}, true, false),
 	)
 
 	DescribeTable("on manifests, relative sources read the request's own files only",

@@ -221,7 +221,7 @@ ccm:
 ccm:
   resources:
     - pakage: [{nginx: {}}]
-`, `resources[0]: unknown resource type "pakage" (known: apply, archive, exec, file, package, scaffold, service)`),
+`, `resources[0]: unknown resource type "pakage" (known: apply, archive, exec, file, group, package, scaffold, service, user)`),
 		Entry("two types in one item", `
 ccm:
   resources:

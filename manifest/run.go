@@ -149,6 +149,7 @@ func prepareRun(eng *engine.Engine, m *Manifest, opts RunOptions, depth int) (*p
 		pr.prepared[i] = p
 		pr.nodes[i] = nodeFromPrepared(ps.entry.index, p)
 	}
+	autorequire(pr.prepared, pr.nodes)
 	if pr.idx, err = checkRefs(pr.nodes); err != nil {
 		return nil, err
 	}

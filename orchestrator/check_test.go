@@ -35,7 +35,7 @@ var _ = Describe("CheckEnsure", func() {
 			Expect(errors.Is(err, resources.ErrInvalid)).To(BeTrue())
 		},
 		Entry("an unknown type", "fiel", map[string]any{"name": "/x"},
-			`invalid resource: unknown resource type "fiel" (known: apply, archive, exec, file, package, scaffold, service)`),
+			`invalid resource: unknown resource type "fiel" (known: apply, archive, exec, file, group, package, scaffold, service, user)`),
 		Entry("an unknown property, as written", "file", file(map[string]any{"Owner": "root"}),
 			`file#/etc/motd: invalid resource: unknown property "Owner"`),
 		Entry("an unknown control key", "file", file(map[string]any{"control": map[string]any{"iff": "true"}}),

@@ -24,9 +24,11 @@ const (
 	TypeService  = "service"
 	TypeArchive  = "archive"
 	TypeScaffold = "scaffold"
+	TypeUser     = "user"
+	TypeGroup    = "group"
 	// TypeApply runs a child manifest; it exists only inside manifests.
 	TypeApply = "apply"
 )
 
 // Types lists every resource type name the protocol knows, in documentation order.
-var Types = []string{TypeApply, TypeArchive, TypeExec, TypeFile, TypePackage, TypeScaffold, TypeService}
+var Types = []string{TypeApply, TypeArchive, TypeExec, TypeFile, TypeGroup, TypePackage, TypeScaffold, TypeService, TypeUser}

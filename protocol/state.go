@@ -155,6 +155,49 @@ type ScaffoldState struct {
 	Metadata *ScaffoldMetadata `json:"metadata,omitempty"`
 }
 
+// UserMetadata describes a user account as the system reads it (getent):
+// never its password hash, only whether it has one.
+type UserMetadata struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// UID and GID are nil for an account that does not exist.
+	UID *int64 `json:"uid,omitempty"`
+	GID *int64 `json:"gid,omitempty"`
+	// Group is the primary group's name, "" when no group has the gid.
+	Group   string   `json:"group,omitempty"`
+	Groups  []string `json:"groups"`
+	Home    string   `json:"home,omitempty"`
+	Shell   string   `json:"shell,omitempty"`
+	Comment string   `json:"comment,omitempty"`
+	// Expiry is the account's expiry date (YYYY-MM-DD) or "never".
+	Expiry string `json:"expiry,omitempty"`
+	Locked bool   `json:"locked"`
+	// PasswordSet says the account has a password hash; the hash itself
+	// never leaves the host.
+	PasswordSet bool `json:"password_set"`
+}
+
+// UserState is the state of a user resource; Ensure is "present" or "absent".
+type UserState struct {
+	CommonState
+	Metadata *UserMetadata `json:"metadata,omitempty"`
+}
+
+// GroupMetadata describes a group as the system reads it (getent).
+type GroupMetadata struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// GID is nil for a group that does not exist.
+	GID     *int64   `json:"gid,omitempty"`
+	Members []string `json:"members"`
+}
+
+// GroupState is the state of a group resource; Ensure is "present" or "absent".
+type GroupState struct {
+	CommonState
+	Metadata *GroupMetadata `json:"metadata,omitempty"`
+}
+
 // stateDocs makes, per resource type name, the empty state document of
 // that type.
 var stateDocs = map[string]func() State{
@@ -165,6 +208,8 @@ var stateDocs = map[string]func() State{
 	TypeArchive:  func() State { return &ArchiveState{} },
 	TypeScaffold: func() State { return &ScaffoldState{} },
 	TypeApply:    func() State { return &ApplyState{} },
+	TypeUser:     func() State { return &UserState{} },
+	TypeGroup:    func() State { return &GroupState{} },
 }
 
 // NewState returns an empty state document for typeName, for decoding.

@@ -13,6 +13,7 @@ import (
 	"github.com/ccm-fleet/ccm/providers/fileposix"
 	"github.com/ccm-fleet/ccm/providers/runner"
 	"github.com/ccm-fleet/ccm/providers/scaffoldchoria"
+	"github.com/ccm-fleet/ccm/providers/shadow"
 	"github.com/ccm-fleet/ccm/providers/systemd"
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/applytype"
@@ -44,6 +45,8 @@ func Builtin(opts Options) (*resources.Registry, error) {
 
 	// One lock serialises every package manager command of this registry.
 	packageLock := &sync.Mutex{}
+	// One lock serialises every change to the account files.
+	accountLock := &sync.Mutex{}
 
 	// The types are the resource catalog's; the providers are wired here.
 	types := catalog.Types()
@@ -57,6 +60,8 @@ func Builtin(opts Options) (*resources.Registry, error) {
 		dnf.NewFactory(opts.Runner, log, packageLock),
 		scaffoldchoria.NewFactory(log),
 		systemd.NewFactory(opts.Runner, log),
+		shadow.NewUserFactory(opts.Runner, log, accountLock),
+		shadow.NewGroupFactory(opts.Runner, log, accountLock),
 	}
 
 	for _, t := range types {

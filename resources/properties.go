@@ -112,3 +112,13 @@ func ParseRef(ref string) (typeName, name string, ok bool) {
 	typeName, name, _ = strings.Cut(ref, "#")
 	return typeName, name, true
 }
+
+// SecretHolder is implemented by properties that hold a value which never
+// leaves the host whatever their sensitive property says (a user's
+// password hash). The engine makes such a resource sensitive and redacts
+// those properties and values in every record about it.
+type SecretHolder interface {
+	// Secrets returns the secret properties' names and their values; none
+	// when the properties hold no secret.
+	Secrets() (properties, values []string)
+}

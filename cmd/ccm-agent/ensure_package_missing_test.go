@@ -26,6 +26,6 @@ var _ = Describe("ccm-agent ensure of a typo'd type", func() {
 		code, out, errOut := agent("ensure", "pakage", "nginx")
 		Expect(code).To(Equal(1))
 		Expect(out).To(BeEmpty())
-		Expect(errOut).To(Equal(`ccm-agent: error: unknown resource type "pakage"; did you mean "package"? valid: archive, exec, file, package, scaffold, service (ensure also takes: api)` + "\n"))
+		Expect(errOut).To(Equal(`ccm-agent: error: unknown resource type "pakage"; did you mean "package"? valid: archive, exec, file, group, package, scaffold, service, user (ensure also takes: api)` + "\n"))
 	})
 })

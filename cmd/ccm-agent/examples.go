@@ -106,6 +106,18 @@ ccm-agent ensure service apache2 stopped --disable
 # Running, and answering: a CRITICAL check (exit 2) fails the resource
 ccm-agent ensure service nginx running --check "/usr/lib/nagios/plugins/check_http -H localhost" --check-tries 5 --check-sleep 2s
 `,
+	"ensure user": `
+ccm-agent ensure user deploy --uid 2001 --groups adm --shell /bin/bash
+# What would change, naming each attribute ("Would have changed shell /bin/sh to /bin/bash")
+ccm-agent ensure user deploy --shell /bin/bash --noop
+# Locked; a password hash is read from CCM_USER_PASSWORD (a crypt(3) hash such as openssl passwd -6 makes, never a clear text)
+ccm-agent ensure user deploy --lock
+ccm-agent ensure user olduser absent --home /home/olduser --manage-home
+`,
+	"ensure group": `
+ccm-agent ensure group deployers --gid 3001 --members deploy,ci
+ccm-agent ensure group deployers --members deploy --membership inclusive
+`,
 	"ensure archive": `
 # Download, verify and extract (skipped where /opt/app/bin/app exists)
 ccm-agent ensure archive /opt/app.tar.gz --url https://files.example.com/app-1.4.tar.gz --checksum 4f1c3b5e3a9b8d2f0c1e7a6b5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c --extract-parent /opt/app --creates /opt/app/bin/app --owner root --group root

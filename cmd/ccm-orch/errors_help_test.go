@@ -19,13 +19,13 @@ var _ = Describe("ccm-orch errors that help", func() {
 	It("names a typo'd resource type, the nearest one and the valid ones", func() {
 		code, errOut := usage("ensure", "servce", "nginx")
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(Equal(`ccm-orch: error: unknown resource type "servce"; did you mean "service"? valid: archive, exec, file, package, scaffold, service (ensure also takes: request)` + "\n"))
+		Expect(errOut).To(Equal(`ccm-orch: error: unknown resource type "servce"; did you mean "service"? valid: archive, exec, file, group, package, scaffold, service, user (ensure also takes: request)` + "\n"))
 	})
 
 	It("lists the valid types when none is near, and finds a typo'd command after global flags", func() {
 		code, errOut := usage("ensure", "zzzzzz", "nginx")
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(ContainSubstring(`unknown resource type "zzzzzz"; valid: archive, exec, file, package, scaffold, service`))
+		Expect(errOut).To(ContainSubstring(`unknown resource type "zzzzzz"; valid: archive, exec, file, group, package, scaffold, service, user`))
 		var out, errBuf bytes.Buffer
 		Expect(run([]string{"--server", "nats://127.0.0.1:1", "ensur", "service", "nginx"}, &out, &errBuf)).To(Equal(1))
 		Expect(errBuf.String()).To(ContainSubstring(`unknown command "ensur"; did you mean "ensure"?`))

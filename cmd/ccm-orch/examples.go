@@ -87,6 +87,24 @@ ccm-orch ensure archive /opt/app.tar.gz --url https://files.example.com/app-1.4.
 # Render a template directory into /etc/app on every app host, removing files it no longer renders
 ccm-orch ensure scaffold /etc/app --source ./templates/app --purge --where role=app --key ops.seed
 `,
+	"ensure user": `
+# The deploy account on every web server: uid, supplementary group, shell
+ccm-orch ensure user deploy --uid 2001 --groups adm --shell /bin/bash --where role=web --key ops.seed
+# Audited first: which hosts would change, and how (a noop names each attribute)
+ccm-orch ensure user deploy --uid 2001 --groups adm,sudo --membership inclusive --where role=web --noop --key ops.seed
+# A password hash read from CCM_USER_PASSWORD (a crypt(3) hash, never a clear text; kept out of every record) and an expiry
+ccm-orch ensure user contractor --expiry 2027-03-31 --home /home/contractor --manage-home --key ops.seed
+# Locked, then removed with its home
+ccm-orch ensure user olduser --lock --key ops.seed
+ccm-orch ensure user olduser absent --home /home/olduser --manage-home --key ops.seed
+`,
+	"ensure group": `
+# The deployers group with a fixed gid and at least these members
+ccm-orch ensure group deployers --gid 3001 --members deploy,ci --where role=web --key ops.seed
+# Exactly these members, nobody else
+ccm-orch ensure group deployers --members deploy --membership inclusive --key ops.seed
+ccm-orch ensure group oldteam absent --key ops.seed
+`,
 	"ensure request": `
 # A CCM request file (what ccm ensure api pipe reads) on every web host, audited first
 ccm-orch ensure --request motd.json --where role=web --noop --key ops.seed

@@ -53,6 +53,10 @@ type Command struct {
 	// MaxOutput bounds the bytes kept of stdout and of stderr each; zero
 	// means DefaultMaxOutput.
 	MaxOutput int
+	// Stdin, when not nil, is written to the command's standard input
+	// (a secret handed to a tool such as chpasswd, never in its argv);
+	// nil gives it none. String and Argv never show it.
+	Stdin []byte
 }
 
 // Argv returns the executable followed by its arguments.
@@ -193,6 +197,9 @@ func startCommand(ctx context.Context, sc *execScope, path string, c Command) (*
 	}
 	cmd.Env = append(cmd.Env, c.Env...)
 	cmd.Stdin = nil
+	if c.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.Stdin)
+	}
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	sc.configure(cmd)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ccm-fleet/ccm/resources"
@@ -11,9 +12,11 @@ import (
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 	"github.com/ccm-fleet/ccm/resources/filetype"
+	"github.com/ccm-fleet/ccm/resources/grouptype"
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
 	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
 	"github.com/ccm-fleet/ccm/resources/servicetype"
+	"github.com/ccm-fleet/ccm/resources/usertype"
 )
 
 // Entry is one resource type of the catalog.
@@ -54,6 +57,33 @@ type Entry struct {
 	// declare lists the host objects of properties of this type (its
 	// own: Objects adds the shared ones).
 	declare func(props resources.Properties, workingDir string) []HostObject
+	// accounts lists the user and group resources (type#name) that
+	// properties of this type name as an owner or group; nil for none.
+	accounts func(props resources.Properties) []string
+}
+
+// AccountRefs returns the user and group resources a resource with
+// properties props names (a file's or an archive's owner and group, as
+// user#NAME and group#NAME): a manifest runs those of them it manages
+// first and requires them, as Puppet's autorequire does. Numeric ids
+// name no resource.
+func AccountRefs(props resources.Properties) []string {
+	e, ok := ForProperties(props)
+	if !ok || e.accounts == nil {
+		return nil
+	}
+	return e.accounts(props)
+}
+
+// ownerRefs are the refs of an owner and a group, names only.
+func ownerRefs(owner, group string) []string {
+	var out []string
+	for _, r := range []struct{ typ, name string }{{"user", owner}, {"group", group}} {
+		if r.name != "" && strings.Trim(r.name, "0123456789") != "" {
+			out = append(out, r.typ+"#"+r.name)
+		}
+	}
+	return out
 }
 
 // PackageReplyTimeout is a package resource's ReplyTimeout: apt and dnf
@@ -79,13 +109,23 @@ func ReplyTimeout(types ...string) time.Duration {
 var entries = []Entry{
 	{Name: "apply", Type: applytype.Type{}, Providers: []string{applytype.ProviderName}, declare: typed(applyObjects)},
 	{Name: "archive", Type: archivetype.Type{}, Providers: []string{"http"}, declare: typed(archiveObjects),
+		accounts: func(p resources.Properties) []string {
+			a := p.(*archivetype.Properties)
+			return ownerRefs(a.Owner, a.Group)
+		},
 		Command:    archiveCommand,
 		Positional: &Positional{Property: "url", Help: "or the URL, as in CCM", sets: isURL}},
 	{Name: "exec", Type: exectype.Type{}, Providers: []string{"posix", "shell"}, declare: typed(execObjects),
 		Command: execCommand, Refreshes: true, OneOff: true,
 		ShellFree: []string{"posix"}},
 	{Name: "file", Type: filetype.Type{}, Providers: []string{"posix"}, declare: typed(fileObjects),
+		accounts: func(p resources.Properties) []string {
+			f := p.(*filetype.Properties)
+			return ownerRefs(f.Owner, f.Group)
+		},
 		Command: fileCommand, BundleSource: true},
+	{Name: "group", Type: grouptype.Type{}, Providers: []string{"groupadd"}, declare: typed(groupObjects),
+		Command: groupCommand},
 	{Name: "package", Type: pkgtype.Type{}, Providers: []string{"apt", "dnf"}, declare: typed(packageObjects),
 		Command: packageCommand, ReplyTimeout: PackageReplyTimeout},
 	{Name: "scaffold", Type: scaffoldtype.Type{}, Providers: []string{"choria"}, declare: typed(scaffoldObjects),
@@ -93,6 +133,16 @@ var entries = []Entry{
 		Positional: &Positional{Property: "source", Help: "or the source, as in CCM (NAME SOURCE [ENSURE])", EnsureAfter: true, sets: notPresence}},
 	{Name: "service", Type: servicetype.Type{}, Providers: []string{"systemd"}, declare: typed(serviceObjects),
 		Command: serviceCommand, Refreshes: true},
+	{Name: "user", Type: usertype.Type{}, Providers: []string{"useradd"}, declare: typed(userObjects),
+		accounts: func(p resources.Properties) []string {
+			u := p.(*usertype.Properties)
+			out := ownerRefs("", u.Group)
+			for _, g := range u.Groups {
+				out = append(out, "group#"+g)
+			}
+			return out
+		},
+		Command: userCommand},
 }
 
 // Entries returns the catalog, sorted by name. The slice is the caller's.

@@ -135,6 +135,9 @@ type Flag struct {
 	CCMNames []string
 	// Short is a one-letter name for the flag; 0 for none.
 	Short rune
+	// Commas splits each value of a FlagStrings flag at commas (lists of
+	// account names, as useradd -G takes them).
+	Commas bool
 }
 
 // FlagKind is how a flag's value maps to a property.
@@ -150,6 +153,7 @@ const (
 	FlagPairs                    // repeatable --flag K=V, a list of single-key objects
 	FlagSwitch                   // --flag sets the property to Value; switches of one property conflict
 	FlagFileText                 // --flag FILE: the property is the text of the local file FILE
+	FlagInt                      // --flag N, one number
 )
 
 // Status is what "ccm-agent status" does with a type.
@@ -275,5 +279,45 @@ var scaffoldCommand = &CommandLine{
 		{Name: "right-delimiter", Property: "right_delimiter", Help: "Custom right template delimiter"},
 		{Name: "purge", Property: "purge", Kind: FlagBool, Help: "Remove files in the target that the source does not have"},
 		{Name: "post", Property: "post", Kind: FlagPairs, Help: "Run CMD on rendered files matching GLOB, as 'GLOB=CMD' ({} is the file) (repeatable)"},
+	},
+}
+
+var userCommand = &CommandLine{
+	Order:        7,
+	Status:       StatusRead,
+	StatusEnsure: StatusAbsent,
+	Help:         "Manage a local user account: uid, groups, home, shell, password hash, expiry, lock (useradd)",
+	NameHelp:     "Account name",
+	EnsureHelp:   "present (default) or absent",
+	Flags: []Flag{
+		{Name: "uid", Property: "uid", Kind: FlagInt, Help: "User id"},
+		{Name: "gid", Property: "gid", Kind: FlagInt, Help: "Primary group id (or --group)"},
+		{Name: "group", Property: "group", Help: "Primary group, by name or id (or --gid)"},
+		{Name: "groups", Property: "groups", Kind: FlagStrings, Commas: true, Help: "Supplementary group (repeatable, or comma separated)"},
+		{Name: "membership", Property: "membership", Help: "minimum (default: only add --groups) or inclusive (exactly --groups)"},
+		{Name: "home", Property: "home", Help: "Home directory"},
+		{Name: "manage-home", Property: "manage_home", Kind: FlagBool, Help: "Create the home with the account (move it when it changes) and remove it with the account"},
+		{Name: "shell", Property: "shell", Help: "Login shell"},
+		{Name: "comment", Property: "comment", Help: "Comment (GECOS)"},
+		{Name: "system", Property: "system", Kind: FlagBool, Help: "Create a system account (system uid range, no aging)"},
+		{Name: "password", Property: "password", Envar: "CCM_USER_PASSWORD", Help: "crypt(3) password hash, never a clear text (or env CCM_USER_PASSWORD); always sensitive"},
+		{Name: "expiry", Property: "expiry", Help: "Expiry date YYYY-MM-DD, or never"},
+		{Name: "lock", Property: "locked", Kind: FlagSwitch, Value: true, Help: "Lock the password"},
+		{Name: "unlock", Property: "locked", Kind: FlagSwitch, Value: false, Help: "Unlock the password"},
+	},
+}
+
+var groupCommand = &CommandLine{
+	Order:        8,
+	Status:       StatusRead,
+	StatusEnsure: StatusAbsent,
+	Help:         "Manage a local group: gid and members (groupadd)",
+	NameHelp:     "Group name",
+	EnsureHelp:   "present (default) or absent",
+	Flags: []Flag{
+		{Name: "gid", Property: "gid", Kind: FlagInt, Help: "Group id"},
+		{Name: "system", Property: "system", Kind: FlagBool, Help: "Create a system group (system gid range)"},
+		{Name: "members", Property: "members", Kind: FlagStrings, Commas: true, Help: "Member user name (repeatable, or comma separated)"},
+		{Name: "membership", Property: "membership", Help: "minimum (default: only add --members) or inclusive (exactly --members)"},
 	},
 }

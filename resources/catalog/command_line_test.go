@@ -54,7 +54,7 @@ var _ = Describe("Command line knowledge", func() {
 		for _, e := range catalog.Commands() {
 			names = append(names, e.Name)
 		}
-		Expect(names).To(Equal([]string{"file", "exec", "package", "service", "archive", "scaffold"}))
+		Expect(names).To(Equal([]string{"file", "exec", "package", "service", "archive", "scaffold", "user", "group"}))
 	})
 
 	It("says, as CCM's command line does, what a local ensure fills in and what status reads a type with", func() {
@@ -73,7 +73,7 @@ var _ = Describe("Command line knowledge", func() {
 			"file":    {Owner: true, Modes: true, NotWhenAbsent: true},
 			"archive": {Owner: true},
 		}))
-		Expect(status).To(Equal(map[string]catalog.StatusEnsure{"file": catalog.StatusFound, "package": catalog.StatusAbsent}))
+		Expect(status).To(Equal(map[string]catalog.StatusEnsure{"file": catalog.StatusFound, "package": catalog.StatusAbsent, "user": catalog.StatusAbsent, "group": catalog.StatusAbsent}))
 	})
 
 	It("says which types a refresh acts on, which carry bundle sources and which are one-off", func() {

@@ -6,15 +6,18 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/applytype"
 	"github.com/ccm-fleet/ccm/resources/archivetype"
 	"github.com/ccm-fleet/ccm/resources/exectype"
 	"github.com/ccm-fleet/ccm/resources/filetype"
+	"github.com/ccm-fleet/ccm/resources/grouptype"
 	"github.com/ccm-fleet/ccm/resources/pkgtype"
 	"github.com/ccm-fleet/ccm/resources/scaffoldtype"
 	"github.com/ccm-fleet/ccm/resources/servicetype"
+	"github.com/ccm-fleet/ccm/resources/usertype"
 )
 
 // Kind is how a resource uses a host object.
@@ -43,11 +46,20 @@ const (
 	// Address is a network address the resource dials, as
 	// tcp://HOST:PORT or udp://HOST:PORT (a goss addr rule).
 	Address
+	// UserName is an account name the resource creates, changes, removes
+	// or adds to a group.
+	UserName
+	// GroupName is a group name the resource creates, changes, removes,
+	// or adds a user to (by name or, as written, by id).
+	GroupName
+	// UID is a user id the resource gives an account, in decimal.
+	UID
 )
 
 var kindNames = map[Kind]string{
 	PathWrite: "path written", PathRead: "path read", Command: "command", Environment: "environment",
 	WorkingDir: "working directory", SearchPath: "search path", Package: "package", Service: "service", URL: "url", Address: "address",
+	UserName: "user", GroupName: "group", UID: "uid",
 }
 
 // String names the kind: "path read".
@@ -215,6 +227,54 @@ func packageObjects(p *pkgtype.Properties, _ string) []HostObject {
 
 func serviceObjects(p *servicetype.Properties, _ string) []HostObject {
 	return []HostObject{{Kind: Service, Check: "name", Value: p.Name}}
+}
+
+// Account files the user and group providers write (through the shadow
+// tools, which also read them).
+var (
+	userFiles  = []string{"/etc/passwd", "/etc/shadow", "/etc/group", "/etc/gshadow"}
+	groupFiles = []string{"/etc/group", "/etc/gshadow"}
+)
+
+func accountFiles(files []string) []HostObject {
+	out := make([]HostObject, 0, len(files))
+	for _, f := range files {
+		out = append(out, HostObject{Kind: PathWrite, Check: "account files", Value: f})
+	}
+	return out
+}
+
+// userObjects: the account's name, its uid, the groups it joins (its
+// primary group as written, by name or id), the account files and, with
+// manage_home, the home directory it creates, moves to or removes.
+func userObjects(p *usertype.Properties, _ string) []HostObject {
+	out := []HostObject{{Kind: UserName, Check: "name", Value: p.Name}}
+	if p.UID != nil {
+		out = append(out, HostObject{Kind: UID, Check: "uid", Value: strconv.FormatInt(p.UID.Int(), 10)})
+	}
+	if p.Group != "" {
+		out = append(out, HostObject{Kind: GroupName, Check: "group", Value: p.Group})
+	}
+	if p.GID != nil {
+		out = append(out, HostObject{Kind: GroupName, Check: "gid", Value: strconv.FormatInt(p.GID.Int(), 10)})
+	}
+	for _, g := range p.Groups {
+		out = append(out, HostObject{Kind: GroupName, Check: "groups", Value: g})
+	}
+	out = append(out, accountFiles(userFiles)...)
+	if p.ManageHome && p.Home != "" {
+		out = append(out, HostObject{Kind: PathWrite, Check: "home", Value: p.Home, Tree: true})
+	}
+	return out
+}
+
+// groupObjects: the group's name, the users it adds and the group files.
+func groupObjects(p *grouptype.Properties, _ string) []HostObject {
+	out := []HostObject{{Kind: GroupName, Check: "name", Value: p.Name}}
+	for _, m := range p.Members {
+		out = append(out, HostObject{Kind: UserName, Check: "members", Value: m})
+	}
+	return append(out, accountFiles(groupFiles)...)
 }
 
 // healthObjects are the health-check commands every type may carry: split

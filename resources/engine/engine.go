@@ -206,6 +206,7 @@ func (s *Session) Prepare(spec Spec) (*Prepared, error) {
 // provider chosen and the guard asked.
 func (s *Session) prepareValid(t resources.Type, props resources.Properties, label string, secrets *redact.Secrets) (*Prepared, error) {
 	c := props.Common()
+	holdSecrets(props, secrets)
 	if secrets.Active() {
 		c.Sensitive = true
 	}
@@ -237,6 +238,24 @@ func (s *Session) prepareValid(t resources.Type, props resources.Properties, lab
 	}
 	s.prepared(p)
 	return p, nil
+}
+
+// holdSecrets makes secrets sensitive and adds the properties' own secrets
+// when they hold any (resources.SecretHolder).
+func holdSecrets(props resources.Properties, secrets *redact.Secrets) {
+	h, ok := props.(resources.SecretHolder)
+	if !ok || secrets == nil {
+		return
+	}
+	names, values := h.Secrets()
+	if len(values) == 0 {
+		return
+	}
+	secrets.Sensitive = true
+	for _, n := range names {
+		secrets.AddProperty(n)
+	}
+	secrets.AddValues(values...)
 }
 
 // prepared hands p to the run's Prepared hook, when there is one.

@@ -128,6 +128,12 @@ func (s *Scope) object(r Resolver, o catalog.HostObject, provider string, out []
 		return s.names("package", s.allow.pkgs, s.deny.pkgs, o.Value, out)
 	case catalog.Service:
 		return s.names("service", s.allow.svcs, s.deny.svcs, o.Value, out)
+	case catalog.UserName:
+		return s.accountNames("user", s.allow.users, s.deny.users, o, out)
+	case catalog.GroupName:
+		return s.accountNames("group", s.allow.groups, s.deny.groups, o, out)
+	case catalog.UID:
+		return s.uid(o, out)
 	case catalog.URL:
 		return s.url(o, out)
 	case catalog.Address:
@@ -194,6 +200,27 @@ func (s *Scope) names(typ string, allow, deny []entry, name string, out []Decisi
 	d := Decision{Check: "name", Value: name}
 	judge(&d, len(allow) > 0, typ+".names", allow, deny, func(e entry) bool { return globMatch(e.value, name) })
 	return append(out, d)
+}
+
+// accountNames judges a user or group name as the property o.Check
+// names it.
+func (s *Scope) accountNames(typ string, allow, deny []entry, o catalog.HostObject, out []Decision) []Decision {
+	if len(allow) == 0 && len(deny) == 0 {
+		return out
+	}
+	d := Decision{Check: o.Check, Value: o.Value}
+	judge(&d, len(allow) > 0, typ+".names", allow, deny, func(e entry) bool { return globMatch(e.value, o.Value) })
+	return append(out, d)
+}
+
+// uid refuses uid 0 to every signer, whatever its scopes: a second root
+// account is a way around every other rule. Other uids are not judged.
+func (s *Scope) uid(o catalog.HostObject, out []Decision) []Decision {
+	if o.Value != "0" {
+		return out
+	}
+	return append(out, Decision{Check: o.Check, Value: o.Value, Rule: "user.uid",
+		Reason: "no signer may give an account uid 0"})
 }
 
 // paths judges a path the resource writes: where it leads (its

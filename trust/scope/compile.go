@@ -22,6 +22,8 @@ type compiled struct {
 	reads   []entry
 	pkgs    []entry
 	svcs    []entry
+	users   []entry
+	groups  []entry
 	urls    []urlscope.Prefix
 	hasExec bool
 }
@@ -82,6 +84,13 @@ func compileSide(prefix string, r *Rules, types []string, allow bool) (compiled,
 		return c, err
 	}
 	if err := c.compileNames("service", r.Service, types, &c.svcs); err != nil {
+		return c, err
+	}
+	// Both account types name users and groups (members, groups joined).
+	if err := c.compileNames("user", r.User, types, &c.users, "user", "group"); err != nil {
+		return c, err
+	}
+	if err := c.compileNames("group", r.Group, types, &c.groups, "user", "group"); err != nil {
 		return c, err
 	}
 	return c, c.compileNet(r.Net)
@@ -233,7 +242,7 @@ func (c *compiled) compileFile(f *Files, types []string) error {
 	if f == nil {
 		return nil
 	}
-	if err := c.needs(types, "file", "file", "archive", "scaffold", "exec"); err != nil {
+	if err := c.needs(types, "file", "file", "archive", "scaffold", "exec", "user", "group"); err != nil {
 		return err
 	}
 	if len(f.Paths) == 0 && len(f.ReadPaths) == 0 {
@@ -255,11 +264,14 @@ func (c *compiled) compileFile(f *Files, types []string) error {
 
 // compileNames compiles the package or service scope (typ) into out when
 // set.
-func (c *compiled) compileNames(typ string, names *Names, types []string, out *[]entry) error {
+func (c *compiled) compileNames(typ string, names *Names, types []string, out *[]entry, appliesTo ...string) error {
 	if names == nil {
 		return nil
 	}
-	if err := c.needs(types, typ, typ); err != nil {
+	if len(appliesTo) == 0 {
+		appliesTo = []string{typ}
+	}
+	if err := c.needs(types, typ, appliesTo...); err != nil {
 		return err
 	}
 	if len(names.Names) == 0 {
@@ -299,6 +311,8 @@ func (s *Scope) shadows() error {
 		{a.reads, d.reads, func(d, a string) bool { return within(a, d) }},
 		{a.pkgs, d.pkgs, globCovers},
 		{a.svcs, d.svcs, globCovers},
+		{a.users, d.users, globCovers},
+		{a.groups, d.groups, globCovers},
 		{a.env, d.env, globCovers},
 		{a.cwd, d.cwd, func(d, a string) bool { return d == a }},
 		{a.path, d.path, func(d, a string) bool { return d == a }},

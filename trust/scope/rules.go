@@ -48,7 +48,8 @@ type Rules struct {
 	// and scaffold post commands.
 	Exec *Exec `json:"exec,omitempty" yaml:"exec"`
 	// File restricts paths: those written (file names, archive names and
-	// extract_parent, scaffold targets) by paths, those read (file and
+	// extract_parent, scaffold targets, the account files and a managed
+	// home of user and group resources) by paths, those read (file and
 	// scaffold sources, the current content a diff shows, creates) by
 	// read_paths, else by paths.
 	File *Files `json:"file,omitempty" yaml:"file"`
@@ -56,6 +57,13 @@ type Rules struct {
 	Package *Names `json:"package,omitempty" yaml:"package"`
 	// Service restricts service names.
 	Service *Names `json:"service,omitempty" yaml:"service"`
+	// User restricts account names: the users a user resource manages
+	// and those a group resource adds as members.
+	User *Names `json:"user,omitempty" yaml:"user"`
+	// Group restricts group names: the groups a group resource manages
+	// and those a user resource joins (its primary group as written, by
+	// name or id, and its supplementary groups).
+	Group *Names `json:"group,omitempty" yaml:"group"`
 	// Net restricts the URLs a resource fetches (an archive's url, each
 	// redirect hop).
 	Net *Net `json:"net,omitempty" yaml:"net"`
@@ -102,7 +110,7 @@ type Files struct {
 	ReadPaths []string `json:"read_paths,omitempty" yaml:"read_paths"`
 }
 
-// Names is the package or service scope.
+// Names is the package, service, user or group scope.
 type Names struct {
 	// Names are globs: "*" matches any text, everything else itself.
 	Names []string `json:"names,omitempty" yaml:"names"`
@@ -127,5 +135,5 @@ func NoopOnly() Option { return func(s *Scope) { s.noopOnly = true } }
 
 // Set reports whether r restricts anything.
 func (r *Rules) Set() bool {
-	return r != nil && (r.Hosts != nil || r.Exec != nil || r.File != nil || r.Package != nil || r.Service != nil || r.Net != nil)
+	return r != nil && (r.Hosts != nil || r.Exec != nil || r.File != nil || r.Package != nil || r.Service != nil || r.User != nil || r.Group != nil || r.Net != nil)
 }

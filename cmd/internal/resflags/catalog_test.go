@@ -18,11 +18,11 @@ var _ = Describe("The flag table", func() {
 			Expect(t.Flags).To(Equal(e.Command.Flags), t.Type)
 			Expect(t.Subscribe).To(Equal(e.Refreshes), t.Type)
 		}
-		Expect(types).To(Equal([]string{"file", "exec", "package", "service", "archive", "scaffold"}))
+		Expect(types).To(Equal([]string{"file", "exec", "package", "service", "archive", "scaffold", "user", "group"}))
 	})
 
 	It("says which types status reads and which it says it cannot, as CCM does", func() {
-		Expect(resflags.StatusTypes(resflags.StatusRead)).To(Equal([]string{"file", "package", "service"}))
+		Expect(resflags.StatusTypes(resflags.StatusRead)).To(Equal([]string{"file", "package", "service", "user", "group"}))
 		Expect(resflags.StatusTypes(resflags.StatusUnsupported)).To(Equal([]string{"exec", "archive"}))
 	})
 

@@ -137,7 +137,7 @@ func Register(cmd *fisk.CmdClause, t TypeFlags) *Values {
 // bind makes fc fill the value of f (the same value for f and its aliases).
 func (v *Values) bind(fc *fisk.FlagClause, f Flag) {
 	switch f.Kind {
-	case catalog.FlagString, catalog.FlagFileText:
+	case catalog.FlagString, catalog.FlagFileText, catalog.FlagInt:
 		s, ok := v.strs[f.Name]
 		if !ok {
 			s = new(string)
@@ -206,8 +206,14 @@ func (v *Values) Properties() (map[string]any, error) {
 			}
 			switchedBy[f.Property] = f.Name
 			props[f.Property] = f.Value
+		case catalog.FlagInt:
+			n, err := strconv.ParseInt(*v.strs[f.Name], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %q is not a whole number", f.Name, *v.strs[f.Name])
+			}
+			props[f.Property] = n
 		case catalog.FlagStrings:
-			props[f.Property] = toAny(*v.lists[f.Name])
+			props[f.Property] = toAny(splitCommas(f, *v.lists[f.Name]))
 		case catalog.FlagInts:
 			var codes []any
 			for _, s := range *v.lists[f.Name] {
@@ -248,6 +254,24 @@ func (v *Values) Properties() (map[string]any, error) {
 		return nil, err
 	}
 	return props, nil
+}
+
+// splitCommas splits each value of a flag whose property is a list of
+// account names at commas (--groups adm,sudo), as useradd -G does; other
+// lists keep their commas.
+func splitCommas(f Flag, values []string) []string {
+	if !f.Commas {
+		return values
+	}
+	var out []string
+	for _, s := range values {
+		for part := range strings.SplitSeq(s, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
 
 // readFileText reads the text of a local file, at most maxFileText bytes.
