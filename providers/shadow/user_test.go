@@ -124,7 +124,7 @@ var _ = Describe("useradd provider", func() {
 		Expect(field(getent("passwd", "ccmuser"), 4)).To(BeEmpty())
 	})
 
-	It("changes the home without touching directories, and with manage_home creates, moves and removes it", func() {
+	It("changes the home without touching directories, and with manage_home creates and removes it, never moving one", func() {
 		changeBothWays("home", "/home/ccm-a", "/home/ccm-b", "Would have changed home /home/ccm-a to /home/ccm-b", "Would have changed home /home/ccm-b to /home/ccm-a",
 			func(want any) { Expect(field(getent("passwd", "ccmuser"), 5)).To(Equal(want)) })
 		Expect("/home/ccm-a").NotTo(BeADirectory())
@@ -133,17 +133,21 @@ var _ = Describe("useradd provider", func() {
 		applied("user", user("home", "/home/ccm-a", "manage_home", true))
 		Expect("/home/ccm-a").To(BeADirectory())
 		Expect(os.WriteFile("/home/ccm-a/keep", []byte("x"), 0o644)).To(Succeed())
-		applied("user", user("home", "/home/ccm-b", "manage_home", true))
-		Expect("/home/ccm-b/keep").To(BeARegularFile())
-		Expect("/home/ccm-a").NotTo(BeADirectory())
+		// A move takes the old home from where it is, and the policy
+		// judges only the home the resource names: refused, noop too.
+		moved := user("home", "/home/ccm-b", "manage_home", true)
+		failsUnchanged("user", moved, "its home is /home/ccm-a: manage_home does not move a home to /home/ccm-b")
+		Expect("/home/ccm-a/keep").To(BeARegularFile())
+		Expect("/home/ccm-b").NotTo(BeADirectory())
+		Expect(field(getent("passwd", "ccmuser"), 5)).To(Equal("/home/ccm-a"))
 
-		failsUnchanged("user", user("ensure", "absent", "home", "/home/ccm-a", "manage_home", true),
-			"its home is /home/ccm-b, not /home/ccm-a: refusing to remove a home the resource does not name; nothing was changed")
-		Expect("/home/ccm-b").To(BeADirectory())
-		absent := user("ensure", "absent", "home", "/home/ccm-b", "manage_home", true)
+		failsUnchanged("user", user("ensure", "absent", "home", "/home/ccm-b", "manage_home", true),
+			"its home is /home/ccm-a, not /home/ccm-b: refusing to remove a home the resource does not name; nothing was changed")
+		Expect("/home/ccm-a").To(BeADirectory())
+		absent := user("ensure", "absent", "home", "/home/ccm-a", "manage_home", true)
 		noopSays("user", absent, "Would have removed the user")
 		applied("user", absent)
-		Expect("/home/ccm-b").NotTo(BeADirectory())
+		Expect("/home/ccm-a").NotTo(BeADirectory())
 		Expect(getent("passwd", "ccmuser")).To(BeEmpty())
 	})
 

@@ -50,6 +50,11 @@ func plan(ctx context.Context, prop *Properties, st *protocol.UserState, up Prov
 		}
 		return steps, nil
 	}
+	if m := st.Metadata; prop.ManageHome && m.Home != "" && prop.Home != m.Home {
+		// usermod -m would take the old home from where it is, and the
+		// policy judged only the home the resource names.
+		return nil, fmt.Errorf("its home is %s: manage_home does not move a home to %s, as that takes the old one from where it is, which the policy did not judge; move it yourself, or drop manage_home to change only the account's home field; nothing was changed", m.Home, prop.Home)
+	}
 	var steps []step
 	for _, d := range differences(prop, st.Metadata) {
 		steps = append(steps, modifyStep(up, name, d))
