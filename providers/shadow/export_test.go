@@ -1,7 +1,4 @@
 package shadow
 
 // SetLookPath replaces the lookup IsManageable uses, for tests.
-func (f *UserFactory) SetLookPath(l func(string) (string, error)) { f.lookPath = l }
-
-// SetLookPath replaces the lookup IsManageable uses, for tests.
-func (f *GroupFactory) SetLookPath(l func(string) (string, error)) { f.lookPath = l }
+func (f *factory) SetLookPath(l func(string) (string, error)) { f.lookPath = l }

@@ -21,39 +21,20 @@ const GroupProviderName = "groupadd"
 const Priority = 1
 
 // GroupFactory makes groupadd providers.
-type GroupFactory struct {
-	tools    tools
-	lookPath func(string) (string, error)
-}
+type GroupFactory struct{ factory }
 
 var _ resources.Factory = (*GroupFactory)(nil)
 
 // NewGroupFactory returns a factory whose providers run the tools through
 // r, serialised on lock (shared with the user factory: both change the
-// same files), and log to log (nil discards).
+// same files), and log to log (nil discards). Its providers are
+// manageable where getent, groupadd, groupmod, groupdel and gpasswd are
+// in SearchPath.
 func NewGroupFactory(r runner.Runner, log *slog.Logger, lock *sync.Mutex) *GroupFactory {
-	return &GroupFactory{tools: newTools(r, log, lock), lookPath: defaultLookPath}
+	return &GroupFactory{newFactory(r, log, lock, protocol.TypeGroup, GroupProviderName,
+		func(t tools) resources.Provider { return &Group{tools: t} },
+		"getent", "groupadd", "groupmod", "groupdel", "gpasswd")}
 }
-
-// Type returns "group".
-func (f *GroupFactory) Type() string { return protocol.TypeGroup }
-
-// Name returns "groupadd".
-func (f *GroupFactory) Name() string { return GroupProviderName }
-
-// IsManageable reports whether getent, groupadd, groupmod, groupdel and
-// gpasswd are in SearchPath (priority 1); a missing one is "not
-// manageable", never an error.
-func (f *GroupFactory) IsManageable(_ map[string]any, _ resources.Properties) (bool, int, error) {
-	if ok, missing := haveTools(f.lookPath, "getent", "groupadd", "groupmod", "groupdel", "gpasswd"); !ok {
-		f.tools.log.Debug("groupadd provider unavailable", "missing", missing)
-		return false, 0, nil
-	}
-	return true, Priority, nil
-}
-
-// New returns a provider.
-func (f *GroupFactory) New() (resources.Provider, error) { return &Group{tools: f.tools}, nil }
 
 // Group manages groups with groupadd, groupmod, groupdel and gpasswd.
 type Group struct {

@@ -95,3 +95,37 @@ func haveTools(lookPath func(string) (string, error), names ...string) (bool, st
 
 // defaultLookPath is exec.LookPath.
 var defaultLookPath = exec.LookPath
+
+// factory is what the user and group factories share: the type and
+// provider names, the tools their providers need, and how to make one.
+type factory struct {
+	typ, name string
+	tools     tools
+	need      []string
+	make      func(tools) resources.Provider
+	lookPath  func(string) (string, error)
+}
+
+func newFactory(r runner.Runner, log *slog.Logger, lock *sync.Mutex, typ, name string, make func(tools) resources.Provider, need ...string) factory {
+	return factory{typ: typ, name: name, tools: newTools(r, log, lock), need: need, make: make, lookPath: defaultLookPath}
+}
+
+// Type returns the resource type, "user" or "group".
+func (f *factory) Type() string { return f.typ }
+
+// Name returns the provider's name, "useradd" or "groupadd".
+func (f *factory) Name() string { return f.name }
+
+// IsManageable reports whether every tool the providers run is in
+// SearchPath (priority 1); a missing one is "not manageable", never an
+// error.
+func (f *factory) IsManageable(_ map[string]any, _ resources.Properties) (bool, int, error) {
+	if ok, missing := haveTools(f.lookPath, f.need...); !ok {
+		f.tools.log.Debug(f.name+" provider unavailable", "missing", missing)
+		return false, 0, nil
+	}
+	return true, Priority, nil
+}
+
+// New returns a provider.
+func (f *factory) New() (resources.Provider, error) { return f.make(f.tools), nil }

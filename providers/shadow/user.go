@@ -19,39 +19,19 @@ import (
 const UserProviderName = "useradd"
 
 // UserFactory makes useradd providers.
-type UserFactory struct {
-	tools    tools
-	lookPath func(string) (string, error)
-}
+type UserFactory struct{ factory }
 
 var _ resources.Factory = (*UserFactory)(nil)
 
 // NewUserFactory returns a factory whose providers run the tools through
 // r, serialised on lock (shared with the group factory), and log to log
-// (nil discards).
+// (nil discards). Its providers are manageable where getent, useradd,
+// usermod, userdel and chpasswd are in SearchPath.
 func NewUserFactory(r runner.Runner, log *slog.Logger, lock *sync.Mutex) *UserFactory {
-	return &UserFactory{tools: newTools(r, log, lock), lookPath: defaultLookPath}
+	return &UserFactory{newFactory(r, log, lock, protocol.TypeUser, UserProviderName,
+		func(t tools) resources.Provider { return &User{tools: t} },
+		"getent", "useradd", "usermod", "userdel", "chpasswd")}
 }
-
-// Type returns "user".
-func (f *UserFactory) Type() string { return protocol.TypeUser }
-
-// Name returns "useradd".
-func (f *UserFactory) Name() string { return UserProviderName }
-
-// IsManageable reports whether getent, useradd, usermod, userdel and
-// chpasswd are in SearchPath (priority 1); a missing one is "not
-// manageable", never an error.
-func (f *UserFactory) IsManageable(_ map[string]any, _ resources.Properties) (bool, int, error) {
-	if ok, missing := haveTools(f.lookPath, "getent", "useradd", "usermod", "userdel", "chpasswd"); !ok {
-		f.tools.log.Debug("useradd provider unavailable", "missing", missing)
-		return false, 0, nil
-	}
-	return true, Priority, nil
-}
-
-// New returns a provider.
-func (f *UserFactory) New() (resources.Provider, error) { return &User{tools: f.tools}, nil }
 
 // User manages accounts with useradd, usermod, userdel and chpasswd.
 type User struct {
