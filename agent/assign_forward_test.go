@@ -23,6 +23,7 @@ import (
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers"
+	"github.com/ccm-fleet/ccm/resources"
 	"github.com/ccm-fleet/ccm/resources/engine"
 )
 
@@ -47,16 +48,21 @@ type forwardAgent struct {
 	cfg    agent.Config
 	facts  map[string]any
 	source agent.FactsSource
-	agent  *agent.Agent
-	stop   func()
+	// reg is the registry the agent's engine uses; nil: providers.Builtin
+	reg   *resources.Registry
+	agent *agent.Agent
+	stop  func()
 }
 
 func (f *forwardAgent) start() {
 	GinkgoHelper()
 	nc, err := nats.Connect(f.b.ClientURL())
 	Expect(err).ToNot(HaveOccurred())
-	reg, err := providers.Builtin(providers.Options{})
-	Expect(err).ToNot(HaveOccurred())
+	reg := f.reg
+	if reg == nil {
+		reg, err = providers.Builtin(providers.Options{})
+		Expect(err).ToNot(HaveOccurred())
+	}
 	ready := make(chan struct{})
 	opts := []agent.Option{agent.WithReady(func() { close(ready) })}
 	if f.source != nil {

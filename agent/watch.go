@@ -124,9 +124,16 @@ func (s *assigner) rewatch(as *assigned, reply *protocol.FleetReply, paths []str
 }
 
 // catchUp treats as a change seen now each watched file that differs from
-// the state the run reported: a change between the run's write and its
-// stamp (the run still had to finish and record itself) would otherwise
-// be taken for the run's own result and never repaired.
+// what its resource declares (or, when the run did not say, from the state
+// the run reported): a change between the run's write and its stamp (the
+// run still had to finish and record itself) would otherwise be taken for
+// the run's own result and never repaired. A resource that failed is
+// judged by its declaration too: a change between its write and its
+// read-back fails it (the desired state was not reached) and leaves its
+// event without a state, so nothing else would tell the change from the
+// run's result; its repair, when it fails again, is tried again under the
+// watch's backoff like any failed repair. A skipped resource (not
+// managed) is judged by its reported state only.
 func (s *assigner) catchUp(ws *watchState, reply *protocol.FleetReply, wants map[string]fileWant) {
 	for _, ev := range reply.Events {
 		if ev == nil || ev.Type != protocol.TypeFile {
@@ -136,7 +143,7 @@ func (s *assigner) catchUp(ws *watchState, reply *protocol.FleetReply, wants map
 		if _, watched := ws.paths[p]; !watched {
 			continue
 		}
-		if w, ok := wants[p]; ok && !ev.Failed && !ev.Skipped {
+		if w, ok := wants[p]; ok && !ev.Skipped {
 			if !w.differs(p) {
 				continue
 			}

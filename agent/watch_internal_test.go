@@ -109,6 +109,35 @@ var _ = Describe("starting a watch after a run", func() {
 		Entry("chmod before the read-back", func() { Expect(os.Chmod(path, 0o600)).To(Succeed()) }, true),
 		Entry("left as declared", func() {}, false),
 	)
+
+	// A change between the run's write and its read-back fails the
+	// resource (desired state not reached), and a failed resource's event
+	// carries no state: only the declaration can tell.
+	DescribeTable("judges a failed resource's file against what it declares",
+		func(tamper func(), repair bool) {
+			content := "managed\n"
+			declared := map[string]fileWant{path: {checksum: filetype.ChecksumBytes([]byte(content)), size: int64(len(content)), perm: 0o644, hasPerm: true}}
+			Expect(os.WriteFile(path, []byte(content), 0o644)).To(Succeed())
+			tamper()
+			reply := runOf(content)
+			ev := reply.Events[0]
+			ev.Failed, ev.Changed, ev.Status = true, true, nil
+			ev.Errors = []string{"file " + path + ": desired state not achieved: content differs"}
+			as := &assigned{name: "motd", selected: true}
+			s.known[as.name] = as
+			s.rewatch(as, reply, []string{path}, declared)
+			Expect(as.watch.paths).To(HaveKey(path), "a failed resource stays watched")
+			if repair {
+				Expect(as.trigger).To(Equal(protocol.TriggerWatch))
+				Expect(as.next).NotTo(BeZero())
+			} else {
+				Expect(as.trigger).To(BeEmpty(), "the file is as declared: nothing to repair")
+			}
+		},
+		Entry("changed before the read-back", func() { Expect(os.WriteFile(path, []byte("tampered\n"), 0o644)).To(Succeed()) }, true),
+		Entry("removed before the read-back", func() { Expect(os.Remove(path)).To(Succeed()) }, true),
+		Entry("left as declared", func() {}, false),
+	)
 })
 
 var _ = Describe("backing off a file that keeps changing", func() {

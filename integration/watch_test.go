@@ -50,6 +50,33 @@ func watchRecords(js jetstream.JetStream, identity, name string) []nats.Header {
 	return out
 }
 
+// watchRuns tells identity's recorded runs of name, one line each: its
+// trigger and each resource's outcome with its errors (for a spec's
+// failure message).
+func watchRuns(js jetstream.JetStream, identity, name string) string {
+	var lines []string
+	err := jsstore.Read(context.Background(), js, jsstore.ReadOptions{Filter: protocol.HistorySubjects}, func(r jsstore.Record) error {
+		if r.Identity != identity || r.Header.Get(protocol.HeaderAssignment) != name {
+			return nil
+		}
+		var reply protocol.FleetReply
+		if err := json.Unmarshal(r.Data, &reply); err != nil {
+			lines = append(lines, fmt.Sprintf("%s: undecodable record: %v", r.RequestID, err))
+			return nil
+		}
+		line := fmt.Sprintf("%s %s trigger=%s", r.Time.Format(time.RFC3339Nano), r.RequestID, r.Header.Get(protocol.HeaderTrigger))
+		for _, ev := range reply.Events {
+			line += fmt.Sprintf(" [%s changed=%t failed=%t errors=%q]", ev.ResourceID(), ev.Changed, ev.Failed, ev.Errors)
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil {
+		lines = append(lines, "history unreadable: "+err.Error())
+	}
+	return "the agent's runs of " + name + ":\n" + strings.Join(lines, "\n")
+}
+
 var _ = Describe("Watch-based repair", Ordered, func() {
 	var (
 		fa     *fleetAgent
@@ -85,7 +112,7 @@ var _ = Describe("Watch-based repair", Ordered, func() {
 		Expect(os.WriteFile(file, []byte("tampered\n"), 0o644)).To(Succeed())
 		// At once means within a run of the debounce; 30 s leaves room for
 		// a loaded CI machine (one fresh-clone run took more than 10 s).
-		Eventually(content).WithTimeout(30 * time.Second).Should(Equal("managed\n"))
+		Eventually(content).WithTimeout(30*time.Second).Should(Equal("managed\n"), func() string { return watchRuns(js, "watch-1", "motd") })
 		Eventually(func() []string {
 			var triggers []string
 			for _, h := range watchRecords(js, "watch-1", "motd") {
