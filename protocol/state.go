@@ -111,6 +111,10 @@ type ServiceMetadata struct {
 	Provider string `json:"provider"`
 	Enabled  bool   `json:"enabled"`
 	Running  bool   `json:"running"`
+	// Masked is true when the init system refuses to start or enable the
+	// service until it is unmasked (systemd: is-enabled says masked or
+	// masked-runtime); a masked service is not enabled.
+	Masked bool `json:"masked,omitempty"`
 }
 
 // ServiceState is the state of a service resource; Ensure is "running" or "stopped".

@@ -1,17 +1,26 @@
 #!/bin/bash
 # One lab host's PID 1 side. Run by unshare in new PID, mount, UTS, IPC and
-# cgroup namespaces, as root, with the host's name and its scratch directory
-# (empty, outside any overlay) as arguments. It builds the host's root as a
-# tmpfs-backed overlay of the machine's /, makes the kernel file systems
-# private to it, then becomes systemd. Every mount it makes lives in its own
-# mount namespace and goes when the host's last process does.
+# cgroup namespaces, as root, with the host's name, its scratch directory
+# (empty, outside any overlay) and the lab's copy of the machine's package
+# state as arguments. It builds the host's root as a tmpfs-backed overlay of
+# the machine's /, makes the kernel file systems private to it, then becomes
+# systemd. Every mount it makes lives in its own mount namespace and goes
+# when the host's last process does.
 set -euo pipefail
 name=$1
 scratch=$2
+pkgstate=$3
 
 mount --make-rprivate /
 mount -t tmpfs -o size=4g,mode=0700 lab-"$name" "$scratch"
 mkdir -p "$scratch/upper" "$scratch/work" "$scratch/root"
+# The host's package state (dpkg's and apt's) is its own from the start: the
+# lab's copy (a tar), taken under the machine's locks, goes into the upper
+# layer with its directories marked opaque (the trusted.overlay.opaque xattr
+# it carries), so the machine's live ones never show through.
+tar --extract --file="$pkgstate" --directory="$scratch/upper" \
+	--same-owner --same-permissions --numeric-owner \
+	--xattrs --xattrs-include='trusted.overlay.opaque'
 mount -t overlay overlay -o "lowerdir=/,upperdir=$scratch/upper,workdir=$scratch/work" "$scratch/root"
 r=$scratch/root
 

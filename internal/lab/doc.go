@@ -1,9 +1,10 @@
 // Package lab boots throw-away Linux hosts on this machine for the real-host
 // specs and `make lab`: each host is systemd running as PID 1 in private PID,
 // mount, UTS, IPC and cgroup namespaces, on a tmpfs-backed overlay of the
-// machine's root, with its own hostname and machine id. The hosts share the
-// machine's network namespace, so an agent in a host reaches a broker on
-// loopback.
+// machine's root, with its own hostname and machine id, and its own copy of
+// the machine's package state (/var/lib/dpkg, /var/lib/apt) taken at boot
+// under the machine's package locks. The hosts share the machine's network
+// namespace, so an agent in a host reaches a broker on loopback.
 //
 // Enter it with Start, which boots the named hosts and returns a Lab; drive
 // a host with Host.Run (a command inside it, through nsenter) and Host.Path

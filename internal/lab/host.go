@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/ccm-fleet/ccm/providers/apt/apttest"
 )
 
 // sigPowerOff is systemd's "power off now" signal, SIGRTMIN+4 as the C
@@ -173,17 +171,10 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// InstallDeb installs a .deb inside the host with dpkg -i. It holds the
-// machine-wide lock of the specs that install packages on the machine
-// itself (apttest.LockHost) meanwhile: the host's dpkg database is the
-// machine's until the host's first write, so a package those specs have
-// installed at that moment would be seen as installed in the host too.
+// InstallDeb installs a .deb inside the host with dpkg -i. It takes no lock
+// on the machine: the host's package state is its own copy from boot (see
+// Start), so dpkg on the machine and in the host never see each other's.
 func (h *Host) InstallDeb(ctx context.Context, deb string) error {
-	release, err := apttest.LockHost(ctx)
-	if err != nil {
-		return fmt.Errorf("lab: %s: %w", h.name, err)
-	}
-	defer release()
 	in := "/var/cache/ccm-lab/" + filepath.Base(deb)
 	data, err := os.ReadFile(deb)
 	if err != nil {

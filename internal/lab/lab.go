@@ -43,7 +43,7 @@ var hostName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // Lab is a set of running hosts. Close it.
 type Lab struct {
-	dir   string // scratch: the scripts and one empty directory per host
+	dir   string // scratch: the scripts, the package state's copy and one empty directory per host
 	cg    string // this lab's cgroup
 	hosts []*Host
 }
@@ -71,6 +71,14 @@ func Check() error {
 
 // Start boots one host per name, all at once, and returns when every one
 // reports its system running. On an error nothing is left running.
+//
+// First it copies the machine's package state (/var/lib/dpkg and
+// /var/lib/apt) once, holding apttest.LockHost (as long as ctx allows) and
+// dpkg's and apt's own locks (each for at most StateLockTimeout; a lock
+// held longer fails Start with an error naming its holder, booting
+// nothing). Each host starts from that copy: a package installed or
+// removed on the machine later is not seen in the host, nor the host's on
+// the machine.
 func Start(ctx context.Context, names ...string) (*Lab, error) {
 	if err := Check(); err != nil {
 		return nil, err
@@ -105,6 +113,12 @@ func Start(ctx context.Context, names ...string) (*Lab, error) {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("lab: %w", err)
 		}
+	}
+	// Every host starts from one copy of the machine's package state,
+	// taken before any boots.
+	if err := snapshotPackageState(ctx, filepath.Join(dir, "pkgstate.tar")); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	if err := os.Mkdir(l.cg, 0o755); err != nil {
 		os.RemoveAll(dir)
@@ -148,7 +162,7 @@ func (l *Lab) spawn(name string) (*Host, error) {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	h := &Host{name: name, cg: cg, started: time.Now()}
-	cmd := exec.Command("/bin/bash", filepath.Join(l.dir, "supervise.sh"), cg, name, scratch, filepath.Join(l.dir, "boot.sh"))
+	cmd := exec.Command("/bin/bash", filepath.Join(l.dir, "supervise.sh"), cg, name, scratch, filepath.Join(l.dir, "boot.sh"), filepath.Join(l.dir, "pkgstate.tar"))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)

@@ -10,11 +10,12 @@ cg=$1
 name=$2
 scratch=$3
 boot=$4
+pkgstate=$5
 
 (
 	echo "$BASHPID" >"$cg/cgroup.procs"
 	exec unshare --pid --fork --kill-child=SIGKILL --mount --uts --ipc --cgroup \
-		/bin/bash "$boot" "$name" "$scratch"
+		/bin/bash "$boot" "$name" "$scratch" "$pkgstate"
 ) </dev/null &
 echo "unshare $!"
 # From here on the owner may be gone, and with it the reader of these

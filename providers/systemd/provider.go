@@ -85,8 +85,8 @@ func (p *Provider) Disable(ctx context.Context, service string) error {
 }
 
 // Status runs systemctl is-active and is-enabled for service and maps their
-// stdout to the service state: Ensure running or stopped, Metadata.Running
-// and Metadata.Enabled. It fails with ErrServiceNotFound, ErrInvalidIsActive
+// stdout to the service state: Ensure running or stopped, Metadata.Running,
+// Metadata.Enabled and Metadata.Masked. It fails with ErrServiceNotFound, ErrInvalidIsActive
 // or ErrInvalidIsEnabled when the output says so, or with the runner's error.
 func (p *Provider) Status(ctx context.Context, service string) (*protocol.ServiceState, error) {
 	if err := servicetype.ValidateName(service); err != nil {
@@ -109,7 +109,7 @@ func (p *Provider) Status(ctx context.Context, service string) (*protocol.Servic
 	if err != nil {
 		return nil, err
 	}
-	enabled, err := parseIsEnabled(res)
+	enabled, masked, err := parseIsEnabled(res)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", unitCommandLine("is-enabled", service), err)
 	}
@@ -125,6 +125,7 @@ func (p *Provider) Status(ctx context.Context, service string) (*protocol.Servic
 			Provider: ProviderName,
 			Enabled:  enabled,
 			Running:  running,
+			Masked:   masked,
 		},
 	}, nil
 }

@@ -44,21 +44,22 @@ func parseIsActive(res *runner.Result) (bool, error) {
 	return running, nil
 }
 
-// parseIsEnabled maps the stdout of systemctl is-enabled to enabled. The
-// exit code is not used: it is 1 for a disabled, masked or linked unit and 4
-// for a missing one. systemd before 254 prints nothing for a missing unit
-// and says "No such file or directory" on stderr instead of "not-found";
-// that is a missing unit too.
-func parseIsEnabled(res *runner.Result) (bool, error) {
+// parseIsEnabled maps the stdout of systemctl is-enabled to enabled, and
+// masked for "masked" and "masked-runtime" (a unit systemctl refuses to
+// start or enable). The exit code is not used: it is 1 for a disabled,
+// masked or linked unit and 4 for a missing one. systemd before 254 prints
+// nothing for a missing unit and says "No such file or directory" on stderr
+// instead of "not-found"; that is a missing unit too.
+func parseIsEnabled(res *runner.Result) (enabled, masked bool, err error) {
 	out := strings.TrimSpace(string(res.Stdout))
 	if out == "not-found" || (out == "" && res.ExitCode != 0 && strings.Contains(string(res.Stderr), "No such file or directory")) {
-		return false, ErrServiceNotFound
+		return false, false, ErrServiceNotFound
 	}
 	enabled, ok := enabledState(out)
 	if !ok {
-		return false, unknownOutput(ErrInvalidIsEnabled, res)
+		return false, false, unknownOutput(ErrInvalidIsEnabled, res)
 	}
-	return enabled, nil
+	return enabled, out == "masked" || out == "masked-runtime", nil
 }
 
 // unknownOutput is the error for output no state matches; it quotes the

@@ -74,6 +74,9 @@ var _ = Describe("Provider.Status", func() {
 			}
 			Expect(err).ToNot(HaveOccurred())
 			Expect(st.Metadata.Enabled).To(Equal(wantEnabled))
+			// Masked only for masked units: the service type refuses to
+			// start or enable those, under noop too.
+			Expect(st.Metadata.Masked).To(Equal(fixture == "masked" || fixture == "masked-runtime"), "Masked for %s", fixture)
 		},
 		Entry("enabled: enabled (exit 0)", "enabled", 0, true, nil),
 		Entry("enabled-runtime: enabled (exit 0)", "enabled-runtime", 0, true, nil),
@@ -84,8 +87,8 @@ var _ = Describe("Provider.Status", func() {
 		Entry("transient: enabled (exit 0)", "transient", 0, true, nil),
 		Entry("linked: disabled (exit 1)", "linked", 1, false, nil),
 		Entry("linked-runtime: disabled (exit 1)", "linked-runtime", 1, false, nil),
-		Entry("masked: disabled (exit 1)", "masked", 1, false, nil),
-		Entry("masked-runtime: disabled (exit 1)", "masked-runtime", 1, false, nil),
+		Entry("masked: disabled and masked (exit 1)", "masked", 1, false, nil),
+		Entry("masked-runtime: disabled and masked (exit 1)", "masked-runtime", 1, false, nil),
 		Entry("disabled: disabled (exit 1)", "disabled", 1, false, nil),
 		Entry("not-found: error service not found (exit 4)", "not-found", 4, false, systemd.ErrServiceNotFound),
 		Entry("systemd 252 missing unit, stderr only: error service not found (exit 1)", "not-found-v252", 1, false, systemd.ErrServiceNotFound),

@@ -23,6 +23,8 @@ type fakeService struct {
 	fail map[string]error
 	// nilState makes Status answer with no state and no error.
 	nilState bool
+	// masked makes Status report the service masked.
+	masked bool
 }
 
 var _ servicetype.Provider = (*fakeService)(nil)
@@ -84,7 +86,7 @@ func (f *fakeService) Status(_ context.Context, service string) (*protocol.Servi
 		}
 		st = &protocol.ServiceState{
 			CommonState: protocol.NewCommonState(protocol.TypeService, service, ensure),
-			Metadata:    &protocol.ServiceMetadata{Name: service, Provider: "fake", Enabled: f.enabled, Running: f.running},
+			Metadata:    &protocol.ServiceMetadata{Name: service, Provider: "fake", Enabled: f.enabled, Running: f.running, Masked: f.masked},
 		}
 	})
 	return st, err

@@ -64,6 +64,7 @@ type action struct {
 	doing   string // for logs: "starting service", ...
 	noop    string // the noop message: "Would have started", ...
 	refresh bool   // true for the restart a subscribe refresh asked for
+	masked  bool   // true when the init system refuses it for a masked service
 	call    func(ctx context.Context, service string) error
 }
 
@@ -77,6 +78,10 @@ type action struct {
 //     running one that should be stopped is stopped.
 //   - enabled state: only when Enable is set, the service is enabled or
 //     disabled when it differs.
+//
+// A masked service (Status's Metadata.Masked) whose desired state needs a
+// start, a restart or an enable fails with ErrMasked before anything is
+// called, under noop too.
 //
 // Under ac.Noop only Status is called and NoopMessage lists what would have
 // been done ("Would have started. Would have enabled"). Otherwise Status is
@@ -109,6 +114,9 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 		return out, fmt.Errorf("service %s: %w", prop.Name, err)
 	}
 	actions := plan(prop, initial, ac.Refresh, pending, sp)
+	if err := refuseMasked(initial, actions); err != nil {
+		return out, fmt.Errorf("service %s: %w", prop.Name, err)
+	}
 	if len(actions) == 0 {
 		if !isDesiredState(prop, initial) {
 			return out, desiredStateError(prop, initial)
@@ -154,6 +162,24 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	return out, nil
 }
 
+// refuseMasked fails a plan that would start, restart or enable a masked
+// service: the init system refuses those until the service is unmasked, so
+// a noop must not report them as what a run would do, and a run need not
+// try. Stopping and disabling a masked service are left to the plan (a
+// masked service is neither running nor enabled, so they are usually not
+// needed).
+func refuseMasked(state *protocol.ServiceState, actions []action) error {
+	if !state.Metadata.Masked {
+		return nil
+	}
+	for _, a := range actions {
+		if a.masked {
+			return fmt.Errorf("%w: systemctl unmask it first", ErrMasked)
+		}
+	}
+	return nil
+}
+
 // startPending asks a provider that can tell whether a service that should
 // be stopped, and is, is nonetheless on its way up.
 func startPending(ctx context.Context, sp Provider, prop *Properties, state *protocol.ServiceState) (bool, error) {
@@ -178,10 +204,10 @@ func plan(prop *Properties, state *protocol.ServiceState, refresh, pending bool,
 	// Phase 1: running state.
 	switch {
 	case prop.Ensure == EnsureRunning && running && refresh:
-		actions = append(actions, action{verb: "restart", doing: "restarting service", noop: "Would have restarted", refresh: true, call: sp.Restart})
+		actions = append(actions, action{verb: "restart", doing: "restarting service", noop: "Would have restarted", refresh: true, masked: true, call: sp.Restart})
 	case prop.Ensure == EnsureRunning && !running:
 		// Also on refresh: a stopped service is started, not restarted.
-		actions = append(actions, action{verb: "start", doing: "starting service", noop: "Would have started", call: sp.Start})
+		actions = append(actions, action{verb: "start", doing: "starting service", noop: "Would have started", masked: true, call: sp.Start})
 	case prop.Ensure == EnsureStopped && running:
 		// A refresh is ignored when the service should be stopped.
 		actions = append(actions, action{verb: "stop", doing: "stopping service", noop: "Would have stopped", call: sp.Stop})
@@ -194,7 +220,7 @@ func plan(prop *Properties, state *protocol.ServiceState, refresh, pending bool,
 	if prop.Enable != nil {
 		switch enabled := state.Metadata.Enabled; {
 		case *prop.Enable && !enabled:
-			actions = append(actions, action{verb: "enable", doing: "enabling service", noop: "Would have enabled", call: sp.Enable})
+			actions = append(actions, action{verb: "enable", doing: "enabling service", noop: "Would have enabled", masked: true, call: sp.Enable})
 		case !*prop.Enable && enabled:
 			actions = append(actions, action{verb: "disable", doing: "disabling service", noop: "Would have disabled", call: sp.Disable})
 		}

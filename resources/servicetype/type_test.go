@@ -299,3 +299,55 @@ var _ = Describe("Type.Apply: a service on its way up", func() {
 		Expect(f.Calls()).To(Equal([]string{"Status", "StartPending"}))
 	})
 })
+
+var _ = Describe("a masked service", func() {
+	masked := func() *fakeService {
+		f := newFake(stopped, disabled)
+		f.masked = true
+		f.fail["Start"] = errors.New("Unit httpd.service is masked.")
+		f.fail["Restart"] = errors.New("Unit httpd.service is masked.")
+		f.fail["Enable"] = errors.New("Unit file httpd.service is masked.")
+		return f
+	}
+
+	DescribeTable("fails before calling anything when it would need a start, a restart or an enable, under noop and in a run alike",
+		func(ensure string, enable *bool, refresh, noop bool) {
+			f := masked()
+			out, err := apply(resources.ApplyContext{Noop: noop, Refresh: refresh}, props(ensure, enable), f)
+			Expect(err).To(MatchError(servicetype.ErrMasked))
+			Expect(err).To(MatchError("service httpd: the unit is masked: systemctl unmask it first"))
+			Expect(f.Calls()).To(Equal([]string{"Status"}))
+			Expect(out.Changed).To(BeFalse())
+			Expect(out.NoopMessage).To(BeEmpty())
+			Expect(serviceState(out).Metadata.Masked).To(BeTrue())
+		},
+		Entry("ensure running", "running", nil, false, false),
+		Entry("ensure running under noop", "running", nil, false, true),
+		Entry("ensure running with enable: false", "running", new(false), false, false),
+		Entry("ensure running with enable: false under noop", "running", new(false), false, true),
+		Entry("ensure running on refresh", "running", nil, true, false),
+		Entry("ensure running on refresh under noop", "running", nil, true, true),
+		Entry("ensure stopped with enable: true", "stopped", new(true), false, false),
+		Entry("ensure stopped with enable: true under noop", "stopped", new(true), false, true),
+	)
+
+	DescribeTable("is stable when it should be stopped and not enabled",
+		func(enable *bool, refresh, noop bool) {
+			f := masked()
+			out, err := apply(resources.ApplyContext{Noop: noop, Refresh: refresh}, props("stopped", enable), f)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(f.Calls()).To(Equal([]string{"Status"}))
+			Expect(out.Changed).To(BeFalse())
+			Expect(out.NoopMessage).To(BeEmpty())
+		},
+		Entry("ensure stopped", nil, false, false),
+		Entry("ensure stopped under noop", nil, false, true),
+		Entry("ensure stopped with enable: false", new(false), false, false),
+		Entry("ensure stopped with enable: false under noop", new(false), false, true),
+		Entry("ensure stopped on refresh", nil, true, false),
+	)
+
+	It("keeps its error text", func() {
+		Expect(servicetype.ErrMasked.Error()).To(Equal("the unit is masked"))
+	})
+})
