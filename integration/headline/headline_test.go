@@ -133,7 +133,7 @@ var _ = Describe("ccm-orch ensure service nginx --where os=debian, end to end on
 		DeferCleanup(func() {
 			Expect(f.Close()).To(Succeed())
 		})
-	}, NodeTimeout(5*time.Minute))
+	}, NodeTimeout(8*time.Minute))
 
 	It("installs nginx from Debian's archive on exactly the two web hosts, and a second run changes nothing", func(ctx SpecContext) {
 		r := orch(ctx, 0, "ensure", "package", "nginx", "--where", "os=debian", "--where", "role=web")

@@ -30,7 +30,7 @@ const hostName = "svc1"
 
 // setupTimeout bounds building the .deb, booting the host and installing
 // the package.
-const setupTimeout = 5 * time.Minute
+const setupTimeout = 8 * time.Minute
 
 // bootHost builds the project's .deb once, boots one lab host and installs
 // the package in it. A machine that cannot run a lab fails here, with
