@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -121,10 +122,14 @@ func (p *Provider) Install(ctx context.Context, pkg, version string) error {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 
-	candidate, err := p.resolveLocked(ctx, pkg)
+	pol, err := p.policy(ctx, pkg)
 	if err != nil {
 		return err
 	}
+	if err := pol.offers(pkg, version); err != nil {
+		return err
+	}
+	candidate := pol.candidate
 	args := append([]string(nil), installArgs...)
 	switch version {
 	case "", pkgtype.EnsurePresent:
@@ -154,14 +159,14 @@ func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
 	if err := checkArgs(pkg, version); err != nil {
 		return err
 	}
-	candidate, err := p.policyCandidate(ctx, pkg)
+	pol, err := p.policy(ctx, pkg)
 	if err != nil {
 		return err
 	}
-	if candidate == "" && (version == "" || version == pkgtype.EnsurePresent || version == pkgtype.EnsureLatest) {
+	if pol.candidate == "" && (version == "" || version == pkgtype.EnsurePresent || version == pkgtype.EnsureLatest) {
 		return fmt.Errorf("%w for %s: apt-cache policy reports Candidate: (none)", ErrNoCandidate, pkg)
 	}
-	return nil
+	return pol.offers(pkg, version)
 }
 
 // Upgrade installs pkg at version (see Install).
@@ -213,29 +218,67 @@ func (p *Provider) VersionCmp(a, b string, _ bool) (int, error) {
 // without its native architecture); anything else, no answer included, is
 // an error wrapping pkgtype.ErrNoSuchPackage.
 func (p *Provider) resolveLocked(ctx context.Context, pkg string) (string, error) {
-	return p.policyCandidate(ctx, pkg)
+	pol, err := p.policy(ctx, pkg)
+	return pol.candidate, err
 }
 
-// policyCandidate is resolveLocked for a caller that may or may not hold
-// the lock: apt-cache policy only reads.
-func (p *Provider) policyCandidate(ctx context.Context, pkg string) (string, error) {
+// policy asks apt-cache policy about pkg, for a caller that may or may
+// not hold the lock: apt-cache policy only reads.
+func (p *Provider) policy(ctx context.Context, pkg string) (aptPolicy, error) {
 	args := []string{"-o", patternOnly, "policy", "--", pkg}
 	res, err := p.runLocked(ctx, []string{"LC_ALL=C"}, "apt-cache", args...)
 	if err != nil {
-		return "", err
+		return aptPolicy{}, err
 	}
 	if res.ExitCode != 0 {
-		return "", failed(res, "apt-cache", args...)
+		return aptPolicy{}, failed(res, "apt-cache", args...)
 	}
 	return parsePolicy(pkg, res.Stdout)
 }
 
+// aptPolicy is what apt-cache policy says of one package: its candidate
+// ("" for none) and every version of its version table.
+type aptPolicy struct {
+	candidate string
+	versions  []string
+}
+
+// offers reports, as an error wrapping ErrNoSuchVersion, that version is
+// a specific version apt does not list for pkg; present, latest and the
+// listed versions are nil.
+func (pol aptPolicy) offers(pkg, version string) error {
+	switch version {
+	case "", pkgtype.EnsurePresent, pkgtype.EnsureLatest, pkgtype.EnsureAbsent:
+		return nil
+	}
+	if slices.Contains(pol.versions, version) {
+		return nil
+	}
+	listed := "none"
+	if len(pol.versions) > 0 {
+		listed = strings.Join(pol.versions[:min(len(pol.versions), 5)], ", ")
+	}
+	hint := ""
+	if !strings.Contains(version, ":") {
+		for _, v := range pol.versions {
+			if _, rest, ok := strings.Cut(v, ":"); ok && rest == version {
+				hint = fmt.Sprintf(" (did you mean %s? a version without its epoch is epoch 0)", v)
+				break
+			}
+		}
+	}
+	return fmt.Errorf("%w: apt lists no version %s of %s%s; it lists %s", ErrNoSuchVersion, version, pkg, hint, listed)
+}
+
 // parsePolicy reads apt-cache policy output for pkg: one stanza per
 // package, each opening with the package's name and a colon at the start
-// of a line, then indented lines, among them "Candidate: VERSION".
-func parsePolicy(pkg string, out []byte) (string, error) {
+// of a line, then indented lines, among them "Candidate: VERSION" and,
+// below "Version table:", a line per version (indented five spaces, "*** "
+// marking the installed one) each followed by its sources (indented more).
+func parsePolicy(pkg string, out []byte) (aptPolicy, error) {
 	var names []string
-	candidate := ""
+	var pol aptPolicy
+	table := false
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		line := sc.Text()
@@ -245,29 +288,45 @@ func parsePolicy(pkg string, out []byte) (string, error) {
 		if line[0] != ' ' {
 			name, ok := strings.CutSuffix(line, ":")
 			if !ok {
-				return "", fmt.Errorf("%w: apt-cache policy printed %q for %s, expected a package name and a colon", pkgtype.ErrUnexpectedOutput, boundedOutput([]byte(line)), pkg)
+				return aptPolicy{}, fmt.Errorf("%w: apt-cache policy printed %q for %s, expected a package name and a colon", pkgtype.ErrUnexpectedOutput, boundedOutput([]byte(line)), pkg)
 			}
 			names = append(names, name)
+			table = false
 			continue
 		}
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate:"); ok && len(names) == 1 {
-			candidate = strings.TrimSpace(v)
+		if len(names) != 1 {
+			continue
+		}
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "Version table:":
+			table = true
+		case table && len(line) > 5 && !strings.HasPrefix(line, "      "):
+			if f := strings.Fields(strings.TrimPrefix(trimmed, "*** ")); len(f) > 0 {
+				pol.versions = append(pol.versions, f[0])
+			}
+		case !table:
+			if v, ok := strings.CutPrefix(trimmed, "Candidate:"); ok {
+				pol.candidate = strings.TrimSpace(v)
+			}
 		}
 	}
 	switch {
 	case len(names) == 0:
-		return "", fmt.Errorf("%w %s: apt knows no package of that name", pkgtype.ErrNoSuchPackage, pkg)
+		return aptPolicy{}, fmt.Errorf("%w %s: apt knows no package of that name", pkgtype.ErrNoSuchPackage, pkg)
 	case len(names) > 1 || !sameName(names[0], pkg):
 		shown := names[:min(len(names), 5)]
-		return "", fmt.Errorf("%w %s: apt-cache policy answered for %s, not for a package of exactly that name", pkgtype.ErrNoSuchPackage, pkg, strings.Join(shown, ", "))
+		return aptPolicy{}, fmt.Errorf("%w %s: apt-cache policy answered for %s, not for a package of exactly that name", pkgtype.ErrNoSuchPackage, pkg, strings.Join(shown, ", "))
 	}
-	if candidate == "(none)" || candidate == "" {
-		return "", nil
+	if pol.candidate == "(none)" {
+		pol.candidate = ""
 	}
-	if err := pkgtype.ValidateVersion(candidate); err != nil {
-		return "", fmt.Errorf("%w: apt-cache policy candidate for %s: %w", pkgtype.ErrUnexpectedOutput, pkg, err)
+	if pol.candidate != "" {
+		if err := pkgtype.ValidateVersion(pol.candidate); err != nil {
+			return aptPolicy{}, fmt.Errorf("%w: apt-cache policy candidate for %s: %w", pkgtype.ErrUnexpectedOutput, pkg, err)
+		}
 	}
-	return candidate, nil
+	return pol, nil
 }
 
 // sameName says whether apt's name for a package is pkg: equal, or pkg

@@ -195,8 +195,6 @@ var _ = Describe("Provider", func() {
 			},
 			Entry("the package gone between the lookup and apt-get", "present", installArgv("--", "ccm-fleet-testpkg"),
 				"apt_get_install_unknown_stdout.txt", "apt_get_install_unknown_stderr.txt", "E: Unable to locate package nosuch-ccm"),
-			Entry("unknown version", "9.9-1", installArgv("--allow-downgrades", "--", "ccm-fleet-testpkg=9.9-1"),
-				"apt_get_install_version_not_found_stdout.txt", "apt_get_install_version_not_found_stderr.txt", "E: Version '9.9-1' for 'ccm-fleet-testpkg' was not found"),
 			Entry("dpkg lock held", "present", installArgv("--", "ccm-fleet-testpkg"),
 				"", "apt_get_lock_held_stderr.txt", "Could not get lock /var/lib/dpkg/lock-frontend"),
 		)
@@ -353,5 +351,23 @@ var _ = Describe("Provider", func() {
 			Entry("absent is not a version", "absent"),
 			Entry("a unicode look-alike", "1.0\u2010"),
 		)
+	})
+})
+
+var _ = Describe("Provider with a version apt does not list", func() {
+	It("refuses it before apt-get runs, naming what apt lists, in Resolve (noop) and Install alike", func(ctx context.Context) {
+		fake := &runner.Fake{}
+		prov := newProvider(fake)
+		expectResolved(fake)
+		Expect(prov.Resolve(ctx, "ccm-fleet-testpkg", "9.9-1")).To(MatchError(apt.ErrNoSuchVersion))
+		expectResolved(fake)
+		err := prov.Install(ctx, "ccm-fleet-testpkg", "9.9-1")
+		Expect(err).To(MatchError(apt.ErrNoSuchVersion))
+		Expect(err).To(MatchError(ContainSubstring("apt lists no version 9.9-1 of ccm-fleet-testpkg; it lists")))
+		Expect(fake.Verify()).To(Succeed(), "only apt-cache policy ran")
+		for _, v := range []string{"present", "latest"} {
+			expectResolved(fake)
+			Expect(prov.Resolve(ctx, "ccm-fleet-testpkg", v)).To(Succeed(), v)
+		}
 	})
 })

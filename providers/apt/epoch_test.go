@@ -51,22 +51,25 @@ var _ = Describe("a version without its epoch", Label("real"), func() {
 		Expect(err).NotTo(HaveOccurred(), "%s", sim)
 		Expect(string(sim)).To(ContainSubstring(name + " is already the newest version (" + installed + ")"))
 
-		// So the package type finds ensure: bare not met (a noop reports
-		// drift) and ensure: installed stable.
+		// So the package type finds ensure: bare not met, and, as apt-get
+		// would refuse it, a noop says so instead of promising a change,
+		// naming the version with its epoch; ensure: installed is stable.
 		log := slog.New(slog.NewTextHandler(GinkgoWriter, nil))
 		prov, err := apt.NewFactory(runner.Exec{}, log, &sync.Mutex{}).New()
 		Expect(err).NotTo(HaveOccurred())
-		noop := func(ensure string) *resources.Outcome {
+		noop := func(ensure string) (*resources.Outcome, error) {
 			GinkgoHelper()
 			p := &pkgtype.Properties{}
 			p.Name, p.Ensure = name, ensure
 			Expect(p.Validate()).To(Succeed())
-			out, err := pkgtype.Type{}.Apply(ctx, &resources.ApplyContext{Noop: true, Log: log}, p, prov)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(out.State.Common().Ensure).To(Equal(installed))
-			return out
+			return pkgtype.Type{}.Apply(ctx, &resources.ApplyContext{Noop: true, Log: log}, p, prov)
 		}
-		Expect(noop(bare).Changed).To(BeTrue(), "ensure %s was taken for the installed %s", bare, installed)
-		Expect(noop(installed).Changed).To(BeFalse())
+		_, err = noop(bare)
+		Expect(err).To(MatchError(apt.ErrNoSuchVersion))
+		Expect(err).To(MatchError(ContainSubstring("apt lists no version " + bare + " of " + name + " (did you mean " + installed + "? a version without its epoch is epoch 0)")))
+		stable, err := noop(installed)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stable.Changed).To(BeFalse())
+		Expect(stable.State.Common().Ensure).To(Equal(installed))
 	})
 })

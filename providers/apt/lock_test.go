@@ -102,9 +102,9 @@ var _ = Describe("Waiting for the dpkg lock", func() {
 
 	It("is not claimed for other failures", func(ctx context.Context) {
 		expectResolved(fake)
-		expect(fake, installArgv("--allow-downgrades", "--", "ccm-fleet-testpkg=9.9-1"), 100,
-			"apt_get_install_version_not_found_stdout.txt", "apt_get_install_version_not_found_stderr.txt")
-		err := prov.Install(ctx, "ccm-fleet-testpkg", "9.9-1")
+		expect(fake, installArgv("--", "ccm-fleet-testpkg"), 100,
+			"apt_get_install_unknown_stdout.txt", "apt_get_install_unknown_stderr.txt")
+		err := prov.Install(ctx, "ccm-fleet-testpkg", "present")
 		Expect(err).To(MatchError(pkgtype.ErrCommandFailed))
 		Expect(err).NotTo(MatchError(apt.ErrLocked))
 	})

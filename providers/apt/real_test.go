@@ -92,14 +92,16 @@ var _ = Describe("Provider on this host", Label("real"), func() {
 		Expect(out.Changed).To(BeFalse())
 		Expect(dpkgState(ctx)).To(Equal("2.0-1 installed"))
 
-		By("ensure of a version no repository has fails with apt-get's message and changes nothing")
+		By("ensure of a version no repository has fails naming the versions apt lists, in a noop too, and changes nothing")
 		bad := &pkgtype.Properties{}
 		bad.Name, bad.Ensure = testPkg, "9.9-1"
 		Expect(bad.Validate()).To(Succeed())
-		_, err = pkgtype.Type{}.Apply(ctx, &resources.ApplyContext{Log: log}, bad, prov)
-		Expect(err).To(MatchError(pkgtype.ErrCommandFailed))
-		Expect(err).To(MatchError(ContainSubstring("E: Version '9.9-1' for 'ccm-fleet-testpkg' was not found")))
-		Expect(dpkgState(ctx)).To(Equal("2.0-1 installed"))
+		for _, noop := range []bool{true, false} {
+			_, err = pkgtype.Type{}.Apply(ctx, &resources.ApplyContext{Log: log, Noop: noop}, bad, prov)
+			Expect(err).To(MatchError(apt.ErrNoSuchVersion), "noop %v", noop)
+			Expect(err).To(MatchError(ContainSubstring("apt lists no version 9.9-1 of ccm-fleet-testpkg; it lists 2.0-1, 1.0-1")))
+			Expect(dpkgState(ctx)).To(Equal("2.0-1 installed"))
+		}
 
 		By("ensure absent removes it, keeping the conffile, and config-files counts as absent")
 		out = apply("absent", false)
