@@ -211,19 +211,12 @@ func (p *Provider) VersionCmp(a, b string, _ bool) (int, error) {
 	return CompareVersions(a, b)
 }
 
-// resolveLocked asks apt-cache policy (with APT::Cmd::Pattern-Only, in
-// the C locale so its labels are not translated) about pkg and returns its
-// candidate version, "" when it has none. The answer must be one package
-// whose name is exactly pkg (an architecture-qualified name may be shown
-// without its native architecture); anything else, no answer included, is
-// an error wrapping pkgtype.ErrNoSuchPackage.
-func (p *Provider) resolveLocked(ctx context.Context, pkg string) (string, error) {
-	pol, err := p.policy(ctx, pkg)
-	return pol.candidate, err
-}
-
-// policy asks apt-cache policy about pkg, for a caller that may or may
-// not hold the lock: apt-cache policy only reads.
+// policy asks apt-cache policy (with APT::Cmd::Pattern-Only, in the C
+// locale so its labels are not translated) about pkg. The answer must be
+// one package whose name is exactly pkg (an architecture-qualified name
+// may be shown without its native architecture); anything else, no answer
+// included, is an error wrapping pkgtype.ErrNoSuchPackage. Callers may or
+// may not hold the lock: apt-cache policy only reads.
 func (p *Provider) policy(ctx context.Context, pkg string) (aptPolicy, error) {
 	args := []string{"-o", patternOnly, "policy", "--", pkg}
 	res, err := p.runLocked(ctx, []string{"LC_ALL=C"}, "apt-cache", args...)
