@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -103,6 +104,7 @@ var _ = Describe("Assignments", Ordered, func() {
 		ops      signingKey
 		stranger signingKey
 		checker  signingKey
+		accounts signingKey
 		agents   []*fleetAgent
 		client   *orchestrator.Client
 		js       jetstream.JetStream
@@ -169,7 +171,8 @@ var _ = Describe("Assignments", Ordered, func() {
 		ops = newSigningKey(dir, "ops")
 		stranger = newSigningKey(dir, "stranger")
 		checker = newSigningKey(dir, "checker")
-		policy := policyFile(dir, signerEntry("ops", ops.pub, "file"), signerEntry("checker", checker.pub, "file, exec"))
+		accounts = newSigningKey(dir, "accounts")
+		policy := policyFile(dir, signerEntry("ops", ops.pub, "file"), signerEntry("checker", checker.pub, "file, exec"), signerEntry("accounts", accounts.pub, "user, group"))
 		b = brokertest.Start(GinkgoT())
 		nc, err := nats.Connect(b.ClientURL())
 		Expect(err).ToNot(HaveOccurred())
@@ -388,6 +391,40 @@ var _ = Describe("Assignments", Ordered, func() {
 		code, out, _ = runOrch("history", "host", "asg-1", "--server", b.ClientURL())
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("assignment audit"))
+	})
+
+	// The account types through an assignment: a scheduled audit names what
+	// it would create on the hosts it selects, and creates nothing (the
+	// agents here share this machine's account files).
+	It("audits a group and a user on the selected hosts as drift, creating neither", func() {
+		const grp, usr = "ccm-audit-grp9", "ccm-audit-usr9"
+		for _, db := range []string{"group", "passwd"} {
+			Expect(exec.Command("getent", db, grp).Run()).To(HaveOccurred(), "%s %s exists on this machine", db, grp)
+			Expect(exec.Command("getent", db, usr).Run()).To(HaveOccurred(), "%s %s exists on this machine", db, usr)
+		}
+		_, err := client.Assign(context.Background(), &protocol.Assignment{
+			Protocol: protocol.AssignmentProtocol, Name: "accounts", Filter: mustFilter("role=db"), Interval: protocol.Duration(time.Hour), Noop: true,
+			Manifest: json.RawMessage(`{"manifest":{"ccm":{"resources":[{"group":[{"` + grp + `":{"gid":4711}}]},{"user":[{"` + usr + `":{"groups":["` + grp + `"],"shell":"/bin/sh"}}]}]}}}`),
+		}, accounts.kp)
+		Expect(err).ToNot(HaveOccurred())
+		var rep orchestrator.StatusReport
+		Eventually(func() map[string]int {
+			code, out, _ := runOrch("status", "--assignment", "accounts", "--json", "--server", b.ClientURL())
+			if code != 5 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Assignments) != 1 {
+				return nil
+			}
+			return rep.Assignments[0].Counts
+		}).WithTimeout(20 * time.Second).Should(Equal(map[string]int{"drift": 2}))
+		for _, h := range rep.Assignments[0].Hosts {
+			Expect(h.Identity).To(BeElementOf("asg-1", "asg-3"))
+			Expect(h.Drift).To(Equal(2), h.Identity)
+		}
+		code, out, errOut := runOrch("history", "show", rep.Assignments[0].Hosts[0].RequestID, "--json", "--server", b.ClientURL())
+		Expect(code).To(Equal(5), errOut)
+		Expect(out).To(And(ContainSubstring("Would have created the group"), ContainSubstring("Would have created the user")))
+		Expect(exec.Command("getent", "group", grp).Run()).To(HaveOccurred(), "the audit created the group")
+		Expect(exec.Command("getent", "passwd", usr).Run()).To(HaveOccurred(), "the audit created the user")
+		remove("accounts", accounts)
 	})
 
 	It("resumes its schedule after a restart without running again early, and runs every interval", func() {
