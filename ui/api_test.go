@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -438,5 +439,33 @@ var _ = Describe("the dashboard's JSON API", Ordered, func() {
 		long := decode(get("/api/v1/fleet?select=" + url.QueryEscape("role="+strings.Repeat("w", protocol.MaxSelectLength))))
 		Expect(long["where_error"]).To(ContainSubstring("MaxSelectLength"))
 		Expect(decode(get("/api/v1/fleet"))["total"]).To(Equal(float64(hosts)), "the dashboard still answers")
+	})
+
+	// The account types on the drift page: a fleet noop of a group the
+	// hosts lack is listed as drift on every host (the simulated hosts
+	// share this machine's account files, so only a noop is sent). Last:
+	// it adds a run to every host.
+	It("lists a group a fleet noop would create as drift on every host", func() {
+		const grp = "ccm-ui-drift-grp9"
+		Expect(exec.Command("getent", "group", grp).Run()).To(HaveOccurred(), "group %s exists on this machine", grp)
+		e, err := protocol.NewEnsureRequest("group", map[string]any{"name": grp, "gid": 4712})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := client.Run(ctx, orchestrator.Request{Ensure: e, Noop: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Replied).To(Equal(hosts))
+		Eventually(func(g Gomega) {
+			drift := decode(get("/api/v1/drift"))
+			var row map[string]any
+			for _, r := range drift["resources"].([]any) {
+				if m := r.(map[string]any); m["resource"] == "group#"+grp {
+					row = m
+				}
+			}
+			g.Expect(row).NotTo(BeNil(), "group#%s on the drift page", grp)
+			g.Expect(row["cells"]).To(ContainElement(And(HaveKeyWithValue("state", "drifted"), HaveKeyWithValue("count", float64(hosts)))))
+		}).Should(Succeed())
+		Expect(exec.Command("getent", "group", grp).Run()).To(HaveOccurred(), "the noop created the group")
 	})
 })

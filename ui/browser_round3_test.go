@@ -154,12 +154,12 @@ var _ = Describe("the dashboard's pages, round 3, in a real browser", Ordered, L
 		audit = res
 
 		run(chromedp.Navigate(base + "/runs/" + res.RequestID))
-		Eventually(func() int {
+		// Read inside Eventually: a live update may swap the page between
+		// two reads (a node read as it is replaced reads empty).
+		Eventually(func() []string {
 			eval(`document.querySelectorAll("details.group").forEach(d => d.open = true); 0`)
-			return count("pre.unified .line.add")
-		}).Should(BeNumerically(">", 0))
-		Expect(text("pre.unified .line.add")).To(Equal("+managed"))
-		Expect(text("pre.unified .line.del")).To(Equal("-tampered"))
+			return []string{text("pre.unified .line.add"), text("pre.unified .line.del")}
+		}).Should(Equal([]string{"+managed", "-tampered"}))
 		add := eval(`getComputedStyle(document.querySelector("pre.unified .line.add")).backgroundColor`)
 		del := eval(`getComputedStyle(document.querySelector("pre.unified .line.del")).backgroundColor`)
 		Expect(add).NotTo(Equal(del))
