@@ -126,17 +126,28 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 
 	out.Diff = diffFor(initial, actions)
 	if ac.Noop {
-		msgs := make([]string, 0, len(actions))
-		for _, a := range actions {
-			log.Info("noop: skipping "+a.verb, "ensure", prop.Ensure)
-			msgs = append(msgs, a.noop)
-			out.Refreshed = out.Refreshed || a.refresh
-		}
-		out.Changed = true
-		out.NoopMessage = strings.Join(msgs, ". ")
+		noopOutcome(out, actions, prop, log)
 		return out, nil
 	}
+	return act(ctx, out, actions, prop, sp, log)
+}
 
+// noopOutcome records in out what the actions would have done: their noop
+// messages, joined, and whether one refreshes.
+func noopOutcome(out *resources.Outcome, actions []action, prop *Properties, log *slog.Logger) {
+	msgs := make([]string, 0, len(actions))
+	for _, a := range actions {
+		log.Info("noop: skipping "+a.verb, "ensure", prop.Ensure)
+		msgs = append(msgs, a.noop)
+		out.Refreshed = out.Refreshed || a.refresh
+	}
+	out.Changed = true
+	out.NoopMessage = strings.Join(msgs, ". ")
+}
+
+// act runs the actions in order, then checks the service reached the
+// desired state and is not still starting when it should be stopped.
+func act(ctx context.Context, out *resources.Outcome, actions []action, prop *Properties, sp Provider, log *slog.Logger) (*resources.Outcome, error) {
 	for _, a := range actions {
 		log.Info(a.doing, "ensure", prop.Ensure)
 		if err := a.call(ctx, prop.Name); err != nil {
