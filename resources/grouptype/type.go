@@ -49,10 +49,39 @@ func (Type) DefaultEnsure() string { return EnsurePresent }
 func (Type) NewProperties() resources.Properties { return &Properties{} }
 
 // step is one provider call the apply decided on.
-type step struct {
-	noop   string
-	change protocol.Change
-	call   func(ctx context.Context) error
+type step = Step
+
+// Step is one change of an account, group or user: its noop message, the
+// change it records in the diff, and the call that makes it.
+type Step struct {
+	Noop   string
+	Change protocol.Change
+	Call   func(ctx context.Context) error
+}
+
+// RunSteps records the steps in out (changed, their changes as its diff,
+// their noop messages joined under noop) and, unless ac is a noop, makes
+// them in order; an error names the kind and name of the account.
+func RunSteps(ctx context.Context, ac *resources.ApplyContext, out *resources.Outcome, steps []Step, kind, name, ensure string, log *slog.Logger) error {
+	out.Changed = true
+	out.Diff = &protocol.Diff{}
+	msgs := make([]string, 0, len(steps))
+	for _, s := range steps {
+		out.Diff.Changes = append(out.Diff.Changes, s.Change)
+		msgs = append(msgs, s.Noop)
+	}
+	if ac.Noop {
+		log.Info("noop: skipping changes", "ensure", ensure)
+		out.NoopMessage = strings.Join(msgs, ". ")
+		return nil
+	}
+	for _, s := range steps {
+		log.Info(strings.TrimPrefix(s.Noop, "Would have "), "ensure", ensure)
+		if err := s.Call(ctx); err != nil {
+			return fmt.Errorf("%s %s: %w", kind, name, err)
+		}
+	}
+	return nil
 }
 
 // Apply brings the group to its desired state. A gid another group holds
@@ -86,23 +115,8 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	if len(steps) == 0 {
 		return out, desired(prop, initial)
 	}
-	out.Changed = true
-	out.Diff = &protocol.Diff{}
-	msgs := make([]string, 0, len(steps))
-	for _, s := range steps {
-		out.Diff.Changes = append(out.Diff.Changes, s.change)
-		msgs = append(msgs, s.noop)
-	}
-	if ac.Noop {
-		log.Info("noop: skipping changes", "ensure", prop.Ensure)
-		out.NoopMessage = strings.Join(msgs, ". ")
-		return out, nil
-	}
-	for _, s := range steps {
-		log.Info(strings.TrimPrefix(s.noop, "Would have "), "ensure", prop.Ensure)
-		if err := s.call(ctx); err != nil {
-			return out, fmt.Errorf("group %s: %w", prop.Name, err)
-		}
+	if err := RunSteps(ctx, ac, out, steps, "group", prop.Name, prop.Ensure, log); err != nil || ac.Noop {
+		return out, err
 	}
 	final, err := status(ctx, gp, prop.Name)
 	if err != nil {
@@ -144,20 +158,20 @@ func plan(prop *Properties, st *protocol.GroupState, gp Provider) []step {
 		if !exists {
 			return nil
 		}
-		return []step{{noop: "Would have removed the group", change: protocol.Change{Field: "ensure", From: EnsurePresent, To: EnsureAbsent},
-			call: func(ctx context.Context) error { return gp.Delete(ctx, name) }}}
+		return []step{{Noop: "Would have removed the group", Change: protocol.Change{Field: "ensure", From: EnsurePresent, To: EnsureAbsent},
+			Call: func(ctx context.Context) error { return gp.Delete(ctx, name) }}}
 	}
 	var steps []step
 	var current []string
 	if !exists {
-		steps = append(steps, step{noop: "Would have created the group", change: protocol.Change{Field: "ensure", From: EnsureAbsent, To: EnsurePresent},
-			call: func(ctx context.Context) error { return gp.Create(ctx, name, prop.GID, prop.System) }})
+		steps = append(steps, step{Noop: "Would have created the group", Change: protocol.Change{Field: "ensure", From: EnsureAbsent, To: EnsurePresent},
+			Call: func(ctx context.Context) error { return gp.Create(ctx, name, prop.GID, prop.System) }})
 	} else {
 		current = st.Metadata.Members
 		if prop.GID != nil && prop.GID.Int() != IDOf(st.Metadata.GID) {
 			from, to := strconv.FormatInt(IDOf(st.Metadata.GID), 10), strconv.FormatInt(prop.GID.Int(), 10)
-			steps = append(steps, step{noop: fmt.Sprintf("Would have changed gid %s to %s", from, to), change: protocol.Change{Field: "gid", From: from, To: to},
-				call: func(ctx context.Context) error { return gp.SetGID(ctx, name, prop.GID.Int()) }})
+			steps = append(steps, step{Noop: fmt.Sprintf("Would have changed gid %s to %s", from, to), Change: protocol.Change{Field: "gid", From: from, To: to},
+				Call: func(ctx context.Context) error { return gp.SetGID(ctx, name, prop.GID.Int()) }})
 		}
 	}
 	if prop.Members == nil {
@@ -174,8 +188,8 @@ func plan(prop *Properties, st *protocol.GroupState, gp Provider) []step {
 	if len(remove) > 0 {
 		msg = append(msg, "Would have removed members "+List(remove))
 	}
-	return append(steps, step{noop: strings.Join(msg, ". "), change: protocol.Change{Field: "members", From: List(current), To: List(result)},
-		call: func(ctx context.Context) error { return gp.SetMembers(ctx, name, result) }})
+	return append(steps, step{Noop: strings.Join(msg, ". "), Change: protocol.Change{Field: "members", From: List(current), To: List(result)},
+		Call: func(ctx context.Context) error { return gp.SetMembers(ctx, name, result) }})
 }
 
 // desired is the group's check: ensure, the gid when set, and the members

@@ -11,11 +11,7 @@ import (
 )
 
 // step is one provider call the apply decided on.
-type step struct {
-	noop   string
-	change protocol.Change
-	call   func(ctx context.Context) error
-}
+type step = grouptype.Step
 
 // difference is one attribute of an existing account that differs.
 type difference struct {
@@ -35,12 +31,12 @@ func plan(ctx context.Context, prop *Properties, st *protocol.UserState, up Prov
 		if prop.ManageHome && st.Metadata.Home != prop.Home {
 			return nil, fmt.Errorf("its home is %s, not %s: refusing to remove a home the resource does not name; nothing was changed", shown(st.Metadata.Home), prop.Home)
 		}
-		return []step{{noop: "Would have removed the user", change: protocol.Change{Field: "ensure", From: grouptype.EnsurePresent, To: grouptype.EnsureAbsent},
-			call: func(ctx context.Context) error { return up.Delete(ctx, name, prop.ManageHome) }}}, nil
+		return []step{{Noop: "Would have removed the user", Change: protocol.Change{Field: "ensure", From: grouptype.EnsurePresent, To: grouptype.EnsureAbsent},
+			Call: func(ctx context.Context) error { return up.Delete(ctx, name, prop.ManageHome) }}}, nil
 	}
 	if !exists {
-		steps := []step{{noop: "Would have created the user", change: protocol.Change{Field: "ensure", From: grouptype.EnsureAbsent, To: grouptype.EnsurePresent},
-			call: func(ctx context.Context) error { return up.Create(ctx, prop) }}}
+		steps := []step{{Noop: "Would have created the user", Change: protocol.Change{Field: "ensure", From: grouptype.EnsureAbsent, To: grouptype.EnsurePresent},
+			Call: func(ctx context.Context) error { return up.Create(ctx, prop) }}}
 		if prop.Password != "" {
 			steps = append(steps, passwordStep(up, prop, "Would have set the password"))
 		}
@@ -77,14 +73,14 @@ func plan(ctx context.Context, prop *Properties, st *protocol.UserState, up Prov
 }
 
 func modifyStep(up Provider, name string, d difference) step {
-	return step{noop: d.noop, change: protocol.Change{Field: d.field, From: d.from, To: d.to},
-		call: func(ctx context.Context) error { return up.Modify(ctx, name, d.change) }}
+	return step{Noop: d.noop, Change: protocol.Change{Field: d.field, From: d.from, To: d.to},
+		Call: func(ctx context.Context) error { return up.Modify(ctx, name, d.change) }}
 }
 
 // passwordStep sets the hash; its diff and message never show it.
 func passwordStep(up Provider, prop *Properties, noop string) step {
-	return step{noop: noop, change: protocol.Change{Field: "password", From: protocol.SensitiveValue, To: protocol.SensitiveValue},
-		call: func(ctx context.Context) error { return up.SetPassword(ctx, prop.Name, prop.Password) }}
+	return step{Noop: noop, Change: protocol.Change{Field: "password", From: protocol.SensitiveValue, To: protocol.SensitiveValue},
+		Call: func(ctx context.Context) error { return up.SetPassword(ctx, prop.Name, prop.Password) }}
 }
 
 // lockDifference is the lock change, if any; relock is set when a new

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/resources"
@@ -112,23 +111,8 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	if len(steps) == 0 {
 		return out, desired(ctx, prop, initial, up)
 	}
-	out.Changed = true
-	out.Diff = &protocol.Diff{}
-	msgs := make([]string, 0, len(steps))
-	for _, s := range steps {
-		out.Diff.Changes = append(out.Diff.Changes, s.change)
-		msgs = append(msgs, s.noop)
-	}
-	if ac.Noop {
-		log.Info("noop: skipping changes", "ensure", prop.Ensure)
-		out.NoopMessage = strings.Join(msgs, ". ")
-		return out, nil
-	}
-	for _, s := range steps {
-		log.Info(strings.TrimPrefix(s.noop, "Would have "), "ensure", prop.Ensure)
-		if err := s.call(ctx); err != nil {
-			return out, fmt.Errorf("user %s: %w", prop.Name, err)
-		}
+	if err := grouptype.RunSteps(ctx, ac, out, steps, "user", prop.Name, prop.Ensure, log); err != nil || ac.Noop {
+		return out, err
 	}
 	final, err := status(ctx, up, prop.Name)
 	if err != nil {
