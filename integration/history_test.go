@@ -312,4 +312,31 @@ var _ = Describe("History of a fleet of 100 simulated agents", Ordered, func() {
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("changed (late)"))
 	})
+
+	It("lists a run a host never answered in that host's timeline, as no_reply", func() {
+		code, out, _ := f.orch("ensure", "exec", "/bin/true", "--host", "hist-0001", "--host", "gone-host-9", "--reply-timeout", "1s", "--json")
+		Expect(code).To(Equal(3))
+		var live map[string]any
+		Expect(json.Unmarshal([]byte(out), &live)).To(Succeed())
+		Expect(identities(live, "no_reply")).To(Equal([]string{"gone-host-9"}))
+		id := live["request_id"].(string)
+
+		var entries []map[string]any
+		Eventually(func() []map[string]any {
+			code, out, _ := f.orch("history", "host", "gone-host-9", "--json")
+			entries = nil
+			if code != 0 || json.Unmarshal([]byte(out), &entries) != nil {
+				return nil
+			}
+			return entries
+		}).WithTimeout(20 * time.Second).Should(ContainElement(And(HaveKeyWithValue("request_id", id), HaveKeyWithValue("outcome", "no_reply"))))
+		code, out, _ = f.orch("history", "host", "gone-host-9")
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchRegexp(id + `\s+ensure exec#/bin/true\s+no_reply`))
+
+		code, out, _ = f.orch("history", "host", "hist-0001", "--json")
+		Expect(code).To(Equal(0))
+		Expect(json.Unmarshal([]byte(out), &entries)).To(Succeed())
+		Expect(entries).To(ContainElement(And(HaveKeyWithValue("request_id", id), Not(HaveKeyWithValue("outcome", "no_reply")))), "the host that answered has its answer")
+	})
 })

@@ -1,10 +1,12 @@
 package orchestrator
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -232,7 +234,9 @@ func (e *HostEntry) setWatch(w watchFailures) {
 }
 
 // HistoryHost returns one host's results since a time (zero: from the
-// start), oldest first, at most limit (the most recent; 0: all).
+// start), oldest first, at most limit (the most recent; 0: all). A run
+// that expected the host and holds no record of it is in the timeline as
+// no_reply once its reply deadline has passed.
 func (c *Client) HistoryHost(ctx context.Context, identity string, since time.Time, limit int) ([]HostEntry, error) {
 	if err := protocol.ValidateIdentity(identity); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -245,6 +249,7 @@ func (c *Client) HistoryHost(ctx context.Context, identity string, since time.Ti
 	}
 	out := []HostEntry{}
 	requests := map[string]*protocol.HistoryRequest{}
+	seen := map[string]bool{}
 	err := jsstore.Read(ctx, c.js, jsstore.ReadOptions{
 		Filter: protocol.HistorySubjectPrefix + ".*." + protocol.EncodeToken(identity), Since: since,
 	}, func(r jsstore.Record) error {
@@ -257,8 +262,9 @@ func (c *Client) HistoryHost(ctx context.Context, identity string, since time.Ti
 		case err != nil || reply.Identity != identity:
 			return nil
 		}
-		req, seen := requests[r.RequestID]
-		if !seen {
+		seen[r.RequestID] = true
+		req, known := requests[r.RequestID]
+		if !known {
 			if hr := headerRequest(r.Header.Get(protocol.HeaderRequest)); hr != nil && hr.RequestID == r.RequestID {
 				req = hr
 			} else {
@@ -285,7 +291,46 @@ func (c *Client) HistoryHost(ctx context.Context, identity string, since time.Ti
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", identity, err)
 	}
+	missed, err := c.noReplies(ctx, identity, since, seen)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", identity, err)
+	}
+	if len(missed) == 0 {
+		return out, nil
+	}
+	out = append(out, missed...)
+	slices.SortStableFunc(out, func(a, b HostEntry) int { return a.Time.Compare(b.Time) })
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
 	return out, nil
+}
+
+// noReplies lists the runs since since that expected identity, hold no
+// record of it (seen lists those that do) and whose reply deadline has
+// passed: each as a no_reply entry at the time of the request's record.
+// Only request records naming the identity are decoded.
+func (c *Client) noReplies(ctx context.Context, identity string, since time.Time, seen map[string]bool) ([]HostEntry, error) {
+	// Identities are ASCII letters, digits and ".-_": quoted, as the
+	// record's expected list writes them.
+	needle := []byte(strconv.Quote(identity))
+	now := c.now()
+	var out []HostEntry
+	err := jsstore.Read(ctx, c.js, jsstore.ReadOptions{
+		Filter: protocol.HistorySubjectPrefix + ".*." + protocol.HistoryRequestToken, Since: since,
+	}, func(r jsstore.Record) error {
+		if r.Err != nil || seen[r.RequestID] || !bytes.Contains(r.Data, needle) {
+			return nil
+		}
+		req, err := protocol.DecodeHistoryRequest(r.Data, protocol.Limits{MaxBytes: maxRecordBytes})
+		if err != nil || !slices.Contains(req.Expected, identity) || now.Before(req.Created.Add(time.Duration(req.Timeout))) {
+			return nil
+		}
+		out = append(out, HostEntry{RequestID: req.RequestID, Time: r.Time, Asked: DescribeRequest(req), Noop: req.Noop,
+			Outcome: OutcomeNoReply, Events: []*protocol.TransactionEvent{}})
+		return nil
+	})
+	return out, err
 }
 
 // requestRecord reads one request's record; nil when it is gone or does
