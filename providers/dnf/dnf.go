@@ -115,7 +115,10 @@ func (p *Provider) Resolve(ctx context.Context, pkg, version string) error {
 	}
 	p.lock.Lock()
 	defer p.lock.Unlock()
-	return p.resolveLocked(ctx, pkg, operand)
+	if err := p.resolveLocked(ctx, pkg, operand); err != nil {
+		return err
+	}
+	return p.epochLocked(ctx, pkg, operand)
 }
 
 var _ pkgtype.Resolver = (*Provider)(nil)

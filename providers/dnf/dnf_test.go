@@ -26,6 +26,15 @@ func repoqueryArgv(operand string) []string {
 	return []string{"dnf", "repoquery", "--quiet", "--queryformat", "%{name}\n", operand}
 }
 
+// resolves scripts the repoquery of operand resolving to zsh and, for a
+// version without an epoch, the repoquery of its epochs: 0.
+func resolves(f *runner.Fake, operand string) {
+	expect(f, repoqueryArgv(operand), 0, "dnf_repoquery_zsh.txt", "")
+	if strings.HasPrefix(operand, "zsh-") && !strings.Contains(operand, ":") {
+		expect(f, []string{"dnf", "repoquery", "--quiet", "--queryformat", "%{epoch}\n", operand}, 0, "dnf_repoquery_epoch_0.txt", "")
+	}
+}
+
 // before scripts what a command needs first: the repoquery of its operand
 // (resolving to zsh), or rpm -q of the package it removes.
 func before(f *runner.Fake, argv []string) {
@@ -33,7 +42,7 @@ func before(f *runner.Fake, argv []string) {
 		expect(f, rpmArgv(argv[len(argv)-1]), 0, "rpm_q_installed.txt", "")
 		return
 	}
-	expect(f, repoqueryArgv(argv[len(argv)-1]), 0, "dnf_repoquery_zsh.txt", "")
+	resolves(f, argv[len(argv)-1])
 }
 
 // fixture reads a testdata file; "" reads as nothing.
@@ -190,7 +199,7 @@ var _ = Describe("Provider", func() {
 
 		It("installs an absent package", func(ctx context.Context) {
 			expect(fake, rpmArgv("zsh"), 1, "rpm_q_absent.txt", "")
-			expect(fake, repoqueryArgv("zsh-5.8-9.el9"), 0, "dnf_repoquery_zsh.txt", "")
+			resolves(fake, "zsh-5.8-9.el9")
 			expect(fake, []string{"dnf", "install", "-y", "zsh-5.8-9.el9"}, 0, "dnf_install_zsh.txt", "")
 			expect(fake, rpmArgv("zsh"), 0, "rpm_q_installed.txt", "")
 			out, err := apply(ctx, false, "5.8-9.el9")
@@ -202,7 +211,7 @@ var _ = Describe("Provider", func() {
 
 		It("downgrades to an older release", func(ctx context.Context) {
 			expect(fake, rpmArgv("zsh"), 0, "rpm_q_installed.txt", "")
-			expect(fake, repoqueryArgv("zsh-5.8-7.el9"), 0, "dnf_repoquery_zsh.txt", "")
+			resolves(fake, "zsh-5.8-7.el9")
 			expect(fake, []string{"dnf", "downgrade", "-y", "zsh-5.8-7.el9"}, 0, "dnf_downgrade_zsh.txt", "")
 			fake.Add(runner.Expectation{Argv: rpmArgv("zsh"), Result: runner.Result{Stdout: []byte("zsh 0 5.8 7.el9 x86_64")}})
 			out, err := apply(ctx, false, "5.8-7.el9")
@@ -213,7 +222,7 @@ var _ = Describe("Provider", func() {
 
 		It("fails the desired state when dnf installs another version than asked", func(ctx context.Context) {
 			expect(fake, rpmArgv("zsh"), 1, "rpm_q_absent.txt", "")
-			expect(fake, repoqueryArgv("zsh-5.8"), 0, "dnf_repoquery_zsh.txt", "")
+			resolves(fake, "zsh-5.8")
 			expect(fake, []string{"dnf", "install", "-y", "zsh-5.8"}, 0, "dnf_install_zsh.txt", "")
 			expect(fake, rpmArgv("zsh"), 0, "rpm_q_installed.txt", "")
 			_, err := apply(ctx, false, "5.8")

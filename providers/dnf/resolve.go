@@ -29,7 +29,52 @@ func (p *Provider) runResolved(ctx context.Context, pkg, operand, name string, a
 	if err := p.resolveLocked(ctx, pkg, operand); err != nil {
 		return err
 	}
+	if err := p.epochLocked(ctx, pkg, operand); err != nil {
+		return err
+	}
 	return p.checkedLocked(ctx, name, args...)
+}
+
+// epochLocked refuses a version written without its epoch (operand
+// pkg-VERSION, no colon) that the repositories have only at a non-zero
+// epoch. dnf reads such an operand as that version at any epoch, while
+// rpm, and so the package's status, read it as epoch 0: a run would leave
+// the package as it is and end in "desired state not achieved", and a
+// noop would promise it. The error wraps pkgtype.ErrNoSuchPackage and names
+// the version with its epoch. The caller holds p.lock.
+func (p *Provider) epochLocked(ctx context.Context, pkg, operand string) error {
+	version, specific := strings.CutPrefix(operand, pkg+"-")
+	if !specific || strings.Contains(version, ":") {
+		return nil
+	}
+	args := []string{"repoquery", "--quiet", "--queryformat", "%{epoch}\n", operand}
+	res, err := p.runLocked(ctx, "dnf", args...)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%w: dnf %s exited with status %d: %s", pkgtype.ErrCommandFailed,
+			strings.Join(args, " "), res.ExitCode, res.Tail(maxTail))
+	}
+	var epochs []string
+	sc := bufio.NewScanner(strings.NewReader(string(res.Stdout)))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.ContainsAny(line, " \t") {
+			continue
+		}
+		if line == "0" || line == "(none)" {
+			return nil
+		}
+		if !slices.Contains(epochs, line) {
+			epochs = append(epochs, line)
+		}
+	}
+	if len(epochs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w %s at version %s: the repositories have it only at epoch %s (did you mean %s:%s? a version without its epoch is epoch 0)",
+		pkgtype.ErrNoSuchPackage, pkg, version, strings.Join(epochs, ", "), epochs[0], version)
 }
 
 // resolveLocked asks dnf repoquery what operand means: one or more
