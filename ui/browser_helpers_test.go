@@ -87,13 +87,20 @@ func serveDashboard(nc *nats.Conn, opts ui.Options) string {
 // is being replaced): callers compare it with what they expect, in
 // Eventually where the page may still change.
 func browserText(browser context.Context, sel string) string {
-	ctx, cancel := context.WithTimeout(browser, 10*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		return ""
+	// A live update replaces the page's main content: a node read as it
+	// is replaced fails the read, which is tried again on the new page.
+	for range 3 {
+		ctx, cancel := context.WithTimeout(browser, 10*time.Second)
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return strings.TrimSpace(s)
+		}
+		if browser.Err() != nil {
+			break
+		}
 	}
-	return strings.TrimSpace(s)
+	return ""
 }
 
 // browse runs browser steps with a deadline.
