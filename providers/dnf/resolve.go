@@ -47,28 +47,9 @@ func (p *Provider) epochLocked(ctx context.Context, pkg, operand string) error {
 	if !specific || strings.Contains(version, ":") {
 		return nil
 	}
-	args := []string{"repoquery", "--quiet", "--queryformat", "%{epoch}\n", operand}
-	res, err := p.runLocked(ctx, "dnf", args...)
-	if err != nil {
+	epochs, err := p.repoquery(ctx, "%{epoch}\n", operand)
+	if err != nil || slices.Contains(epochs, "0") || slices.Contains(epochs, "(none)") {
 		return err
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("%w: dnf %s exited with status %d: %s", pkgtype.ErrCommandFailed,
-			strings.Join(args, " "), res.ExitCode, res.Tail(maxTail))
-	}
-	var epochs []string
-	sc := bufio.NewScanner(strings.NewReader(string(res.Stdout)))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.ContainsAny(line, " \t") {
-			continue
-		}
-		if line == "0" || line == "(none)" {
-			return nil
-		}
-		if !slices.Contains(epochs, line) {
-			epochs = append(epochs, line)
-		}
 	}
 	if len(epochs) == 0 {
 		return nil
@@ -81,27 +62,9 @@ func (p *Provider) epochLocked(ctx context.Context, pkg, operand string) error {
 // packages, every one named exactly pkg, or an error wrapping
 // pkgtype.ErrNoSuchPackage. The caller holds p.lock.
 func (p *Provider) resolveLocked(ctx context.Context, pkg, operand string) error {
-	args := []string{"repoquery", "--quiet", "--queryformat", repoqueryFormat, operand}
-	res, err := p.runLocked(ctx, "dnf", args...)
+	names, err := p.repoquery(ctx, repoqueryFormat, operand)
 	if err != nil {
 		return err
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("%w: dnf %s exited with status %d: %s", pkgtype.ErrCommandFailed,
-			strings.Join(args, " "), res.ExitCode, res.Tail(maxTail))
-	}
-	var names []string
-	sc := bufio.NewScanner(strings.NewReader(string(res.Stdout)))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		// A line with a space is a message (such as dnf4's "Last metadata
-		// expiration check"), not a package name.
-		if line == "" || strings.ContainsAny(line, " \t") {
-			continue
-		}
-		if !slices.Contains(names, line) {
-			names = append(names, line)
-		}
 	}
 	switch {
 	case len(names) == 0 && operand != pkg:
@@ -113,4 +76,29 @@ func (p *Provider) resolveLocked(ctx context.Context, pkg, operand string) error
 			pkgtype.ErrNoSuchPackage, pkg, operand, strings.Join(names[:min(len(names), maxResolveNames)], ", "))
 	}
 	return nil
+}
+
+// repoquery runs dnf repoquery of operand with one field a line in
+// format and returns the distinct answers, in order. A line with a space
+// is a message (such as dnf4's "Last metadata expiration check"), not an
+// answer. The caller holds p.lock.
+func (p *Provider) repoquery(ctx context.Context, format, operand string) ([]string, error) {
+	args := []string{"repoquery", "--quiet", "--queryformat", format, operand}
+	res, err := p.runLocked(ctx, "dnf", args...)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("%w: dnf %s exited with status %d: %s", pkgtype.ErrCommandFailed,
+			strings.Join(args, " "), res.ExitCode, res.Tail(maxTail))
+	}
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(string(res.Stdout)))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.ContainsAny(line, " \t") && !slices.Contains(out, line) {
+			out = append(out, line)
+		}
+	}
+	return out, nil
 }
