@@ -14,15 +14,6 @@ import (
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
-// benchTimeout is the reply and discovery deadline of the bench's runs: far
-// above what any round takes, so a slow round is measured, not cut short.
-const benchTimeout = time.Minute
-
-// setupTimeout is the reply deadline of the setup rounds: the first change
-// on 20,000 simulated agents sharing 2 cores saw 14,904 replies within a
-// minute.
-const setupTimeout = 5 * time.Minute
-
 // hostDir is each host's directory below a fleet's files directory, as
 // its own /etc would be.
 const hostDir = "{{ lookup('facts.identity') }}"
@@ -33,12 +24,15 @@ type fileSpec struct {
 	path, content, owner, group string
 	// key is the seed file ccm-orch signs with
 	key string
+	// reply is the reply and discovery deadline
+	reply time.Duration
 	// directory ensures the host's directory instead of the file
 	directory bool
 }
 
 func (b *bencher) fileSpec(dir, content string) fileSpec {
-	return fileSpec{path: filepath.Join(dir, hostDir, "motd"), content: content, owner: b.owner, group: b.group, key: b.sign.seedFile}
+	return fileSpec{path: filepath.Join(dir, hostDir, "motd"), content: content, owner: b.owner, group: b.group, key: b.sign.seedFile,
+		reply: deadlinesFor(0).reply}
 }
 
 // properties are the ensure request's properties, as ccm-orch sends them.
@@ -55,14 +49,14 @@ func (f fileSpec) request(noop bool, mode orchestrator.DiscoveryMode) (orchestra
 	if err != nil {
 		return orchestrator.Request{}, err
 	}
-	return orchestrator.Request{Ensure: ens, Noop: noop, Discovery: mode, Timeout: benchTimeout, DiscoveryTimeout: benchTimeout}, nil
+	return orchestrator.Request{Ensure: ens, Noop: noop, Discovery: mode, Timeout: f.reply, DiscoveryTimeout: f.reply}, nil
 }
 
 // args is the ccm-orch command line of the row.
 func (f fileSpec) args(url string, noop bool, mode orchestrator.DiscoveryMode) []string {
 	a := []string{"ensure", "file", f.path, "--content", f.content, "--owner", f.owner, "--group", f.group,
-		"--mode", "0644", "--discovery", string(mode), "--reply-timeout", benchTimeout.String(),
-		"--discovery-timeout", benchTimeout.String(), "--server", url, "--key", f.key}
+		"--mode", "0644", "--discovery", string(mode), "--reply-timeout", f.reply.String(),
+		"--discovery-timeout", f.reply.String(), "--server", url, "--key", f.key}
 	if noop {
 		a = append(a, "--noop")
 	}
@@ -122,6 +116,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 		return nil, err
 	}
 	defer s.stop()
+	s.dl = deadlinesFor(n)
 
 	b.logf("%d: floor", n)
 	floor, err := b.floor(ctx, s, n)
@@ -336,12 +331,12 @@ func (f *fleetRun) libraryRound(ctx context.Context, spec fleetRow) (run, error)
 			sent = time.Now()
 		}
 	}
-	limit := roundTimeout
+	limit := f.s.dl.round
 	if spec.setup {
 		// The setup rounds prepare the hosts and are not measured: a
 		// large fleet on a saturated machine may take longer than a
 		// timed round may.
-		req.Timeout, limit = setupTimeout, setupTimeout+time.Minute
+		req.Timeout, limit = f.s.dl.setup, f.s.dl.setup+time.Minute
 	}
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -379,7 +374,7 @@ func (f *fleetRun) libraryRound(ctx context.Context, spec fleetRow) (run, error)
 // cliRound runs the row's request as a ccm-orch process and waits for
 // its history records.
 func (f *fleetRun) cliRound(ctx context.Context, spec fleetRow) (run, error) {
-	rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+	rctx, cancel := context.WithTimeout(ctx, f.s.dl.round)
 	defer cancel()
 	r, err := runProcess(rctx, os.Environ(), f.b.cfg.OrchBin, f.spec(spec).args(f.s.url, spec.noop(), spec.mode)...)
 	if err != nil {
@@ -408,6 +403,7 @@ func (f *fleetRun) spec(spec fleetRow) fileSpec {
 	}
 	fs := f.b.fileSpec(f.files, content)
 	fs.directory = spec.directory
+	fs.reply = f.s.dl.reply
 	return fs
 }
 

@@ -74,7 +74,7 @@ func (b *bencher) startSignedResponders(ctx context.Context, s *site, n int) (pr
 		args = append(args, []string{RespondersCommand, "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
 			"--subject", signedFloorSubject, "--reply-bytes", strconv.Itoa(b.replyBodyBytes), "--trust", b.sign.signer.PublicKey()})
 	}
-	return startAll(ctx, b.cfg.BenchBin, respondersReady, names, args)
+	return startAll(ctx, deadlinesFor(n).start, b.cfg.BenchBin, respondersReady, names, args)
 }
 
 // signedRound is one signed floor round: the time from signing the
@@ -150,7 +150,7 @@ func (s *site) signedFloorRound(ctx context.Context, keys *protocol.KeySigner, b
 	if err := s.nc.PublishMsg(msg); err != nil {
 		return signedRound{}, err
 	}
-	t := time.NewTimer(roundTimeout)
+	t := time.NewTimer(s.dl.round)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -161,7 +161,7 @@ func (s *site) signedFloorRound(ctx context.Context, keys *protocol.KeySigner, b
 	case <-t.C:
 		mu.Lock()
 		defer mu.Unlock()
-		return r, fmt.Errorf("signed floor: %d of %d replies after %s (%d did not verify)", r.verified+r.unverified, n, roundTimeout, r.unverified)
+		return r, fmt.Errorf("signed floor: %d of %d replies after %s (%d did not verify)", r.verified+r.unverified, n, s.dl.round, r.unverified)
 	case <-ctx.Done():
 		return signedRound{}, ctx.Err()
 	}

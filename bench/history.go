@@ -26,7 +26,7 @@ func (f *fleetRun) historyRows(ctx context.Context) ([]Row, error) {
 	var got samples
 	cpu0 := selfCPU()
 	for i := range f.b.cfg.Rounds + 1 {
-		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+		rctx, cancel := context.WithTimeout(ctx, f.s.dl.round)
 		start := time.Now()
 		h, err := f.client.History(rctx, f.lastNoop)
 		d := time.Since(start)
@@ -54,7 +54,7 @@ func (f *fleetRun) historyRows(ctx context.Context) ([]Row, error) {
 	cli := Row{Name: "history-show-cli", Agents: f.n}
 	var runs processRuns
 	for i := range f.b.cfg.Rounds + 1 {
-		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+		rctx, cancel := context.WithTimeout(ctx, f.s.dl.round)
 		r, err := runProcess(rctx, os.Environ(), f.b.cfg.OrchBin, "history", "show", f.lastNoop, "--server", f.s.url)
 		cancel()
 		if err != nil {

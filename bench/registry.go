@@ -42,7 +42,7 @@ func (b *bencher) registry(ctx context.Context) ([]Row, error) {
 		}
 		select {
 		case <-s.js.PublishAsyncComplete():
-		case <-time.After(startTimeout):
+		case <-time.After(deadlinesFor(n).start):
 			return rows, fmt.Errorf("registry: writing %d entries timed out", n)
 		}
 		have = n
@@ -52,7 +52,7 @@ func (b *bencher) registry(ctx context.Context) ([]Row, error) {
 		cpu0 := selfCPU()
 		for i := range b.cfg.Rounds + 1 {
 			start := time.Now()
-			nodes, err := client.Discover(ctx, orchestrator.DiscoverOptions{Mode: orchestrator.DiscoveryRegistry, Timeout: benchTimeout})
+			nodes, err := client.Discover(ctx, orchestrator.DiscoverOptions{Mode: orchestrator.DiscoveryRegistry, Timeout: deadlinesFor(n).reply})
 			d := time.Since(start)
 			if err != nil {
 				return rows, fmt.Errorf("registry discovery: %w", err)

@@ -76,6 +76,7 @@ func TestLayoutSpreadsLargeFleets(t *testing.T) {
 		{n: 5000, limit: 20000, want: layout{brokers: 1, agentProcs: 2, responderProcs: 1}},
 		{n: 20000, limit: 20000, want: layout{brokers: 3, agentProcs: 7, responderProcs: 2}},
 		{n: 20000, limit: 1 << 20, want: layout{brokers: 1, agentProcs: 1, responderProcs: 1}},
+		{n: 50000, limit: 20000, want: layout{brokers: 3, agentProcs: 16, responderProcs: 3}},
 	} {
 		if got := layoutFor(c.n, c.limit); got != c.want {
 			t.Errorf("layoutFor(%d, %d) = %+v, want %+v", c.n, c.limit, got, c.want)
@@ -84,6 +85,20 @@ func TestLayoutSpreadsLargeFleets(t *testing.T) {
 	got := parts(20000, 3)
 	if got[0]+got[1]+got[2] != 20000 || got[0]-got[2] > 1 {
 		t.Errorf("parts(20000, 3) = %v", got)
+	}
+}
+
+func TestDeadlinesGrowPastTwentyThousandAgents(t *testing.T) {
+	base := deadlinesFor(0)
+	if base != deadlinesFor(deadlineFleet) {
+		t.Errorf("deadlines change below %d agents: %+v and %+v", deadlineFleet, base, deadlinesFor(deadlineFleet))
+	}
+	if base.reply != time.Minute || base.setup != 5*time.Minute || base.start != 10*time.Minute {
+		t.Errorf("base deadlines %+v", base)
+	}
+	big := deadlinesFor(50000)
+	if big.reply != 150*time.Second || big.round != 5*time.Minute || big.settle != 5*time.Minute || big.start != 25*time.Minute {
+		t.Errorf("deadlines at 50,000 agents %+v, want two and a half times %+v", big, base)
 	}
 }
 

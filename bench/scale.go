@@ -101,8 +101,9 @@ func (p procs) stop(timeout time.Duration) {
 }
 
 // startAll starts one child per entry of args (name and arguments), all at
-// once, and waits until each is ready; on any failure it stops them all.
-func startAll(ctx context.Context, bin, marker string, names []string, args [][]string) (procs, error) {
+// once, and waits up to wait until each is ready; on any failure it stops
+// them all.
+func startAll(ctx context.Context, wait time.Duration, bin, marker string, names []string, args [][]string) (procs, error) {
 	var p procs
 	for i := range args {
 		c, err := startChild(names[i], marker, bin, args[i]...)
@@ -114,7 +115,7 @@ func startAll(ctx context.Context, bin, marker string, names []string, args [][]
 	}
 	var errs []error
 	for _, c := range p {
-		errs = append(errs, c.waitReady(ctx, startTimeout))
+		errs = append(errs, c.waitReady(ctx, wait))
 	}
 	if err := errors.Join(errs...); err != nil {
 		p.stop(stopTimeout)
@@ -189,5 +190,5 @@ func (b *bencher) startPeers(ctx context.Context, c *cluster, dir string) (procs
 			"--cluster-name", "bench", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", c.routePorts[i]),
 			"--routes", strings.Join(c.routes(), ","), "--replicas", "1"})
 	}
-	return startAll(ctx, b.cfg.BrokerBin, peerReady, names, args)
+	return startAll(ctx, deadlinesFor(0).start, b.cfg.BrokerBin, peerReady, names, args)
 }

@@ -21,12 +21,42 @@ import (
 
 // Timeouts of the bench's own waits (never part of a measurement).
 const (
-	startTimeout  = 10 * time.Minute
-	stopTimeout   = 2 * time.Minute
-	roundTimeout  = 2 * time.Minute
-	settleTimeout = 2 * time.Minute
-	settlePoll    = 2 * time.Millisecond
+	stopTimeout = 2 * time.Minute
+	settlePoll  = 2 * time.Millisecond
 )
+
+// deadlines are the bench's own waits for a fleet of one size: far above
+// what a round takes, so a slow round is measured, not cut short. Above
+// deadlineFleet agents they grow in proportion: 20,000 agents took 30 s a
+// noop round and 4 minutes to start on this 2-core machine, so 50,000
+// need about two and a half times the waits.
+type deadlines struct {
+	// reply is the reply and discovery deadline of a timed run
+	reply time.Duration
+	// setup is the reply deadline of the setup rounds: the first change
+	// on 20,000 simulated agents sharing 2 cores saw 14,904 replies
+	// within a minute
+	setup time.Duration
+	// round bounds one timed round; settle, the wait for its history
+	// records; start, the wait for processes and the registry
+	round, settle, start time.Duration
+}
+
+// deadlineFleet is the largest fleet the base deadlines are for.
+const deadlineFleet = 20000
+
+func deadlinesFor(n int) deadlines {
+	scale := func(d time.Duration) time.Duration {
+		if n <= deadlineFleet {
+			return d
+		}
+		return d * time.Duration(n) / deadlineFleet
+	}
+	return deadlines{
+		reply: scale(time.Minute), setup: scale(5 * time.Minute),
+		round: scale(2 * time.Minute), settle: scale(2 * time.Minute), start: scale(10 * time.Minute),
+	}
+}
 
 // site is an embedded broker with the history stream and the node
 // registry, and the bench's connection to it.
@@ -47,6 +77,8 @@ type site struct {
 	// sources, at a hub, are the sites its history and registry are
 	// sourced from (for error messages)
 	sources []string
+	// dl are the waits for the fleet this site serves
+	dl deadlines
 }
 
 // openSite makes a fresh directory called name below the work directory
@@ -84,7 +116,7 @@ func (b *bencher) startSite(ctx context.Context, dir string, registryTTL time.Du
 	if err != nil {
 		return nil, fmt.Errorf("bench broker: %w", err)
 	}
-	s := &site{b: br}
+	s := &site{b: br, dl: deadlinesFor(0)}
 	if plan != nil {
 		// The peers first: a clustered server's JetStream waits for them.
 		if s.peers, err = b.startPeers(ctx, plan, dir); err != nil {
@@ -180,7 +212,7 @@ func (s *site) centralCPU() time.Duration { return selfCPU() + s.peers.cpu() }
 
 // waitRegistered waits until the node registry holds n entries.
 func (s *site) waitRegistered(ctx context.Context, n int) error {
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(s.dl.start)
 	for {
 		kv, err := jsstore.LookupRegistry(ctx, s.js)
 		got := 0
@@ -193,7 +225,7 @@ func (s *site) waitRegistered(ctx context.Context, n int) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("bench: %d of %d agents in the node registry%s after %s (%v)", got, n, s.sourcedFrom(), startTimeout, err)
+			return fmt.Errorf("bench: %d of %d agents in the node registry%s after %s (%v)", got, n, s.sourcedFrom(), s.dl.start, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -254,7 +286,7 @@ func (s *site) historyMsgs(ctx context.Context) (uint64, error) {
 // overlap with the previous run's history writes. When they never all
 // arrive it adopts the stream's count and reports an error.
 func (s *site) settle(ctx context.Context) (time.Time, error) {
-	deadline := time.Now().Add(settleTimeout)
+	deadline := time.Now().Add(s.dl.settle)
 	for {
 		n, err := s.historyMsgs(ctx)
 		if err == nil && n >= s.history {
@@ -267,7 +299,7 @@ func (s *site) settle(ctx context.Context) (time.Time, error) {
 		}
 		// Poll fast at first, when the records are about to land, then
 		// gently, so a wait that drags on does not load the broker.
-		if time.Until(deadline) > settleTimeout-time.Second {
+		if time.Until(deadline) > s.dl.settle-time.Second {
 			time.Sleep(settlePoll)
 		} else {
 			time.Sleep(50 * settlePoll)
@@ -303,13 +335,13 @@ func (s *site) floorRound(ctx context.Context, request []byte, n int) (time.Dura
 	if err := s.nc.PublishMsg(natsconn.NewMsg(floorSubject, inbox, nil, request)); err != nil {
 		return 0, err
 	}
-	t := time.NewTimer(roundTimeout)
+	t := time.NewTimer(s.dl.round)
 	defer t.Stop()
 	select {
 	case <-done:
 		return time.Since(start), nil
 	case <-t.C:
-		return 0, fmt.Errorf("floor: %d of %d replies after %s", got.Load(), n, roundTimeout)
+		return 0, fmt.Errorf("floor: %d of %d replies after %s", got.Load(), n, s.dl.round)
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
@@ -325,7 +357,7 @@ func (b *bencher) startResponders(ctx context.Context, s *site, n int) (procs, e
 		args = append(args, []string{RespondersCommand, "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
 			"--subject", floorSubject, "--reply-bytes", strconv.Itoa(b.replyBytes)})
 	}
-	return startAll(ctx, b.cfg.BenchBin, respondersReady, names, args)
+	return startAll(ctx, deadlinesFor(n).start, b.cfg.BenchBin, respondersReady, names, args)
 }
 
 // agentsReady is what ccm-agent simulate prints once every agent serves.
@@ -376,5 +408,5 @@ func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, gro
 		args = append(args, a)
 		first += g.count
 	}
-	return startAll(ctx, b.cfg.AgentBin, agentsReady, names, args)
+	return startAll(ctx, deadlinesFor(first-1).start, b.cfg.AgentBin, agentsReady, names, args)
 }

@@ -90,6 +90,7 @@ func (b *bencher) sitesRow(ctx context.Context, n int) (*Row, error) {
 		return nil, err
 	}
 	defer hub.stop()
+	hub.dl = deadlinesFor(n)
 	groups, err := siteGroups(n, sites, b.fdLimit)
 	if err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func (b *bencher) startHub(ctx context.Context, dir string, k int) (*site, []sit
 		peers.stop(stopTimeout)
 		return nil, nil, fmt.Errorf("bench hub: %w", err)
 	}
-	hub := &site{b: br, peers: peers, sources: names}
+	hub := &site{b: br, peers: peers, sources: names, dl: deadlinesFor(0)}
 	if err := br.Start(ctx); err != nil {
 		peers.stop(stopTimeout)
 		return nil, nil, fmt.Errorf("bench hub: %w", err)
@@ -201,7 +202,7 @@ func (b *bencher) startSiteBrokers(ctx context.Context, dir string, ports []int,
 		names = append(names, "site broker "+name)
 		args = append(args, []string{"--config", conf, "--site", name, "--listen", listen, "--store", store})
 	}
-	p, err := startAll(ctx, b.cfg.BrokerBin, siteReady, names, args)
+	p, err := startAll(ctx, deadlinesFor(0).start, b.cfg.BrokerBin, siteReady, names, args)
 	if err != nil {
 		return nil, nil, err
 	}

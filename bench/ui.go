@@ -65,7 +65,7 @@ func (b *bencher) uiRows(ctx context.Context) ([]Row, error) {
 	}
 	select {
 	case <-s.js.PublishAsyncComplete():
-	case <-time.After(startTimeout):
+	case <-time.After(s.dl.start):
 		return nil, fmt.Errorf("ui: writing the registry and history timed out")
 	}
 
@@ -79,7 +79,7 @@ func (b *bencher) uiRows(ctx context.Context) ([]Row, error) {
 	defer func() { cancel(); <-done }()
 	web := httptest.NewServer(srv)
 	defer web.Close()
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(s.dl.start)
 	for {
 		hosts, runs := srv.Counts()
 		if hosts == uiHosts && runs == uiRuns {
