@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ccm-fleet/ccm/protocol"
 )
 
 // Defaults of Config fields left zero.
@@ -24,8 +26,10 @@ const (
 	DefaultRounds          = 10
 	DefaultLatencyRequests = 1000
 	DefaultOneHostRounds   = 30
-	// MaxSize bounds a fleet size (the simulator's limit).
-	MaxSize = 20000
+	// MaxSize bounds a fleet size: what one orchestrator run may expect
+	// (a larger fleet is spread over several simulate processes and
+	// brokers, so the simulator's own limit per process does not bound it).
+	MaxSize = protocol.MaxExpected
 	// MaxRegistrySize bounds a registry size.
 	MaxRegistrySize = 100000
 	// MaxSites bounds Config.Sites.
