@@ -104,6 +104,12 @@ type Simulation struct {
 // MaxSimulated bounds Count.
 const MaxSimulated = 20000
 
+// maxStarting is how many simulated agents of one process start at once:
+// the rest wait until one of them serves. Thousands starting together
+// (registry writes, stream lookups, subscriptions) time out against a
+// busy broker and retry, which only keeps it busy.
+const maxStarting = 256
+
 // withDefaults checks s's bounds and fills in its prefix and logger.
 func (s Simulation) withDefaults() (Simulation, error) {
 	if s.Count < 1 || s.Count > MaxSimulated {
@@ -140,6 +146,8 @@ func (s Simulation) Run(ctx context.Context) error {
 	}()
 	var ready sync.WaitGroup
 	readyOnce := make([]sync.Once, s.Count)
+	starting := make(chan struct{}, maxStarting)
+	started := func() { <-starting; ready.Done() }
 	for i := range s.Count {
 		facts := SimulatedFacts(s.First+i, s.Prefix, s.Facts, s.Vary)
 		cfg := s.Config
@@ -152,7 +160,7 @@ func (s Simulation) Run(ctx context.Context) error {
 		conns = append(conns, nc)
 		ready.Add(1)
 		a, err := New(cfg, nc, s.Engine, facts, WithLogger(s.Log), WithVersion(s.Version),
-			WithReady(func() { readyOnce[i].Do(ready.Done) }))
+			WithReady(func() { readyOnce[i].Do(started) }))
 		if err != nil {
 			return err
 		}
@@ -162,9 +170,15 @@ func (s Simulation) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(agents))
 	for i, a := range agents {
+		select {
+		case starting <- struct{}{}:
+		case <-ctx.Done():
+			readyOnce[i].Do(ready.Done)
+			continue
+		}
 		wg.Go(func() {
 			errs[i] = a.Run(ctx)
-			readyOnce[i].Do(ready.Done) // an agent that failed to start is done waiting for
+			readyOnce[i].Do(started) // an agent that failed to start is done waiting for
 			if errs[i] != nil {
 				cancel()
 			}
