@@ -187,11 +187,16 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 		return rows, err
 	}
 	cpu := agents.cpu()
+	peaks, err := f.peaks()
+	if err != nil {
+		return rows, err
+	}
 	rows = append(rows, Row{
 		Name: "agents", Agents: n, Rounds: 1, MedianMS: ms(startup), P90MS: ms(startup),
 		AgentsCPUSeconds: round3(cpu.Seconds()),
 		AgentsRSSMiB:     mib(rss), AgentsPeakRSSMiB: mib(peak), AgentRSSKiB: round3(float64(rss) / 1024 / float64(n)),
-		Note: "time to start, serve and be in the registry; RSS after every row, CPU over the whole size",
+		Note:  "time to start, serve and be in the registry; RSS after every row, CPU over the whole size",
+		Peaks: peaks,
 	})
 	return rows, nil
 }
@@ -392,6 +397,25 @@ func (f *fleetRun) cliRound(ctx context.Context, spec fleetRow) (run, error) {
 		return r, err
 	}
 	return r, f.check(spec, protocol.ExitCode(r.code), sum.replied, sum.hosts, sum.unexpected)
+}
+
+// peaks is the peak RSS of every process of the fleet: this one (a
+// broker and the library orchestrator), the other brokers and the
+// simulated agents' processes.
+func (f *fleetRun) peaks() ([]ProcPeak, error) {
+	_, self, err := procRSS(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	out := []ProcPeak{{Name: "ccm-bench (broker and orchestrator)", PeakMiB: mib(self)}}
+	for _, p := range []procs{f.s.peers, f.agents} {
+		pk, err := p.peaks()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pk...)
+	}
+	return out, nil
 }
 
 // spec is the row's resource; change rows get new content every round.

@@ -77,6 +77,16 @@ type Row struct {
 	// not in the statistics.
 	Errors int    `json:"errors,omitempty"`
 	Note   string `json:"note,omitempty"`
+	// Peaks, on the agents row, is each process's peak RSS over the
+	// size's rows: this process (a broker and the library orchestrator),
+	// the other brokers and every simulated agents process.
+	Peaks []ProcPeak `json:"peaks,omitempty"`
+}
+
+// ProcPeak is one process's peak resident set size.
+type ProcPeak struct {
+	Name    string  `json:"name"`
+	PeakMiB float64 `json:"peak_mib"`
 }
 
 // samples are durations of timed rounds.

@@ -93,6 +93,19 @@ func (p procs) rss() (rss, peak int64, err error) {
 	return rss, peak, nil
 }
 
+// peaks is each one's peak RSS.
+func (p procs) peaks() ([]ProcPeak, error) {
+	var out []ProcPeak
+	for _, c := range p {
+		_, pk, err := procRSS(c.pid())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		out = append(out, ProcPeak{Name: c.name, PeakMiB: mib(pk)})
+	}
+	return out, nil
+}
+
 // stop stops them all.
 func (p procs) stop(timeout time.Duration) {
 	for _, c := range p {

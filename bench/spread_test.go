@@ -41,6 +41,14 @@ var _ = Describe("A fleet too large for one process's open files", func() {
 			}
 		}
 		Expect(byName["agents"][0].AgentsRSSMiB).To(BeNumerically(">", 0))
+		// Every process's peak: this one, the 2 other brokers and the 3
+		// agent processes.
+		peaks := byName["agents"][0].Peaks
+		Expect(peaks).To(HaveLen(6))
+		for _, p := range peaks {
+			Expect(p.PeakMiB).To(BeNumerically(">", 1), p.Name)
+		}
+		Expect(peaks[5].Name).To(ContainSubstring("simulated agents"))
 		Expect(log.String()).To(ContainSubstring("3 agent processes"))
 		Expect(log.String()).To(ContainSubstring("3 brokers"))
 	})
