@@ -2,13 +2,59 @@ package agent
 
 import (
 	"encoding/json"
+	"reflect"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
 
+// fillEntry sets v and every exported field below it (v settable) to a
+// value that is not empty, so that a field the encoder leaves out shows;
+// a field of a kind it does not know fails.
+func fillEntry(v reflect.Value, n *int) {
+	GinkgoHelper()
+	*n++
+	switch {
+	case v.Type() == reflect.TypeFor[json.RawMessage]():
+		v.SetBytes([]byte(`{"n":1}`))
+	case v.Type() == reflect.TypeFor[time.Time]():
+		v.Set(reflect.ValueOf(time.Date(2026, 11, 29, 13, 5, 0, *n, time.UTC)))
+	case v.Kind() == reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillEntry(v.Elem(), n)
+	case v.Kind() == reflect.String:
+		v.SetString("v" + string(rune('a'+*n%26)) + " <\"é\\&>")
+	case v.Kind() == reflect.Bool:
+		v.SetBool(true)
+	case v.Kind() == reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		fillEntry(v.Index(0), n)
+		fillEntry(v.Index(1), n)
+	case v.Kind() == reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillEntry(v.Field(i), n)
+			}
+		}
+	default:
+		Fail("fillEntry does not know a field of kind " + v.Kind().String() + ": teach it, and encodeReplayLine")
+	}
+}
+
 var _ = Describe("encodeReplayLine", func() {
+	It("writes every field encoding/json writes, byte for byte", func() {
+		var e replayEntry
+		n := 0
+		fillEntry(reflect.ValueOf(&e).Elem(), &n)
+		Expect(e.Who.Resources).To(HaveLen(2))
+		want, err := json.Marshal(&e)
+		Expect(err).NotTo(HaveOccurred())
+		got, err := encodeReplayLine(&e)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal(string(want)))
+	})
+
 	at := time.Date(2026, 11, 29, 13, 5, 7, 123456789, time.UTC)
 	who := &replayWho{Subject: "ccm.req.node.h<1>", Signer: AuditSigner{Name: "ops \"team\"", Key: "UABC"}, Resources: []string{"file#/etc/motd", "exec#a\tb&c", "pkg#\xff"}}
 	DescribeTable("writes the bytes encoding/json writes, and they read back as the entry",
