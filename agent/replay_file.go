@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,29 +123,6 @@ func (c *replayCache) rewriteLocked() error {
 	}
 	c.fileBytes = n
 	return nil
-}
-
-// encodeReplayLine encodes e as one line (without its newline). The reply
-// is the agent's own encoding, compact JSON, and is spliced in as it is:
-// encoding/json would scan and compact the whole reply again, which cost
-// more than the rest of the line (13 against 2 µs for a 1.5 KiB reply).
-// Should a reply not be JSON after all, its line does not read back: a
-// duplicate is told the result is not known, and after a restart the
-// request counts as interrupted, never as not received.
-func encodeReplayLine(e *replayEntry) ([]byte, error) {
-	reply := e.Reply
-	if len(reply) == 0 || reply[0] != '{' || bytes.ContainsAny(reply, "\n\r") {
-		return json.Marshal(e)
-	}
-	bare := *e
-	bare.Reply = nil
-	b, err := json.Marshal(&bare)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b[:len(b)-1], `,"reply":`...)
-	b = append(b, reply...)
-	return append(b, '}'), nil
 }
 
 // rewriteLine is e's line for a rewritten file: its current line read

@@ -1,7 +1,6 @@
 package auditlog
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -80,7 +79,7 @@ func Encode(rec *Record) ([]byte, error) {
 		r.Resources[i] = Clip(s)
 	}
 	for {
-		b, err := json.Marshal(&r)
+		b, err := appendRecord(make([]byte, 0, 512), &r)
 		if err != nil {
 			return nil, err
 		}

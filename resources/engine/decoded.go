@@ -192,9 +192,11 @@ func (s *Session) prepareDecoded(t resources.Type, props resources.Properties) (
 		label = t.Name() + "#" + c.Name
 	}
 	// As secrets does for properties no template touched: sensitive when
-	// marked so or when a value holds sensitive data.
+	// marked so or when a value holds sensitive data. With no data marked
+	// sensitive no value can hold it (and no template read it), so the
+	// strings are gathered only when some is.
 	env := s.opts.Env
-	sensitive := c.Sensitive || env.Sensitive(nil, stringsOf(reflect.ValueOf(props), nil))
+	sensitive := c.Sensitive || (len(env.SensitiveKeys()) > 0 && env.Sensitive(nil, stringsOf(reflect.ValueOf(props), nil)))
 	secrets := redact.New(label, sensitive)
 	if sensitive {
 		secrets.AddValues(env.SensitiveValues()...)

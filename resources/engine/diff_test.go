@@ -68,6 +68,30 @@ var _ = Describe("Engine diffs", func() {
 		Expect(ev.Diff.Content).To(ContainSubstring("+hello"))
 	})
 
+	It("makes decoded properties that hold a sensitive value sensitive, and only those", func() {
+		decoded := func(env *templates.Env, props map[string]any) *protocol.TransactionEvent {
+			GinkgoHelper()
+			p, err := engine.DecodeMap(&probeType{}, props)
+			Expect(err).NotTo(HaveOccurred())
+			ev, err := eng.Ensure(ctx, engine.RunOptions{Noop: true, Env: env}, engine.Spec{Type: "file", Decoded: p})
+			Expect(err).NotTo(HaveOccurred())
+			return ev
+		}
+		marked := templates.New(nil, map[string]any{"pw": "CANARY-4"}, templates.WithSensitive([]string{"pw"}))
+		ev := decoded(marked, map[string]any{"name": "/a", "content": "pw=CANARY-4"})
+		Expect(ev.Diff.Sensitive).To(BeTrue())
+		Expect(encoded(ev)).NotTo(ContainSubstring("CANARY"))
+
+		ev = decoded(marked, map[string]any{"name": "/a", "content": "pw=other"})
+		Expect(ev.Diff.Sensitive).To(BeFalse())
+		Expect(ev.Diff.Content).To(ContainSubstring("+pw=other"))
+
+		unmarked := templates.New(nil, map[string]any{"pw": "CANARY-4"})
+		ev = decoded(unmarked, map[string]any{"name": "/a", "content": "pw=CANARY-4"})
+		Expect(ev.Diff.Sensitive).To(BeFalse())
+		Expect(ev.Diff.Content).To(ContainSubstring("+pw=CANARY-4"))
+	})
+
 	It("cuts a long content diff at a line end and says so", func() {
 		long := strings.Repeat("line of text\n", protocol.MaxDiffBytes/10)
 		ev := ensure(nil, map[string]any{"name": "/a", "content": long})
