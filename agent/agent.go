@@ -269,20 +269,29 @@ func (a *Agent) Subjects() (requests, discovery []string) {
 	return requests, discovery
 }
 
-// serve keeps the agent's facts and subscriptions current until ctx is
-// done: it gathers the facts every FactsInterval (with a source) and moves
-// the subscriptions whenever the subject facts change.
-func (a *Agent) serve(ctx context.Context, subs *subscriptions) {
+// serve keeps the agent's facts, subscriptions and registry entry current
+// until ctx is done, then removes the entry: it gathers the facts every
+// FactsInterval (with a source), moves the subscriptions whenever the
+// subject facts change, and puts the entry every heartbeat and whenever the
+// facts change.
+func (a *Agent) serve(ctx context.Context, subs *subscriptions, reg *registrar) {
 	var tick <-chan time.Time
 	if a.facts.source != nil {
 		t := time.NewTicker(a.cfg.FactsInterval)
 		defer t.Stop()
 		tick = t.C
 	}
+	heartbeat := time.NewTimer(reg.next())
+	defer heartbeat.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			reg.remove(context.WithoutCancel(ctx))
 			return
+		case <-heartbeat.C:
+			_ = reg.put(ctx)
+		case <-a.facts.changed:
+			_ = reg.put(ctx)
 		case <-tick:
 			if err := a.RefreshFacts(ctx); err != nil {
 				a.log.Warn("could not gather facts again; the previous ones stay", "error", err)
@@ -292,12 +301,11 @@ func (a *Agent) serve(ctx context.Context, subs *subscriptions) {
 			added, removed, err := subs.sync(append(slices.Clone(reqSubjects), discSubjects...))
 			if err != nil {
 				a.log.Error("could not move the subscriptions to the new facts", "error", err)
-				continue
-			}
-			if len(added)+len(removed) > 0 {
+			} else if len(added)+len(removed) > 0 {
 				a.log.Info("subject facts changed, subscriptions moved", "added", added, "removed", removed)
 			}
 		}
+		heartbeat.Reset(reg.next())
 	}
 }
 

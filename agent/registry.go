@@ -33,8 +33,8 @@ func (r *registrar) nodeRecord() ([]byte, error) {
 }
 
 // registrar keeps the agent's registry entry: it is put before the agent
-// reports ready, again every heartbeat and whenever UpdateFacts is called,
-// and deleted when the agent stops. The bucket is created with RegistryTTL
+// reports ready, again every heartbeat and whenever UpdateFacts is called
+// (both in the agent's serve loop), and deleted when the agent stops. The bucket is created with RegistryTTL
 // when it does not exist. Failures are logged (once at Warn until the next
 // success) and retried at the next heartbeat; they never stop the agent.
 type registrar struct {
@@ -44,6 +44,8 @@ type registrar struct {
 	entry  *jsstore.NodeEntry
 	stored bool
 	failed bool
+	// at is when the last write was tried
+	at time.Time
 }
 
 // registryRetry is how soon a failed registry update is retried (at most
@@ -76,6 +78,7 @@ func (r *registrar) start(ctx context.Context) {
 // put opens the bucket when needed and writes the entry.
 func (r *registrar) put(ctx context.Context) error {
 	a := r.a
+	r.at = time.Now()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.HistoryTimeout)
 	defer cancel()
 	err := func() error {
@@ -108,30 +111,15 @@ func (r *registrar) put(ctx context.Context) error {
 	return err
 }
 
-// run refreshes the entry every heartbeat (a second after a failure) until
-// ctx ends, then deletes it.
-func (r *registrar) run(ctx context.Context) {
-	a := r.a
-	next := func() time.Duration {
-		if r.failed {
-			return min(a.cfg.Heartbeat, registryRetry)
-		}
-		return a.cfg.Heartbeat
+// next is how long until the entry is due again: a heartbeat after the
+// last write (a second after a failure). The agent's serve loop times
+// its refreshes by it: a registrar has no goroutine of its own.
+func (r *registrar) next() time.Duration {
+	every := r.a.cfg.Heartbeat
+	if r.failed {
+		every = min(every, registryRetry)
 	}
-	timer := time.NewTimer(next())
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			r.remove(context.WithoutCancel(ctx))
-			return
-		case <-timer.C:
-			_ = r.put(ctx)
-		case <-a.facts.changed:
-			_ = r.put(ctx)
-		}
-		timer.Reset(next())
-	}
+	return max(0, every-time.Since(r.at))
 }
 
 // remove deletes the entry, so a stopped agent leaves the registry at once.
