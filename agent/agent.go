@@ -65,6 +65,9 @@ type setup struct {
 	// sourceMetrics are CCM's metrics of Config.Sources' runs, nil when
 	// not served
 	sourceMetrics *continuous.Metrics
+	// verifier checks the requests' signatures; nil makes the agent its
+	// own (simulated agents share one, see withVerifier)
+	verifier *protocol.Verifier
 }
 
 // Option configures an Agent.
@@ -78,6 +81,11 @@ func WithVersion(v string) Option { return func(a *Agent) { a.setup.version = v 
 
 // WithReady sets a function called once the agent is subscribed and serving.
 func WithReady(f func()) Option { return func(a *Agent) { a.setup.ready = f } }
+
+// withVerifier makes the agent check signatures with v, which other agents
+// may share: a Verifier is safe for concurrent use and only caches the
+// signers' expanded public keys.
+func withVerifier(v *protocol.Verifier) Option { return func(a *Agent) { a.setup.verifier = v } }
 
 // WithPolicy sets the policy, taking precedence over Config.Policy.
 func WithPolicy(p *Policy) Option { return func(a *Agent) { a.setup.policy = p } }
@@ -148,10 +156,13 @@ func New(cfg Config, nc *nats.Conn, eng *engine.Engine, facts map[string]any, op
 // finisher, the executor and the work queue between them.
 func newPipeline(cfg Config, st *setup, keys *protocol.KeySigner, facts *hostFacts, eng *engine.Engine, log *slog.Logger, now func() time.Time) (*admission, *finisher, *executor, *workQueue) {
 	judge := &policyJudge{resolver: st.resolver}
+	if st.verifier == nil {
+		st.verifier = protocol.NewVerifier(signerKeys)
+	}
 	gate := &admission{
 		identity: cfg.Identity, limits: protocol.Limits{MaxBytes: cfg.MaxRequestBytes},
 		defaultTTL: cfg.DefaultTTL, skew: st.policy.Skew(),
-		auth: trust{policy: st.policy, insecure: st.insecure, keys: protocol.NewVerifier(signerKeys)}, replay: st.replay, judge: judge, audit: st.audit,
+		auth: trust{policy: st.policy, insecure: st.insecure, keys: st.verifier}, replay: st.replay, judge: judge, audit: st.audit,
 		types: eng.Registry(), facts: facts.current, now: now,
 	}
 	exec := newExecutor(cfg, st, keys, eng, log, now)
@@ -258,20 +269,29 @@ func (a *Agent) Subjects() (requests, discovery []string) {
 	return requests, discovery
 }
 
-// serve keeps the agent's facts and subscriptions current until ctx is
-// done: it gathers the facts every FactsInterval (with a source) and moves
-// the subscriptions whenever the subject facts change.
-func (a *Agent) serve(ctx context.Context, subs *subscriptions) {
+// serve keeps the agent's facts, subscriptions and registry entry current
+// until ctx is done, then removes the entry: it gathers the facts every
+// FactsInterval (with a source), moves the subscriptions whenever the
+// subject facts change, and puts the entry every heartbeat and whenever the
+// facts change.
+func (a *Agent) serve(ctx context.Context, subs *subscriptions, reg *registrar) {
 	var tick <-chan time.Time
 	if a.facts.source != nil {
 		t := time.NewTicker(a.cfg.FactsInterval)
 		defer t.Stop()
 		tick = t.C
 	}
+	heartbeat := time.NewTimer(reg.next())
+	defer heartbeat.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			reg.remove(context.WithoutCancel(ctx))
 			return
+		case <-heartbeat.C:
+			_ = reg.put(ctx)
+		case <-a.facts.changed:
+			_ = reg.put(ctx)
 		case <-tick:
 			if err := a.RefreshFacts(ctx); err != nil {
 				a.log.Warn("could not gather facts again; the previous ones stay", "error", err)
@@ -281,12 +301,11 @@ func (a *Agent) serve(ctx context.Context, subs *subscriptions) {
 			added, removed, err := subs.sync(append(slices.Clone(reqSubjects), discSubjects...))
 			if err != nil {
 				a.log.Error("could not move the subscriptions to the new facts", "error", err)
-				continue
-			}
-			if len(added)+len(removed) > 0 {
+			} else if len(added)+len(removed) > 0 {
 				a.log.Info("subject facts changed, subscriptions moved", "added", added, "removed", removed)
 			}
 		}
+		heartbeat.Reset(reg.next())
 	}
 }
 

@@ -56,12 +56,15 @@ func feedEnabled(info *jetstream.StreamInfo) bool {
 }
 
 // assignFeed follows the assignment bucket through its republished changes.
-// One goroutine (run) owns seen and sends on updates; the subscription's
-// handler only hands messages over.
+// One goroutine (run) owns seen and dropped and sends on updates; the
+// subscription delivers into msgs (a channel subscription: no goroutine of
+// its own), and NATS counts what it dropped when msgs was full.
 type assignFeed struct {
-	sub     *nats.Subscription
-	msgs    chan *nats.Msg
-	lost    atomic.Bool
+	sub  *nats.Subscription
+	msgs chan *nats.Msg
+	// dropped is how many changes the subscription had dropped when run
+	// last looked
+	dropped int
 	status  chan nats.Status
 	nc      *nats.Conn
 	updates chan jetstream.KeyValueEntry
@@ -103,13 +106,7 @@ func newFeed(nc *nats.Conn, log *slog.Logger) (*assignFeed, error) {
 		done:       make(chan struct{}),
 		stop:       func() {},
 	}
-	sub, err := nc.Subscribe(protocol.AssignmentChangeSubjects, func(m *nats.Msg) {
-		select {
-		case f.msgs <- m:
-		default:
-			f.lost.Store(true)
-		}
-	})
+	sub, err := nc.ChanSubscribe(protocol.AssignmentChangeSubjects, f.msgs)
 	if err != nil {
 		return nil, fmt.Errorf("assignment changes: %w", err)
 	}
@@ -178,13 +175,24 @@ func (f *assignFeed) run(ctx context.Context) {
 			}
 			check.Reset(splayed(f.checkEvery))
 		}
-		if f.lost.Swap(false) {
+		if f.lost() {
 			f.log.Warn("assignment changes arrived faster than they were taken: reading the store again")
 			if !f.resyncUntilDone(ctx) {
 				return
 			}
 		}
 	}
+}
+
+// lost tells whether the subscription dropped changes since the last look
+// (its buffer was full).
+func (f *assignFeed) lost() bool {
+	n, err := f.sub.Dropped()
+	if err != nil || n <= f.dropped {
+		return false
+	}
+	f.dropped = n
+	return true
 }
 
 // splayed is d plus up to a fifth of it, at random.

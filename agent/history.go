@@ -30,8 +30,10 @@ type history struct {
 	stats          *Stats
 
 	// guards records and closed: records are handed to run until close
+	// (by pointer: the channel's buffer, allocated whole, holds 8 bytes a
+	// slot instead of a record's 64)
 	mu      sync.Mutex
-	records chan record
+	records chan *record
 	closed  bool
 }
 
@@ -48,7 +50,7 @@ func newHistory(cfg Config, js jetstream.JetStream, publicKey string, stats *Sta
 		timeout:   cfg.HistoryTimeout,
 		spool:     newSpool(spoolDir(cfg.StateDir), cfg.SpoolMaxRecords, cfg.SpoolMaxBytes),
 		stats:     stats,
-		records:   make(chan record, cfg.QueueLength+cfg.MaxConcurrent),
+		records:   make(chan *record, cfg.QueueLength+cfg.MaxConcurrent),
 	}
 }
 
@@ -82,7 +84,7 @@ func (h *history) add(r record) {
 	h.mu.Lock()
 	if !h.closed {
 		select {
-		case h.records <- r:
+		case h.records <- &r:
 			h.mu.Unlock()
 			return
 		default:
@@ -151,7 +153,7 @@ func (h *history) run(ctx context.Context) {
 				return
 			}
 			was := state
-			if state = h.write(ctx, r, state); was == historyOK && state != historyOK {
+			if state = h.write(ctx, *r, state); was == historyOK && state != historyOK {
 				// The first retry is a whole HistoryRetry after this
 				// failure, not at a tick left from before it.
 				ticker.Reset(h.retry)

@@ -34,8 +34,8 @@ func (r *registrar) nodeRecord() ([]byte, error) {
 }
 
 // registrar keeps the agent's registry entry: it is put before the agent
-// reports ready, again every heartbeat and whenever UpdateFacts is called,
-// and deleted when the agent stops. The bucket is created with RegistryTTL
+// reports ready, again every heartbeat and whenever UpdateFacts is called
+// (both in the agent's serve loop), and deleted when the agent stops. The bucket is created with RegistryTTL
 // when it does not exist. Failures are logged (once at Warn until the next
 // success) and retried at the next heartbeat; they never stop the agent.
 type registrar struct {
@@ -45,6 +45,8 @@ type registrar struct {
 	entry  *jsstore.NodeEntry
 	stored bool
 	failed bool
+	// due is when the entry is to be written again
+	due time.Time
 	// retry is the wait before the next try after a failure: it doubles
 	// from registryRetry up to a heartbeat while the failures go on
 	retry time.Duration
@@ -80,6 +82,7 @@ func (r *registrar) start(ctx context.Context) {
 // put opens the bucket when needed and writes the entry.
 func (r *registrar) put(ctx context.Context) error {
 	a := r.a
+	at := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.HistoryTimeout)
 	defer cancel()
 	err := func() error {
@@ -112,6 +115,7 @@ func (r *registrar) put(ctx context.Context) error {
 	} else {
 		r.retry = nextRetry(r.retry, a.cfg.Heartbeat)
 	}
+	r.due = at.Add(r.wait())
 	return err
 }
 
@@ -121,11 +125,12 @@ func nextRetry(prev, heartbeat time.Duration) time.Duration {
 	return min(max(2*prev, registryRetry), heartbeat)
 }
 
-// wait is how long until the next write: a heartbeat, or after a failure
-// the backed-off retry, either one spread by a tenth either way. Agents
-// started together (a fleet after a broker restart, the simulator) would
-// otherwise refresh in step, and after an outage retry in step every
-// second: 50,000 of them kept a 3-broker cluster on 2 cores saturated.
+// wait is how long after a write the next one is due: a heartbeat, or
+// after a failure the backed-off retry, either one spread by a tenth
+// either way. Agents started together (a fleet after a broker restart,
+// the simulator) would otherwise refresh in step, and after an outage
+// retry in step every second: 50,000 of them kept a 3-broker cluster on
+// 2 cores saturated.
 func (r *registrar) wait() time.Duration {
 	d := r.a.cfg.Heartbeat
 	if r.failed && r.retry > 0 {
@@ -134,25 +139,9 @@ func (r *registrar) wait() time.Duration {
 	return d - d/10 + rand.N(d/5+1)
 }
 
-// run refreshes the entry every heartbeat (a second after a failure) until
-// ctx ends, then deletes it.
-func (r *registrar) run(ctx context.Context) {
-	a := r.a
-	timer := time.NewTimer(r.wait())
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			r.remove(context.WithoutCancel(ctx))
-			return
-		case <-timer.C:
-			_ = r.put(ctx)
-		case <-a.facts.changed:
-			_ = r.put(ctx)
-		}
-		timer.Reset(r.wait())
-	}
-}
+// next is how long until the entry is due again. The agent's serve loop
+// times its refreshes by it: a registrar has no goroutine of its own.
+func (r *registrar) next() time.Duration { return max(0, time.Until(r.due)) }
 
 // remove deletes the entry, so a stopped agent leaves the registry at once.
 func (r *registrar) remove(ctx context.Context) {

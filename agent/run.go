@@ -30,8 +30,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Requests the previous run stopped on are answered before new ones.
 	a.fin.recordInterrupted(a.setup.replay.takeInterrupted())
 
-	stopReg := goRegistrar(ctx, a)
-	defer stopReg()
+	reg := &registrar{a: a}
+	reg.start(ctx)
 
 	subs, stopDispatch := goDispatch(a.nc, &dispatcher{
 		request:   a.onRequest,
@@ -60,7 +60,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		if a.setup.ready != nil {
 			a.setup.ready()
 		}
-		a.serve(ctx, subs)
+		a.serve(ctx, subs, reg)
+	} else {
+		// Not serving: no heartbeat for a host that serves nothing.
+		reg.remove(context.WithoutCancel(ctx))
 	}
 	drain(subs, a.nc, a.cfg.ShutdownTimeout)
 	stopDispatch()
@@ -68,21 +71,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	waitOrCancel(&a.queue.workers, a.cfg.ShutdownTimeout, cancelJobs, a.log)
 	// Every reply is handed over: let history write (or spool) them.
 	stopHistory()
-	stopReg()
 	return err
-}
-
-// goRegistrar puts the node's registry entry, then keeps it fresh in a
-// goroutine until ctx ends or the returned stop is called (which removes
-// the entry and waits): an agent that could not subscribe stops it at
-// once instead of heartbeating a host that serves nothing.
-func goRegistrar(ctx context.Context, a *Agent) (stop func()) {
-	reg := &registrar{a: a}
-	reg.start(ctx)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); reg.run(ctx) }()
-	return func() { cancel(); <-done }
 }
 
 // goDispatch starts d on one channel that every request and discovery

@@ -137,34 +137,18 @@ func (s Simulation) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	var agents []*Agent
-	var conns []*nats.Conn
+	var ready sync.WaitGroup
+	readyOnce := make([]sync.Once, s.Count)
+	starting := make(chan struct{}, maxStarting)
+	started := func() { <-starting; ready.Done() }
+	agents, conns, err := s.newAgents(ctx, &ready, readyOnce, started)
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
-	var ready sync.WaitGroup
-	readyOnce := make([]sync.Once, s.Count)
-	starting := make(chan struct{}, maxStarting)
-	started := func() { <-starting; ready.Done() }
-	for i := range s.Count {
-		facts := SimulatedFacts(s.First+i, s.Prefix, s.Facts, s.Vary)
-		cfg := s.Config
-		cfg.Identity = facts["identity"].(string)
-		cfg.StateDir = SimulatedStateDir(s.Config.StateDir, cfg.Identity)
-		nc, err := s.Connect(ctx, cfg.Identity)
-		if err != nil {
-			return fmt.Errorf("simulated agent %s: %w", cfg.Identity, err)
-		}
-		conns = append(conns, nc)
-		ready.Add(1)
-		a, err := New(cfg, nc, s.Engine, facts, WithLogger(s.Log), WithVersion(s.Version),
-			WithReady(func() { readyOnce[i].Do(started) }))
-		if err != nil {
-			return err
-		}
-		agents = append(agents, a)
+	if err != nil {
+		return err
 	}
 
 	var wg sync.WaitGroup
@@ -195,4 +179,34 @@ func (s Simulation) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// newAgents connects and makes every agent, each counted in ready until
+// its readyOnce is done (started, once it serves); it returns the
+// connections opened so far even when one failed, for the caller to close.
+func (s Simulation) newAgents(ctx context.Context, ready *sync.WaitGroup, readyOnce []sync.Once, started func()) ([]*Agent, []*nats.Conn, error) {
+	// What is the same for every agent is shared: the engine, and the
+	// cache of the signers' expanded keys (about 1.5 KiB a key).
+	verifier := protocol.NewVerifier(signerKeys)
+	var agents []*Agent
+	var conns []*nats.Conn
+	for i := range s.Count {
+		facts := SimulatedFacts(s.First+i, s.Prefix, s.Facts, s.Vary)
+		cfg := s.Config
+		cfg.Identity = facts["identity"].(string)
+		cfg.StateDir = SimulatedStateDir(s.Config.StateDir, cfg.Identity)
+		nc, err := s.Connect(ctx, cfg.Identity)
+		if err != nil {
+			return nil, conns, fmt.Errorf("simulated agent %s: %w", cfg.Identity, err)
+		}
+		conns = append(conns, nc)
+		ready.Add(1)
+		a, err := New(cfg, nc, s.Engine, facts, WithLogger(s.Log), WithVersion(s.Version), withVerifier(verifier),
+			WithReady(func() { readyOnce[i].Do(started) }))
+		if err != nil {
+			return nil, conns, err
+		}
+		agents = append(agents, a)
+	}
+	return agents, conns, nil
 }

@@ -68,7 +68,8 @@ type Config struct {
 	// they manage; default a temporary directory, removed at the end.
 	WorkDir string
 	// ProfileDir, when set, receives a CPU profile of each simulated
-	// agents process (agents-<size>.pprof).
+	// agents process (agents-<size>.pprof) and its heap profile, written
+	// when the process is stopped (agents-<size>.heap).
 	ProfileDir string
 	// MaxOpenFiles, when set, is taken as each process's open files limit
 	// if it is lower than the real one: a small fleet is then spread over

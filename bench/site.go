@@ -428,7 +428,8 @@ func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, gro
 			if len(groups) > 1 {
 				file = fmt.Sprintf("%s-%d.pprof", profile, i+1)
 			}
-			a = append(a, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, file))
+			a = append(a, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, file),
+				"--memprofile", filepath.Join(b.cfg.ProfileDir, strings.TrimSuffix(file, ".pprof")+".heap"))
 		}
 		names = append(names, name)
 		args = append(args, a)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -214,7 +215,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		varies    []string
 		stateDir  string
 		heartbeat time.Duration
-		profile   string
+		profiles  simProfiles
 		site      string
 		sec       securityFlags
 	)
@@ -227,18 +228,20 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 	cmd.Flag("site", "Site every agent announces as its site fact (--vary site=a,b spreads them over several)").PlaceHolder("NAME").StringVar(&site)
 	cmd.Flag("state-dir", "Directory below which each agent keeps its state in a directory named by its identity (default /var/lib/ccm-agent)").PlaceHolder("DIR").StringVar(&stateDir)
 	program.DurationVar(cmd.Flag("heartbeat", "How often each agent refreshes its node registry entry (default 30s)").PlaceHolder("DURATION"), &heartbeat)
-	cmd.Flag("cpuprofile", "Write a CPU profile of the simulation to this file (benchmarks)").Hidden().PlaceHolder("FILE").StringVar(&profile)
+	cmd.Flag("cpuprofile", "Write a CPU profile of the simulation to this file (benchmarks)").Hidden().PlaceHolder("FILE").StringVar(&profiles.cpu)
+	cmd.Flag("memprofile", "Write a heap profile of the simulation to this file when it is asked to stop, before its agents stop (benchmarks)").Hidden().PlaceHolder("FILE").StringVar(&profiles.mem)
 	sec.register(cmd, false)
 	conn := connflags.Register(cmd)
 
 	cmd.Action(func(*fisk.ParseContext) error {
-		if profile != "" {
-			stopProfile, err := startCPUProfile(profile)
-			if err != nil {
-				return program.Exit(protocol.ExitError, err)
-			}
-			defer stopProfile()
+		if profiles.mem != "" {
+			runtime.MemProfileRate = 4096 // every allocation's share, not a 512 KiB sample
 		}
+		stopProfile, err := profiles.startCPU()
+		if err != nil {
+			return program.Exit(protocol.ExitError, err)
+		}
+		defer stopProfile()
 		base := map[string]any{"simulated": true}
 		if err := facts.Merge(base, facts.Options{Pairs: pairs, Site: site}); err != nil {
 			return program.Exit(protocol.ExitError, err)
@@ -257,6 +260,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		log := a.DaemonLogger("", "")
+		ctx = profiles.heapOnStop(ctx, log)
 		dir := stateDir
 		if dir == "" {
 			dir = ccmagent.DefaultStateDir
@@ -293,10 +297,17 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 	})
 }
 
-// startCPUProfile writes a CPU profile to path until the returned function
-// is called.
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
+// simProfiles are the profiles simulate writes for benchmarks: cpu over
+// the whole run, mem (the heap) when the simulation is asked to stop.
+type simProfiles struct{ cpu, mem string }
+
+// startCPU writes a CPU profile to p.cpu, when set, until the returned
+// function is called.
+func (p simProfiles) startCPU() (func(), error) {
+	if p.cpu == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(p.cpu)
 	if err != nil {
 		return nil, err
 	}
@@ -305,6 +316,46 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// heapOnStop returns a context that ends after ctx does and, when p.mem is
+// set, after the heap profile is written to p.mem while every agent still
+// serves. The log line names the profile, how many goroutines there were
+// and the heap and stacks in use before the collection the profile needs.
+func (p simProfiles) heapOnStop(ctx context.Context, log *slog.Logger) context.Context {
+	if p.mem == "" {
+		return ctx
+	}
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer cancel()
+		<-ctx.Done()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		goroutines := runtime.NumGoroutine()
+		runtime.GC() // the profile is as of the last collection
+		if err := writeHeapProfile(p.mem); err != nil {
+			log.Error("could not write the heap profile", "file", p.mem, "error", err)
+			return
+		}
+		log.Info("heap profile written", "file", p.mem, "goroutines", goroutines,
+			"heap_inuse_before_gc", before.HeapInuse, "stack_inuse", before.StackInuse)
+	}()
+	return run
+}
+
+// writeHeapProfile writes the heap profile to path in pprof's text form,
+// which ends with the runtime's memory statistics.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 1); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // securityFlags are the policy flags of run and simulate.

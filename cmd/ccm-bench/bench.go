@@ -40,7 +40,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("orch-bin", "The ccm-orch binary the -cli rows time (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.OrchBin)
 	cmd.Flag("out", "Also write the rows as JSON to this file").PlaceHolder("FILE").StringVar(&f.out)
 	cmd.Flag("work-dir", "Directory for brokers, agent state and managed files (default: a temporary directory)").PlaceHolder("DIR").StringVar(&f.cfg.WorkDir)
-	cmd.Flag("profile-dir", "Write CPU profiles here: bench.pprof (broker and library orchestrator) and agents-N.pprof").PlaceHolder("DIR").StringVar(&f.profileDir)
+	cmd.Flag("profile-dir", "Write profiles here: CPU profiles bench.pprof (broker and library orchestrator) and agents-N.pprof, and each agents process's heap profile agents-N.heap").PlaceHolder("DIR").StringVar(&f.profileDir)
 	cmd.Action(func(*fisk.ParseContext) error { return a.runBench(f) })
 
 	var ro bench.ResponderOptions
