@@ -43,3 +43,16 @@ type Provider interface {
 type SourceOpener interface {
 	OpenSource(ctx context.Context, source string) (*os.File, error)
 }
+
+// Binder is implemented by providers that can hold, for one apply of one
+// path, what every call on that path would otherwise find again: the posix
+// provider opens the parent directory once and looks at, writes and looks
+// again at the file relative to that one handle. Bind returns the provider
+// to use for the apply and a function that releases what it holds, to be
+// called once the apply is done; it never fails: when it cannot hold
+// anything it returns a provider that does what the unbound one does (and
+// reports the same errors). The returned provider is only for name and for
+// the one apply, not for concurrent use.
+type Binder interface {
+	Bind(ctx context.Context, name string) (Provider, func())
+}
