@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 
-	"github.com/ccm-fleet/ccm/protocol"
 	"github.com/ccm-fleet/ccm/providers/internal/safefs"
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
@@ -13,73 +12,53 @@ var _ filetype.Binder = (*Provider)(nil)
 
 // Bind opens name's parent directory once (see openParent: every component
 // from "/" with O_NOFOLLOW) for one apply of the file resource, and returns
-// a provider whose Status, ReadContent (the diff) and Store of name work
-// relative to that one handle, with the function that closes it. The write therefore happens in
-// the very directory the status looked at, as Store alone guarantees within
-// its own call: nothing is resolved by path between the status, the write
-// and the status after it. A directory on the way renamed or swapped for a
-// link during the apply does not redirect the write; the apply acts on the
-// directory it opened.
+// a context holding that handle, with the function that closes it. Status,
+// ReadContent (the diff) and Store of name by this provider under that
+// context work relative to the held handle instead of walking again, so
+// the write happens in the very directory the status looked at, as Store
+// alone guarantees within its own call: nothing is resolved by path between
+// the status, the write and the status after it. A directory on the way
+// renamed or swapped for a link during the apply does not redirect the
+// write; the apply acts on the directory it opened.
 //
-// When the parent cannot be opened (missing, not a directory, an untrusted
-// link, "/" itself) Bind holds nothing and returns p, whose calls walk again
-// and report the error as they always do. The other calls (CreateDirectory,
-// SetAttributes, Remove, OpenSource) and the calls on another path are p's
-// own.
-func (p *Provider) Bind(ctx context.Context, name string) (filetype.Provider, func()) {
+// The handle travels in the context rather than in a bound provider, so a
+// provider that wraps this one (embedding it and overriding a method) keeps
+// its overrides. When the parent cannot be opened (missing, not a
+// directory, an untrusted link, "/" itself) Bind holds nothing: the calls
+// walk again and report the error as they always do. The other calls
+// (CreateDirectory, SetAttributes, Remove, OpenSource), the calls on
+// another path and another provider's calls ignore the handle. The context
+// must not be used after the release.
+func (p *Provider) Bind(ctx context.Context, name string) (context.Context, func()) {
 	if ctx.Err() != nil || filepath.Clean(name) == "/" {
-		return p, func() {}
+		return ctx, func() {}
 	}
 	d, base, err := p.parentOf(name)
 	if err != nil {
-		return p, func() {}
+		return ctx, func() {}
 	}
-	b := &boundFile{Provider: p, name: name, d: d, base: base}
-	return b, func() { _ = d.Close() }
+	h := &heldParent{p: p, name: name, d: d, base: base}
+	return context.WithValue(ctx, heldKey{}, h), func() { _ = d.Close() }
 }
 
-// boundFile is a Provider bound to one path for one apply: Status,
-// ReadContent and Store of that path use the parent directory's handle d.
-type boundFile struct {
-	*Provider
+// heldKey is the context key of the heldParent Bind holds.
+type heldKey struct{}
+
+// heldParent is the parent directory's handle d of the path name, opened
+// by Bind for one apply by p.
+type heldParent struct {
+	p    *Provider
 	name string
 	d    *safefs.Dir
 	base string
 }
 
-// Status is Provider.Status through the held handle when name is the bound
-// path.
-func (b *boundFile) Status(ctx context.Context, name string) (*protocol.FileState, error) {
-	if name != b.name {
-		return b.Provider.Status(ctx, name)
+// held returns the parent directory's handle and name's last component
+// when ctx holds them for p and name (see Bind).
+func (p *Provider) held(ctx context.Context, name string) (*safefs.Dir, string, bool) {
+	h, ok := ctx.Value(heldKey{}).(*heldParent)
+	if !ok || h.p != p || h.name != name {
+		return nil, "", false
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return b.statusIn(ctx, name, b.d, b.base)
-}
-
-// Store is Provider.Store through the held handle when name is the bound
-// path.
-func (b *boundFile) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) error {
-	if name != b.name {
-		return b.Provider.Store(ctx, name, contents, source, owner, group, mode)
-	}
-	t, err := b.checkTarget(ctx, name, owner, group, mode)
-	if err != nil {
-		return err
-	}
-	return b.storeIn(ctx, b.d, b.base, contents, source, t)
-}
-
-// ReadContent is Provider.ReadContent through the held handle when name is
-// the bound path.
-func (b *boundFile) ReadContent(ctx context.Context, name string, limit int64) ([]byte, bool, error) {
-	if name != b.name {
-		return b.Provider.ReadContent(ctx, name, limit)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
-	}
-	return readContentIn(ctx, name, b.d, b.base, limit)
+	return h.d, h.base, true
 }

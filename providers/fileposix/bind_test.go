@@ -89,9 +89,9 @@ var _ = Describe("Provider.Bind", func() {
 		Expect(os.Mkdir(elsewhere, 0o700)).To(Succeed())
 		name := filepath.Join(parent, "app.conf")
 
-		b, release := prov.Bind(ctx, name)
+		bctx, release := prov.Bind(ctx, name)
 		defer release()
-		st, err := b.Status(ctx, name)
+		st, err := prov.Status(bctx, name)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(st.Ensure).To(Equal(filetype.EnsureAbsent))
 
@@ -99,14 +99,17 @@ var _ = Describe("Provider.Bind", func() {
 		Expect(os.Rename(parent, moved)).To(Succeed())
 		Expect(os.Symlink(elsewhere, parent)).To(Succeed())
 
-		Expect(b.Store(ctx, name, []byte("v1\n"), "", "root", "root", "0600")).To(Succeed())
+		Expect(prov.Store(bctx, name, []byte("v1\n"), "", "root", "root", "0600")).To(Succeed())
 		Expect(os.ReadFile(filepath.Join(moved, "app.conf"))).To(Equal([]byte("v1\n")))
 		entries, err := os.ReadDir(elsewhere)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(entries).To(BeEmpty(), "nothing written through the link")
-		st, err = b.Status(ctx, name)
+		st, err = prov.Status(bctx, name)
 		Expect(err).ToNot(HaveOccurred())
 		Expect(st.Ensure).To(Equal(filetype.EnsurePresent), "the status after the write looks in the same directory")
+		got, _, err := prov.ReadContent(bctx, name, 100)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(got).To(Equal([]byte("v1\n")))
 
 		// A fresh walk follows the link (root made it, so it is trusted) to
 		// the other directory: resolving the path again would have written
@@ -126,15 +129,45 @@ var _ = Describe("Provider.Bind", func() {
 		Expect(walks.take()[name]).To(Equal(3), "bind, status and store each walk when there is no handle to hold")
 	})
 
-	It("leaves other paths and the other calls to the provider itself", func() {
+	It("holds the handle for its own provider and path only", func() {
 		other := filepath.Join(dir, "other")
-		b, release := prov.Bind(ctx, path)
+		walks := countWalks(prov)
+		bctx, release := prov.Bind(ctx, path)
 		defer release()
-		Expect(b.Store(ctx, other, []byte("o\n"), "", "root", "root", "0644")).To(Succeed())
+		Expect(prov.Store(bctx, other, []byte("o\n"), "", "root", "root", "0644")).To(Succeed())
 		Expect(os.ReadFile(other)).To(Equal([]byte("o\n")))
-		Expect(b.CreateDirectory(ctx, filepath.Join(dir, "d"), "root", "root", "0755")).To(Succeed())
-		st, err := b.Status(ctx, filepath.Join(dir, "d"))
+		Expect(prov.CreateDirectory(bctx, filepath.Join(dir, "d"), "root", "root", "0755")).To(Succeed())
+		st, err := prov.Status(bctx, filepath.Join(dir, "d"))
 		Expect(err).ToNot(HaveOccurred())
 		Expect(st.Ensure).To(Equal(filetype.EnsureDirectory))
+		Expect(walks.take()).To(Equal(map[string]int{path: 1, other: 1, filepath.Join(dir, "d"): 1}), "Bind, then the other path's own walks")
+
+		second := fileposix.New(nil)
+		secondWalks := countWalks(second)
+		_, err = second.Status(bctx, path)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(secondWalks.take()).To(Equal(map[string]int{path: 1}), "another provider walks for itself")
+	})
+
+	It("keeps the methods of a provider that wraps it by embedding", func() {
+		Expect(os.WriteFile(path, []byte("old\n"), 0o644)).To(Succeed())
+		walks := countWalks(prov)
+		w := &storeCounting{Provider: prov}
+		_, err := ft.Apply(ctx, &resources.ApplyContext{}, fileProps("new\n"), w)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(w.stores).To(Equal(1), "the wrapper's Store ran")
+		Expect(os.ReadFile(path)).To(Equal([]byte("new\n")))
+		Expect(walks.take()).To(Equal(map[string]int{path: 1}))
 	})
 })
+
+// storeCounting wraps the posix provider and counts its Store calls.
+type storeCounting struct {
+	*fileposix.Provider
+	stores int
+}
+
+func (s *storeCounting) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) error {
+	s.stores++
+	return s.Provider.Store(ctx, name, contents, source, owner, group, mode)
+}

@@ -25,6 +25,9 @@ func (p *Provider) ReadContent(ctx context.Context, name string, limit int64) ([
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
+	if d, base, ok := p.held(ctx, name); ok {
+		return readContentIn(ctx, name, d, base, limit)
+	}
 	d, base, err := p.parentOf(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil

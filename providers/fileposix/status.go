@@ -36,6 +36,9 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 		fi, err := os.Lstat("/")
 		return p.statusOf(ctx, name, nil, "", fi, err)
 	}
+	if d, base, ok := p.held(ctx, name); ok {
+		return p.statusIn(ctx, name, d, base)
+	}
 	d, base, err := p.parentOf(name)
 	if err != nil {
 		return p.statusOf(ctx, name, nil, "", nil, err)

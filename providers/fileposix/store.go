@@ -49,6 +49,9 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 	if err != nil {
 		return err
 	}
+	if d, base, ok := p.held(ctx, name); ok {
+		return p.storeIn(ctx, d, base, contents, source, t)
+	}
 	d, base, err := p.openParent(name)
 	if err != nil {
 		return err

@@ -31,9 +31,9 @@ func (Type) NewProperties() resources.Properties { return &Properties{} }
 // ac.Noop, then checks the state again and fails with an error wrapping
 // resources.ErrDesiredStateFailed when it was not reached. Under noop nothing
 // is changed and the outcome carries the noop message of the action. A
-// provider that is a Binder is bound to the path for the apply, so the
-// status, the write and the status after it share what it holds (the posix
-// provider: one handle on the parent directory).
+// provider that is a Binder holds what it needs for the path during the
+// apply, so the status, the write and the status after it share it (the
+// posix provider: one handle on the parent directory).
 func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resources.Properties, p resources.Provider) (*resources.Outcome, error) {
 	if ac == nil {
 		ac = &resources.ApplyContext{}
@@ -60,7 +60,7 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	if err != nil {
 		return nil, fmt.Errorf("file %s: %w", name, err)
 	}
-	fp, release := bind(ctx, fp, name)
+	ctx, release := bind(ctx, fp, name)
 	defer release()
 	cur, err := fp.Status(ctx, name)
 	if err != nil {
@@ -97,13 +97,14 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	return &resources.Outcome{State: after, Changed: true, Diff: diff}, nil
 }
 
-// bind returns fp bound to name for one apply when it is a Binder (see
-// Binder), else fp itself; release is called when the apply is done.
-func bind(ctx context.Context, fp Provider, name string) (bound Provider, release func()) {
+// bind returns the context for one apply of name through fp: the one
+// fp's Bind returns when it is a Binder (see Binder), else ctx; release is
+// called when the apply is done.
+func bind(ctx context.Context, fp Provider, name string) (context.Context, func()) {
 	if b, ok := fp.(Binder); ok {
 		return b.Bind(ctx, name)
 	}
-	return fp, func() {}
+	return ctx, func() {}
 }
 
 // act performs the plan through the provider.
