@@ -8,6 +8,7 @@ import (
 	"io/fs"
 
 	"github.com/ccm-fleet/ccm/providers/internal/safefs"
+
 	"github.com/ccm-fleet/ccm/resources/filetype"
 )
 
@@ -24,7 +25,10 @@ func (p *Provider) ReadContent(ctx context.Context, name string, limit int64) ([
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	d, base, err := safefs.OpenParent(name)
+	if d, base, ok := p.held(ctx, name); ok {
+		return readContentIn(ctx, name, d, base, limit)
+	}
+	d, base, err := p.parentOf(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -32,6 +36,11 @@ func (p *Provider) ReadContent(ctx context.Context, name string, limit int64) ([
 		return nil, false, fmt.Errorf("read content: %w", err)
 	}
 	defer d.Close()
+	return readContentIn(ctx, name, d, base, limit)
+}
+
+// readContentIn is ReadContent of base in the parent directory's handle d.
+func readContentIn(ctx context.Context, name string, d *safefs.Dir, base string, limit int64) ([]byte, bool, error) {
 	f, err := d.Open(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil

@@ -61,6 +61,9 @@ type Provider struct {
 	// sync, when set, replaces the fsync of Store's temporary file before
 	// its rename (tests record the call and what is visible at its time)
 	sync func(*os.File) error
+	// opened, when set, is told of every walk to a parent directory (tests
+	// count them)
+	opened func(name string)
 }
 
 var _ filetype.Provider = (*Provider)(nil)

@@ -18,8 +18,8 @@ import (
 // check cannot redirect it. A parent that is missing or not a directory
 // gives an error naming it; an untrusted link one wrapping
 // filetype.ErrSymlink.
-func openParent(name string) (*safefs.Dir, string, error) {
-	d, base, err := safefs.OpenParent(name)
+func (p *Provider) openParent(name string) (*safefs.Dir, string, error) {
+	d, base, err := p.parentOf(name)
 	if err == nil {
 		return d, base, nil
 	}
@@ -31,4 +31,15 @@ func openParent(name string) (*safefs.Dir, string, error) {
 		return nil, "", fmt.Errorf("parent directory %s is not a directory: %w", dir, err)
 	}
 	return nil, "", err
+}
+
+// parentOf opens the directory holding name with safefs.OpenParent and
+// returns it with name's last component; every parent directory the
+// provider opens for a file is opened here, and tests count the walks
+// (p.opened).
+func (p *Provider) parentOf(name string) (*safefs.Dir, string, error) {
+	if p.opened != nil {
+		p.opened(name)
+	}
+	return safefs.OpenParent(name)
 }

@@ -15,32 +15,33 @@ const (
 )
 
 // nameTTL bounds how long a cached name is used even when the account files
-// did not change (names may come from elsewhere through NSS), and
-// stampEvery how often the account files are looked at for a change.
-const (
-	nameTTL    = 10 * time.Second
-	stampEvery = time.Second
-)
+// did not change (names may come from elsewhere through NSS).
+const nameTTL = 10 * time.Second
 
 // idNames caches the user and group names of numeric ids for Status, which
 // reports them on every check, and the ids of the names the writes set
-// (ownerGroup): looking one up reads and parses the whole account file. An
-// entry is used while it is younger than nameTTL and the account file it
-// came from has not changed (size, mtime, inode; looked at once a second at
-// most), so an account added, removed or renumbered is seen within a
-// second through the files and within nameTTL through other NSS sources. A
-// name that names no account is never cached. A factory's providers share
-// one cache; it is safe for concurrent use.
+// (ownerGroup): looking one up reads and parses the whole account file. Every
+// lookup first looks at the account file it reads (one stat: device, inode,
+// size, mtime and ctime) and empties that file's cache when any of them
+// changed, so an account added, removed or renumbered through the files is
+// seen by the very next lookup; an entry older than nameTTL is looked up
+// again, for other NSS sources. A name that names no account is never
+// cached, and each cache holds at most maxCachedNames entries. A factory's
+// providers share one cache; it is safe for concurrent use.
 type idNames struct {
+	// passwdFile and groupFile are the account files whose change empties the
+	// caches (/etc/passwd and /etc/group).
+	passwdFile, groupFile string
+	// mu guards users and groups
 	mu     sync.Mutex
 	users  nameCache
 	groups nameCache
 }
 
-// nameCache is the cache of one kind of id: names by id, ids by name.
+// nameCache is the cache of one kind of id: names by id, ids by name, valid
+// for the version of the account file that file identifies.
 type nameCache struct {
 	file    fileStamp
-	stamped time.Time
 	entries map[uint32]nameEntry
 	ids     map[string]idEntry
 }
@@ -55,26 +56,24 @@ type idEntry struct {
 	fetched time.Time
 }
 
-// refresh empties the cache when file changed since it was last looked
-// at (at most once every stampEvery), and returns the file's stamp; n.mu
-// is held.
-func (c *nameCache) refresh(file string, now time.Time) fileStamp {
-	if now.Sub(c.stamped) >= stampEvery || now.Before(c.stamped) {
-		if stamp := stampOf(file); stamp != c.file || !stamp.ok {
-			c.file = stamp
-			clear(c.entries)
-			clear(c.ids)
-		}
-		c.stamped = now
+// refreshLocked empties the cache when stamp, the account file as just
+// looked at, is not the version its entries came from (or the file could
+// not be looked at); n.mu is held.
+func (c *nameCache) refreshLocked(stamp fileStamp) {
+	if stamp != c.file || !stamp.ok {
+		c.file = stamp
+		clear(c.entries)
+		clear(c.ids)
 	}
-	return c.file
 }
 
-// fileStamp identifies a version of a file.
+// fileStamp identifies a version of a file: a file replaced (rename over
+// it), rewritten or touched changes at least one of these, and ctime
+// cannot be set back by the writer.
 type fileStamp struct {
-	size, mtime int64
-	ino         uint64
-	ok          bool
+	dev, ino           uint64
+	size, mtime, ctime int64
+	ok                 bool
 }
 
 func stampOf(path string) fileStamp {
@@ -82,19 +81,21 @@ func stampOf(path string) fileStamp {
 	if err := syscall.Stat(path, &st); err != nil {
 		return fileStamp{}
 	}
-	return fileStamp{size: st.Size, mtime: st.Mtim.Nano(), ino: st.Ino, ok: true}
+	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ok: true}
 }
 
 func newIDNames() *idNames {
 	return &idNames{
-		users:  nameCache{entries: map[uint32]nameEntry{}, ids: map[string]idEntry{}},
-		groups: nameCache{entries: map[uint32]nameEntry{}, ids: map[string]idEntry{}},
+		passwdFile: passwdFile,
+		groupFile:  groupFile,
+		users:      nameCache{entries: map[uint32]nameEntry{}, ids: map[string]idEntry{}},
+		groups:     nameCache{entries: map[uint32]nameEntry{}, ids: map[string]idEntry{}},
 	}
 }
 
 // user returns uid's user name, or its number when it has none.
 func (n *idNames) user(uid uint32) string {
-	return n.lookup(&n.users, passwdFile, uid, func(id string) (string, error) {
+	return n.lookup(&n.users, n.passwdFile, uid, func(id string) (string, error) {
 		u, err := user.LookupId(id)
 		if err != nil {
 			return "", err
@@ -105,7 +106,7 @@ func (n *idNames) user(uid uint32) string {
 
 // group returns gid's group name, or its number when it has none.
 func (n *idNames) group(gid uint32) string {
-	return n.lookup(&n.groups, groupFile, gid, func(id string) (string, error) {
+	return n.lookup(&n.groups, n.groupFile, gid, func(id string) (string, error) {
 		g, err := user.LookupGroupId(id)
 		if err != nil {
 			return "", err
@@ -119,8 +120,9 @@ const maxCachedNames = 4096
 
 func (n *idNames) lookup(c *nameCache, file string, id uint32, resolve func(string) (string, error)) string {
 	now := time.Now()
+	stamp := stampOf(file)
 	n.mu.Lock()
-	stamp := c.refresh(file, now)
+	c.refreshLocked(stamp)
 	e, ok := c.entries[id]
 	n.mu.Unlock()
 	if ok && now.Sub(e.fetched) < nameTTL {
@@ -145,7 +147,7 @@ func (n *idNames) lookup(c *nameCache, file string, id uint32, resolve func(stri
 // ownerGroup returns the ids of the owner and group a write sets: names
 // looked up in the account database (cached, see idNames), else numbers.
 func (n *idNames) ownerGroup(owner, group string) (uid, gid int, err error) {
-	uid, err = n.lookupName(&n.users, passwdFile, owner, func(s string) (string, error) {
+	uid, err = n.lookupName(&n.users, n.passwdFile, owner, func(s string) (string, error) {
 		u, err := user.Lookup(s)
 		if err != nil {
 			return "", err
@@ -155,7 +157,7 @@ func (n *idNames) ownerGroup(owner, group string) (uid, gid int, err error) {
 	if err != nil {
 		return 0, 0, &AccountError{Property: "owner", Name: owner, Err: err}
 	}
-	gid, err = n.lookupName(&n.groups, groupFile, group, func(s string) (string, error) {
+	gid, err = n.lookupName(&n.groups, n.groupFile, group, func(s string) (string, error) {
 		g, err := user.LookupGroup(s)
 		if err != nil {
 			return "", err
@@ -172,8 +174,9 @@ func (n *idNames) ownerGroup(owner, group string) (uid, gid int, err error) {
 // idNames), else looked up with byName (or read as a number) and cached.
 func (n *idNames) lookupName(c *nameCache, file, name string, byName func(string) (string, error)) (int, error) {
 	now := time.Now()
+	stamp := stampOf(file)
 	n.mu.Lock()
-	stamp := c.refresh(file, now)
+	c.refreshLocked(stamp)
 	e, ok := c.ids[name]
 	n.mu.Unlock()
 	if ok && now.Sub(e.fetched) < nameTTL {

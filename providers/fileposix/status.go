@@ -32,21 +32,34 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if filepath.Clean(name) == "/" {
+		fi, err := os.Lstat("/")
+		return p.statusOf(ctx, name, nil, "", fi, err)
+	}
+	if d, base, ok := p.held(ctx, name); ok {
+		return p.statusIn(ctx, name, d, base)
+	}
+	d, base, err := p.parentOf(name)
+	if err != nil {
+		return p.statusOf(ctx, name, nil, "", nil, err)
+	}
+	defer d.Close()
+	return p.statusIn(ctx, name, d, base)
+}
+
+// statusIn is Status of base in the parent directory's handle d.
+func (p *Provider) statusIn(ctx context.Context, name string, d *safefs.Dir, base string) (*protocol.FileState, error) {
+	fi, err := d.Lstat(base)
+	return p.statusOf(ctx, name, d, base, fi, err)
+}
+
+// statusOf builds Status's answer from what lstat gave for base in d (fi,
+// err): absent when missing or not looked at for lack of permission, else
+// the metadata, and the checksum or link target read through d.
+func (p *Provider) statusOf(ctx context.Context, name string, d *safefs.Dir, base string, fi fs.FileInfo, err error) (*protocol.FileState, error) {
 	st := &protocol.FileState{
 		CommonState: protocol.NewCommonState(protocol.TypeFile, name, filetype.EnsureAbsent),
 		Metadata:    &protocol.FileMetadata{Name: name, Provider: ProviderName},
-	}
-	var (
-		d    *safefs.Dir
-		base string
-		fi   fs.FileInfo
-		err  error
-	)
-	if filepath.Clean(name) == "/" {
-		fi, err = os.Lstat("/")
-	} else if d, base, err = safefs.OpenParent(name); err == nil {
-		defer d.Close()
-		fi, err = d.Lstat(base)
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -57,20 +70,9 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 	case err != nil:
 		return nil, fmt.Errorf("status: %w", err)
 	}
+	p.metadata(st.Metadata, fi)
 
 	md := st.Metadata
-	md.Size = fi.Size()
-	md.MTime = fi.ModTime().UTC()
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		md.Owner = p.names.user(sys.Uid)
-		md.Group = p.names.group(sys.Gid)
-		md.Mode = filetype.FormatMode(sys.Mode & 0o7777)
-		md.Extended = map[string]any{"uid": sys.Uid, "gid": sys.Gid}
-	} else {
-		md.Mode = filetype.FormatMode(uint32(fi.Mode().Perm()))
-		md.Extended = map[string]any{}
-	}
-
 	switch {
 	case fi.Mode().IsRegular():
 		st.Ensure = filetype.EnsurePresent
@@ -94,6 +96,21 @@ func (p *Provider) Status(ctx context.Context, name string) (*protocol.FileState
 		md.Extended["type"] = fi.Mode().Type().String()
 	}
 	return st, nil
+}
+
+// metadata fills md's size, mtime, owner, group, mode and numeric ids from fi.
+func (p *Provider) metadata(md *protocol.FileMetadata, fi fs.FileInfo) {
+	md.Size = fi.Size()
+	md.MTime = fi.ModTime().UTC()
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		md.Owner = p.names.user(sys.Uid)
+		md.Group = p.names.group(sys.Gid)
+		md.Mode = filetype.FormatMode(sys.Mode & 0o7777)
+		md.Extended = map[string]any{"uid": sys.Uid, "gid": sys.Gid}
+	} else {
+		md.Mode = filetype.FormatMode(uint32(fi.Mode().Perm()))
+		md.Extended = map[string]any{}
+	}
 }
 
 // checksumNoFollow hashes the regular file base in d through a descriptor

@@ -44,16 +44,26 @@ const maxTempBase = 200
 // file, which the next run finds different and writes again, and may leave
 // the synced temporary file beside it, as a crash during the write always
 // could.
-func (p *Provider) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) (err error) {
-	perm, uid, gid, err := p.checkTarget(ctx, name, owner, group, mode)
+func (p *Provider) Store(ctx context.Context, name string, contents []byte, source string, owner, group, mode string) error {
+	t, err := p.checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
-	d, base, err := openParent(name)
+	if d, base, ok := p.held(ctx, name); ok {
+		return p.storeIn(ctx, d, base, contents, source, t)
+	}
+	d, base, err := p.openParent(name)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	return p.storeIn(ctx, d, base, contents, source, t)
+}
+
+// storeIn is Store's write of base in the parent directory's handle d, with
+// the attributes t already resolved: the temporary file is created, written,
+// synced and renamed over base, all relative to d.
+func (p *Provider) storeIn(ctx context.Context, d *safefs.Dir, base string, contents []byte, source string, t target) (err error) {
 	if err := checkReplaceable(d, base); err != nil {
 		return err
 	}
@@ -86,13 +96,13 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 		}
 	}()
 
-	if err := tmp.Chmod(perm); err != nil {
+	if err := tmp.Chmod(t.perm); err != nil {
 		return fmt.Errorf("could not chmod temporary file: %w", err)
 	}
 	if _, err := io.Copy(tmp, filetype.ContextReader(ctx, r)); err != nil {
 		return fmt.Errorf("could not write temporary file: %w", err)
 	}
-	if err := tmp.Chown(uid, gid); err != nil {
+	if err := tmp.Chown(t.uid, t.gid); err != nil {
 		return fmt.Errorf("could not chown temporary file: %w", err)
 	}
 	if err := p.syncFile(tmp); err != nil {
@@ -108,7 +118,7 @@ func (p *Provider) Store(ctx context.Context, name string, contents []byte, sour
 		return fmt.Errorf("could not rename temporary file: %w", err)
 	}
 	renamed = true
-	resources.Logger(ctx, p.log).Debug("stored file", "file", name, "owner", owner, "group", group, "mode", mode)
+	resources.Logger(ctx, p.log).Debug("stored file", "file", t.name, "owner", t.owner, "group", t.group, "mode", t.mode)
 	return nil
 }
 
@@ -127,10 +137,11 @@ func (p *Provider) syncFile(f *os.File) error {
 // Parents are created and opened through handles (safefs.MkdirAll). A
 // symbolic link or any other non-directory at dir is refused.
 func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode string) error {
-	perm, uid, gid, err := p.checkTarget(ctx, dir, owner, group, mode)
+	t, err := p.checkTarget(ctx, dir, owner, group, mode)
 	if err != nil {
 		return err
 	}
+	perm, uid, gid := t.perm, t.uid, t.gid
 	clean := filepath.Clean(dir)
 	if clean == "/" {
 		return setRootAttributes(uid, gid, perm)
@@ -168,16 +179,16 @@ func (p *Provider) CreateDirectory(ctx context.Context, dir, owner, group, mode 
 // its parent's handle: a symbolic link is refused, and the content is not
 // touched.
 func (p *Provider) SetAttributes(ctx context.Context, name, owner, group, mode string) error {
-	perm, uid, gid, err := p.checkTarget(ctx, name, owner, group, mode)
+	t, err := p.checkTarget(ctx, name, owner, group, mode)
 	if err != nil {
 		return err
 	}
-	d, base, err := safefs.OpenParent(name)
+	d, base, err := p.parentOf(name)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := setAttributes(d, base, uid, gid, perm, false); err != nil {
+	if err := setAttributes(d, base, t.uid, t.gid, t.perm, false); err != nil {
 		return err
 	}
 	resources.Logger(ctx, p.log).Debug("set attributes", "file", name, "owner", owner, "group", group, "mode", mode)
@@ -337,22 +348,31 @@ func openSource(source string) (*os.File, error) {
 	return f, nil
 }
 
+// target is what a write sets, resolved before anything is touched: the
+// mode and ids, and the path and names as asked (for the log).
+type target struct {
+	name               string
+	perm               fs.FileMode
+	uid, gid           int
+	owner, group, mode string
+}
+
 // checkTarget validates a path and resolves the mode, owner and group the
 // write operations set, before anything is touched.
-func (p *Provider) checkTarget(ctx context.Context, name, owner, group, mode string) (fs.FileMode, int, int, error) {
+func (p *Provider) checkTarget(ctx context.Context, name, owner, group, mode string) (target, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, 0, 0, err
+		return target{}, err
 	}
 	if err := filetype.ValidatePath(name); err != nil {
-		return 0, 0, 0, err
+		return target{}, err
 	}
 	perm, err := filetype.ParseMode(mode)
 	if err != nil {
-		return 0, 0, 0, err
+		return target{}, err
 	}
 	uid, gid, err := p.names.ownerGroup(owner, group)
 	if err != nil {
-		return 0, 0, 0, err
+		return target{}, err
 	}
-	return perm, uid, gid, nil
+	return target{name: name, perm: perm, uid: uid, gid: gid, owner: owner, group: group, mode: mode}, nil
 }

@@ -43,3 +43,18 @@ type Provider interface {
 type SourceOpener interface {
 	OpenSource(ctx context.Context, source string) (*os.File, error)
 }
+
+// Binder is implemented by providers that can hold, for one apply of one
+// path, what every call on that path would otherwise find again: the posix
+// provider opens the parent directory once and looks at, writes and looks
+// again at the file relative to that one handle. Bind returns the context
+// to make the apply's calls with, which carries what it holds, and a
+// function that releases it, to be called once the apply is done (the
+// context must not be used after that). It never fails: when it cannot
+// hold anything the calls do what they do without it (and report the same
+// errors). What is held travels in the context, not in another provider
+// value, so a provider wrapping a Binder by embedding it keeps its own
+// methods.
+type Binder interface {
+	Bind(ctx context.Context, name string) (context.Context, func())
+}

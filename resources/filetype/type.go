@@ -30,7 +30,10 @@ func (Type) NewProperties() resources.Properties { return &Properties{} }
 // current state, decides (ensure, content, owner, group, mode), acts unless
 // ac.Noop, then checks the state again and fails with an error wrapping
 // resources.ErrDesiredStateFailed when it was not reached. Under noop nothing
-// is changed and the outcome carries the noop message of the action.
+// is changed and the outcome carries the noop message of the action. A
+// provider that is a Binder holds what it needs for the path during the
+// apply, so the status, the write and the status after it share it (the
+// posix provider: one handle on the parent directory).
 func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resources.Properties, p resources.Provider) (*resources.Outcome, error) {
 	if ac == nil {
 		ac = &resources.ApplyContext{}
@@ -57,6 +60,8 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 	if err != nil {
 		return nil, fmt.Errorf("file %s: %w", name, err)
 	}
+	ctx, release := bind(ctx, fp, name)
+	defer release()
 	cur, err := fp.Status(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("file %s: %w", name, err)
@@ -90,6 +95,16 @@ func (Type) Apply(ctx context.Context, ac *resources.ApplyContext, props resourc
 		return &resources.Outcome{State: after, Changed: true, Diff: diff}, fmt.Errorf("file %s: %w: %s", name, resources.ErrDesiredStateFailed, strings.Join(diffs, ", "))
 	}
 	return &resources.Outcome{State: after, Changed: true, Diff: diff}, nil
+}
+
+// bind returns the context for one apply of name through fp: the one
+// fp's Bind returns when it is a Binder (see Binder), else ctx; release is
+// called when the apply is done.
+func bind(ctx context.Context, fp Provider, name string) (context.Context, func()) {
+	if b, ok := fp.(Binder); ok {
+		return b.Bind(ctx, name)
+	}
+	return ctx, func() {}
 }
 
 // act performs the plan through the provider.
