@@ -284,7 +284,12 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 				if err != nil {
 					return nil, err
 				}
-				return natsconn.Connect(ctx, o)
+				// Like a real agent's, a simulated agent's connection
+				// waits for a broker that does not answer yet: 50,000
+				// connecting at once saw brokers too busy to greet some
+				// within the connect timeout, and one such failure ended
+				// every agent of its process.
+				return natsconn.ConnectRetry(ctx, o)
 			},
 			Ready: func() {
 				fmt.Fprintf(a.Stderr, "%d simulated agents serving (%s …)\n", count, ccmagent.SimulatedIdentity(prefix, first-1))

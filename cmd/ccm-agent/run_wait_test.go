@@ -21,6 +21,7 @@ import (
 
 var _ = Describe("ccm-agent run while NATS is unreachable", Ordered, func() {
 	var bin string
+	var startCommand func(addr string, command ...string) *gexec.Session
 	BeforeAll(func() {
 		var err error
 		bin, err = gexec.Build("github.com/ccm-fleet/ccm/cmd/ccm-agent")
@@ -31,8 +32,14 @@ var _ = Describe("ccm-agent run while NATS is unreachable", Ordered, func() {
 	// start runs the agent against addr, where nothing listens yet.
 	start := func(addr string, args ...string) *gexec.Session {
 		GinkgoHelper()
+		return startCommand(addr, append([]string{"run", "--identity", "wait-1"}, args...)...)
+	}
+	// startCommand runs command (run or simulate) against addr, where
+	// nothing listens yet, and waits until it says it is retrying.
+	startCommand = func(addr string, command ...string) *gexec.Session {
+		GinkgoHelper()
 		dir := GinkgoT().TempDir()
-		cmd := exec.Command(bin, append([]string{"run", "-s", "nats://" + addr, "--identity", "wait-1", "--insecure", "--state-dir", dir}, args...)...)
+		cmd := exec.Command(bin, append(command, "-s", "nats://"+addr, "--insecure", "--state-dir", dir)...)
 		cmd.Env = append(cmd.Environ(), "XDG_CONFIG_HOME="+dir, "HOME="+dir)
 		s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
 		Expect(err).ToNot(HaveOccurred())
@@ -47,6 +54,15 @@ var _ = Describe("ccm-agent run while NATS is unreachable", Ordered, func() {
 		s := start(addr)
 		brokertest.StartConfig(GinkgoT(), broker.Config{Listen: addr})
 		Eventually(s.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(`msg=serving`))
+		s.Signal(syscall.SIGTERM)
+		Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit(0))
+	})
+
+	It("simulate: its agents keep waiting too, then serve once a broker listens", func() {
+		addr := freeAddr()
+		s := startCommand(addr, "simulate", "--count", "3")
+		brokertest.StartConfig(GinkgoT(), broker.Config{Listen: addr})
+		Eventually(s.Err).WithTimeout(60 * time.Second).Should(gbytes.Say(`3 simulated agents serving`))
 		s.Signal(syscall.SIGTERM)
 		Eventually(s).WithTimeout(60 * time.Second).Should(gexec.Exit(0))
 	})
