@@ -128,9 +128,8 @@ func nextRetry(prev, heartbeat time.Duration) time.Duration {
 // wait is how long after a write the next one is due: a heartbeat, or
 // after a failure the backed-off retry, either one spread by a tenth
 // either way. Agents started together (a fleet after a broker restart,
-// the simulator) would otherwise refresh in step, and after an outage
-// retry in step every second: 50,000 of them kept a 3-broker cluster on
-// 2 cores saturated.
+// the simulator) would otherwise refresh in step, and during an outage
+// or while their brokers are saturated, retry in step every second.
 func (r *registrar) wait() time.Duration {
 	d := r.a.cfg.Heartbeat
 	if r.failed && r.retry > 0 {

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ccm-fleet/ccm/agent"
 	"github.com/ccm-fleet/ccm/broker"
 	"github.com/ccm-fleet/ccm/jsstore"
 	"github.com/ccm-fleet/ccm/natsconn"
@@ -45,24 +44,6 @@ type deadlines struct {
 
 // deadlineFleet is the largest fleet the base deadlines are for.
 const deadlineFleet = 20000
-
-// heartbeatFor is the simulated agents' heartbeat in a fleet of n, 0 for
-// the agents' default. Past deadlineFleet agents it grows in proportion,
-// so the node registry takes the writes of 20,000 agents at the default
-// (about 670 a second): at rest, 20,000 agents took 0.49 of this
-// machine's 2 cores and the brokers 0.38 (the idle row), so 50,000 at the
-// default would need more than the machine has before any request. The
-// registry's entries then live three heartbeats (registryTTLFor).
-func heartbeatFor(n int) time.Duration {
-	if n <= deadlineFleet {
-		return 0
-	}
-	return agent.DefaultHeartbeat * time.Duration(n) / deadlineFleet
-}
-
-// registryTTLFor is the node registry's entry lifetime for a fleet of n,
-// 0 for the store's default.
-func registryTTLFor(n int) time.Duration { return 3 * heartbeatFor(n) }
 
 func deadlinesFor(n int) deadlines {
 	scale := func(d time.Duration) time.Duration {
@@ -397,14 +378,14 @@ func (b *bencher) startAgents(ctx context.Context, s *site, dir string, n int) (
 	for i, count := range parts(n, layoutFor(n, b.fdLimit).agentProcs) {
 		groups = append(groups, agentGroup{url: s.urls[i%len(s.urls)], count: count})
 	}
-	return b.startAgentGroups(ctx, dir, fmt.Sprintf("agents-%d", n), groups, heartbeatFor(n))
+	return b.startAgentGroups(ctx, dir, fmt.Sprintf("agents-%d", n), groups)
 }
 
 // startAgentGroups starts one ccm-agent simulate process per group, their
 // identities numbered on from one group to the next, with their state
-// below dir; profile names their CPU profiles; heartbeat, when not 0, is
-// their heartbeat. It returns once every agent serves.
-func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, groups []agentGroup, heartbeat time.Duration) (procs, error) {
+// below dir; profile names their CPU profiles. It returns once every
+// agent serves.
+func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, groups []agentGroup) (procs, error) {
 	var names []string
 	var args [][]string
 	total := 0
@@ -415,9 +396,6 @@ func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, gro
 	for i, g := range groups {
 		a := []string{"simulate", "--server", g.url, "--count", strconv.Itoa(g.count), "--first", strconv.Itoa(first),
 			"--state-dir", filepath.Join(dir, "state"), "--vary", "os=debian,rhel", "--vary", "role=web,db,cache", "--policy", b.sign.policyFile}
-		if heartbeat > 0 {
-			a = append(a, "--heartbeat", heartbeat.String())
-		}
 		name := fmt.Sprintf("%d simulated agents from %d", g.count, first)
 		if g.site != "" {
 			a = append(a, "--site", g.site)

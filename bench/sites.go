@@ -96,7 +96,7 @@ func (b *bencher) sitesRow(ctx context.Context, n int) (*Row, error) {
 		return nil, err
 	}
 	b.logf("%d: starting agents over %d sites (%d processes)", n, len(sites), len(groups))
-	agents, err := b.startAgentGroups(ctx, dir, fmt.Sprintf("agents-sites-%d", n), groups, 0)
+	agents, err := b.startAgentGroups(ctx, dir, fmt.Sprintf("agents-sites-%d", n), groups)
 	if err != nil {
 		return nil, err
 	}
