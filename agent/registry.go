@@ -44,11 +44,11 @@ type registrar struct {
 	// stored is whether one was written, so that there is one to remove
 	entry  *jsstore.NodeEntry
 	stored bool
-	failed bool
 	// due is when the entry is to be written again
 	due time.Time
-	// retry is the wait before the next try after a failure: it doubles
-	// from registryRetry up to a heartbeat while the failures go on
+	// retry, not 0 while the last write failed, is the wait before the
+	// next try: it doubles from registryRetry up to a heartbeat while the
+	// failures go on
 	retry time.Duration
 }
 
@@ -100,13 +100,11 @@ func (r *registrar) put(ctx context.Context) error {
 		return nil
 	}()
 	switch {
-	case err != nil && !r.failed:
-		r.failed = true
+	case err != nil && r.retry == 0:
 		a.log.Warn("could not update the node registry", "error", err)
 	case err != nil:
 		a.log.Debug("could not update the node registry", "error", err)
-	case r.failed:
-		r.failed = false
+	case r.retry > 0:
 		a.log.Info("node registry updated again")
 	}
 	if err == nil {
@@ -132,7 +130,7 @@ func nextRetry(prev, heartbeat time.Duration) time.Duration {
 // or while their brokers are saturated, retry in step every second.
 func (r *registrar) wait() time.Duration {
 	d := r.a.cfg.Heartbeat
-	if r.failed && r.retry > 0 {
+	if r.retry > 0 {
 		d = r.retry
 	}
 	return d - d/10 + rand.N(d/5+1)

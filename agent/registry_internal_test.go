@@ -43,6 +43,6 @@ func TestRegistryWritesSpreadByATenth(t *testing.T) {
 		}
 	}
 	check("healthy", hb)
-	r.failed, r.retry = true, 4*time.Second
+	r.retry = 4 * time.Second
 	check("after failures", 4*time.Second)
 }
