@@ -222,14 +222,18 @@ func (s *assigner) factsFirst() {
 // changes is followed by the feed, which costs the broker no consumer; one
 // provisioned before that, by a KV watcher.
 //
-// A refused follow is tried again every HistoryRetry. A store that does
-// not exist is a fleet that does not use assignments, and every lookup is
-// a JetStream API request: asked every 10 s by 20,000 agents, that is
-// 2,000 requests a second for nothing. So the wait doubles up to
-// noStoreMaxWait, and the agent listens on the subjects the store
-// republishes its changes to (core NATS, nothing stored): the first
-// assignment put wakes it, and it looks the store up within
-// wakeSplay (spread, so a fleet does not ask at once).
+// Every lookup is a JetStream API request, and a failed one is tried
+// again after a wait that doubles from HistoryRetry up to followMaxWait.
+// A store that does not exist is a fleet that does not use assignments:
+// asked every 10 s by 20,000 agents, that is 2,000 requests a second for
+// nothing. A refused lookup is a JetStream too busy to answer: a fleet of
+// 50,000 starting at once filled the servers' queue of info requests,
+// which drops them all when full, and every agent asking again every 10 s
+// kept it full (and the cluster without a meta leader). While the store
+// does not exist the agent also listens on the subjects it republishes its
+// changes to (core NATS, nothing stored): the first assignment put wakes
+// it, and it looks the store up within wakeSplay (spread, so a fleet does
+// not ask at once).
 func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 	a := s.a
 	var wake *storeWake
@@ -244,15 +248,14 @@ func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 		if ctx.Err() != nil {
 			return nil
 		}
-		retry := a.cfg.HistoryRetry
+		retry := wait
+		wait = min(2*wait, max(followMaxWait, a.cfg.HistoryRetry))
 		if errors.Is(err, jsstore.ErrNoAssignments) {
 			if wake == nil {
 				wake = newStoreWake(a.nc, a.log)
 			}
-			retry, wait = wait, min(2*wait, max(noStoreMaxWait, a.cfg.HistoryRetry))
 			a.log.Debug("no assignment store yet (ccm-orch history init)", "error", err, "retry", retry)
 		} else {
-			wait = a.cfg.HistoryRetry
 			a.log.Warn("cannot follow the assignment store; trying again", "error", err, "retry", retry)
 		}
 		if !wake.sleep(ctx, splayed(retry), min(a.cfg.HistoryRetry, wakeSplay)) {
