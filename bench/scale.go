@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -135,6 +136,20 @@ func startAll(ctx context.Context, wait time.Duration, bin, marker string, names
 		return nil, err
 	}
 	return p, nil
+}
+
+// niced is bin and args run at niceness n (by nice(1), which execs bin in
+// its own process: the child's pid stays the one measured); n 0 leaves
+// them as they are.
+func niced(n int, bin string, args [][]string) (string, [][]string) {
+	if n <= 0 {
+		return bin, args
+	}
+	out := make([][]string, len(args))
+	for i, a := range args {
+		out[i] = append([]string{"-n", strconv.Itoa(n), bin}, a...)
+	}
+	return "nice", out
 }
 
 // freePorts returns n TCP ports free on 127.0.0.1 right now.

@@ -357,7 +357,8 @@ func (b *bencher) startResponders(ctx context.Context, s *site, n int) (procs, e
 		args = append(args, []string{RespondersCommand, "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
 			"--subject", floorSubject, "--reply-bytes", strconv.Itoa(b.replyBytes)})
 	}
-	return startAll(ctx, deadlinesFor(n).start, b.cfg.BenchBin, respondersReady, names, args)
+	bin, args := niced(b.cfg.Nice, b.cfg.BenchBin, args)
+	return startAll(ctx, deadlinesFor(n).start, bin, respondersReady, names, args)
 }
 
 // agentsReady is what ccm-agent simulate prints once every agent serves.
@@ -413,5 +414,6 @@ func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, gro
 		args = append(args, a)
 		first += g.count
 	}
-	return startAll(ctx, deadlinesFor(total).start, b.cfg.AgentBin, agentsReady, names, args)
+	bin, args := niced(b.cfg.Nice, b.cfg.AgentBin, args)
+	return startAll(ctx, deadlinesFor(total).start, bin, agentsReady, names, args)
 }
