@@ -17,7 +17,7 @@ import (
 // it up.
 const (
 	followMaxWait = 5 * time.Minute
-	wakeSplay      = 5 * time.Second
+	wakeSplay     = 5 * time.Second
 )
 
 // storeWake listens for a change republished by the assignment store while
