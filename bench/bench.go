@@ -71,7 +71,8 @@ type Config struct {
 	WorkDir string
 	// ProfileDir, when set, receives a CPU profile of each simulated
 	// agents process (agents-<size>.pprof) and its heap profile, written
-	// when the process is stopped (agents-<size>.heap).
+	// when the process is stopped (agents-<size>.heap), and of each other
+	// broker of a cluster (fleet-<size>-broker-<i>.pprof).
 	ProfileDir string
 	// MaxOpenFiles, when set, is taken as each process's open files limit
 	// if it is lower than the real one: a small fleet is then spread over

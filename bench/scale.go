@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -213,10 +214,14 @@ func (b *bencher) startPeers(ctx context.Context, c *cluster, dir string) (procs
 		if err := os.MkdirAll(store, 0o700); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		args = append(args, []string{"--name", fmt.Sprintf("bench-%d", i+1),
+		a := []string{"--name", fmt.Sprintf("bench-%d", i+1),
 			"--listen", fmt.Sprintf("127.0.0.1:%d", c.clientPorts[i]), "--store", store,
 			"--cluster-name", "bench", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", c.routePorts[i]),
-			"--routes", strings.Join(c.routes(), ","), "--replicas", "1"})
+			"--routes", strings.Join(c.routes(), ","), "--replicas", "1"}
+		if b.cfg.ProfileDir != "" {
+			a = append(a, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("%s-broker-%d.pprof", filepath.Base(dir), i+1)))
+		}
+		args = append(args, a)
 	}
 	return startAll(ctx, deadlinesFor(0).start, b.cfg.BrokerBin, peerReady, names, args)
 }

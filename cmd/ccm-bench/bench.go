@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -41,7 +40,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("orch-bin", "The ccm-orch binary the -cli rows time (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.OrchBin)
 	cmd.Flag("out", "Also write the rows as JSON to this file").PlaceHolder("FILE").StringVar(&f.out)
 	cmd.Flag("work-dir", "Directory for brokers, agent state and managed files (default: a temporary directory)").PlaceHolder("DIR").StringVar(&f.cfg.WorkDir)
-	cmd.Flag("profile-dir", "Write profiles here: CPU profiles bench.pprof (broker and library orchestrator) and agents-N.pprof, and each agents process's heap profile agents-N.heap").PlaceHolder("DIR").StringVar(&f.profileDir)
+	cmd.Flag("profile-dir", "Write profiles here: CPU profiles bench.pprof (broker and library orchestrator), agents-N.pprof and, when a fleet needs a cluster, fleet-N-broker-I.pprof of its other brokers, and each agents process's heap profile agents-N.heap").PlaceHolder("DIR").StringVar(&f.profileDir)
 	cmd.Action(func(*fisk.ParseContext) error { return a.runBench(f) })
 
 	var ro bench.ResponderOptions
@@ -102,15 +101,11 @@ func (a *app) runBench(f *benchFlags) error {
 		if err := os.MkdirAll(f.profileDir, 0o755); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		pf, err := os.Create(filepath.Join(f.profileDir, "bench.pprof"))
+		stopProfile, err := program.StartCPUProfile(filepath.Join(f.profileDir, "bench.pprof"))
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	ctx, stop := a.signalContext()
 	defer stop()
