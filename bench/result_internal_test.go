@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ccm-fleet/ccm/jsstore"
 )
 
 func TestPerHostCPU(t *testing.T) {
@@ -96,11 +98,11 @@ func TestDeadlinesGrowPastTwentyThousandAgents(t *testing.T) {
 	if base != deadlinesFor(deadlineFleet) {
 		t.Errorf("deadlines change below %d agents: %+v and %+v", deadlineFleet, base, deadlinesFor(deadlineFleet))
 	}
-	if base.reply != time.Minute || base.setup != 5*time.Minute || base.start != 10*time.Minute {
+	if base.reply != time.Minute || base.setup != 5*time.Minute || base.start != 10*time.Minute || base.registryTTL != jsstore.DefaultRegistryTTL {
 		t.Errorf("base deadlines %+v", base)
 	}
 	big := deadlinesFor(50000)
-	if big.reply != 150*time.Second || big.round != 5*time.Minute || big.settle != 5*time.Minute || big.start != 25*time.Minute {
+	if big.reply != 150*time.Second || big.round != 5*time.Minute || big.settle != 5*time.Minute || big.start != 25*time.Minute || big.registryTTL != 225*time.Second {
 		t.Errorf("deadlines at 50,000 agents %+v, want two and a half times %+v", big, base)
 	}
 }
