@@ -222,18 +222,15 @@ func (s *assigner) factsFirst() {
 // changes is followed by the feed, which costs the broker no consumer; one
 // provisioned before that, by a KV watcher.
 //
-// Every lookup is a JetStream API request, and a failed one is tried
-// again after a wait that doubles from HistoryRetry up to followMaxWait.
-// A store that does not exist is a fleet that does not use assignments:
-// asked every 10 s by 20,000 agents, that is 2,000 requests a second for
-// nothing. A refused lookup is a JetStream too busy to answer: a fleet of
-// 50,000 starting at once filled the servers' queue of info requests,
-// which drops them all when full, and every agent asking again every 10 s
-// kept it full (and the cluster without a meta leader). While the store
-// does not exist the agent also listens on the subjects it republishes its
-// changes to (core NATS, nothing stored): the first assignment put wakes
-// it, and it looks the store up within wakeSplay (spread, so a fleet does
-// not ask at once).
+// Every lookup is a JetStream API request; after a failed one the wait
+// doubles from HistoryRetry up to followMaxWait. A store that does not
+// exist is a fleet without assignments: asked every 10 s by 20,000 agents,
+// 2,000 requests a second for nothing. A refused one is JetStream too busy:
+// 50,000 agents starting at once, each asking again every 10 s, kept the
+// servers' info queue full (it drops every request once full). While there
+// is no store the agent also listens on the subjects it republishes its
+// changes to (core NATS): the first assignment put wakes it, and it looks
+// the store up within wakeSplay (spread, so a fleet does not ask at once).
 func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 	a := s.a
 	var wake *storeWake
