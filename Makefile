@@ -21,7 +21,7 @@ BENCH_AGENTS ?=
 BENCH_ROUNDS ?=
 BENCH_FLAGS  ?=
 
-.PHONY: all build package test vet lint deps demo lab bench clean fuzz fuzz-smoke
+.PHONY: all build package test vet lint deps demo lab bench bench-50k clean fuzz fuzz-smoke
 
 # Fuzz targets, each PACKAGE:TARGET, run one at a time: briefly in make test
 # (fuzz-smoke), for FUZZTIME each in make fuzz. A crasher is saved under the
@@ -98,6 +98,15 @@ lab:
 ## table and writes bench/results.json (never part of make test)
 bench: build
 	$(BIN)/ccm-bench --out bench/results.json $(if $(BENCH_AGENTS),--agents $(BENCH_AGENTS)) $(if $(BENCH_ROUNDS),--rounds $(BENCH_ROUNDS)) $(BENCH_FLAGS)
+
+## bench-50k: 50,000 simulated agents (16 simulate processes, a cluster of
+## 3 brokers) through every fleet row, 3 rounds each, the agents and floor
+## responders niced below the brokers; writes bench/results-50k.json (about
+## 20 minutes and 18 GiB of memory on 2 cores; never part of make test)
+bench-50k: build
+	$(BIN)/ccm-bench run --agents 50000 --rounds 3 --nice 10 --registry-entries 0 \
+		--rows floor,floor-signed,noop,noop-cli,change,change-cli,history-write,history-show,history-show-cli,agents,idle \
+		--out bench/results-50k.json $(BENCH_FLAGS)
 
 ## vet: go vet over every package
 vet:

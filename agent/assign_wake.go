@@ -11,12 +11,13 @@ import (
 	"github.com/ccm-fleet/ccm/protocol"
 )
 
-// noStoreMaxWait bounds the wait between two lookups of an assignment store
-// that does not exist, and wakeSplay how long after a change was seen on
-// its subjects an agent may wait before looking it up.
+// followMaxWait bounds the wait between two lookups of an assignment store
+// that does not exist or could not be looked up, and wakeSplay how long
+// after a change was seen on its subjects an agent may wait before looking
+// it up.
 const (
-	noStoreMaxWait = 5 * time.Minute
-	wakeSplay      = 5 * time.Second
+	followMaxWait = 5 * time.Minute
+	wakeSplay     = 5 * time.Second
 )
 
 // storeWake listens for a change republished by the assignment store while

@@ -222,14 +222,15 @@ func (s *assigner) factsFirst() {
 // changes is followed by the feed, which costs the broker no consumer; one
 // provisioned before that, by a KV watcher.
 //
-// A refused follow is tried again every HistoryRetry. A store that does
-// not exist is a fleet that does not use assignments, and every lookup is
-// a JetStream API request: asked every 10 s by 20,000 agents, that is
-// 2,000 requests a second for nothing. So the wait doubles up to
-// noStoreMaxWait, and the agent listens on the subjects the store
-// republishes its changes to (core NATS, nothing stored): the first
-// assignment put wakes it, and it looks the store up within
-// wakeSplay (spread, so a fleet does not ask at once).
+// Every lookup is a JetStream API request; after a failed one the wait
+// doubles from HistoryRetry up to followMaxWait. A store that does not
+// exist is a fleet without assignments: asked every 10 s by 20,000 agents,
+// 2,000 requests a second for nothing. A refused one is JetStream too busy:
+// 50,000 agents starting at once, each asking again every 10 s, kept the
+// servers' info queue full (it drops every request once full). While there
+// is no store the agent also listens on the subjects it republishes its
+// changes to (core NATS): the first assignment put wakes it, and it looks
+// the store up within wakeSplay (spread, so a fleet does not ask at once).
 func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 	a := s.a
 	var wake *storeWake
@@ -244,15 +245,14 @@ func (s *assigner) watch(ctx context.Context) assignmentUpdates {
 		if ctx.Err() != nil {
 			return nil
 		}
-		retry := a.cfg.HistoryRetry
+		retry := wait
+		wait = min(2*wait, max(followMaxWait, a.cfg.HistoryRetry))
 		if errors.Is(err, jsstore.ErrNoAssignments) {
 			if wake == nil {
 				wake = newStoreWake(a.nc, a.log)
 			}
-			retry, wait = wait, min(2*wait, max(noStoreMaxWait, a.cfg.HistoryRetry))
 			a.log.Debug("no assignment store yet (ccm-orch history init)", "error", err, "retry", retry)
 		} else {
-			wait = a.cfg.HistoryRetry
 			a.log.Warn("cannot follow the assignment store; trying again", "error", err, "retry", retry)
 		}
 		if !wake.sleep(ctx, splayed(retry), min(a.cfg.HistoryRetry, wakeSplay)) {

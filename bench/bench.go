@@ -34,6 +34,8 @@ const (
 	MaxRegistrySize = 100000
 	// MaxSites bounds Config.Sites.
 	MaxSites = 64
+	// MaxNice bounds Config.Nice (the lowest priority Linux has).
+	MaxNice = 19
 	// DefaultIdleWindow is how long the idle row watches a fleet at rest:
 	// one default agent heartbeat, so every agent refreshes its registry
 	// entry once in it.
@@ -69,7 +71,8 @@ type Config struct {
 	WorkDir string
 	// ProfileDir, when set, receives a CPU profile of each simulated
 	// agents process (agents-<size>.pprof) and its heap profile, written
-	// when the process is stopped (agents-<size>.heap).
+	// when the process is stopped (agents-<size>.heap), and of each other
+	// broker of a cluster (fleet-<size>-broker-<i>.pprof).
 	ProfileDir string
 	// MaxOpenFiles, when set, is taken as each process's open files limit
 	// if it is lower than the real one: a small fleet is then spread over
@@ -89,6 +92,14 @@ type Config struct {
 	// IdleWindow is how long the idle row measures each fleet at rest;
 	// default DefaultIdleWindow.
 	IdleWindow time.Duration
+	// Nice, when above 0, is the niceness (up to MaxNice) the simulated
+	// agents and the floors' responders run at, below the brokers and the
+	// orchestrator. A real deployment's brokers have machines of their
+	// own; on one machine with more simulated hosts than it has CPUs for,
+	// the hosts would otherwise take the brokers' CPU (at 50,000 agents on
+	// 2 cores the JetStream cluster lost its meta leader while they
+	// started). Both floors run niced too, so the ratios stay fair.
+	Nice int
 	// Log receives progress lines; default discard.
 	Log io.Writer
 }
@@ -157,6 +168,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Rounds < 1:
 		return fmt.Errorf("bench: rounds %d must be positive", c.Rounds)
+	case c.Nice < 0 || c.Nice > MaxNice:
+		return fmt.Errorf("bench: nice %d must be between 0 (the bench's own priority) and %d", c.Nice, MaxNice)
 	case c.LatencyRequests < 1 || c.OneHostRounds < 1:
 		return errors.New("bench: latency requests and one-host rounds must be positive")
 	case c.AgentBin == "" || c.OrchBin == "" || c.BenchBin == "":

@@ -111,7 +111,7 @@ func (b *bencher) fleet(ctx context.Context, n int) ([]Row, error) {
 	if lay.brokers > 1 || lay.agentProcs > 1 {
 		b.logf("%d: %d brokers, %d agent processes, %d responder processes (each process may open %d files)", n, lay.brokers, lay.agentProcs, lay.responderProcs, b.fdLimit)
 	}
-	s, dir, err := b.openSite(ctx, fmt.Sprintf("fleet-%d", n), 0, lay.brokers)
+	s, dir, err := b.openSite(ctx, fmt.Sprintf("fleet-%d", n), deadlinesFor(n).registryTTL, lay.brokers)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,8 @@ func (b *bencher) startSignedResponders(ctx context.Context, s *site, n int) (pr
 		args = append(args, []string{RespondersCommand, "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
 			"--subject", signedFloorSubject, "--reply-bytes", strconv.Itoa(b.replyBodyBytes), "--trust", b.sign.signer.PublicKey()})
 	}
-	return startAll(ctx, deadlinesFor(n).start, b.cfg.BenchBin, respondersReady, names, args)
+	bin, args := niced(b.cfg.Nice, b.cfg.BenchBin, args)
+	return startAll(ctx, deadlinesFor(n).start, bin, respondersReady, names, args)
 }
 
 // signedRound is one signed floor round: the time from signing the

@@ -2,9 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ccm-fleet/ccm/jsstore"
 )
 
 func TestPerHostCPU(t *testing.T) {
@@ -93,11 +98,11 @@ func TestDeadlinesGrowPastTwentyThousandAgents(t *testing.T) {
 	if base != deadlinesFor(deadlineFleet) {
 		t.Errorf("deadlines change below %d agents: %+v and %+v", deadlineFleet, base, deadlinesFor(deadlineFleet))
 	}
-	if base.reply != time.Minute || base.setup != 5*time.Minute || base.start != 10*time.Minute {
+	if base.reply != time.Minute || base.setup != 5*time.Minute || base.start != 10*time.Minute || base.registryTTL != jsstore.DefaultRegistryTTL {
 		t.Errorf("base deadlines %+v", base)
 	}
 	big := deadlinesFor(50000)
-	if big.reply != 150*time.Second || big.round != 5*time.Minute || big.settle != 5*time.Minute || big.start != 25*time.Minute {
+	if big.reply != 150*time.Second || big.round != 5*time.Minute || big.settle != 5*time.Minute || big.start != 25*time.Minute || big.registryTTL != 225*time.Second {
 		t.Errorf("deadlines at 50,000 agents %+v, want two and a half times %+v", big, base)
 	}
 }
@@ -107,5 +112,43 @@ func TestIdleNote(t *testing.T) {
 	want := "at rest for 10s, no request: the agents kept 0.200 cores busy (200.0 µs per host per second), the center 0.100 cores"
 	if !strings.HasPrefix(got, want) {
 		t.Fatalf("idle note:\n got %s\nwant %s...", got, want)
+	}
+}
+
+func TestNiced(t *testing.T) {
+	args := [][]string{{"simulate", "--count", "3"}, {"simulate", "--count", "4"}}
+	bin, got := niced(0, "/bin/ccm-agent", args)
+	if bin != "/bin/ccm-agent" || !reflect.DeepEqual(got, args) {
+		t.Errorf("niced(0) = %s %q, want the command unchanged", bin, got)
+	}
+	bin, got = niced(10, "/bin/ccm-agent", args)
+	want := [][]string{{"-n", "10", "/bin/ccm-agent", "simulate", "--count", "3"}, {"-n", "10", "/bin/ccm-agent", "simulate", "--count", "4"}}
+	if bin != "nice" || !reflect.DeepEqual(got, want) {
+		t.Errorf("niced(10) = %s %q, want nice %q", bin, got, want)
+	}
+	if args[0][0] != "simulate" {
+		t.Errorf("niced changed its argument: %q", args)
+	}
+}
+
+func TestNiceIsValidated(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.WriteFile(bin, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := Config{AgentBin: bin, OrchBin: bin, BenchBin: bin}.withDefaults()
+	for _, c := range []struct {
+		nice int
+		want string
+	}{{0, ""}, {19, ""}, {-1, "nice -1 must be between 0"}, {20, "nice 20 must be between 0"}} {
+		cfg := base
+		cfg.Nice = c.nice
+		err := cfg.validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("nice %d: %v", c.nice, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("nice %d: err = %v, want %q", c.nice, err, c.want)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -137,6 +139,20 @@ func startAll(ctx context.Context, wait time.Duration, bin, marker string, names
 	return p, nil
 }
 
+// niced is bin and args run at niceness n (by nice(1), which execs bin in
+// its own process: the child's pid stays the one measured); n 0 leaves
+// them as they are.
+func niced(n int, bin string, args [][]string) (string, [][]string) {
+	if n <= 0 {
+		return bin, args
+	}
+	out := make([][]string, len(args))
+	for i, a := range args {
+		out[i] = append([]string{"-n", strconv.Itoa(n), bin}, a...)
+	}
+	return "nice", out
+}
+
 // freePorts returns n TCP ports free on 127.0.0.1 right now.
 func freePorts(n int) ([]int, error) {
 	var ports []int
@@ -198,10 +214,14 @@ func (b *bencher) startPeers(ctx context.Context, c *cluster, dir string) (procs
 		if err := os.MkdirAll(store, 0o700); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		args = append(args, []string{"--name", fmt.Sprintf("bench-%d", i+1),
+		a := []string{"--name", fmt.Sprintf("bench-%d", i+1),
 			"--listen", fmt.Sprintf("127.0.0.1:%d", c.clientPorts[i]), "--store", store,
 			"--cluster-name", "bench", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", c.routePorts[i]),
-			"--routes", strings.Join(c.routes(), ","), "--replicas", "1"})
+			"--routes", strings.Join(c.routes(), ","), "--replicas", "1"}
+		if b.cfg.ProfileDir != "" {
+			a = append(a, "--cpuprofile", filepath.Join(b.cfg.ProfileDir, fmt.Sprintf("%s-broker-%d.pprof", filepath.Base(dir), i+1)))
+		}
+		args = append(args, a)
 	}
 	return startAll(ctx, deadlinesFor(0).start, b.cfg.BrokerBin, peerReady, names, args)
 }

@@ -40,6 +40,12 @@ type deadlines struct {
 	// round bounds one timed round; settle, the wait for its history
 	// records; start, the wait for processes and the registry
 	round, settle, start time.Duration
+	// registryTTL is how long the fleet's registry keeps an entry after
+	// its agent's last heartbeat: at 50,000 agents on 2 cores a change
+	// round kept JetStream too busy for a minute, some agents' heartbeats
+	// failed for over the default 90 s, and registry discovery missed
+	// their hosts (65 in one round), so it grows like the waits
+	registryTTL time.Duration
 }
 
 // deadlineFleet is the largest fleet the base deadlines are for.
@@ -55,6 +61,7 @@ func deadlinesFor(n int) deadlines {
 	return deadlines{
 		reply: scale(time.Minute), setup: scale(5 * time.Minute),
 		round: scale(2 * time.Minute), settle: scale(2 * time.Minute), start: scale(10 * time.Minute),
+		registryTTL: scale(jsstore.DefaultRegistryTTL),
 	}
 }
 
@@ -357,7 +364,8 @@ func (b *bencher) startResponders(ctx context.Context, s *site, n int) (procs, e
 		args = append(args, []string{RespondersCommand, "--server", s.urls[i%len(s.urls)], "--count", strconv.Itoa(count),
 			"--subject", floorSubject, "--reply-bytes", strconv.Itoa(b.replyBytes)})
 	}
-	return startAll(ctx, deadlinesFor(n).start, b.cfg.BenchBin, respondersReady, names, args)
+	bin, args := niced(b.cfg.Nice, b.cfg.BenchBin, args)
+	return startAll(ctx, deadlinesFor(n).start, bin, respondersReady, names, args)
 }
 
 // agentsReady is what ccm-agent simulate prints once every agent serves.
@@ -413,5 +421,6 @@ func (b *bencher) startAgentGroups(ctx context.Context, dir, profile string, gro
 		args = append(args, a)
 		first += g.count
 	}
-	return startAll(ctx, deadlinesFor(total).start, b.cfg.AgentBin, agentsReady, names, args)
+	bin, args := niced(b.cfg.Nice, b.cfg.AgentBin, args)
+	return startAll(ctx, deadlinesFor(total).start, bin, agentsReady, names, args)
 }

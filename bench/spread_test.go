@@ -3,6 +3,8 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -15,10 +17,13 @@ var _ = Describe("A fleet too large for one process's open files", func() {
 		var log bytes.Buffer
 		// 300 open files (room for 64 connections each): 30 agents need 3
 		// agent processes (6 files each), and 2 brokers, made 3 (a
-		// cluster's majority).
+		// cluster's majority). The agents and responders run niced, and
+		// every process writes its CPU profile.
+		profiles := GinkgoT().TempDir()
 		rows, err := bench.Run(context.Background(), bench.Config{
 			Sizes: []int{30}, Rounds: 2, Rows: []string{"floor", "floor-signed", "noop", "noop-cli", "agents"}, MaxOpenFiles: 300,
 			AgentBin: agentBin, OrchBin: orchBin, BenchBin: benchBin, BrokerBin: brokerBin, WorkDir: GinkgoT().TempDir(), Log: &log,
+			Nice: 5, ProfileDir: profiles,
 		})
 		Expect(err).ToNot(HaveOccurred(), log.String())
 		byName := map[string][]bench.Row{}
@@ -51,5 +56,11 @@ var _ = Describe("A fleet too large for one process's open files", func() {
 		Expect(peaks[5].Name).To(ContainSubstring("simulated agents"))
 		Expect(log.String()).To(ContainSubstring("3 agent processes"))
 		Expect(log.String()).To(ContainSubstring("3 brokers"))
+		// The other two brokers wrote their profiles as they stopped.
+		for _, name := range []string{"fleet-30-broker-2.pprof", "fleet-30-broker-3.pprof", "agents-30-1.pprof"} {
+			info, err := os.Stat(filepath.Join(profiles, name))
+			Expect(err).ToNot(HaveOccurred())
+			Expect(info.Size()).To(BeNumerically(">", 0), name)
+		}
 	})
 })

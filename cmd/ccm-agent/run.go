@@ -237,7 +237,7 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 		if profiles.mem != "" {
 			runtime.MemProfileRate = 4096 // every allocation's share, not a 512 KiB sample
 		}
-		stopProfile, err := profiles.startCPU()
+		stopProfile, err := program.StartCPUProfile(profiles.cpu)
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
@@ -305,23 +305,6 @@ func (a *app) registerSimulate(cli *fisk.Application) {
 // simProfiles are the profiles simulate writes for benchmarks: cpu over
 // the whole run, mem (the heap) when the simulation is asked to stop.
 type simProfiles struct{ cpu, mem string }
-
-// startCPU writes a CPU profile to p.cpu, when set, until the returned
-// function is called.
-func (p simProfiles) startCPU() (func(), error) {
-	if p.cpu == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(p.cpu)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
-}
 
 // heapOnStop returns a context that ends after ctx does and, when p.mem is
 // set, after the heap profile is written to p.mem while every agent still

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -35,12 +34,13 @@ func (a *app) registerRun(cli *fisk.Application) {
 	cmd.Flag("one-host-rounds", "Runs of the cold ccm-agent ensure").Default(strconv.Itoa(bench.DefaultOneHostRounds)).IntVar(&f.cfg.OneHostRounds)
 	cmd.Flag("rows", "Measure only these rows (comma separated or repeated): "+strings.Join(bench.RowNames, ", ")).PlaceHolder("NAME").StringsVar(&f.rows)
 	cmd.Flag("sites", "Also measure the noop-sites row for every fleet size: its agents spread evenly over this many site brokers (ccm-broker leaf nodes of a hub in this process, each with its own JetStream domain), noop runs from the hub with exact accounting, compared with the one-cluster noop row (0: off)").Default("0").PlaceHolder("K").IntVar(&f.cfg.Sites)
+	cmd.Flag("nice", "Run the simulated agents and the floors' responders at this niceness (1 to 19), below the brokers: a fleet larger than the machine's CPUs can serve otherwise starves its own brokers, which a real deployment runs on machines of their own (0: the bench's own priority)").Default("0").PlaceHolder("N").IntVar(&f.cfg.Nice)
 	cmd.Flag("agent-bin", "The ccm-agent binary (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.AgentBin)
 	cmd.Flag("broker-bin", "The ccm-broker binary that runs the other brokers of a fleet too large for one process's open files, and the site brokers of --sites (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.BrokerBin)
 	cmd.Flag("orch-bin", "The ccm-orch binary the -cli rows time (default: next to this ccm-bench, else on PATH)").PlaceHolder("FILE").StringVar(&f.cfg.OrchBin)
 	cmd.Flag("out", "Also write the rows as JSON to this file").PlaceHolder("FILE").StringVar(&f.out)
 	cmd.Flag("work-dir", "Directory for brokers, agent state and managed files (default: a temporary directory)").PlaceHolder("DIR").StringVar(&f.cfg.WorkDir)
-	cmd.Flag("profile-dir", "Write profiles here: CPU profiles bench.pprof (broker and library orchestrator) and agents-N.pprof, and each agents process's heap profile agents-N.heap").PlaceHolder("DIR").StringVar(&f.profileDir)
+	cmd.Flag("profile-dir", "Write profiles here: CPU profiles bench.pprof (broker and library orchestrator), agents-N.pprof and, when a fleet needs a cluster, fleet-N-broker-I.pprof of its other brokers, and each agents process's heap profile agents-N.heap").PlaceHolder("DIR").StringVar(&f.profileDir)
 	cmd.Action(func(*fisk.ParseContext) error { return a.runBench(f) })
 
 	var ro bench.ResponderOptions
@@ -101,15 +101,11 @@ func (a *app) runBench(f *benchFlags) error {
 		if err := os.MkdirAll(f.profileDir, 0o755); err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		pf, err := os.Create(filepath.Join(f.profileDir, "bench.pprof"))
+		stopProfile, err := program.StartCPUProfile(filepath.Join(f.profileDir, "bench.pprof"))
 		if err != nil {
 			return program.Exit(protocol.ExitError, err)
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return program.Exit(protocol.ExitError, err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	ctx, stop := a.signalContext()
 	defer stop()

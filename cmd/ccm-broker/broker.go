@@ -41,6 +41,7 @@ type brokerFlags struct {
 	registryTTL time.Duration
 	maxStoreSet bool
 	conf        configFlags
+	cpuProfile  string
 }
 
 func (a *app) registerRun(cli *fisk.Application) {
@@ -63,6 +64,7 @@ func (a *app) registerRun(cli *fisk.Application) {
 	f.conf.flag(cmd, "tls-verify", "Require every client to present a certificate signed by --tlsca (mutual TLS)").UnNegatableBoolVar(&f.cfg.TLS.Verify)
 	f.conf.flag(cmd, "auth-file", "YAML file of the users clients must authenticate as, with their permissions; read again on SIGHUP").PlaceHolder("FILE").StringVar(&f.cfg.AuthFile)
 	registerConfigFlags(cmd, f)
+	cmd.Flag("cpuprofile", "Write a CPU profile of the broker to this file until it stops (benchmarks)").Hidden().PlaceHolder("FILE").StringVar(&f.cpuProfile)
 	cmd.Action(func(*fisk.ParseContext) error { return a.runBroker(f) })
 }
 
@@ -82,6 +84,11 @@ func (a *app) runBroker(f *brokerFlags) error {
 	if err != nil {
 		return program.Exit(protocol.ExitError, err)
 	}
+	stopProfile, err := program.StartCPUProfile(f.cpuProfile)
+	if err != nil {
+		return program.Exit(protocol.ExitError, err)
+	}
+	defer stopProfile()
 	ctx, stop := a.signalContext()
 	defer stop()
 	b, err := broker.New(cfg, broker.WithLogger(a.Logger()))
