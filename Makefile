@@ -102,7 +102,8 @@ bench: build
 ## bench-50k: 50,000 simulated agents (16 simulate processes, a cluster of
 ## 3 brokers) through every fleet row, 3 rounds each, the agents and floor
 ## responders niced below the brokers; writes bench/results-50k.json (about
-## 20 minutes and 18 GiB of memory on 2 cores; never part of make test)
+## 28 minutes and 20.4 GiB of memory in use at peak on 2 cores; never part of
+## make test)
 bench-50k: build
 	$(BIN)/ccm-bench run --agents 50000 --rounds 3 --nice 10 --registry-entries 0 \
 		--rows floor,floor-signed,noop,noop-cli,change,change-cli,history-write,history-show,history-show-cli,agents,idle \

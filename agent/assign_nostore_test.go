@@ -30,6 +30,16 @@ type noStoreFixture struct {
 	started time.Time
 }
 
+// writeOpsPolicy writes the policy of the assignment specs into dir: one
+// signer, ops, allowed file resources and assignments_admin; it returns
+// the file's path.
+func writeOpsPolicy(dir string, ops forwardKey) string {
+	GinkgoHelper()
+	policy := filepath.Join(dir, "policy.yaml")
+	Expect(os.WriteFile(policy, []byte(fmt.Sprintf("signers:\n  - name: ops\n    public_key: %s\n    allow: [file]\n    assignments_admin: true\n", ops.pub)), 0o644)).To(Succeed())
+	return policy
+}
+
 // startNoStore starts an agent whose lookups of a missing store back off
 // from retry.
 func startNoStore(retry time.Duration) *noStoreFixture {
@@ -37,8 +47,7 @@ func startNoStore(retry time.Duration) *noStoreFixture {
 	dir := GinkgoT().TempDir()
 	f := &noStoreFixture{target: filepath.Join(dir, "target"), ops: newForwardKey(), lookups: &atomic.Int64{}}
 	Expect(os.Mkdir(f.target, 0o755)).To(Succeed())
-	policy := filepath.Join(dir, "policy.yaml")
-	Expect(os.WriteFile(policy, []byte(fmt.Sprintf("signers:\n  - name: ops\n    public_key: %s\n    allow: [file]\n    assignments_admin: true\n", f.ops.pub)), 0o644)).To(Succeed())
+	policy := writeOpsPolicy(dir, f.ops)
 	b := brokertest.Start(GinkgoT())
 	// The spec's own JetStream requests (creating the store looks it up
 	// too) reply to its own inbox, so the count leaves them out: it counts

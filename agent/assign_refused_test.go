@@ -2,8 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -22,8 +20,7 @@ var _ = Describe("An agent whose follow of the assignment store is refused", fun
 	It("tries again after a wait that doubles, one try at a time, not every retry", func() {
 		dir := GinkgoT().TempDir()
 		ops := newForwardKey()
-		policy := filepath.Join(dir, "policy.yaml")
-		Expect(os.WriteFile(policy, []byte(fmt.Sprintf("signers:\n  - name: ops\n    public_key: %s\n    allow: [file]\n    assignments_admin: true\n", ops.pub)), 0o644)).To(Succeed())
+		policy := writeOpsPolicy(dir, ops)
 		b := brokertest.Start(GinkgoT())
 		nc, err := nats.Connect(b.ClientURL())
 		Expect(err).ToNot(HaveOccurred())
